@@ -1,0 +1,367 @@
+// torchfuse_bench: the fusion benchmark suite (shared/bench/SUITE.md) timed for eager,
+// TorchScript and torchfuse in one run, on the same inputs, against the copy bandwidth
+// measured in the same run. See benchmarks/README.md.
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <torchfuse/torchfuse.h>
+
+#include "gpu_timing.h"
+#include "kernel_count.h"
+#include "report.h"
+#include "suite_cases.h"
+
+namespace tb = torchfuse_bench;
+
+namespace {
+
+const char* kUsage = R"(usage: torchfuse_bench [options]
+  --cases a,b       suite cases to run (default: all twelve; --list names them)
+  --dtypes a,b      dtypes to run: float32,bfloat16 (default); float16 is accepted too
+  --reps N          timed calls per measurement (default: enough for ~0.2 s, 50..2000)
+  --json PATH       also write every result as JSON (scripts/bench_torch_compile.py merges it)
+  --latency         also measure small-tensor latency (64x1024 fp32 tanh-GELU, 2000 calls)
+  --compile-time    also measure cold compile time per case (runs first, before any other compile)
+  --no-suite        skip the suite timings (use with --latency / --compile-time)
+  --list            print the case names and exit
+Exit status: 0; 1 when torchfuse failed on a case or its output did not match eager;
+2 on bad arguments.
+)";
+
+constexpr int kLatencyCalls = 2000;
+constexpr int kWarmupCalls = 5;  // TorchScript's profiling executor fuses from its 2nd call
+
+struct Options {
+  std::vector<tb::SuiteCase> cases;
+  std::vector<c10::ScalarType> dtypes;
+  tb::TimingOptions timing;
+  std::string json_path;
+  bool suite = true;
+  bool latency = false;
+  bool compile_time = false;
+  bool list = false;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) parts.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
+}
+
+std::vector<tb::SuiteCase> select_cases(const std::string& names) {
+  std::vector<tb::SuiteCase> selected;
+  for (const auto& name : split_commas(names)) {
+    bool found = false;
+    for (const auto& c : tb::suite_cases()) {
+      if (c.name == name) {
+        selected.push_back(c);
+        found = true;
+      }
+    }
+    if (!found) throw std::invalid_argument("unknown case '" + name + "' (--list names them)");
+  }
+  return selected;
+}
+
+// Throws std::invalid_argument on anything it does not understand.
+Options parse_args(int argc, char** argv) {
+  Options opt;
+  opt.cases = tb::suite_cases();
+  opt.dtypes = {c10::ScalarType::Float, c10::ScalarType::BFloat16};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--cases") {
+      opt.cases = select_cases(value());
+    } else if (arg == "--dtypes") {
+      opt.dtypes.clear();
+      for (const auto& name : split_commas(value())) opt.dtypes.push_back(tb::parse_dtype(name));
+    } else if (arg == "--reps") {
+      opt.timing.reps = std::stoi(value());
+      if (opt.timing.reps < 1) throw std::invalid_argument("--reps must be >= 1");
+    } else if (arg == "--json") {
+      opt.json_path = value();
+    } else if (arg == "--latency") {
+      opt.latency = true;
+    } else if (arg == "--compile-time") {
+      opt.compile_time = true;
+    } else if (arg == "--no-suite") {
+      opt.suite = false;
+    } else if (arg == "--list") {
+      opt.list = true;
+    } else {
+      throw std::invalid_argument("unknown argument '" + arg + "'");
+    }
+  }
+  return opt;
+}
+
+// One line for a table: c10::Error without its C++ backtrace, newlines folded, capped.
+std::string short_error(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
+  for (char& ch : text) {
+    if (ch == '\n') ch = ' ';
+  }
+  return text.size() > 400 ? text.substr(0, 400) + "..." : text;
+}
+
+// Fusion groups TorchScript's fuser made in the graph its executor last ran on this thread
+// (NNC: prim::TensorExprGroup; older fusers: prim::CudaFusionGroup, prim::FusionGroup).
+int count_fusion_groups(const torch::jit::Block* block) {
+  int groups = 0;
+  for (const torch::jit::Node* node : block->nodes()) {
+    const std::string kind = node->kind().toQualString();
+    if (kind == "prim::TensorExprGroup" || kind == "prim::CudaFusionGroup" || kind == "prim::FusionGroup") {
+      ++groups;
+    }
+    for (const torch::jit::Block* sub : node->blocks()) groups += count_fusion_groups(sub);
+  }
+  return groups;
+}
+
+int last_script_fusion_groups() {
+  const auto graph = torch::jit::lastExecutedOptimizedGraph();
+  return graph ? count_fusion_groups(graph->block()) : -1;
+}
+
+// Warm-up, kernels per call, then the timing. Never throws: failures land in `error`.
+tb::ImplResult measure_impl(tb::GpuTimer& timer, const std::function<void()>& fn, std::string* kernel_note) {
+  tb::ImplResult r;
+  try {
+    for (int i = 0; i < kWarmupCalls; ++i) fn();
+    torch::cuda::synchronize();
+    std::string why;
+    r.kernels = tb::count_kernels(fn, &why);
+    if (r.kernels < 0 && kernel_note->empty()) *kernel_note = why;
+    const tb::Timing t = timer.time(fn);
+    r.us = t.median_us;
+    r.min_us = t.min_us;
+    r.reps = t.reps;
+    r.ok = true;
+  } catch (const std::exception& e) {
+    r.error = short_error(e);
+  }
+  return r;
+}
+
+// Checks torchfuse against eager, then times eager, TorchScript and torchfuse on one case.
+tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer) {
+  tb::CaseResult r;
+  r.name = c.name;
+  r.dtype = tb::dtype_name(dtype);
+  torch::jit::Module module = tb::make_module(c);
+  const std::vector<c10::IValue> inputs = tb::make_inputs(c, dtype);
+  // min bytes: the inputs and the outputs, each once (TorchScript's first call gives the outputs).
+  r.min_bytes = tb::tensor_bytes(inputs) + tb::tensor_bytes({module.forward(inputs)});
+
+  std::optional<torchfuse::CompiledModule> compiled;
+  try {
+    compiled = torchfuse::compile(module);
+    const c10::IValue expected = compiled->forward_eager(inputs);
+    const c10::IValue actual = compiled->forward(inputs);
+    const torchfuse::ComparisonReport check = torchfuse::compare_outputs(expected, actual);
+    r.check_ran = true;
+    r.check_passed = check.passed();
+    r.check_report = check.to_string();
+  } catch (const std::exception& e) {
+    r.torchfuse.error = short_error(e);
+  }
+
+  if (compiled) {
+    r.eager = measure_impl(timer, [&] { compiled->forward_eager(inputs); }, &r.kernel_count_note);
+  } else {
+    r.eager.error = "needs torchfuse::compile (eager runs through forward_eager)";
+  }
+
+  // TorchScript as users run it: NNC on (the default), in case torchfuse::compile switched it off.
+  torch::jit::setTensorExprFuserEnabled(true);
+  r.script = measure_impl(timer, [&] { module.forward(inputs); }, &r.kernel_count_note);
+  if (r.script.ok) r.script_fusion_groups = last_script_fusion_groups();
+
+  if (r.check_ran) {
+    r.torchfuse = measure_impl(timer, [&] { compiled->forward(inputs); }, &r.kernel_count_note);
+    // Fused launches of one call, and whether that call ran fused at all.
+    const torchfuse::Stats before = compiled->stats();
+    compiled->forward(inputs);
+    const torchfuse::Stats after = compiled->stats();
+    r.torchfuse_launches = after.kernel_launches - before.kernel_launches;
+    r.torchfuse_eager_calls = after.eager_calls - before.eager_calls;
+  }
+  return r;
+}
+
+// run_case, with a failure outside the per-implementation checks (e.g. out of memory while
+// making the inputs) recorded on the case instead of ending the run.
+tb::CaseResult run_case_or_error(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer) {
+  try {
+    return run_case(c, dtype, timer);
+  } catch (const std::exception& e) {
+    tb::CaseResult r;
+    r.name = c.name;
+    r.dtype = tb::dtype_name(dtype);
+    r.eager.error = r.script.error = r.torchfuse.error = "case setup failed: " + short_error(e);
+    return r;
+  }
+}
+
+double median_wall_us(const std::function<void()>& fn) {
+  std::vector<double> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(tb::wall_us_per_call(fn, kLatencyCalls));
+  return tb::median(runs);
+}
+
+tb::LatencyResult measure_latency() {
+  const tb::SuiteCase c = tb::latency_case();
+  tb::LatencyResult l;
+  l.shape = c.shapes.at(0);
+  l.calls = kLatencyCalls;
+  try {
+    torch::jit::Module module = tb::make_module(c);
+    const std::vector<c10::IValue> inputs = tb::make_inputs(c, c10::ScalarType::Float);
+    torchfuse::CompiledModule compiled = torchfuse::compile(module);
+    l.check_passed =
+        torchfuse::compare_outputs(compiled.forward_eager(inputs), compiled.forward(inputs)).passed();
+    l.eager_us = median_wall_us([&] { compiled.forward_eager(inputs); });
+    l.script_us = median_wall_us([&] { module.forward(inputs); });
+    l.torchfuse_us = median_wall_us([&] { compiled.forward(inputs); });
+    l.ran = true;
+  } catch (const std::exception& e) {
+    l.error = short_error(e);
+  }
+  return l;
+}
+
+tb::CompileTimeResult measure_compile_time(const tb::SuiteCase& c, c10::ScalarType dtype) {
+  tb::CompileTimeResult r;
+  r.name = c.name;
+  r.dtype = tb::dtype_name(dtype);
+  try {
+    torch::jit::Module module = tb::make_module(c);
+    const std::vector<c10::IValue> inputs = tb::make_inputs(c, dtype);
+    torch::cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    torchfuse::CompiledModule compiled = torchfuse::compile(module);
+    compiled.forward(inputs);
+    torch::cuda::synchronize();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const torchfuse::Stats stats = compiled.stats();
+    r.nvrtc_seconds = stats.nvrtc_seconds;
+    r.kernels_compiled = stats.kernels_compiled;
+    r.kernel_cache_hits = stats.kernel_cache_hits;
+  } catch (const std::exception& e) {
+    r.error = short_error(e);
+  }
+  return r;
+}
+
+void run_suite(const Options& opt, tb::GpuTimer& timer, tb::BenchReport& report) {
+  for (const c10::ScalarType dtype : opt.dtypes) {
+    std::cout << "\n## " << tb::dtype_name(dtype) << "\n";
+    tb::print_case_header(std::cout);
+    for (const auto& c : opt.cases) {
+      report.cases.push_back(run_case_or_error(c, dtype, timer));
+      tb::print_case_row(report.cases.back(), report.copy_gbs, std::cout);
+      std::cout.flush();
+    }
+  }
+  std::cout << "\nk eag / k scr / k tf: CUDA kernels per call (Kineto profiler); tf lch: fused launches per "
+               "call (torchfuse stats); x eager / x scrpt: torchfuse's speed-up.\n";
+  for (const auto& r : report.cases) {
+    if (!r.kernel_count_note.empty()) {
+      std::cout << "kernels not counted (" << r.name << "): " << r.kernel_count_note << "\n";
+      break;
+    }
+  }
+  tb::print_summary(report, std::cout);
+}
+
+// A wrong result or a torchfuse failure on any case makes the exit status 1.
+bool torchfuse_failed(const tb::BenchReport& report) {
+  for (const auto& r : report.cases) {
+    if (!r.check_passed || !r.torchfuse.ok) return true;
+  }
+  return report.latency.ran && !report.latency.check_passed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  try {
+    opt = parse_args(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "torchfuse_bench: " << e.what() << "\n" << kUsage;
+    return 2;
+  }
+  if (opt.list) {
+    for (const auto& c : tb::suite_cases()) std::cout << c.name << "\n";
+    return 0;
+  }
+  if (!torch::cuda::is_available() || !torchfuse::cuda_available()) {
+    std::cout << "torchfuse_bench: no CUDA GPU available; nothing to measure.\n";
+    return 0;
+  }
+
+  torch::NoGradGuard no_grad;  // inference: no autograd bookkeeping in any implementation
+  torch::manual_seed(0);
+  tb::BenchReport report;
+  report.torch_version = TORCH_VERSION;
+  report.timer = tb::timer_name();
+
+  // Cold compile times first, before any other compile() can warm torchfuse's kernel cache.
+  if (opt.compile_time) {
+    for (const c10::ScalarType dtype : opt.dtypes) {
+      for (const auto& c : opt.cases) report.compile_times.push_back(measure_compile_time(c, dtype));
+    }
+    tb::print_compile_times(report.compile_times, std::cout);
+    std::cout << "(the first row also pays for loading NVRTC and the CUDA driver's module loader)\n";
+  }
+
+  tb::GpuTimer timer(opt.timing);
+  report.flush_bytes = timer.flush_bytes();
+  report.copy_gbs = tb::copy_bandwidth_gbs(timer);
+  std::cout << "\nLibTorch " << report.torch_version << ", timer " << report.timer << ", L2 flush "
+            << (report.flush_bytes >> 20) << " MB, device-to-device copy bandwidth "
+            << static_cast<int64_t>(report.copy_gbs) << " GB/s (read + write)\n";
+
+  if (opt.suite) run_suite(opt, timer, report);
+  if (opt.latency) {
+    report.latency = measure_latency();
+    std::cout << "\n";
+    tb::print_latency(report.latency, std::cout);
+  }
+  if (!opt.json_path.empty()) {
+    try {
+      tb::write_json(report, opt.json_path);
+      std::cout << "wrote " << opt.json_path << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "torchfuse_bench: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  return torchfuse_failed(report) ? 1 : 0;
+}

@@ -1,0 +1,40 @@
+// The fusion benchmark suite (shared/bench/SUITE.md) as TorchScript modules defined in C++.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/script.h>
+
+namespace torchfuse_bench {
+
+struct SuiteCase {
+  std::string name;
+  std::string source;                        // TorchScript of `def forward(self, ...)`
+  std::vector<std::vector<int64_t>> shapes;  // one per forward argument, in order
+};
+
+// The twelve suite cases, in SUITE.md's order.
+const std::vector<SuiteCase>& suite_cases();
+
+// The small-tensor latency test: the tanh-GELU chain on a 64x1024 input.
+SuiteCase latency_case();
+
+// A fresh module whose forward is the case's TorchScript (eval mode: `training` = false).
+torch::jit::Module make_module(const SuiteCase& c);
+
+// randn inputs of the case's shapes on the current CUDA device, all in `dtype` (weights too).
+std::vector<c10::IValue> make_inputs(const SuiteCase& c, c10::ScalarType dtype);
+
+// "float32", "bfloat16", "float16" <-> ScalarType; parse throws std::invalid_argument.
+std::string dtype_name(c10::ScalarType dtype);
+c10::ScalarType parse_dtype(const std::string& name);
+
+// Every tensor in a result: a tensor, or a tuple/list of tensors (nested).
+std::vector<at::Tensor> tensors_of(const c10::IValue& value);
+
+// Bytes of all tensors in `values` (each counted once, as SUITE.md's "min bytes" does).
+int64_t tensor_bytes(const std::vector<c10::IValue>& values);
+
+}  // namespace torchfuse_bench

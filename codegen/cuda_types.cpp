@@ -1,0 +1,166 @@
+#include "codegen/cuda_types.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "src/error.h"
+#include "src/literal.h"
+
+namespace torchfuse {
+namespace codegen {
+
+std::string storage_type(c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Half) return "tf_half";
+  if (dtype == c10::ScalarType::BFloat16) return "tf_bf16";
+  return register_type(dtype);
+}
+
+c10::ScalarType register_dtype(c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16) return c10::ScalarType::Float;
+  return dtype;
+}
+
+std::string register_type(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float: case c10::ScalarType::Half: case c10::ScalarType::BFloat16: return "float";
+    case c10::ScalarType::Double: return "double";
+    case c10::ScalarType::Long: return "long long";
+    case c10::ScalarType::Int: return "int";
+    case c10::ScalarType::Short: return "short";
+    case c10::ScalarType::Char: return "signed char";
+    case c10::ScalarType::Byte: return "unsigned char";
+    case c10::ScalarType::Bool: return "bool";
+    default: break;
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "no CUDA type for dtype ", c10::toString(dtype));
+}
+
+size_t element_size(c10::ScalarType dtype) { return c10::elementSize(dtype); }
+
+std::string convert(const std::string& expr, c10::ScalarType from, c10::ScalarType to) {
+  from = register_dtype(from);
+  to = register_dtype(to);
+  if (from == to) return expr;
+  if (to == c10::ScalarType::Bool) return "(" + expr + " != 0)";
+  return "(" + register_type(to) + ")(" + expr + ")";
+}
+
+std::string load_convert(const std::string& expr, c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16) return "tf_to_float(" + expr + ")";
+  return expr;
+}
+
+std::string store_convert(const std::string& expr, c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Half) return "tf_float_to_half(" + expr + ")";
+  if (dtype == c10::ScalarType::BFloat16) return "tf_float_to_bf16(" + expr + ")";
+  return expr;
+}
+
+namespace {
+
+std::string float_literal(float f) {
+  if (std::isnan(f)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(f)) return f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f);  // shortest form that reads back exactly
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string double_literal(double d) {
+  if (std::isnan(d)) return "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(d)) return d > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000LL)";
+  return format_double(d);
+}
+
+}  // namespace
+
+std::string literal(const c10::Scalar& value, c10::ScalarType as) {
+  as = register_dtype(as);
+  switch (as) {
+    case c10::ScalarType::Float: return float_literal(static_cast<float>(value.toDouble()));
+    case c10::ScalarType::Double: return double_literal(value.toDouble());
+    case c10::ScalarType::Bool: return value.toDouble() != 0 ? "true" : "false";
+    case c10::ScalarType::Long: return std::to_string(value.toLong()) + "LL";
+    default: return "(" + register_type(as) + ")" + std::to_string(value.toLong());
+  }
+}
+
+const std::string& prelude() {
+  static const std::string text = R"CUDA(// ---- torchfuse prelude: storage types, conversions, helpers ----
+struct alignas(2) tf_half { unsigned short bits; };
+struct alignas(2) tf_bf16 { unsigned short bits; };
+template <typename T, int N> struct alignas(sizeof(T) * N) tf_vec { T v[N]; };
+
+__device__ __forceinline__ float tf_to_float(tf_half h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+  return f;
+}
+__device__ __forceinline__ float tf_to_float(tf_bf16 h) {
+  return __uint_as_float(static_cast<unsigned int>(h.bits) << 16);
+}
+__device__ __forceinline__ tf_half tf_float_to_half(float f) {
+  tf_half h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
+  tf_bf16 h;
+#if __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+#else
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { h.bits = 0x7fc0; return h; }  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                     // round to nearest even
+  h.bits = static_cast<unsigned short>(u >> 16);
+#endif
+  return h;
+}
+
+// NaN-propagating maximum/minimum, as torch.maximum/minimum.
+template <typename T> __device__ __forceinline__ T tf_maximum(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
+}
+template <typename T> __device__ __forceinline__ T tf_minimum(T a, T b) {
+  return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
+}
+
+// GELU, exact and tanh-approximated, and SiLU: the formulas ATen's CUDA kernels use.
+__device__ __forceinline__ float tf_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
+__device__ __forceinline__ double tf_gelu(double x) { return x * 0.5 * (1.0 + erf(x * 0.70710678118654752440)); }
+__device__ __forceinline__ float tf_gelu_tanh(float x) {
+  const float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+__device__ __forceinline__ double tf_gelu_tanh(double x) {
+  const double inner = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + tanh(inner));
+}
+__device__ __forceinline__ float tf_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ double tf_silu(double x) { return x / (1.0 + exp(-x)); }
+__device__ __forceinline__ float tf_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+// Python-style floor division of floats, as ATen's div(rounding_mode='floor').
+template <typename T> __device__ __forceinline__ T tf_div_floor(T a, T b) {
+  if (b == T(0)) return a / b;
+  T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if ((mod != T(0)) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div != T(0)) {
+    T floordiv = floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+    return floordiv;
+  }
+  return copysign(T(0), a / b);
+}
+// ---- end of prelude ----
+)CUDA";
+  return text;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,34 @@
+// How IR dtypes and numbers appear in generated CUDA C++.
+#pragma once
+
+#include <string>
+
+#include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
+
+namespace torchfuse {
+namespace codegen {
+
+// Type a tensor element is stored as in memory: tf_half, tf_bf16, float, ...
+std::string storage_type(c10::ScalarType dtype);
+// Type a value is held in registers: fp16/bf16 widen to float.
+std::string register_type(c10::ScalarType dtype);
+c10::ScalarType register_dtype(c10::ScalarType dtype);
+size_t element_size(c10::ScalarType dtype);
+
+// `expr` (of register dtype `from`) as register dtype `to`.
+std::string convert(const std::string& expr, c10::ScalarType from, c10::ScalarType to);
+// Storage element (of `dtype`) widened to its register type.
+std::string load_convert(const std::string& expr, c10::ScalarType dtype);
+// Register value narrowed to the storage type of `dtype` (round to nearest even for fp16/bf16).
+std::string store_convert(const std::string& expr, c10::ScalarType dtype);
+
+// A number as a literal of register dtype `as`: 0.5f, 0.5, 3LL, true; inf and nan spelled with
+// bit patterns; printed locale-independently and exactly.
+std::string literal(const c10::Scalar& value, c10::ScalarType as);
+
+// Helpers every kernel may use: storage types, conversions, vector types, gelu, ...
+const std::string& prelude();
+
+}  // namespace codegen
+}  // namespace torchfuse

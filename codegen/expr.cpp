@@ -1,0 +1,144 @@
+#include "codegen/expr.h"
+
+#include "codegen/cuda_types.h"
+#include "src/error.h"
+#include "src/literal.h"
+
+namespace torchfuse {
+namespace codegen {
+namespace {
+
+using ir::OpKind;
+
+bool is_float(c10::ScalarType t) { return t == c10::ScalarType::Float; }
+bool is_floating_reg(c10::ScalarType t) { return t == c10::ScalarType::Float || t == c10::ScalarType::Double; }
+
+// A libm call: expf for float, exp for double.
+std::string math(const char* name, c10::ScalarType t, const std::string& a) {
+  return std::string(name) + (is_float(t) ? "f(" : "(") + a + ")";
+}
+
+std::string one(c10::ScalarType t) { return literal(c10::Scalar(1.0), t); }
+
+// Integer exponents with exact, cheaper forms (as ATen's pow_tensor_scalar special-cases).
+std::optional<std::string> pow_special(const std::string& a, const ir::Value* exponent, c10::ScalarType t) {
+  if (!exponent->constant || !is_floating_reg(t)) return std::nullopt;
+  const double e = exponent->constant->toDouble();
+  if (e == 1.0) return a;
+  if (e == 2.0) return "(" + a + " * " + a + ")";
+  if (e == 3.0) return "(" + a + " * " + a + " * " + a + ")";
+  if (e == 0.5) return math("sqrt", t, a);
+  if (e == -0.5) return math("rsqrt", t, a);
+  if (e == -1.0) return "(" + one(t) + " / " + a + ")";
+  if (e == -2.0) return "(" + one(t) + " / (" + a + " * " + a + "))";
+  return std::nullopt;
+}
+
+std::string unary_expr(OpKind kind, c10::ScalarType t, const std::string& a) {
+  const bool fl = is_floating_reg(t);
+  switch (kind) {
+    case OpKind::Neg: return "(-" + a + ")";
+    case OpKind::Abs:
+      if (fl) return std::string(is_float(t) ? "fabsf(" : "fabs(") + a + ")";
+      return "(" + a + " < 0 ? -" + a + " : " + a + ")";
+    case OpKind::Exp: return math("exp", t, a);
+    case OpKind::Log: return math("log", t, a);
+    case OpKind::Sqrt: return math("sqrt", t, a);
+    case OpKind::Rsqrt: return math("rsqrt", t, a);
+    case OpKind::Tanh: return math("tanh", t, a);
+    case OpKind::Erf: return math("erf", t, a);
+    case OpKind::Sigmoid: return "tf_sigmoid(" + a + ")";
+    case OpKind::Relu: return "(" + a + " < " + literal(c10::Scalar(0), t) + " ? " + literal(c10::Scalar(0), t) + " : " + a + ")";
+    case OpKind::Gelu: return "tf_gelu(" + a + ")";
+    case OpKind::GeluTanh: return "tf_gelu_tanh(" + a + ")";
+    case OpKind::Silu: return "tf_silu(" + a + ")";
+    case OpKind::Reciprocal: return "(" + one(t) + " / " + a + ")";
+    case OpKind::LogicalNot: return "(!" + a + ")";
+    case OpKind::Cast: return a;
+    default: break;
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "not a unary op: ", ir::op_name(kind));
+}
+
+std::string binary_expr(OpKind kind, c10::ScalarType t, const std::string& a, const std::string& b) {
+  switch (kind) {
+    case OpKind::Add: return "(" + a + " + " + b + ")";
+    case OpKind::Sub: return "(" + a + " - " + b + ")";
+    case OpKind::Mul: return "(" + a + " * " + b + ")";
+    case OpKind::Div: return "(" + a + " / " + b + ")";
+    case OpKind::DivTrunc: return math("trunc", t, "(" + a + " / " + b + ")");
+    case OpKind::DivFloor: return "tf_div_floor(" + a + ", " + b + ")";
+    case OpKind::Pow: return std::string(is_float(t) ? "powf(" : "pow(") + a + ", " + b + ")";
+    // NaN in `a` passes through: the comparison is false.
+    case OpKind::ClampMin: return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+    case OpKind::ClampMax: return "(" + a + " > " + b + " ? " + b + " : " + a + ")";
+    case OpKind::Maximum: return "tf_maximum(" + a + ", " + b + ")";
+    case OpKind::Minimum: return "tf_minimum(" + a + ", " + b + ")";
+    case OpKind::Eq: return "(" + a + " == " + b + ")";
+    case OpKind::Ne: return "(" + a + " != " + b + ")";
+    case OpKind::Lt: return "(" + a + " < " + b + ")";
+    case OpKind::Le: return "(" + a + " <= " + b + ")";
+    case OpKind::Gt: return "(" + a + " > " + b + ")";
+    case OpKind::Ge: return "(" + a + " >= " + b + ")";
+    case OpKind::LogicalAnd: return "(" + a + " && " + b + ")";
+    case OpKind::LogicalOr: return "(" + a + " || " + b + ")";
+    default: break;
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "not a binary op: ", ir::op_name(kind));
+}
+
+// The dtype the op's result has before it is converted to the output's register type.
+c10::ScalarType result_dtype(const ir::Node& n, c10::ScalarType compute) {
+  if (ir::is_comparison(n.kind) || n.kind == OpKind::LogicalNot || n.kind == OpKind::LogicalAnd ||
+      n.kind == OpKind::LogicalOr) {
+    return c10::ScalarType::Bool;
+  }
+  return compute;
+}
+
+// "%7 = add(%5, 0.5)": the IR statement without types, so the source does not depend on sizes.
+std::string ir_comment(const ir::Node& n) {
+  std::string s = "%" + std::to_string(n.output()->id) + " = " + ir::op_name(n.kind);
+  if (n.kind == OpKind::Cast) s += std::string("[to=") + ir::dtype_short_name(n.output()->type.dtype) + "]";
+  s += "(";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ir::Value* v = n.inputs[i];
+    s += (i ? ", " : "") + (v->constant ? format_scalar_literal(*v->constant) : "%" + std::to_string(v->id));
+  }
+  return s + ")";
+}
+
+}  // namespace
+
+std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names) {
+  if (v->constant) return literal(*v->constant, as);
+  auto it = names.find(v);
+  TORCHFUSE_INTERNAL_ASSERT(it != names.end(), "no register holds %", v->id);
+  return convert(it->second, v->type.dtype, as);
+}
+
+void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
+  TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
+  const c10::ScalarType out = n.output()->type.dtype;
+  c10::ScalarType compute = register_dtype(n.compute_dtype == c10::ScalarType::Undefined ? out : n.compute_dtype);
+  if (n.kind == OpKind::LogicalNot) compute = c10::ScalarType::Bool;
+  std::string expr;
+  if (n.kind == OpKind::Where) {
+    expr = "(" + operand(n.inputs[0], c10::ScalarType::Bool, names) + " ? " +
+           operand(n.inputs[1], compute, names) + " : " + operand(n.inputs[2], compute, names) + ")";
+  } else if (n.inputs.size() == 1) {
+    expr = unary_expr(n.kind, compute, operand(n.inputs[0], compute, names));
+  } else {
+    const std::string a = operand(n.inputs[0], compute, names);
+    std::optional<std::string> special;
+    if (n.kind == OpKind::Pow) special = pow_special(a, n.inputs[1], compute);
+    expr = special ? *special : binary_expr(n.kind, compute, a, operand(n.inputs[1], compute, names));
+  }
+  const std::string name = b.fresh("t");
+  expr = convert(expr, result_dtype(n, compute), out);
+  b.line(register_type(out) + " " + name + " = " + expr + ";  // " + ir_comment(n));
+  names[n.output()] = name;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,24 @@
+// Pointwise IR nodes as CUDA C++ statements, one statement per node, each commented with the
+// IR it came from. Shared by every schedule.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "codegen/source_builder.h"
+#include "src/ir.h"
+
+namespace torchfuse {
+namespace codegen {
+
+// Register variables holding IR values, by value.
+using ValueNames = std::map<const ir::Value*, std::string>;
+
+// Emits "float t3 = (t1 + t2);  // %7 = add(%5, %6)" and records the new name in `names`.
+void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names);
+
+// The operand `v` as an expression of register dtype `as` (literal or converted variable).
+std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names);
+
+}  // namespace codegen
+}  // namespace torchfuse

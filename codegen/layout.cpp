@@ -1,0 +1,135 @@
+#include "codegen/layout.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+
+const char* access_name(Access a) {
+  switch (a) {
+    case Access::Linear: return "linear";
+    case Access::InnerContig: return "inner_contiguous";
+    case Access::InnerBroadcast: return "inner_broadcast";
+    case Access::Strided: return "strided";
+    case Access::Uniform: return "uniform";
+    case Access::Scalar: return "scalar";
+  }
+  return "?";
+}
+
+int64_t PointwiseLayout::numel() const {
+  int64_t n = 1;
+  for (auto s : sizes) n *= s;
+  return n;
+}
+
+std::string PointwiseLayout::key() const {
+  std::string k = "rank=" + std::to_string(sizes.size()) + ";vec=" + std::to_string(vec) +
+                  ";idx=" + (index64 ? "64" : "32") + ";in=";
+  for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
+  k += ";out=";
+  for (auto o : outputs) k += std::string(c10::toString(o)) + ",";
+  return k;
+}
+
+namespace {
+
+// Strides of an operand over the (uncoalesced) domain: right-aligned, broadcast dims 0.
+std::vector<int64_t> expand_strides(const std::vector<int64_t>& domain, const OperandShape& op) {
+  std::vector<int64_t> out(domain.size(), 0);
+  const size_t offset = domain.size() - op.sizes.size();
+  for (size_t i = 0; i < op.sizes.size(); ++i) {
+    out[offset + i] = op.sizes[i] == 1 ? 0 : op.strides[i];
+  }
+  return out;
+}
+
+int64_t max_offset(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t m = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) m += (sizes[d] - 1) * std::abs(strides[d]);
+  return m;
+}
+
+}  // namespace
+
+int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs) {
+  size_t widest = 1;
+  for (const auto& in : inputs) {
+    if (in.access == Access::Linear || in.access == Access::InnerContig)
+      widest = std::max(widest, c10::elementSize(in.dtype));
+  }
+  for (auto o : outputs) widest = std::max(widest, c10::elementSize(o));
+  return static_cast<int>(std::min<size_t>(8, 16 / widest));
+}
+
+PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
+                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads) {
+  // Operand strides over the domain; the outputs' contiguous strides take part in coalescing.
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& in : inputs) {
+    if (in.is_tensor) strides.push_back(expand_strides(domain, in));
+  }
+  std::vector<int64_t> contiguous(domain.size());
+  for (size_t d = domain.size(), run = 1; d-- > 0;) {
+    contiguous[d] = static_cast<int64_t>(run);
+    run *= static_cast<size_t>(std::max<int64_t>(domain[d], 1));
+  }
+  strides.push_back(contiguous);
+
+  // Drop size-1 dims, then merge each dim into its outer neighbour when every operand allows.
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> cs(strides.size());
+  for (size_t d = 0; d < domain.size(); ++d) {
+    if (domain[d] == 1) continue;
+    bool merge = !sizes.empty();
+    for (size_t k = 0; merge && k < strides.size(); ++k) merge = cs[k].back() == strides[k][d] * domain[d];
+    if (merge) {
+      sizes.back() *= domain[d];
+      for (size_t k = 0; k < strides.size(); ++k) cs[k].back() = strides[k][d];
+      continue;
+    }
+    sizes.push_back(domain[d]);
+    for (size_t k = 0; k < strides.size(); ++k) cs[k].push_back(strides[k][d]);
+  }
+  if (sizes.empty()) {
+    sizes.push_back(1);
+    for (auto& s : cs) s.push_back(0);
+  }
+  const std::vector<int64_t>& out_strides = cs.back();
+
+  PointwiseLayout layout;
+  layout.sizes = sizes;
+  layout.outputs = outputs;
+  size_t t = 0;
+  int64_t largest_offset = layout.numel();
+  for (const auto& in : inputs) {
+    OperandLayout ol;
+    ol.dtype = in.dtype;
+    if (!in.is_tensor) {
+      ol.access = Access::Scalar;
+      layout.inputs.push_back(ol);
+      continue;
+    }
+    const auto& s = cs[t++];
+    const bool all_zero = std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
+    if (all_zero) ol.access = Access::Uniform;
+    else if (s == out_strides) ol.access = Access::Linear;
+    else if (s.back() == 1) ol.access = Access::InnerContig;
+    else if (s.back() == 0) ol.access = Access::InnerBroadcast;
+    else ol.access = Access::Strided;
+    if (ol.access != Access::Linear && ol.access != Access::Uniform) ol.strides = s;
+    largest_offset = std::max(largest_offset, max_offset(sizes, s) + 1);
+    layout.inputs.push_back(ol);
+  }
+  layout.vec = choose_vector_width(layout.inputs, outputs);
+  // 32-bit indices when every offset, and the grid-stride loop's last step, fit in int.
+  const int64_t slack = max_threads * layout.vec;
+  layout.index64 = largest_offset + slack >= std::numeric_limits<int32_t>::max();
+  return layout;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

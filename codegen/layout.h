@@ -1,0 +1,58 @@
+// Launch-time layout of a pointwise iteration: the domain with mergeable dims coalesced, and how
+// each operand is addressed. Kernels are generated for the compile-time part of a layout (rank,
+// access kinds, dtypes, vector width, index width); sizes and strides are kernel arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+namespace torchfuse {
+namespace codegen {
+
+enum class Access {
+  Linear,          // contiguous over the whole domain: element i is at i
+  InnerContig,     // innermost stride 1, other strides arbitrary
+  InnerBroadcast,  // innermost stride 0 (e.g. a [M, 1] operand)
+  Strided,         // any other strides
+  Uniform,         // one element for the whole domain (0-dim tensor, or every stride 0)
+  Scalar,          // a number passed by value
+};
+const char* access_name(Access a);
+
+// An operand as seen by the planner: a tensor (sizes/strides) or a number.
+struct OperandShape {
+  bool is_tensor = true;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+struct OperandLayout {
+  Access access = Access::Linear;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<int64_t> strides;  // per coalesced dim (tensors that are not Linear/Uniform)
+};
+
+struct PointwiseLayout {
+  std::vector<int64_t> sizes;          // coalesced domain, outermost first (rank >= 1)
+  std::vector<OperandLayout> inputs;   // per group input
+  std::vector<c10::ScalarType> outputs;  // output dtypes (outputs are contiguous)
+  int vec = 1;                         // elements per vector access on the fast path
+  bool index64 = false;                // 64-bit index math needed
+  int64_t numel() const;
+  // The compile-time part, as text: equal keys mean one kernel serves both layouts.
+  std::string key() const;
+};
+
+// Plans the layout of a pointwise iteration over `domain` (outputs contiguous over it).
+PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
+                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads);
+
+// Elements per 16-byte access for the widest vector-accessed operand.
+int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs);
+
+}  // namespace codegen
+}  // namespace torchfuse

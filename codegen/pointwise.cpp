@@ -1,0 +1,229 @@
+#include "codegen/pointwise.h"
+
+#include "codegen/cuda_types.h"
+#include "codegen/expr.h"
+#include "codegen/source_builder.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+namespace {
+
+constexpr int kBlockSize = 256;
+
+std::string in_name(size_t k) { return "in" + std::to_string(k); }
+std::string out_name(size_t k) { return "out" + std::to_string(k); }
+
+bool needs_coordinates(const PointwiseLayout& l) {
+  for (const auto& in : l.inputs) {
+    if (in.access == Access::InnerContig || in.access == Access::InnerBroadcast || in.access == Access::Strided)
+      return true;
+  }
+  return false;
+}
+
+bool has_offset(Access a) {
+  return a == Access::InnerContig || a == Access::InnerBroadcast || a == Access::Strided;
+}
+
+// Says what the kernel computes. Sizes stay out of the source (they are arguments), so one
+// compiled kernel serves every size with the same layout key.
+void emit_header_comment(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  b.line("// torchfuse fusion group " + std::to_string(g.id) + " (pointwise): " + g.describe());
+  b.line("// coalesced domain rank " + std::to_string(l.sizes.size()) + "; vector width " + std::to_string(l.vec) +
+         "; " + (l.index64 ? "64" : "32") + "-bit indices");
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    b.line("// " + in_name(k) + " = %" + std::to_string(g.inputs[k]->id) + " " +
+           ir::dtype_short_name(l.inputs[k].dtype) + ", " + access_name(l.inputs[k].access));
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    b.line("// " + out_name(k) + " = %" + std::to_string(g.outputs[k]->id) + " " +
+           ir::dtype_short_name(l.outputs[k]) + ", contiguous");
+  }
+}
+
+// Kernel arguments, all 8 bytes wide so the host packs them without padding rules.
+void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  const std::string rank = std::to_string(l.sizes.size());
+  b.open("struct " + g.kernel_name + "_params");
+  b.line("long long numel;");
+  b.line("long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors");
+  b.line("long long size[" + rank + "];");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar) {
+      b.line((in.dtype == c10::ScalarType::Double ? "double " : "long long ") + in_name(k) + ";");
+      continue;
+    }
+    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
+    if (has_offset(in.access)) b.line("long long " + in_name(k) + "_stride[" + rank + "];");
+  }
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(storage_type(l.outputs[k]) + "* " + out_name(k) + ";");
+  b.close(";");
+}
+
+void emit_compute(SourceBuilder& b, const FusionGroup& g) {
+  std::string sig = "__device__ __forceinline__ void " + g.kernel_name + "_compute(";
+  ValueNames names;
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const auto* v = g.inputs[k];
+    sig += (k ? ", " : "") + register_type(v->type.dtype) + " " + in_name(k);
+    names[v] = in_name(k);
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + out_name(k);
+  }
+  auto s = b.scope(sig + ")");
+  for (const ir::Node* n : g.nodes) emit_pointwise(b, *n, names);
+  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(out_name(k) + " = " + names.at(g.outputs[k]) + ";");
+}
+
+void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vector<OperandLayout>& inputs) {
+  const size_t rank = l.sizes.size();
+  b.line("tf_index rem = i;");
+  for (size_t d = rank; d-- > 1;) {
+    const std::string c = "c" + std::to_string(d);
+    const std::string size = "(tf_index)p.size[" + std::to_string(d) + "]";
+    b.line("const tf_index " + c + " = rem % " + size + ";");
+    b.line("rem /= " + size + ";");
+  }
+  b.line("const tf_index c0 = rem;");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!has_offset(inputs[k].access)) continue;
+    std::string off;
+    for (size_t d = 0; d < rank; ++d) {
+      off += (d ? " + " : "") + std::string("c") + std::to_string(d) + " * (tf_index)p." + in_name(k) + "_stride[" +
+             std::to_string(d) + "]";
+    }
+    b.line("const tf_index off" + std::to_string(k) + " = " + off + ";");
+  }
+}
+
+// The value of input k for lane `lane` ("" on the one-element path).
+std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path) {
+  const auto& in = l.inputs[k];
+  const std::string n = in_name(k);
+  const std::string kk = std::to_string(k);
+  switch (in.access) {
+    case Access::Scalar: return "p." + n;
+    case Access::Uniform: return "u" + kk;
+    case Access::Linear:
+      return load_convert(vector_path ? "v" + kk + ".v[lane]" : n + "[i]", in.dtype);
+    case Access::InnerContig:
+      return load_convert(vector_path ? "v" + kk + ".v[lane]" : n + "[off" + kk + "]", in.dtype);
+    case Access::InnerBroadcast:
+      return vector_path ? "b" + kk : load_convert(n + "[off" + kk + "]", in.dtype);
+    case Access::Strided: {
+      const std::string inner = "(tf_index)p." + n + "_stride[" + std::to_string(l.sizes.size() - 1) + "]";
+      return load_convert(vector_path ? n + "[off" + kk + " + lane * " + inner + "]" : n + "[off" + kk + "]", in.dtype);
+    }
+  }
+  return "";
+}
+
+std::string compute_call(const FusionGroup& g, const PointwiseLayout& l, bool vector_path) {
+  std::string call = g.kernel_name + "_compute(";
+  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(l, k, vector_path);
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    call += std::string(k || !l.inputs.empty() ? ", " : "") + "r" + std::to_string(k) + (vector_path ? "[lane]" : "");
+  }
+  return call + ");";
+}
+
+void emit_vector_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  const std::string vec = std::to_string(l.vec);
+  b.line("const tf_index i = v * " + vec + ";");
+  if (needs_coordinates(l)) emit_coordinates(b, l, l.inputs);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    const std::string kk = std::to_string(k);
+    const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
+    if (in.access == Access::Linear) {
+      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + i);");
+    } else if (in.access == Access::InnerContig) {
+      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + off" + kk + ");");
+    } else if (in.access == Access::InnerBroadcast) {
+      b.line("const " + register_type(in.dtype) + " b" + kk + " = " + load_convert(in_name(k) + "[off" + kk + "]", in.dtype) + ";");
+    }
+  }
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + "[" + vec + "];");
+  b.line("#pragma unroll");
+  {
+    auto s = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+    b.line(compute_call(g, l, true));
+  }
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    const std::string kk = std::to_string(k);
+    const std::string vt = "tf_vec<" + storage_type(l.outputs[k]) + ", " + vec + ">";
+    b.line(vt + " o" + kk + ";");
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + vec + "; ++lane) o" + kk + ".v[lane] = " +
+           store_convert("r" + kk + "[lane]", l.outputs[k]) + ";");
+    b.line("*reinterpret_cast<" + vt + "*>(" + out_name(k) + " + i) = o" + kk + ";");
+  }
+}
+
+void emit_scalar_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  if (needs_coordinates(l)) emit_coordinates(b, l, l.inputs);
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + ";");
+  b.line(compute_call(g, l, false));
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    b.line(out_name(k) + "[i] = " + store_convert("r" + std::to_string(k), l.outputs[k]) + ";");
+  }
+}
+
+void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlockSize) + ") " +
+                   g.kernel_name + "(const " + g.kernel_name + "_params p)");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar) continue;
+    b.line("const " + storage_type(in.dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+    if (in.access == Access::Uniform) {
+      b.line("const " + register_type(in.dtype) + " u" + std::to_string(k) + " = " +
+             load_convert(in_name(k) + "[0]", in.dtype) + ";");
+    }
+  }
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    b.line(storage_type(l.outputs[k]) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+  }
+  b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
+  b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
+  if (l.vec > 1) {
+    auto vs = b.scope("if (p.vec_ok)");
+    b.line("const tf_index nvec = (tf_index)(p.numel / " + std::to_string(l.vec) + ");");
+    {
+      auto loop = b.scope("for (tf_index v = first; v < nvec; v += step)");
+      emit_vector_body(b, g, l);
+    }
+    b.line("return;");
+  }
+  auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");
+  emit_scalar_body(b, g, l);
+}
+
+}  // namespace
+
+GeneratedKernel generate_pointwise(const FusionGroup& group, const PointwiseLayout& layout) {
+  TORCHFUSE_INTERNAL_ASSERT(layout.inputs.size() == group.inputs.size(), "layout has ", layout.inputs.size(),
+                            " inputs, group ", group.inputs.size());
+  SourceBuilder b;
+  b.raw(prelude());
+  b.line("");
+  emit_header_comment(b, group, layout);
+  b.line(std::string("typedef ") + (layout.index64 ? "long long" : "int") + " tf_index;");
+  b.line("");
+  emit_params(b, group, layout);
+  b.line("");
+  emit_compute(b, group);
+  b.line("");
+  emit_kernel(b, group, layout);
+  GeneratedKernel k;
+  k.name = group.kernel_name;
+  k.source = b.str();
+  k.block_size = kBlockSize;
+  return k;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

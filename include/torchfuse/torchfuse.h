@@ -1,0 +1,190 @@
+// torchfuse: a graph-level operator fusion compiler for LibTorch.
+//
+//   auto compiled = torchfuse::compile(module);          // torch::jit::Module
+//   auto out = compiled.forward({x, b});                 // same results as eager, fewer kernels
+//
+// Each distinct input signature (dtype, sizes, strides, device) is profiled once,
+// converted to torchfuse's IR, fused, and its fusion groups compiled with NVRTC.
+// Everything torchfuse does not fuse runs through LibTorch as before.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+#include <ATen/core/Tensor.h>
+
+namespace torch {
+namespace jit {
+struct Module;
+struct Graph;
+}  // namespace jit
+}  // namespace torch
+
+namespace torchfuse {
+
+// A user-facing error: bad input, unsupported request, NVRTC or driver failure.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CompileOptions {
+  // Comma-separated log switches, added to those of $TORCHFUSE_LOGS:
+  // output_code, graph, fusion, passes, recompiles, all.
+  std::string logs;
+  // Groups with fewer ops than this are left to ATen (a single op gains nothing from fusion).
+  int min_group_size = 2;
+  // Specializations kept per compiled module before new input signatures run eager.
+  int max_specializations = 8;
+  // Fill every fused output with a poison value before its kernel runs (tests use it to
+  // prove that every element is written).
+  bool debug_poison_outputs = false;
+  // Architecture NVRTC targets when no GPU is present (explain() and offline checks), e.g. "sm_90".
+  std::string offline_arch = "sm_90";
+};
+
+// What compile() built for one input signature; also what explain() returns.
+struct KernelInfo {
+  std::string name;         // e.g. "tf_fused_0"
+  std::string source;       // CUDA C++ handed to NVRTC
+  int num_ops = 0;          // IR ops inside the group
+  std::string description;  // one line: the ops of the group
+};
+
+struct Explanation {
+  std::string ir_before;             // torchfuse IR after conversion
+  std::string ir_after;              // after the fusion passes
+  std::string rewritten_graph;       // the TorchScript graph with fusion nodes
+  std::vector<KernelInfo> kernels;   // one per fusion group
+  std::vector<std::string> refused;  // every refused fusion with its reason
+  // Filled when compile_kernels=true: NVRTC ran for `arch`; the size of each cubin.
+  std::string arch;
+  std::vector<size_t> cubin_bytes;
+};
+
+struct Stats {
+  int64_t specializations = 0;      // input signatures compiled
+  int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
+  int64_t fused_calls = 0;          // calls that ran the fused graph
+  int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
+  int64_t kernel_cache_hits = 0;    // kernels found in the in-memory cache
+  int64_t kernel_launches = 0;      // fused kernels launched
+  double nvrtc_seconds = 0.0;       // time spent in NVRTC
+};
+
+class CompiledModuleImpl;
+
+// The result of compile(): call forward() like torch::jit::Module::forward.
+class CompiledModule {
+ public:
+  explicit CompiledModule(std::shared_ptr<CompiledModuleImpl> impl);
+  c10::IValue forward(std::vector<c10::IValue> inputs);
+  // Runs the same graph op by op through ATen, without fusion: the eager reference.
+  c10::IValue forward_eager(std::vector<c10::IValue> inputs);
+  // Generated kernels of the most recent specialization (empty before the first call).
+  std::vector<KernelInfo> kernels() const;
+  // IR, fusion groups and sources for these inputs, without running a kernel. Works without a GPU.
+  Explanation explain(const std::vector<c10::IValue>& inputs, bool compile_kernels = false) const;
+  Stats stats() const;
+  // The graph forward() runs for these inputs' signature, if compiled (for tests: count fusion nodes).
+  std::string graph_for(const std::vector<c10::IValue>& inputs) const;
+
+ private:
+  std::shared_ptr<CompiledModuleImpl> impl_;
+};
+
+// A module from torch::jit::load or defined in C++ (Module::define). The module is cloned,
+// put in eval mode and frozen; its forward is inlined.
+CompiledModule compile(const torch::jit::Module& module, CompileOptions options = {});
+
+// A TorchScript graph whose inputs are the call's inputs (no self).
+CompiledModule compile_graph(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options = {});
+
+// A C++ callable, traced with example inputs (torch::jit::tracer). Tensors the callable
+// captures become constants of the graph.
+using TensorFn = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
+CompiledModule compile(const TensorFn& fn, const std::vector<at::Tensor>& example_inputs,
+                       CompileOptions options = {});
+
+namespace detail {
+template <typename H, typename = void>
+struct forward_takes_one_tensor : std::false_type {};
+template <typename H>
+struct forward_takes_one_tensor<H, std::void_t<decltype(std::declval<H&>()->forward(std::declval<at::Tensor>()))>>
+    : std::true_type {};
+}  // namespace detail
+
+// A torch::nn::Module (a ModuleHolder such as torch::nn::Sequential or Linear, whose forward
+// takes one or two tensors and returns a tensor), traced with example inputs.
+template <typename Holder>
+CompiledModule compile_nn(Holder module, const std::vector<at::Tensor>& example_inputs,
+                          CompileOptions options = {}) {
+  TensorFn fn = [module](const std::vector<at::Tensor>& in) mutable -> std::vector<at::Tensor> {
+    if constexpr (detail::forward_takes_one_tensor<Holder>::value) {
+      if (in.size() != 1) throw Error("torchfuse::compile_nn: forward takes 1 tensor, got " +
+                                      std::to_string(in.size()));
+      return {module->forward(in[0])};
+    } else {
+      if (in.size() != 2) throw Error("torchfuse::compile_nn: forward takes 2 tensors, got " +
+                                      std::to_string(in.size()));
+      return {module->forward(in[0], in[1])};
+    }
+  };
+  // Parameters are captured as graph constants, which must not require grad while tracing.
+  std::vector<std::pair<at::Tensor, bool>> saved;
+  for (auto& p : module->parameters()) {
+    saved.emplace_back(p, p.requires_grad());
+    p.requires_grad_(false);
+  }
+  struct Restore {
+    std::vector<std::pair<at::Tensor, bool>>& saved;
+    ~Restore() {
+      for (auto& [p, flag] : saved) p.requires_grad_(flag);
+    }
+  } restore{saved};
+  return compile(fn, example_inputs, std::move(options));
+}
+
+// ---- comparing against eager ----
+
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+// The tolerance compare_with_eager uses for a dtype (fp32 1e-5; fp16 and bf16 looser).
+Tolerance default_tolerance(c10::ScalarType dtype);
+
+struct OutputComparison {
+  std::string name;         // "output 0", ...
+  std::string dtype;
+  std::vector<int64_t> sizes;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  Tolerance tolerance{0, 0};
+  bool passed = false;
+  std::string problem;      // set when shapes/dtypes differ or NaNs do not match
+};
+
+struct ComparisonReport {
+  std::vector<OutputComparison> outputs;
+  bool passed() const;
+  std::string to_string() const;  // a short table
+};
+
+// Runs eager (op by op through ATen) and compiled on the same inputs and compares every
+// tensor output: |compiled - eager| <= atol + rtol * |eager|, NaN where eager has NaN.
+ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs);
+// Compares two results (tensors, or tuples/lists of tensors) directly.
+ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual);
+
+// True when a CUDA device and driver are usable from this process.
+bool cuda_available();
+
+}  // namespace torchfuse

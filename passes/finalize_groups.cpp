@@ -1,0 +1,56 @@
+#include "passes/finalize_groups.h"
+
+#include <algorithm>
+#include <set>
+
+#include "passes/reduction_schedule.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace {
+
+bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+void finalize_one(const ir::Graph& graph, FusionGroup& g) {
+  std::set<const ir::Node*> inside(g.nodes.begin(), g.nodes.end());
+  std::set<const ir::Value*> seen_inputs;
+  g.inputs.clear();
+  g.outputs.clear();
+  for (const ir::Node* n : g.nodes) {
+    for (const ir::Value* v : n->inputs) {
+      if (v->producer && inside.count(v->producer)) continue;
+      if (v->constant) continue;  // literals are baked into the kernel
+      TORCHFUSE_INTERNAL_ASSERT(v->type.is_tensor() || v->type.is_scalar(), "group input %", v->id,
+                                " is neither a tensor nor a number");
+      if (seen_inputs.insert(v).second) g.inputs.push_back(v);
+    }
+  }
+  for (const ir::Node* n : g.nodes) {
+    for (const ir::Value* v : n->outputs) {
+      bool used_outside = is_graph_output(graph, v);
+      for (const ir::Node* user : v->uses) used_outside = used_outside || !inside.count(user);
+      if (used_outside) g.outputs.push_back(v);
+    }
+  }
+  std::vector<int64_t> domain;
+  for (const ir::Node* n : g.nodes) {
+    const ir::Type& t = ir::is_reduction(n->kind) ? n->inputs[0]->type : n->output()->type;
+    auto b = ir::broadcast_shapes(domain, t.sizes);
+    TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "group ", g.id, " holds shapes that do not broadcast");
+    domain = *b;
+  }
+  g.domain = domain;
+  g.schedule = choose_schedule(g);
+  g.kernel_name = "tf_fused_" + std::to_string(g.id);
+  TORCHFUSE_INTERNAL_ASSERT(!g.outputs.empty(), "group ", g.id, " has no outputs");
+}
+
+}  // namespace
+
+void finalize_groups(PassContext& ctx) {
+  for (auto& g : ctx.plan.groups) finalize_one(ctx.graph, g);
+}
+
+}  // namespace torchfuse

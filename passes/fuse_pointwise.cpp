@@ -1,0 +1,41 @@
+#include "passes/fuse_pointwise.h"
+
+#include "passes/cluster_io.h"
+#include "passes/legality.h"
+
+#include <map>
+
+namespace torchfuse {
+
+void fuse_pointwise(PassContext& ctx) {
+  ClusterSet set = clusters_from_plan(ctx);
+  const auto& nodes = ctx.graph.nodes();
+  // Nodes decomposed from one TorchScript node start in one cluster: the rewrite replaces whole
+  // TorchScript nodes.
+  std::map<int, std::vector<int>> by_origin;
+  for (const ir::Node* n : nodes) {
+    if (ir::is_pointwise(n->kind) && set.group_of[n->id] == -1) by_origin[n->origin].push_back(n->id);
+  }
+  for (auto& [origin, ids] : by_origin) set.make_cluster(std::move(ids));
+  // Consumers last to first: each group grows towards its producers.
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const ir::Node* consumer = nodes[i];
+    if (!ir::is_pointwise(consumer->kind)) continue;
+    for (const ir::Value* v : consumer->inputs) {
+      const ir::Node* producer = v->producer;
+      if (!producer || !ir::is_pointwise(producer->kind)) continue;
+      const int c = set.group_of[consumer->id];
+      const int p = set.group_of[producer->id];
+      if (p == c || p < 0 || c < 0) continue;
+      if (set.has_reduction(p) || set.has_reduction(c)) continue;  // fuse_reductions decides those
+      if (auto why = why_not_fuse(set, p, c)) {
+        ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why);
+        continue;
+      }
+      set.merge(c, p);
+    }
+  }
+  clusters_to_plan(set, ctx);
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,35 @@
+// The result of the fusion passes: groups of IR nodes that become one kernel each. Passes
+// record their decisions here and leave the IR graph untouched.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/ir.h"
+
+namespace torchfuse {
+
+enum class Schedule { Pointwise, RowReduction, ColumnReduction, FullReduction };
+const char* schedule_name(Schedule s);
+
+struct FusionGroup {
+  int id = -1;
+  Schedule schedule = Schedule::Pointwise;
+  std::vector<const ir::Node*> nodes;     // topological order
+  std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order
+  std::vector<const ir::Value*> outputs;  // values used after the group, in definition order
+  std::vector<int64_t> domain;            // the iteration shape (pointwise: the output shape)
+  std::string kernel_name;                // set by finalize_groups
+  // One line: "add -> gelu -> add".
+  std::string describe() const;
+};
+
+struct FusionPlan {
+  std::vector<FusionGroup> groups;
+  std::vector<std::string> refusals;  // every refused fusion, with its reason
+};
+
+// The IR with each node tagged by its group: "  %5 : f32[4] = add(%3, %4)   # group 0".
+std::string to_string(const ir::Graph& graph, const FusionPlan& plan);
+
+}  // namespace torchfuse

@@ -1,0 +1,146 @@
+#include "passes/legality.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "src/error.h"
+
+namespace torchfuse {
+
+ClusterSet::ClusterSet(const ir::Graph& g) : graph(g), group_of(g.nodes().size(), -1) {}
+
+int ClusterSet::make_cluster(std::vector<int> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  const int id = static_cast<int>(members.size());
+  for (int n : nodes) {
+    TORCHFUSE_INTERNAL_ASSERT(group_of[n] == -1, "node ", n, " is already in cluster ", group_of[n]);
+    group_of[n] = id;
+  }
+  members.push_back(std::move(nodes));
+  return id;
+}
+
+void ClusterSet::merge(int into, int from) {
+  TORCHFUSE_INTERNAL_ASSERT(into != from, "merging cluster ", into, " with itself");
+  for (int n : members[from]) group_of[n] = into;
+  auto& dst = members[into];
+  dst.insert(dst.end(), members[from].begin(), members[from].end());
+  std::sort(dst.begin(), dst.end());
+  members[from].clear();
+}
+
+std::vector<int64_t> ClusterSet::domain(int cluster) const {
+  std::vector<int64_t> shape;
+  for (int id : members[cluster]) {
+    const ir::Node* n = graph.nodes()[id];
+    // A reduction's domain is its input's; its output is smaller.
+    const ir::Type& t = ir::is_reduction(n->kind) ? n->inputs[0]->type : n->output()->type;
+    auto b = ir::broadcast_shapes(shape, t.sizes);
+    TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "cluster ", cluster, " holds shapes that do not broadcast");
+    shape = *b;
+  }
+  return shape;
+}
+
+bool ClusterSet::has_reduction(int cluster) const {
+  for (int id : members[cluster])
+    if (ir::is_reduction(graph.nodes()[id]->kind)) return true;
+  return false;
+}
+
+std::string ClusterSet::name(int cluster) const {
+  const ir::Node* n = graph.nodes()[members[cluster].back()];
+  return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
+}
+
+bool escapes(const ClusterSet& set, int cluster, int other) {
+  const auto& outs = set.graph.outputs();
+  for (int id : set.members[cluster]) {
+    for (const ir::Value* v : set.graph.nodes()[id]->outputs) {
+      if (std::find(outs.begin(), outs.end(), v) != outs.end()) return true;
+      for (const ir::Node* user : v->uses) {
+        const int g = set.group_of[user->id];
+        if (g != cluster && g != other) return true;
+      }
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Is there a path from cluster `from` to cluster `to` through at least one node outside both?
+bool path_through_outside(const ClusterSet& set, int from, int to) {
+  const int last_to = set.members[to].back();
+  std::vector<char> seen(set.graph.nodes().size(), 0);
+  std::deque<int> work;
+  auto push_users_outside = [&](int id) {
+    for (const ir::Value* v : set.graph.nodes()[id]->outputs) {
+      for (const ir::Node* user : v->uses) {
+        const int g = set.group_of[user->id];
+        if (g == from || g == to || seen[user->id] || user->id > last_to) continue;
+        seen[user->id] = 1;
+        work.push_back(user->id);
+      }
+    }
+  };
+  for (int id : set.members[from]) push_users_outside(id);
+  while (!work.empty()) {
+    const int id = work.front();
+    work.pop_front();
+    for (const ir::Value* v : set.graph.nodes()[id]->outputs) {
+      for (const ir::Node* user : v->uses) {
+        if (set.group_of[user->id] == to) return true;
+      }
+    }
+    push_users_outside(id);
+  }
+  return false;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+c10::Device device_of(const ClusterSet& set, int cluster) {
+  return set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
+}
+
+}  // namespace
+
+std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer) {
+  if (device_of(set, producer) != device_of(set, consumer)) {
+    return "they are on different devices";
+  }
+  const auto dp = set.domain(producer);
+  const auto dc = set.domain(consumer);
+  const auto merged = ir::broadcast_shapes(dp, dc);
+  if (!merged) return "shapes " + shape_str(dp) + " and " + shape_str(dc) + " do not broadcast";
+  if (*merged != dp && *merged != dc) {
+    return "the merged domain " + shape_str(*merged) + " is neither " + shape_str(dp) + " nor " + shape_str(dc);
+  }
+  if (*merged != dp && escapes(set, producer, consumer)) {
+    return "its output " + shape_str(dp) + " is used elsewhere and would be computed over " + shape_str(*merged);
+  }
+  if (*merged != dc && escapes(set, consumer, producer)) {
+    return "the group's output " + shape_str(dc) + " is used elsewhere and would be computed over " +
+           shape_str(*merged);
+  }
+  if (path_through_outside(set, producer, consumer) || path_through_outside(set, consumer, producer)) {
+    return "a path through an unfused node connects them (fusing would create a cycle)";
+  }
+  const int lo = std::min(set.members[producer].front(), set.members[consumer].front());
+  const int hi = std::max(set.members[producer].back(), set.members[consumer].back());
+  for (int id = lo + 1; id < hi; ++id) {
+    const ir::Node* n = set.graph.nodes()[id];
+    if (n->side_effects) {
+      return "%" + std::to_string(n->outputs.empty() ? -1 : n->outputs[0]->id) + " (" + n->opaque_name +
+             ") between them has side effects";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace torchfuse

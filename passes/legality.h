@@ -1,0 +1,42 @@
+// Fusion legality: may two clusters of IR nodes become one kernel? A named predicate shared by
+// the fusion passes; it returns the reason when the answer is no.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/ir.h"
+
+namespace torchfuse {
+
+// Nodes being grouped, by node id. group_of[id] is the cluster index or -1.
+struct ClusterSet {
+  explicit ClusterSet(const ir::Graph& g);
+  const ir::Graph& graph;
+  std::vector<int> group_of;
+  std::vector<std::vector<int>> members;  // sorted node ids; empty once merged away
+
+  int make_cluster(std::vector<int> nodes);
+  // Moves every node of `from` into `into`.
+  void merge(int into, int from);
+  // The broadcast of every member's output shape.
+  std::vector<int64_t> domain(int cluster) const;
+  bool has_reduction(int cluster) const;
+  // "%7 (mul)" for the last node of a cluster, to name it in messages.
+  std::string name(int cluster) const;
+};
+
+// Why `producer` cannot be merged into `consumer`, or nullopt when it can:
+//  - both on one device;
+//  - shapes broadcast-compatible, with the merged domain one of the two;
+//  - a value of the smaller cluster used outside the merge would be computed over the larger
+//    domain: refused;
+//  - no path between them through a node outside both (that would be a cycle);
+//  - no node with side effects between their first and last nodes.
+std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer);
+
+// True when some value of `cluster` is used outside `cluster` and `other`, or is a graph output.
+bool escapes(const ClusterSet& set, int cluster, int other);
+
+}  // namespace torchfuse

@@ -1,0 +1,23 @@
+// What every fusion pass sees: the IR (read-only), the plan being built, options and logs.
+#pragma once
+
+#include <string>
+
+#include "passes/fusion_plan.h"
+#include "src/ir.h"
+#include "src/logging.h"
+
+namespace torchfuse {
+
+struct PassContext {
+  const ir::Graph& graph;
+  FusionPlan plan;
+  int min_group_size = 2;
+  LogSwitches logs;
+
+  PassContext(const ir::Graph& g, int min_size, LogSwitches l) : graph(g), min_group_size(min_size), logs(l) {}
+  // Records a refused fusion and logs it under the "fusion" switch.
+  void refuse(const std::string& why);
+};
+
+}  // namespace torchfuse

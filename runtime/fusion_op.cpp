@@ -1,0 +1,72 @@
+#include "runtime/fusion_op.h"
+
+#include <map>
+#include <mutex>
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/custom_operator.h>
+
+#include "src/error.h"
+
+namespace torchfuse {
+namespace runtime {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  int64_t next_id = 0;
+  std::map<int64_t, std::shared_ptr<FusedKernel>> kernels;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // outlives static teardown of compiled modules
+  return *r;
+}
+
+std::shared_ptr<FusedKernel> lookup(int64_t id) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.kernels.find(id);
+  TORCHFUSE_INTERNAL_ASSERT(it != r.kernels.end(), "no fused kernel with id ", id);
+  return it->second;
+}
+
+// Called once per node when TorchScript builds the code that runs the graph.
+torch::jit::Operation create_operation(const torch::jit::Node* node) {
+  std::shared_ptr<FusedKernel> kernel = lookup(node->i(kernel_id_attr()));
+  return [kernel](torch::jit::Stack& stack) { kernel->run(stack); };
+}
+
+}  // namespace
+
+c10::Symbol fusion_group_symbol() {
+  static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::FusionGroup");
+  return s;
+}
+
+c10::Symbol kernel_id_attr() {
+  static const c10::Symbol s = c10::Symbol::attr("kernel_id");
+  return s;
+}
+
+void register_fusion_op() {
+  static torch::jit::RegisterOperators reg({torch::jit::Operator(
+      fusion_group_symbol(), create_operation, c10::AliasAnalysisKind::CONSERVATIVE)});
+}
+
+int64_t register_kernel(std::shared_ptr<FusedKernel> kernel) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  const int64_t id = r.next_id++;
+  r.kernels.emplace(id, std::move(kernel));
+  return id;
+}
+
+void unregister_kernel(int64_t id) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.kernels.erase(id);
+}
+
+}  // namespace runtime
+}  // namespace torchfuse

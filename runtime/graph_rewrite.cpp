@@ -1,0 +1,84 @@
+#include "runtime/graph_rewrite.h"
+
+#include <algorithm>
+#include <set>
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include "runtime/fusion_op.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace runtime {
+namespace {
+
+torch::jit::Value* source_value(const Conversion& conv, const ir::Value* v) {
+  TORCHFUSE_INTERNAL_ASSERT(v->source_index >= 0, "%", v->id, " crosses a group boundary but has no TorchScript value");
+  return conv.source_values.at(v->source_index);
+}
+
+// The TorchScript nodes a group came from, in graph order.
+std::vector<torch::jit::Node*> source_nodes(const Conversion& conv, const FusionGroup& g) {
+  std::set<int> origins;
+  for (const ir::Node* n : g.nodes) origins.insert(n->origin);
+  std::vector<torch::jit::Node*> out;
+  for (int o : origins) out.push_back(conv.source_nodes.at(o));
+  return out;
+}
+
+// Nodes between the group's first and last node that read its outputs, directly or through
+// each other: they must run after the fusion node, which takes the place of the last one.
+std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::Node*>& group_nodes,
+                                                 torch::jit::Node* fusion) {
+  std::set<torch::jit::Node*> in_group(group_nodes.begin(), group_nodes.end());
+  std::set<const torch::jit::Value*> tainted(fusion->outputs().begin(), fusion->outputs().end());
+  std::vector<torch::jit::Node*> moved;
+  for (torch::jit::Node* n = group_nodes.front()->next(); n != group_nodes.back(); n = n->next()) {
+    if (in_group.count(n)) continue;
+    const bool depends = std::any_of(n->inputs().begin(), n->inputs().end(),
+                                     [&](const torch::jit::Value* v) { return tainted.count(v) > 0; });
+    if (!depends) continue;
+    moved.push_back(n);
+    for (const torch::jit::Value* out : n->outputs()) tainted.insert(out);
+  }
+  return moved;
+}
+
+void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const FusionGroup& g, int64_t kernel_id) {
+  const auto group_nodes = source_nodes(conv, g);
+  std::vector<torch::jit::Value*> inputs;
+  for (const ir::Value* v : g.inputs) inputs.push_back(source_value(conv, v));
+  torch::jit::Node* fusion = graph.create(fusion_group_symbol(), inputs, g.outputs.size());
+  fusion->i_(kernel_id_attr(), kernel_id);
+  fusion->insertAfter(group_nodes.back());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    torch::jit::Value* old = source_value(conv, g.outputs[i]);
+    fusion->output(i)->setType(old->type());
+    old->replaceAllUsesWith(fusion->output(i));
+  }
+  torch::jit::Node* after = fusion;
+  for (torch::jit::Node* n : dependents_inside(group_nodes, fusion)) {
+    n->moveAfter(after);
+    after = n;
+  }
+  for (auto it = group_nodes.rbegin(); it != group_nodes.rend(); ++it) {
+    for (torch::jit::Value* out : (*it)->outputs()) {
+      TORCHFUSE_INTERNAL_ASSERT(!out->hasUses(), "fused node ", (*it)->kind().toQualString(),
+                                " still has uses outside its group");
+    }
+    (*it)->destroy();
+  }
+}
+
+}  // namespace
+
+void rewrite_graph(torch::jit::Graph& graph, const Conversion& conv, const FusionPlan& plan,
+                   const std::vector<int64_t>& kernel_ids) {
+  TORCHFUSE_INTERNAL_ASSERT(kernel_ids.size() == plan.groups.size(), "one kernel id per group");
+  for (size_t i = 0; i < plan.groups.size(); ++i) rewrite_group(graph, conv, plan.groups[i], kernel_ids[i]);
+  torch::jit::EliminateDeadCode(graph.block());
+}
+
+}  // namespace runtime
+}  // namespace torchfuse

@@ -1,0 +1,108 @@
+#include "runtime/kernel_cache.h"
+
+#include <map>
+#include <mutex>
+
+#include "codegen/nvrtc.h"
+#include "runtime/disk_cache.h"
+#include "runtime/driver_api.h"
+#include "src/error.h"
+#include "src/version.h"
+
+namespace torchfuse {
+namespace runtime {
+
+struct KernelCache::Impl {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const std::string>> cubins;        // by key
+  std::map<std::pair<std::string, int>, CUfunction> functions;             // by (key, device)
+  std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
+  DiskCache disk{DiskCache::default_dir()};
+};
+
+KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+
+KernelCache& KernelCache::global() {
+  static KernelCache* cache = new KernelCache();  // never destroyed: kernels outlive static teardown
+  return *cache;
+}
+
+std::string KernelCache::key(const codegen::GeneratedKernel& kernel, const std::string& arch) {
+  std::string k = "torchfuse " + std::string(kVersion) + "\nnvrtc " + codegen::nvrtc_version() + "\narch " + arch +
+                  "\nname " + kernel.name + "\noptions";
+  for (const auto& o : codegen::nvrtc_options(arch)) k += " " + o;
+  k += "\nsource\n" + kernel.source;
+  return k;
+}
+
+std::shared_ptr<const std::string> KernelCache::cubin(const codegen::GeneratedKernel& kernel, const std::string& arch,
+                                                      CompileCounters* counters) {
+  const std::string k = key(kernel, arch);
+  std::shared_ptr<std::mutex> key_mutex;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->cubins.find(k);
+    if (it != impl_->cubins.end()) {
+      if (counters) ++counters->memory_hits;
+      return it->second;
+    }
+    auto& m = impl_->compiling[k];
+    if (!m) m = std::make_shared<std::mutex>();
+    key_mutex = m;
+  }
+  // Threads asking for the same kernel wait for one compilation instead of each running NVRTC.
+  std::lock_guard<std::mutex> compile_lock(*key_mutex);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->cubins.find(k);
+    if (it != impl_->cubins.end()) {
+      if (counters) ++counters->memory_hits;
+      return it->second;
+    }
+  }
+  std::shared_ptr<const std::string> image;
+  if (auto from_disk = impl_->disk.load(k)) {
+    if (counters) ++counters->disk_hits;
+    image = std::make_shared<const std::string>(std::move(*from_disk));
+  } else {
+    if (counters && impl_->disk.enabled()) ++counters->disk_misses;
+    codegen::Cubin c = codegen::compile_to_cubin(kernel, arch);
+    if (counters) {
+      ++counters->nvrtc_compiles;
+      counters->nvrtc_micros += static_cast<int64_t>(c.seconds * 1e6);
+    }
+    impl_->disk.store(k, c.image);
+    image = std::make_shared<const std::string>(std::move(c.image));
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->cubins[k] = image;
+  return image;
+}
+
+CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters) {
+  const std::string arch = device_info(ordinal).arch();
+  const std::string k = key(kernel, arch);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->functions.find({k, ordinal});
+    if (it != impl_->functions.end()) {
+      if (counters) ++counters->memory_hits;
+      return it->second;
+    }
+  }
+  auto image = cubin(kernel, arch, counters);
+  std::string why;
+  const DriverApi* api = driver_api(&why);
+  TORCHFUSE_CHECK(api, "torchfuse: cannot load kernel ", kernel.name, ": ", why);
+  make_context_current(ordinal);
+  CUmodule module = nullptr;
+  check_cu(api->cuModuleLoadData(&module, image->data()), "cuModuleLoadData");
+  CUfunction fn = nullptr;
+  check_cu(api->cuModuleGetFunction(&fn, module, kernel.name.c_str()), "cuModuleGetFunction");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto [it, inserted] = impl_->functions.emplace(std::make_pair(k, ordinal), fn);
+  return it->second;  // a racing thread's module stays loaded; both functions are equivalent
+}
+
+}  // namespace runtime
+}  // namespace torchfuse

@@ -1,0 +1,48 @@
+// Compiled kernels, shared by every compiled module of the process: cubins keyed by kernel
+// source, NVRTC options, architecture and versions (in memory, then on disk, then NVRTC), and
+// functions loaded per device.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <cuda.h>
+
+#include "codegen/kernel.h"
+
+namespace torchfuse {
+namespace runtime {
+
+// What one compiled module's requests cost; each module keeps its own.
+struct CompileCounters {
+  std::atomic<int64_t> nvrtc_compiles{0};
+  std::atomic<int64_t> nvrtc_micros{0};
+  std::atomic<int64_t> memory_hits{0};
+  std::atomic<int64_t> disk_hits{0};
+  std::atomic<int64_t> disk_misses{0};
+};
+
+class KernelCache {
+ public:
+  static KernelCache& global();
+
+  // The cubin of `kernel` for `arch` ("sm_90"): from memory, else from disk, else NVRTC.
+  std::shared_ptr<const std::string> cubin(const codegen::GeneratedKernel& kernel, const std::string& arch,
+                                           CompileCounters* counters);
+  // `kernel` loaded on CUDA device `ordinal` (compiling for that device's architecture).
+  CUfunction function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters);
+
+  // The cache key of a kernel for an architecture (exposed for tests).
+  static std::string key(const codegen::GeneratedKernel& kernel, const std::string& arch);
+
+  struct Impl;
+
+ private:
+  KernelCache();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace runtime
+}  // namespace torchfuse

@@ -1,0 +1,68 @@
+// The public entry points: compile() for modules, graphs, callables and nn::Modules.
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/frontend/tracer.h>
+#include <ATen/Context.h>
+
+#include "runtime/driver_api.h"
+#include "src/compiled_module.h"
+#include "src/error.h"
+
+namespace torchfuse {
+
+CompiledModule::CompiledModule(std::shared_ptr<CompiledModuleImpl> impl) : impl_(std::move(impl)) {}
+
+c10::IValue CompiledModule::forward(std::vector<c10::IValue> inputs) { return impl_->forward(std::move(inputs)); }
+c10::IValue CompiledModule::forward_eager(std::vector<c10::IValue> inputs) {
+  return impl_->forward_eager(std::move(inputs));
+}
+std::vector<KernelInfo> CompiledModule::kernels() const { return impl_->kernels(); }
+Explanation CompiledModule::explain(const std::vector<c10::IValue>& inputs, bool compile_kernels) const {
+  return impl_->explain(inputs, compile_kernels);
+}
+Stats CompiledModule::stats() const { return impl_->stats(); }
+std::string CompiledModule::graph_for(const std::vector<c10::IValue>& inputs) const { return impl_->graph_for(inputs); }
+
+CompiledModule compile(const torch::jit::Module& module, CompileOptions options) {
+  return CompiledModule(std::make_shared<CompiledModuleImpl>(prepare_module_graph(module), std::move(options)));
+}
+
+CompiledModule compile_graph(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options) {
+  TORCHFUSE_CHECK(graph != nullptr, "torchfuse::compile_graph: graph is null");
+  auto copy = graph->copy();
+  prepare_graph(*copy);
+  return CompiledModule(std::make_shared<CompiledModuleImpl>(copy, std::move(options)));
+}
+
+CompiledModule compile(const TensorFn& fn, const std::vector<at::Tensor>& example_inputs, CompileOptions options) {
+  TORCHFUSE_CHECK(static_cast<bool>(fn), "torchfuse::compile: the callable is empty");
+  TORCHFUSE_CHECK(!example_inputs.empty(), "torchfuse::compile: tracing needs at least one example input");
+  torch::jit::Stack inputs;
+  for (const auto& t : example_inputs) {
+    TORCHFUSE_CHECK(t.defined(), "torchfuse::compile: example inputs must be defined tensors");
+    inputs.emplace_back(t);
+  }
+  auto traced = [&fn](torch::jit::Stack in) -> torch::jit::Stack {
+    std::vector<at::Tensor> tensors;
+    for (auto& v : in) tensors.push_back(v.toTensor());
+    std::vector<at::Tensor> outs = fn(tensors);
+    TORCHFUSE_CHECK(!outs.empty(), "torchfuse::compile: the traced callable returned no tensors");
+    if (outs.size() == 1) return {outs[0]};
+    std::vector<c10::IValue> elems(outs.begin(), outs.end());
+    return {c10::ivalue::Tuple::create(std::move(elems))};
+  };
+  std::shared_ptr<torch::jit::tracer::TracingState> state;
+  {
+    // Tracing records ops; autograd bookkeeping would only add noise.
+    at::NoGradGuard no_grad;
+    state = torch::jit::tracer::trace(std::move(inputs), traced, [](const at::Tensor&) { return std::string(); },
+                                      /*strict=*/false, /*force_outplace=*/false)
+                .first;
+  }
+  auto graph = state->graph;
+  prepare_graph(*graph);
+  return CompiledModule(std::make_shared<CompiledModuleImpl>(graph, std::move(options)));
+}
+
+bool cuda_available() { return at::hasCUDA() && runtime::driver_api() != nullptr; }
+
+}  // namespace torchfuse

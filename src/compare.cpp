@@ -1,0 +1,127 @@
+// compare_with_eager: eager and compiled on the same inputs, per-output errors and a verdict.
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "src/error.h"
+#include "src/ir.h"
+
+namespace torchfuse {
+
+Tolerance default_tolerance(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Double: return {1e-9, 1e-12};
+    case c10::ScalarType::Float: return {1e-5, 1e-5};
+    case c10::ScalarType::Half: return {5e-3, 1e-3};
+    // Eager rounds every intermediate to bf16 (8 bits of mantissa); fused kernels keep fp32.
+    case c10::ScalarType::BFloat16: return {3e-2, 1e-2};
+    default: return {0, 0};  // integers and bools must match exactly
+  }
+}
+
+namespace {
+
+void flatten(const c10::IValue& v, std::vector<c10::IValue>& out) {
+  if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) flatten(e, out);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) flatten(e, out);
+  } else {
+    out.push_back(v);
+  }
+}
+
+OutputComparison compare_tensor(const at::Tensor& expected, const at::Tensor& actual, size_t index) {
+  OutputComparison c;
+  c.name = "output " + std::to_string(index);
+  c.dtype = ir::dtype_short_name(expected.scalar_type());
+  c.sizes = expected.sizes().vec();
+  c.tolerance = default_tolerance(expected.scalar_type());
+  if (expected.scalar_type() != actual.scalar_type()) {
+    c.problem = std::string("dtype differs: eager ") + ir::dtype_short_name(expected.scalar_type()) + ", compiled " +
+                ir::dtype_short_name(actual.scalar_type());
+    return c;
+  }
+  if (expected.sizes() != actual.sizes()) {
+    c.problem = "shape differs";
+    return c;
+  }
+  if (expected.numel() == 0) {
+    c.passed = true;
+    return c;
+  }
+  const at::Tensor e = expected.to(at::kDouble);
+  const at::Tensor a = actual.to(expected.device()).to(at::kDouble);
+  const at::Tensor e_nan = e.isnan();
+  const at::Tensor a_nan = a.isnan();
+  if (!at::equal(e_nan, a_nan)) {
+    c.problem = "NaN positions differ (" + std::to_string(e_nan.sum().item<int64_t>()) + " in eager, " +
+                std::to_string(a_nan.sum().item<int64_t>()) + " in compiled)";
+    return c;
+  }
+  // Equal infinities (and equal NaN positions) count as exact; compare the rest.
+  const at::Tensor same = (e == a) | e_nan;
+  const at::Tensor diff = at::where(same, at::zeros_like(e), (e - a).abs());
+  c.max_abs_error = diff.max().item<double>();
+  c.max_rel_error = (diff / e.abs().clamp_min(1e-30)).masked_fill(same, 0).max().item<double>();
+  const at::Tensor bound = c.tolerance.atol + c.tolerance.rtol * e.abs();
+  c.passed = !(diff > bound).any().item<bool>() && !std::isnan(c.max_abs_error);
+  if (!c.passed) c.problem = "error above tolerance";
+  return c;
+}
+
+}  // namespace
+
+ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual) {
+  std::vector<c10::IValue> e, a;
+  flatten(expected, e);
+  flatten(actual, a);
+  TORCHFUSE_CHECK(e.size() == a.size(), "torchfuse: eager returned ", e.size(), " values, compiled ", a.size());
+  ComparisonReport r;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (e[i].isTensor() && a[i].isTensor()) {
+      r.outputs.push_back(compare_tensor(e[i].toTensor(), a[i].toTensor(), i));
+      continue;
+    }
+    OutputComparison c;
+    c.name = "output " + std::to_string(i);
+    c.dtype = e[i].tagKind();
+    c.passed = e[i] == a[i];
+    if (!c.passed) c.problem = "values differ";
+    r.outputs.push_back(c);
+  }
+  return r;
+}
+
+ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs) {
+  const c10::IValue expected = compiled.forward_eager(inputs);
+  const c10::IValue actual = compiled.forward(inputs);
+  return compare_outputs(expected, actual);
+}
+
+bool ComparisonReport::passed() const {
+  for (const auto& o : outputs)
+    if (!o.passed) return false;
+  return true;
+}
+
+std::string ComparisonReport::to_string() const {
+  std::ostringstream os;
+  os << std::left << std::setw(10) << "output" << std::setw(6) << "dtype" << std::setw(22) << "shape" << std::setw(13)
+     << "max abs err" << std::setw(13) << "max rel err" << std::setw(18) << "tol (rtol/atol)" << "verdict\n";
+  for (const auto& o : outputs) {
+    std::string shape = "[";
+    for (size_t i = 0; i < o.sizes.size(); ++i) shape += (i ? ", " : "") + std::to_string(o.sizes[i]);
+    shape += "]";
+    std::ostringstream tol;
+    tol << o.tolerance.rtol << "/" << o.tolerance.atol;
+    os << std::left << std::setw(10) << o.name << std::setw(6) << o.dtype << std::setw(22) << shape << std::setw(13)
+       << std::setprecision(3) << o.max_abs_error << std::setw(13) << o.max_rel_error << std::setw(18) << tol.str()
+       << (o.passed ? "PASS" : "FAIL: " + o.problem) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,248 @@
+#include "src/compiled_module.h"
+
+#include <ATen/Context.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include "codegen/nvrtc.h"
+#include "passes/pass_list.h"
+#include "runtime/driver_api.h"
+#include "runtime/fusion_op.h"
+#include "runtime/graph_rewrite.h"
+#include "runtime/kernel_cache.h"
+#include "src/error.h"
+
+namespace torchfuse {
+
+// ---- graph preparation ----
+
+void prepare_graph(torch::jit::Graph& graph) {
+  torch::jit::Inline(graph);
+  // compile() is for inference: frozen parameters become constants that do not require grad.
+  for (torch::jit::Node* n : graph.nodes()) {
+    if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;
+    if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) continue;
+    n->t_(c10::attr::value, n->t(c10::attr::value).detach());
+  }
+  torch::jit::EliminateDeadCode(graph.block());
+}
+
+std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module) {
+  torch::jit::Module copy = module.clone();
+  // Modules defined in C++ (Module::define) may lack the attribute eval() and freeze() read.
+  if (!copy.hasattr("training")) copy.register_attribute("training", c10::BoolType::get(), false);
+  copy.eval();
+  torch::jit::Module frozen = torch::jit::freeze(copy);
+  auto graph = frozen.get_method("forward").graph()->copy();
+  prepare_graph(*graph);
+  TORCHFUSE_CHECK(!graph->inputs().empty(), "torchfuse: forward has no self input");
+  TORCHFUSE_CHECK(!graph->inputs()[0]->hasUses(),
+                  "torchfuse: forward still uses self after freezing (attributes it mutates cannot be frozen)");
+  graph->eraseInput(0);
+  return graph;
+}
+
+std::string input_signature(const std::vector<c10::IValue>& inputs) {
+  std::string sig;
+  for (const auto& iv : inputs) {
+    if (iv.isTensor() && iv.toTensor().defined()) {
+      const at::Tensor& t = iv.toTensor();
+      sig += ir::Type::tensor(t.scalar_type(), t.sizes().vec(), t.strides().vec(), t.device()).str();
+      sig += "{" + std::to_string(t.storage_offset() == 0 ? 0 : 1) + "}";
+      if (t.requires_grad()) sig += " grad";
+      if (t.device().is_cuda()) sig += "@" + std::to_string(t.device().index());
+    } else {
+      sig += type_of_ivalue(iv).str();
+    }
+    sig += ";";
+  }
+  return sig;
+}
+
+// ---- Specialization ----
+
+Specialization::~Specialization() {
+  code.reset();
+  for (int64_t id : kernel_ids) runtime::unregister_kernel(id);
+}
+
+// ---- CompiledModuleImpl ----
+
+CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options)
+    : graph_(std::move(graph)),
+      options_(std::move(options)),
+      logs_(LogSwitches::from_env_and(options_.logs)),
+      eager_code_(graph_, "torchfuse_eager"),
+      counters_(std::make_shared<runtime::CompileCounters>()) {
+  runtime::register_fusion_op();
+}
+
+void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) const {
+  TORCHFUSE_CHECK(inputs.size() == graph_->inputs().size(), "torchfuse: forward expects ", graph_->inputs().size(),
+                  " inputs, got ", inputs.size());
+}
+
+c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
+  check_arity(inputs);
+  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+  torch::jit::InterpreterState(eager_code_).run(stack);
+  return stack.at(0);
+}
+
+bool CompiledModuleImpl::runs_fused(const std::vector<c10::IValue>& inputs) const {
+  bool any_cuda = false;
+  for (const auto& iv : inputs) {
+    if (!iv.isTensor() || !iv.toTensor().defined()) continue;
+    const at::Tensor& t = iv.toTensor();
+    if (t.requires_grad() && c10::GradMode::is_enabled()) return false;  // autograd needs eager
+    if (t.device().is_cuda()) any_cuda = true;
+    else if (!t.device().is_cpu()) return false;
+  }
+  return any_cuda && runtime::driver_api() != nullptr;
+}
+
+std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs,
+                                                            c10::IValue* result) const {
+  auto spec = std::make_unique<Specialization>();
+  auto graph = graph_->copy();
+  Profile profile = profile_graph(graph, inputs);
+  if (result) *result = profile.result;
+  spec->conversion = std::make_shared<Conversion>(convert_to_ir(*graph, profile));
+  spec->graph = graph;  // the graph the conversion points into
+  const ir::Graph& ir_graph = *spec->conversion->graph;
+  ir::verify_or_throw(ir_graph, "conversion");
+  spec->ir_before = ir::to_string(ir_graph);
+  if (logs_.graph) logger().info("IR before fusion:\n{}", spec->ir_before);
+
+  PassContext ctx(ir_graph, options_.min_group_size, logs_);
+  run_fusion_passes(ctx);
+  spec->plan = std::move(ctx.plan);
+  spec->ir_after = to_string(ir_graph, spec->plan);
+  if (logs_.graph) logger().info("IR after fusion:\n{}", spec->ir_after);
+
+  runtime::LaunchOptions launch;
+  launch.poison_outputs = options_.debug_poison_outputs;
+  std::shared_ptr<const void> owner = spec->conversion;
+  for (const auto& g : spec->plan.groups) {
+    auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
+    if (logs_.output_code) {
+      logger().info("generated kernel {} ({}):\n{}", g.kernel_name, g.describe(), k->kernel_for_profiled_types().source);
+    }
+    spec->kernels.push_back(std::move(k));
+  }
+  return spec;
+}
+
+void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
+  for (const auto& k : spec.kernels) {
+    // Compile now, so that the first fused call does not pay for NVRTC inside the graph.
+    runtime::KernelCache::global().function(k->kernel_for_profiled_types(), device, counters_.get());
+    spec.kernel_ids.push_back(runtime::register_kernel(k));
+  }
+  runtime::rewrite_graph(*spec.graph, *spec.conversion, spec.plan, spec.kernel_ids);
+  spec.code = std::make_unique<torch::jit::Code>(spec.graph, "torchfuse_fused");
+}
+
+c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
+  check_arity(inputs);
+  if (!runs_fused(inputs)) {
+    ++eager_calls_;
+    return forward_eager(std::move(inputs));
+  }
+  const std::string sig = input_signature(inputs);
+  std::shared_ptr<Specialization> spec;
+  c10::IValue first_result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = specs_.find(sig);
+    if (it != specs_.end()) {
+      spec = it->second;
+    } else if (static_cast<int>(specs_.size()) >= options_.max_specializations) {
+      if (!warned_limit_) {
+        logger().warn("torchfuse: {} specializations compiled (max_specializations); new input signatures run eager",
+                      specs_.size());
+        warned_limit_ = true;
+      }
+    } else {
+      if (logs_.recompiles) logger().info("recompiles: new specialization #{} for inputs {}", specs_.size(), sig);
+      int device = 0;
+      for (const auto& iv : inputs)
+        if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();
+      std::shared_ptr<Specialization> built = analyze(inputs, &first_result);
+      bind_to_cuda(*built, device);
+      specs_[sig] = built;
+      latest_ = built;
+      // The profiling run computed this call's result with ATen already.
+      ++eager_calls_;
+      return first_result;
+    }
+  }
+  if (!spec) {
+    ++eager_calls_;
+    return forward_eager(std::move(inputs));
+  }
+  ++fused_calls_;
+  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+  torch::jit::InterpreterState(*spec->code).run(stack);
+  return stack.at(0);
+}
+
+Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& inputs, bool compile_kernels) {
+  check_arity(inputs);
+  auto spec = analyze(inputs, nullptr);
+  Explanation e;
+  e.ir_before = spec->ir_before;
+  e.ir_after = spec->ir_after;
+  e.refused = spec->plan.refusals;
+  e.arch = options_.offline_arch;
+  for (const auto& k : spec->kernels) {
+    auto gen = k->kernel_for_profiled_types();
+    e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
+    if (compile_kernels) e.cubin_bytes.push_back(codegen::compile_to_cubin(gen, options_.offline_arch).image.size());
+  }
+  // Show the rewritten graph too; kernel ids here are placeholders, nothing is registered.
+  std::vector<int64_t> ids(spec->plan.groups.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = -1 - static_cast<int64_t>(i);
+  runtime::rewrite_graph(*spec->graph, *spec->conversion, spec->plan, ids);
+  e.rewritten_graph = spec->graph->toString();
+  return e;
+}
+
+std::vector<KernelInfo> CompiledModuleImpl::kernels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<KernelInfo> out;
+  if (!latest_) return out;
+  for (const auto& k : latest_->kernels) {
+    auto gen = k->kernel_for_profiled_types();
+    out.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
+  }
+  return out;
+}
+
+Stats CompiledModuleImpl::stats() const {
+  Stats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.specializations = static_cast<int64_t>(specs_.size());
+    for (const auto& [sig, spec] : specs_)
+      for (const auto& k : spec->kernels) s.kernel_launches += k->launches();
+  }
+  s.eager_calls = eager_calls_;
+  s.fused_calls = fused_calls_;
+  s.kernels_compiled = counters_->nvrtc_compiles;
+  s.kernel_cache_hits = counters_->memory_hits + counters_->disk_hits;
+  s.nvrtc_seconds = counters_->nvrtc_micros / 1e6;
+  return s;
+}
+
+std::string CompiledModuleImpl::graph_for(const std::vector<c10::IValue>& inputs) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = specs_.find(input_signature(inputs));
+  if (it == specs_.end() || !it->second->graph) return "";
+  return it->second->graph->toString();
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,76 @@
+// CompiledModuleImpl: one prepared TorchScript graph and its specializations, one per input
+// signature (dtypes, sizes, strides, devices).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include "passes/fusion_plan.h"
+#include "runtime/fused_kernel.h"
+#include "src/frontend.h"
+#include "src/logging.h"
+#include "torchfuse/torchfuse.h"
+
+namespace torchfuse {
+
+// Everything built for one input signature.
+struct Specialization {
+  std::shared_ptr<Conversion> conversion;  // owns the IR the kernels point into
+  FusionPlan plan;
+  std::string ir_before;
+  std::string ir_after;
+  std::vector<std::shared_ptr<runtime::FusedKernel>> kernels;
+  std::vector<int64_t> kernel_ids;                // registered ids; released in the destructor
+  std::shared_ptr<torch::jit::Graph> graph;       // the rewritten graph (null until bound to CUDA)
+  std::unique_ptr<torch::jit::Code> code;
+
+  ~Specialization();
+};
+
+class CompiledModuleImpl {
+ public:
+  CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options);
+
+  c10::IValue forward(std::vector<c10::IValue> inputs);
+  c10::IValue forward_eager(std::vector<c10::IValue> inputs);
+  Explanation explain(const std::vector<c10::IValue>& inputs, bool compile_kernels);
+  std::vector<KernelInfo> kernels() const;
+  Stats stats() const;
+  std::string graph_for(const std::vector<c10::IValue>& inputs) const;
+
+ private:
+  // Profiles, converts and fuses the graph for these inputs (no GPU needed).
+  std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result) const;
+  // Registers kernels, compiles them for the device and rewrites the graph.
+  void bind_to_cuda(Specialization& spec, int device) const;
+  bool runs_fused(const std::vector<c10::IValue>& inputs) const;
+  void check_arity(const std::vector<c10::IValue>& inputs) const;
+
+  std::shared_ptr<torch::jit::Graph> graph_;
+  CompileOptions options_;
+  LogSwitches logs_;
+  torch::jit::Code eager_code_;
+  std::shared_ptr<runtime::CompileCounters> counters_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Specialization>> specs_;
+  std::shared_ptr<Specialization> latest_;
+  bool warned_limit_ = false;
+  std::atomic<int64_t> eager_calls_{0};
+  std::atomic<int64_t> fused_calls_{0};
+};
+
+// "f32[8,16]{16,1}@cuda:0 grad;f64;other": what a specialization is keyed by.
+std::string input_signature(const std::vector<c10::IValue>& inputs);
+// Clones, freezes and inlines a module's forward; drops `self`.
+std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module);
+// Inlines calls, detaches tensor constants, removes dead code.
+void prepare_graph(torch::jit::Graph& graph);
+
+}  // namespace torchfuse

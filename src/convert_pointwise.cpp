@@ -1,0 +1,252 @@
+// TorchScript pointwise ops -> IR. Composite forms are decomposed so that every IR node is a
+// primitive: add/sub with alpha become a multiply and an add, clamp becomes clamp_min/clamp_max.
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "src/convert_context.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace {
+
+using ir::OpKind;
+
+// A Python number or a tensor on which a kernel can compute.
+bool is_operand(const ir::Value* v) {
+  if (v->type.is_scalar()) return true;
+  return v->type.is_tensor() && is_kernel_dtype(v->type.dtype);
+}
+
+// The output is a tensor whose shape is the broadcast of the operands, all on one device.
+bool output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands) {
+  const ir::Type& out = ctx.out_type();
+  if (!out.is_tensor()) return false;
+  std::vector<int64_t> shape;
+  bool any_tensor = false;
+  for (const ir::Value* v : operands) {
+    if (!is_operand(v)) return false;
+    if (!v->type.is_tensor()) continue;
+    if (v->type.device != out.device) return false;
+    auto b = ir::broadcast_shapes(shape, v->type.sizes);
+    if (!b) return false;
+    shape = *b;
+    any_tensor = true;
+  }
+  return any_tensor && shape == out.sizes;
+}
+
+std::vector<const ir::Value*> as_const(const std::vector<ir::Value*>& v) { return {v.begin(), v.end()}; }
+
+bool convert_unary(ConvertContext& ctx, OpKind kind) {
+  ir::Value* x = ctx.in(0);
+  if (!output_matches(ctx, {x})) return false;
+  const auto out = ctx.out_type().dtype;
+  const auto compute = kind == OpKind::LogicalNot ? x->type.dtype : out;
+  ctx.bind_output(0, ctx.pointwise(kind, {x}, out, compute));
+  return true;
+}
+
+// The scaled second operand of add/sub/rsub: b * alpha (alpha a constant number).
+std::optional<ir::Value*> scaled_by_alpha(ConvertContext& ctx, ir::Value* b, size_t alpha_index,
+                                          c10::ScalarType out_dtype, bool* ok) {
+  *ok = true;
+  if (alpha_index >= ctx.num_inputs()) return b;
+  auto alpha = ctx.constant(alpha_index);
+  if (!alpha || !(alpha->isInt() || alpha->isDouble())) {
+    *ok = false;
+    return std::nullopt;
+  }
+  const bool unit = alpha->isInt() ? alpha->toInt() == 1 : alpha->toDouble() == 1.0;
+  if (unit) return b;
+  if (b->constant) {
+    // Fold constant * alpha, keeping Python's int-ness when both are ints.
+    if (b->constant->isIntegral(false) && alpha->isInt()) return ctx.scalar(b->constant->toLong() * alpha->toInt());
+    return ctx.scalar(b->constant->toDouble() * alpha->toScalar().toDouble());
+  }
+  if (!b->type.is_tensor()) {
+    *ok = false;
+    return std::nullopt;
+  }
+  return ctx.pointwise(OpKind::Mul, {b, ctx.scalar(alpha->toScalar())}, out_dtype, out_dtype);
+}
+
+bool convert_add_sub(ConvertContext& ctx, OpKind kind, bool reversed) {
+  if (ctx.num_inputs() < 2) return false;
+  ir::Value* a = ctx.in(reversed ? 1 : 0);
+  ir::Value* b = ctx.in(reversed ? 0 : 1);
+  if (!output_matches(ctx, {a, b})) return false;
+  const auto out = ctx.out_type().dtype;
+  auto alpha = ctx.constant(2);
+  if (ctx.num_inputs() > 2 && (!alpha || !(alpha->isInt() || alpha->isDouble()))) return false;
+  if (!b->type.is_tensor() && !b->constant && ctx.num_inputs() > 2) {
+    const bool unit = alpha->isInt() ? alpha->toInt() == 1 : alpha->toDouble() == 1.0;
+    if (!unit) return false;  // a runtime scalar times alpha: leave it to ATen
+  }
+  bool ok = true;
+  auto scaled = scaled_by_alpha(ctx, b, 2, out, &ok);
+  TORCHFUSE_INTERNAL_ASSERT(ok && scaled, "alpha was checked above");
+  ctx.bind_output(0, ctx.pointwise(kind, {a, *scaled}, out, out));
+  return true;
+}
+
+bool convert_binary(ConvertContext& ctx, OpKind kind) {
+  if (ctx.num_inputs() < 2) return false;
+  ir::Value* a = ctx.in(0);
+  ir::Value* b = ctx.in(1);
+  if (!output_matches(ctx, {a, b})) return false;
+  const auto out = ctx.out_type().dtype;
+  c10::ScalarType compute = out;
+  if (ir::is_comparison(kind)) compute = promote_types_of(as_const({a, b}));
+  if (kind == OpKind::LogicalAnd || kind == OpKind::LogicalOr) compute = c10::ScalarType::Bool;
+  const bool integral = !is_floating(compute) && compute != c10::ScalarType::Bool;
+  // Integer powers and integer rounding divisions have edge cases (negative exponents, division
+  // by zero) where a kernel would not match eager: leave them to ATen.
+  if (integral && (kind == OpKind::Pow || kind == OpKind::DivTrunc || kind == OpKind::DivFloor)) return false;
+  ctx.bind_output(0, ctx.pointwise(kind, {a, b}, out, compute));
+  return true;
+}
+
+bool convert_div(ConvertContext& ctx) {
+  if (ctx.num_inputs() < 3 || ctx.is_none(2)) return convert_binary(ctx, OpKind::Div);
+  auto mode = ctx.constant(2);
+  if (!mode || !mode->isString()) return false;
+  const std::string m = mode->toStringRef();
+  if (m == "trunc") return convert_binary(ctx, OpKind::DivTrunc);
+  if (m == "floor") return convert_binary(ctx, OpKind::DivFloor);
+  return false;
+}
+
+bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
+  ir::Value* x = ctx.in(0);
+  std::vector<ir::Value*> operands = {x};
+  ir::Value* lo = nullptr;
+  ir::Value* hi = nullptr;
+  size_t next = 1;
+  if (has_min) {
+    if (next >= ctx.num_inputs()) return false;
+    if (!ctx.is_none(next)) lo = ctx.in(next);
+    ++next;
+  }
+  if (has_max) {
+    if (next >= ctx.num_inputs()) return false;
+    if (!ctx.is_none(next)) hi = ctx.in(next);
+  }
+  if (!lo && !hi) return false;
+  if (lo) operands.push_back(lo);
+  if (hi) operands.push_back(hi);
+  if (!output_matches(ctx, operands)) return false;
+  const auto out = ctx.out_type().dtype;
+  ir::Value* v = x;
+  if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, lo}, out, out);
+  if (hi) v = ctx.pointwise(OpKind::ClampMax, {v, hi}, out, out);
+  ctx.bind_output(0, v);
+  return true;
+}
+
+bool convert_where(ConvertContext& ctx) {
+  if (ctx.num_inputs() != 3) return false;
+  ir::Value* c = ctx.in(0);
+  if (!c->type.is_tensor() || c->type.dtype != c10::ScalarType::Bool) return false;
+  if (!output_matches(ctx, {c, ctx.in(1), ctx.in(2)})) return false;
+  const auto out = ctx.out_type().dtype;
+  ctx.bind_output(0, ctx.pointwise(OpKind::Where, {c, ctx.in(1), ctx.in(2)}, out, out));
+  return true;
+}
+
+bool convert_gelu(ConvertContext& ctx) {
+  OpKind kind = OpKind::Gelu;
+  if (ctx.num_inputs() > 1) {
+    auto approx = ctx.constant(1);
+    if (!approx || !approx->isString()) return false;
+    if (approx->toStringRef() == "tanh") kind = OpKind::GeluTanh;
+    else if (approx->toStringRef() != "none") return false;
+  }
+  return convert_unary(ctx, kind);
+}
+
+// aten::to, type_as, _to_copy: a dtype change on the same device is a cast; no change is the
+// identity (eager returns the input itself).
+bool convert_cast(ConvertContext& ctx) {
+  ir::Value* x = ctx.in(0);
+  const ir::Type& out = ctx.out_type();
+  if (!x->type.is_tensor() || !out.is_tensor()) return false;
+  if (x->type.device != out.device || x->type.sizes != out.sizes) return false;
+  if (!is_kernel_dtype(x->type.dtype) || !is_kernel_dtype(out.dtype)) return false;
+  if (x->type.dtype == out.dtype) {
+    ctx.bind_output(0, x);
+    return true;
+  }
+  ctx.bind_output(0, ctx.pointwise(OpKind::Cast, {x}, out.dtype, out.dtype));
+  return true;
+}
+
+// dropout in eval mode (train=False) is the identity.
+bool convert_dropout(ConvertContext& ctx) {
+  auto train = ctx.constant(2);
+  if (!train || !train->isBool() || train->toBool()) return false;
+  ir::Value* x = ctx.in(0);
+  if (!x->type.is_tensor()) return false;
+  ctx.bind_output(0, x);
+  return true;
+}
+
+bool convert_square(ConvertContext& ctx) {
+  ir::Value* x = ctx.in(0);
+  if (!output_matches(ctx, {x})) return false;
+  const auto out = ctx.out_type().dtype;
+  ctx.bind_output(0, ctx.pointwise(OpKind::Mul, {x, x}, out, out));
+  return true;
+}
+
+#define TF_UNARY(name, kind) {name, [](ConvertContext& c) { return convert_unary(c, kind); }}
+#define TF_BINARY(name, kind) {name, [](ConvertContext& c) { return convert_binary(c, kind); }}
+
+}  // namespace
+
+const std::unordered_map<std::string, Converter>& pointwise_converters() {
+  static const std::unordered_map<std::string, Converter> table = {
+      TF_UNARY("aten::neg", OpKind::Neg),
+      TF_UNARY("aten::abs", OpKind::Abs),
+      TF_UNARY("aten::exp", OpKind::Exp),
+      TF_UNARY("aten::log", OpKind::Log),
+      TF_UNARY("aten::sqrt", OpKind::Sqrt),
+      TF_UNARY("aten::rsqrt", OpKind::Rsqrt),
+      TF_UNARY("aten::tanh", OpKind::Tanh),
+      TF_UNARY("aten::sigmoid", OpKind::Sigmoid),
+      TF_UNARY("aten::erf", OpKind::Erf),
+      TF_UNARY("aten::relu", OpKind::Relu),
+      TF_UNARY("aten::silu", OpKind::Silu),
+      TF_UNARY("aten::reciprocal", OpKind::Reciprocal),
+      TF_UNARY("aten::logical_not", OpKind::LogicalNot),
+      {"aten::gelu", convert_gelu},
+      {"aten::add", [](ConvertContext& c) { return convert_add_sub(c, OpKind::Add, false); }},
+      {"aten::sub", [](ConvertContext& c) { return convert_add_sub(c, OpKind::Sub, false); }},
+      {"aten::rsub", [](ConvertContext& c) { return convert_add_sub(c, OpKind::Sub, true); }},
+      TF_BINARY("aten::mul", OpKind::Mul),
+      {"aten::div", convert_div},
+      TF_BINARY("aten::true_divide", OpKind::Div),
+      TF_BINARY("aten::pow", OpKind::Pow),
+      TF_BINARY("aten::maximum", OpKind::Maximum),
+      TF_BINARY("aten::minimum", OpKind::Minimum),
+      TF_BINARY("aten::eq", OpKind::Eq),
+      TF_BINARY("aten::ne", OpKind::Ne),
+      TF_BINARY("aten::lt", OpKind::Lt),
+      TF_BINARY("aten::le", OpKind::Le),
+      TF_BINARY("aten::gt", OpKind::Gt),
+      TF_BINARY("aten::ge", OpKind::Ge),
+      TF_BINARY("aten::logical_and", OpKind::LogicalAnd),
+      TF_BINARY("aten::logical_or", OpKind::LogicalOr),
+      {"aten::clamp", [](ConvertContext& c) { return convert_clamp(c, true, true); }},
+      {"aten::clip", [](ConvertContext& c) { return convert_clamp(c, true, true); }},
+      {"aten::clamp_min", [](ConvertContext& c) { return convert_clamp(c, true, false); }},
+      {"aten::clamp_max", [](ConvertContext& c) { return convert_clamp(c, false, true); }},
+      {"aten::where", convert_where},
+      {"aten::to", convert_cast},
+      {"aten::type_as", convert_cast},
+      {"aten::_to_copy", convert_cast},
+      {"aten::dropout", convert_dropout},
+      {"aten::square", convert_square},
+  };
+  return table;
+}
+
+}  // namespace torchfuse

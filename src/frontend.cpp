@@ -1,0 +1,219 @@
+#include "src/frontend.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "src/convert_context.h"
+#include "src/error.h"
+
+namespace torchfuse {
+
+// ---- dtype helpers ----
+
+bool is_floating(c10::ScalarType dtype) { return c10::isFloatingType(dtype); }
+
+bool is_kernel_dtype(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float: case c10::ScalarType::Half: case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Double: case c10::ScalarType::Long: case c10::ScalarType::Int:
+    case c10::ScalarType::Short: case c10::ScalarType::Char: case c10::ScalarType::Byte:
+    case c10::ScalarType::Bool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+c10::ScalarType opmath_type(c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16) return c10::ScalarType::Float;
+  return dtype;
+}
+
+namespace {
+
+c10::ScalarType promote_skip_undefined(c10::ScalarType a, c10::ScalarType b) {
+  if (a == c10::ScalarType::Undefined) return b;
+  if (b == c10::ScalarType::Undefined) return a;
+  return c10::promoteTypes(a, b);
+}
+
+// ATen's rule for combining a higher-priority category with a lower one: the lower one only
+// matters when it is of a "higher kind" (floating over integral over bool).
+c10::ScalarType combine_categories(c10::ScalarType higher, c10::ScalarType lower) {
+  if (is_floating(higher)) return higher;
+  if (higher == c10::ScalarType::Bool || is_floating(lower)) return promote_skip_undefined(higher, lower);
+  if (higher != c10::ScalarType::Undefined) return higher;
+  return lower;
+}
+
+}  // namespace
+
+c10::ScalarType promote_types_of(const std::vector<const ir::Value*>& operands) {
+  // Three priority classes, as in eager: dimensioned tensors, 0-dim tensors, Python scalars
+  // (a Python float counts as the default dtype, float32).
+  c10::ScalarType dim_result = c10::ScalarType::Undefined;
+  c10::ScalarType zero_result = c10::ScalarType::Undefined;
+  c10::ScalarType wrapped_result = c10::ScalarType::Undefined;
+  for (const ir::Value* v : operands) {
+    const ir::Type& t = v->type;
+    if (t.is_tensor() && t.rank() > 0) {
+      dim_result = promote_skip_undefined(dim_result, t.dtype);
+    } else if (t.is_tensor()) {
+      zero_result = promote_skip_undefined(zero_result, t.dtype);
+    } else if (t.is_scalar()) {
+      const c10::ScalarType s = t.dtype == c10::ScalarType::Double ? c10::ScalarType::Float : t.dtype;
+      wrapped_result = promote_skip_undefined(wrapped_result, s);
+    }
+  }
+  return combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
+}
+
+// ---- ConvertContext ----
+
+void ConvertContext::begin(torch::jit::Node* node, int origin) {
+  node_ = node;
+  origin_ = origin;
+}
+
+size_t ConvertContext::num_inputs() const { return node_->inputs().size(); }
+
+ir::Value* ConvertContext::in(size_t i) const {
+  auto it = env_.find(node_->inputs().at(i));
+  TORCHFUSE_INTERNAL_ASSERT(it != env_.end(), "TorchScript value %", node_->inputs()[i]->debugName(),
+                            " has no IR value");
+  return it->second;
+}
+
+const ir::Type& ConvertContext::out_type(size_t i) const {
+  static const ir::Type kOther = ir::Type::other();
+  auto it = profile_.types.find(node_->outputs().at(i));
+  return it == profile_.types.end() ? kOther : it->second;
+}
+
+std::optional<c10::IValue> ConvertContext::constant(size_t i) const {
+  if (i >= node_->inputs().size()) return std::nullopt;
+  auto iv = torch::jit::toIValue(node_->inputs()[i]);
+  if (!iv) return std::nullopt;
+  return *iv;
+}
+
+bool ConvertContext::is_none(size_t i) const {
+  auto c = constant(i);
+  return c && c->isNone();
+}
+
+ir::Node* ConvertContext::emit(ir::OpKind kind, std::vector<ir::Value*> inputs, ir::Type out,
+                               c10::ScalarType compute_dtype) {
+  ir::Node* n = graph_.add_node(kind, std::move(inputs), {std::move(out)});
+  n->compute_dtype = compute_dtype;
+  n->origin = origin_;
+  return n;
+}
+
+ir::Value* ConvertContext::pointwise(ir::OpKind kind, std::vector<ir::Value*> inputs,
+                                     c10::ScalarType out_dtype, c10::ScalarType compute_dtype) {
+  std::vector<int64_t> shape;
+  c10::Device device(c10::DeviceType::CPU);
+  for (ir::Value* v : inputs) {
+    if (!v->type.is_tensor()) continue;
+    auto b = ir::broadcast_shapes(shape, v->type.sizes);
+    TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "operands of ", ir::op_name(kind), " do not broadcast");
+    shape = *b;
+    device = v->type.device;
+  }
+  auto strides = ir::contiguous_strides(shape);
+  return emit(kind, std::move(inputs), ir::Type::tensor(out_dtype, shape, strides, device), compute_dtype)->output();
+}
+
+void ConvertContext::bind_output(size_t i, ir::Value* v) {
+  ir::Value*& slot = env_[node_->outputs().at(i)];
+  slot = v;
+}
+
+// ---- conversion ----
+
+namespace {
+
+ir::Value* convert_constant(ir::Graph& g, torch::jit::Node* n, const Profile& profile) {
+  auto iv = torch::jit::toIValue(n->output());
+  if (iv && (iv->isDouble() || iv->isInt() || iv->isBool())) return g.add_scalar_constant(iv->toScalar());
+  if (iv && iv->isTensor() && iv->toTensor().defined()) {
+    return g.add_tensor_constant(type_of_ivalue(*iv), n->output()->debugName());
+  }
+  (void)profile;
+  return g.add_other(n->output()->debugName());
+}
+
+void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile& profile,
+                    std::unordered_map<const torch::jit::Value*, ir::Value*>& env) {
+  std::vector<ir::Value*> inputs;
+  for (torch::jit::Value* in : n->inputs()) inputs.push_back(env.at(in));
+  std::vector<ir::Type> outs;
+  for (torch::jit::Value* out : n->outputs()) {
+    auto it = profile.types.find(out);
+    outs.push_back(it == profile.types.end() ? ir::Type::other() : it->second);
+  }
+  ir::Node* node = g.add_node(ir::OpKind::Opaque, std::move(inputs), std::move(outs));
+  node->opaque_name = n->kind().toQualString();
+  node->origin = origin;
+  // Ops that write memory or have side effects pin the order around them.
+  node->side_effects = n->hasSideEffects() || !n->blocks().empty() ||
+                       (n->maybeSchema() && n->maybeSchema()->is_mutable());
+  for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = node->outputs[i];
+}
+
+bool try_convert(ConvertContext& ctx, torch::jit::Node* n) {
+  const std::string kind = n->kind().toQualString();
+  for (const auto* table : {&pointwise_converters(), &reduction_converters()}) {
+    auto it = table->find(kind);
+    if (it == table->end()) continue;
+    // Converters handle tensors the kernels can compute on, on one device, and nothing else.
+    for (torch::jit::Value* out : n->outputs()) {
+      auto t = ctx.out_type(out->offset());
+      if (t.is_tensor() && !is_kernel_dtype(t.dtype)) return false;
+    }
+    return it->second(ctx);
+  }
+  return false;
+}
+
+}  // namespace
+
+Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
+  Conversion conv;
+  conv.graph = std::make_unique<ir::Graph>();
+  ir::Graph& g = *conv.graph;
+  std::unordered_map<const torch::jit::Value*, ir::Value*> env;
+  auto record_source = [&](torch::jit::Value* ts, ir::Value* v) {
+    if (v->source_index >= 0) return;
+    v->source_index = static_cast<int>(conv.source_values.size());
+    conv.source_values.push_back(ts);
+  };
+
+  for (torch::jit::Value* in : graph.inputs()) {
+    auto it = profile.types.find(in);
+    ir::Value* v = g.add_input(it == profile.types.end() ? ir::Type::other() : it->second, in->debugName());
+    env[in] = v;
+    record_source(in, v);
+  }
+  ConvertContext ctx(g, profile, env);
+  for (torch::jit::Node* n : graph.nodes()) {
+    const int origin = static_cast<int>(conv.source_nodes.size());
+    conv.source_nodes.push_back(n);
+    if (n->kind() == c10::prim::Constant) {
+      env[n->output()] = convert_constant(g, n, profile);
+      record_source(n->output(), env[n->output()]);
+      continue;
+    }
+    ctx.begin(n, origin);
+    if (!try_convert(ctx, n)) convert_opaque(g, n, origin, profile, env);
+    for (torch::jit::Value* out : n->outputs()) {
+      TORCHFUSE_INTERNAL_ASSERT(env.count(out), "converter for ", n->kind().toQualString(),
+                                " left output ", out->debugName(), " unbound");
+      record_source(out, env[out]);
+    }
+  }
+  for (torch::jit::Value* out : graph.outputs()) g.add_output(env.at(out));
+  return conv;
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,48 @@
+// Frontend: TorchScript graph -> torchfuse IR for one input signature.
+//
+// The graph is first run once on the call's inputs with every intermediate value exposed as an
+// output ("profiling"), which gives every value its dtype, sizes, strides and device, also after
+// ops torchfuse does not know. Then each TorchScript node becomes IR nodes: known ops as typed
+// pointwise or reduction nodes (composite ops decomposed into primitives), anything else as an
+// Opaque node that runs through ATen.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/ivalue.h>
+
+#include "src/ir.h"
+
+namespace torch {
+namespace jit {
+struct Graph;
+struct Node;
+struct Value;
+}  // namespace jit
+}  // namespace torch
+
+namespace torchfuse {
+
+// Runtime type of every top-level TorchScript value for one call, and that call's result.
+struct Profile {
+  std::unordered_map<const torch::jit::Value*, ir::Type> types;
+  c10::IValue result;  // the graph's own output for these inputs (computed by ATen)
+};
+
+Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs);
+
+// The IR and how it maps back to the TorchScript graph it came from.
+struct Conversion {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<torch::jit::Value*> source_values;  // ir::Value::source_index -> TorchScript value
+  std::vector<torch::jit::Node*> source_nodes;    // ir::Node::origin -> TorchScript node
+};
+
+Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile);
+
+// ir::Type of a runtime value (tensor, number, bool; anything else is Other).
+ir::Type type_of_ivalue(const c10::IValue& v);
+
+}  // namespace torchfuse

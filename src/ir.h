@@ -1,0 +1,144 @@
+// torchfuse IR: an SSA graph of typed values and ops, built from a TorchScript graph for one
+// input signature. Values carry dtype, sizes, strides and device. Nodes are never edited after
+// the frontend builds them: passes record their decisions beside the graph (FusionPlan).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <c10/core/Scalar.h>
+#include <c10/core/ScalarType.h>
+
+namespace torchfuse {
+namespace ir {
+
+enum class OpKind {
+  // unary pointwise
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Relu, Gelu, GeluTanh, Silu, Cast,
+  Reciprocal, LogicalNot,
+  // binary pointwise
+  Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, ClampMin, ClampMax, Maximum, Minimum,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
+  // ternary pointwise
+  Where,
+  // reductions over `dims` (keepdim as attribute)
+  ReduceSum, ReduceMax, ReduceMin,
+  // anything else: runs through ATen, never fused
+  Opaque,
+};
+
+const char* op_name(OpKind kind);
+bool is_pointwise(OpKind kind);
+bool is_reduction(OpKind kind);
+bool is_comparison(OpKind kind);
+// Number of inputs the op takes (-1: any, for Opaque).
+int op_arity(OpKind kind);
+
+enum class ValueKind { Tensor, Scalar, Other };
+
+struct Type {
+  ValueKind kind = ValueKind::Other;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;  // tensors and scalars
+  std::vector<int64_t> sizes;                          // tensors only
+  std::vector<int64_t> strides;                        // tensors only
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
+
+  static Type tensor(c10::ScalarType dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                     c10::Device device);
+  static Type scalar(c10::ScalarType dtype);
+  static Type other();
+  int64_t numel() const;
+  int64_t rank() const { return static_cast<int64_t>(sizes.size()); }
+  bool is_tensor() const { return kind == ValueKind::Tensor; }
+  bool is_scalar() const { return kind == ValueKind::Scalar; }
+  // "f32[8192, 8192]" (strides shown only when not contiguous), "f64" for scalars, "other".
+  std::string str() const;
+};
+
+// Short dtype names used by the printer: f32, f16, bf16, f64, i64, i32, i16, i8, u8, b8.
+const char* dtype_short_name(c10::ScalarType dtype);
+
+struct Node;
+
+struct Value {
+  int id = -1;  // printed as %id; dense, in creation order
+  Type type;
+  std::optional<c10::Scalar> constant;  // a scalar literal (Python number in the source)
+  bool is_constant_tensor = false;      // a frozen parameter or buffer
+  Node* producer = nullptr;             // null for graph inputs and constants
+  std::vector<Node*> uses;              // one entry per use, in node order
+  int source_index = -1;                // the TorchScript value it stands for (frontend table), -1 if none
+  std::string debug_name;               // TorchScript's name, if any
+};
+
+struct Node {
+  int id = -1;  // position in Graph::nodes (topological order)
+  OpKind kind = OpKind::Opaque;
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+  // attributes
+  std::vector<int64_t> dims;        // reductions: sorted, non-negative
+  bool keepdim = false;             // reductions
+  c10::ScalarType compute_dtype = c10::ScalarType::Undefined;  // dtype the op computes in (before opmath)
+  std::string opaque_name;          // Opaque: the ATen/prim op name
+  bool side_effects = false;        // Opaque: mutates or has side effects; fusion must not cross it
+  int origin = -1;                  // index of the TorchScript node it came from, -1 if none
+
+  Value* output() const { return outputs.at(0); }
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value* add_input(Type type, std::string debug_name = "");
+  Value* add_scalar_constant(const c10::Scalar& value);
+  Value* add_tensor_constant(Type type, std::string debug_name = "");
+  Value* add_other(std::string debug_name = "");  // an untyped value (lists, None, strings)
+  // Appends a node; its output types are given (the frontend knows them from profiling).
+  Node* add_node(OpKind kind, std::vector<Value*> inputs, std::vector<Type> output_types);
+  void add_output(Value* v) { outputs_.push_back(v); }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<Node*>& nodes() const { return nodes_; }
+  const std::vector<Value*>& values() const { return values_; }
+  // Constants and other values that are neither inputs nor node outputs, in creation order.
+  std::vector<Value*> free_values() const;
+
+ private:
+  Value* new_value(Type type);
+
+  std::vector<std::unique_ptr<Value>> value_storage_;
+  std::vector<std::unique_ptr<Node>> node_storage_;
+  std::vector<Value*> values_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::vector<Node*> nodes_;
+};
+
+// Prints one node as "%5 : f32[4, 8] = add(%3, %4)".
+std::string to_string(const Node& node);
+// The whole graph: inputs, constants, nodes, outputs. Stable: same graph, same text.
+std::string to_string(const Graph& graph);
+
+// Checks SSA form and types: every use defined before it, use lists consistent, arity,
+// pointwise shapes broadcast to the output, comparison outputs bool, reduction dims in range.
+// Returns the problems found (empty when the graph is well formed).
+std::vector<std::string> verify(const Graph& graph);
+// verify() and throw an internal error listing the problems.
+void verify_or_throw(const Graph& graph, const std::string& after_what);
+
+// The broadcast of two shapes (right-aligned, size 1 stretches), or nullopt if incompatible.
+std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                     const std::vector<int64_t>& b);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+
+}  // namespace ir
+}  // namespace torchfuse

@@ -1,0 +1,57 @@
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include "src/error.h"
+#include "src/frontend.h"
+
+namespace torchfuse {
+
+ir::Type type_of_ivalue(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return ir::Type::other();
+    if (t.layout() != c10::kStrided) return ir::Type::other();
+    return ir::Type::tensor(t.scalar_type(), t.sizes().vec(), t.strides().vec(), t.device());
+  }
+  if (v.isDouble()) return ir::Type::scalar(c10::ScalarType::Double);
+  if (v.isInt()) return ir::Type::scalar(c10::ScalarType::Long);
+  if (v.isBool()) return ir::Type::scalar(c10::ScalarType::Bool);
+  return ir::Type::other();
+}
+
+Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs) {
+  TORCHFUSE_CHECK(inputs.size() == graph->inputs().size(), "torchfuse: forward expects ",
+                  graph->inputs().size(), " inputs, got ", inputs.size());
+  // Expose every top-level value as an extra output, run once, then restore the graph.
+  const size_t original_outputs = graph->outputs().size();
+  std::vector<const torch::jit::Value*> exposed;
+  for (torch::jit::Node* n : graph->nodes()) {
+    for (torch::jit::Value* out : n->outputs()) {
+      graph->registerOutput(out);
+      exposed.push_back(out);
+    }
+  }
+  torch::jit::Stack stack(inputs.begin(), inputs.end());
+  try {
+    torch::jit::Code code(graph, "torchfuse_profile");
+    torch::jit::InterpreterState state(code);
+    state.run(stack);
+  } catch (...) {
+    while (graph->outputs().size() > original_outputs) graph->eraseOutput(graph->outputs().size() - 1);
+    throw;
+  }
+  while (graph->outputs().size() > original_outputs) graph->eraseOutput(graph->outputs().size() - 1);
+  TORCHFUSE_INTERNAL_ASSERT(stack.size() == original_outputs + exposed.size(), "profiling returned ",
+                            stack.size(), " values");
+
+  Profile profile;
+  for (size_t i = 0; i < inputs.size(); ++i) profile.types[graph->inputs()[i]] = type_of_ivalue(inputs[i]);
+  for (size_t i = 0; i < exposed.size(); ++i) {
+    profile.types[exposed[i]] = type_of_ivalue(stack[original_outputs + i]);
+  }
+  TORCHFUSE_INTERNAL_ASSERT(original_outputs == 1, "graph has ", original_outputs, " outputs");
+  profile.result = stack[0];
+  return profile;
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,91 @@
+// The public API without a GPU: eager fallback on CPU, tracing, compare_with_eager, errors, logs.
+#include <torch/torch.h>
+
+#include "tests/test_util.h"
+
+using tftest::module_returning;
+
+namespace {
+
+TEST(Api, CpuInputsRunEagerAndMatch) {
+  auto m = module_returning("x, b", "torch.gelu(x + b) * 0.5 + x");
+  auto c = torchfuse::compile(m);
+  const auto x = torch::randn({16, 32});
+  const auto b = torch::randn({32});
+  const auto report = torchfuse::compare_with_eager(c, {x, b});
+  EXPECT_TRUE(report.passed()) << report.to_string();
+  const auto expected = torch::gelu(x + b) * 0.5 + x;
+  EXPECT_TRUE(torch::allclose(c.forward({x, b}).toTensor(), expected));
+  EXPECT_GE(c.stats().eager_calls, 2);
+  EXPECT_EQ(c.stats().fused_calls, 0);
+}
+
+TEST(Api, WrongArityIsAClearError) {
+  auto c = torchfuse::compile(module_returning("x, y", "x + y"));
+  try {
+    c.forward({torch::randn({2})});
+    FAIL();
+  } catch (const torchfuse::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expects 2 inputs, got 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Api, TracesCallablesAndNnModules) {
+  torch::Tensor w = torch::randn({8});
+  torchfuse::TensorFn fn = [w](const std::vector<torch::Tensor>& in) -> std::vector<torch::Tensor> {
+    return {torch::sigmoid(in[0] * w) + in[1]};
+  };
+  const auto x = torch::randn({4, 8});
+  const auto y = torch::randn({4, 8});
+  auto c = torchfuse::compile(fn, {x, y});
+  const auto e = c.explain({x, y});
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(e.kernels[0].description, "mul -> sigmoid -> add");
+  EXPECT_TRUE(torch::allclose(c.forward({x, y}).toTensor(), torch::sigmoid(x * w) + y));
+
+  torch::nn::Sequential seq(torch::nn::Linear(8, 8), torch::nn::GELU(), torch::nn::Tanh());
+  auto cn = torchfuse::compile_nn(seq, {x});
+  EXPECT_TRUE(torch::allclose(cn.forward({x}).toTensor(), seq->forward(x), 1e-5, 1e-6));
+  EXPECT_EQ(cn.explain({x}).kernels.size(), 1u) << cn.explain({x}).ir_after;
+}
+
+TEST(Api, CompareReportsErrorsAndVerdicts) {
+  const auto a = torch::tensor({1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()});
+  const auto b = torch::tensor({1.0f, 2.1f, std::numeric_limits<float>::quiet_NaN()});
+  const auto bad = torchfuse::compare_outputs(a, b);
+  ASSERT_EQ(bad.outputs.size(), 1u);
+  EXPECT_FALSE(bad.passed());
+  EXPECT_NEAR(bad.outputs[0].max_abs_error, 0.1, 1e-6);
+  EXPECT_NE(bad.to_string().find("FAIL"), std::string::npos);
+  const auto good = torchfuse::compare_outputs(c10::ivalue::Tuple::create({a, a}), c10::ivalue::Tuple::create({a, a}));
+  EXPECT_TRUE(good.passed()) << good.to_string();
+  EXPECT_EQ(good.outputs.size(), 2u);
+  const auto nan_moved = torchfuse::compare_outputs(a, torch::tensor({1.0f, std::nanf(""), 3.0f}));
+  EXPECT_FALSE(nan_moved.passed());
+}
+
+TEST(Api, ToleranceDependsOnDtype) {
+  EXPECT_LT(torchfuse::default_tolerance(c10::kFloat).rtol, torchfuse::default_tolerance(c10::kHalf).rtol);
+  EXPECT_LT(torchfuse::default_tolerance(c10::kHalf).rtol, torchfuse::default_tolerance(c10::kBFloat16).rtol);
+  EXPECT_EQ(torchfuse::default_tolerance(c10::kLong).rtol, 0.0);
+}
+
+TEST(Api, OutputCodeLogPrintsTheKernel) {
+  torchfuse::CompileOptions o;
+  o.logs = "output_code,graph,fusion";
+  auto c = torchfuse::compile(module_returning("x", "torch.relu(x) * 2.0"), o);
+  testing::internal::CaptureStderr();
+  c.explain({torch::randn({4})});
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("generated kernel tf_fused_0"), std::string::npos) << err;
+  EXPECT_NE(err.find("IR before fusion"), std::string::npos) << err;
+}
+
+TEST(Api, SilentByDefault) {
+  auto c = torchfuse::compile(module_returning("x", "torch.relu(x) * 2.0"));
+  testing::internal::CaptureStderr();
+  c.explain({torch::randn({4})});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace

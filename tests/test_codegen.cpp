@@ -1,0 +1,165 @@
+// Codegen: the source builder, literals, layouts, and every generated kernel through NVRTC for
+// sm_90 (no GPU needed).
+#include "codegen/cuda_types.h"
+#include "codegen/layout.h"
+#include "codegen/nvrtc.h"
+#include "codegen/source_builder.h"
+#include "tests/test_util.h"
+
+using tftest::contains_in_order;
+using tftest::module_from;
+using tftest::module_returning;
+
+namespace {
+
+namespace cg = torchfuse::codegen;
+
+TEST(SourceBuilder, IndentsScopesAndNamesDeterministically) {
+  cg::SourceBuilder b;
+  b.line("int f() {");
+  {
+    auto s = b.scope("if (x)");
+    const std::string first = b.fresh("t");
+    const std::string second = b.fresh("t");
+    b.line("return " + first + " + " + second + ";");
+  }
+  EXPECT_EQ(b.str(), "int f() {\nif (x) {\n  return t0 + t1;\n}\n");
+  EXPECT_EQ(b.fresh("u"), "u0");
+}
+
+TEST(Literals, ExactAndLocaleIndependent) {
+  EXPECT_EQ(cg::literal(c10::Scalar(0.1), c10::kFloat), "0.1f");
+  EXPECT_EQ(cg::literal(c10::Scalar(0.1), c10::kDouble), "0.1");
+  // The shortest text that reads back to the same float.
+  EXPECT_EQ(cg::literal(c10::Scalar(0.79788456), c10::kFloat), "0.7978846f");
+  EXPECT_EQ(std::stof("0.7978846"), static_cast<float>(0.79788456));
+  EXPECT_EQ(cg::literal(c10::Scalar(1e-5), c10::kHalf), "1e-05f");
+  EXPECT_EQ(cg::literal(c10::Scalar(2.0), c10::kFloat), "2.0f");
+  EXPECT_EQ(cg::literal(c10::Scalar(int64_t{3}), c10::kLong), "3LL");
+  EXPECT_EQ(cg::literal(c10::Scalar(std::numeric_limits<double>::infinity()), c10::kFloat),
+            "__int_as_float(0x7f800000)");
+  std::setlocale(LC_NUMERIC, "de_DE.UTF-8");  // a decimal comma locale, if installed
+  EXPECT_EQ(cg::literal(c10::Scalar(0.5), c10::kFloat), "0.5f");
+  std::setlocale(LC_NUMERIC, "C");
+}
+
+cg::OperandShape tensor(c10::ScalarType t, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  cg::OperandShape s;
+  s.dtype = t;
+  s.sizes = std::move(sizes);
+  s.strides = std::move(strides);
+  return s;
+}
+
+TEST(Layout, ContiguousCoalescesToOneDim) {
+  auto l = cg::plan_pointwise_layout({64, 32, 8}, {tensor(c10::kFloat, {64, 32, 8}, {256, 8, 1})}, {c10::kFloat}, 1 << 22);
+  EXPECT_EQ(l.sizes, (std::vector<int64_t>{16384}));
+  EXPECT_EQ(l.inputs[0].access, cg::Access::Linear);
+  EXPECT_EQ(l.vec, 4);
+  EXPECT_FALSE(l.index64);
+}
+
+TEST(Layout, BiasIsInnerContiguousAndRowVectorInnerBroadcast) {
+  auto l = cg::plan_pointwise_layout({64, 32},
+                                     {tensor(c10::kBFloat16, {64, 32}, {32, 1}), tensor(c10::kBFloat16, {32}, {1}),
+                                      tensor(c10::kBFloat16, {64, 1}, {1, 1}), tensor(c10::kFloat, {}, {})},
+                                     {c10::kBFloat16}, 1 << 22);
+  EXPECT_EQ(l.sizes, (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(l.inputs[0].access, cg::Access::Linear);
+  EXPECT_EQ(l.inputs[1].access, cg::Access::InnerContig);
+  EXPECT_EQ(l.inputs[1].strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(l.inputs[2].access, cg::Access::InnerBroadcast);
+  EXPECT_EQ(l.inputs[3].access, cg::Access::Uniform);
+  EXPECT_EQ(l.vec, 8);
+}
+
+TEST(Layout, TransposedInputIsStridedAndHugeNeeds64Bit) {
+  auto l = cg::plan_pointwise_layout({16, 8}, {tensor(c10::kFloat, {16, 8}, {1, 16})}, {c10::kFloat}, 1 << 22);
+  EXPECT_EQ(l.inputs[0].access, cg::Access::Strided);
+  auto big = cg::plan_pointwise_layout({int64_t{1} << 31}, {tensor(c10::kHalf, {int64_t{1} << 31}, {1})}, {c10::kHalf},
+                                       1 << 22);
+  EXPECT_TRUE(big.index64);
+  EXPECT_NE(big.key(), l.key());
+}
+
+TEST(Nvrtc, FailureCarriesLogAndSource) {
+  cg::GeneratedKernel k;
+  k.name = "broken";
+  k.source = "extern \"C\" __global__ void broken() { this is not cuda; }\n";
+  try {
+    cg::compile_to_cubin(k, "sm_90");
+    FAIL() << "NVRTC accepted broken source";
+  } catch (const torchfuse::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("NVRTC log"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("this is not cuda"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("error"), std::string::npos) << msg;
+  }
+}
+
+// Every kernel the pointwise schedule generates for these graphs compiles for sm_90.
+struct KernelCase {
+  std::string name;
+  std::string args;
+  std::string expr;
+  std::vector<torch::Tensor> inputs;
+};
+
+std::vector<KernelCase> kernel_cases() {
+  const auto f = [](std::vector<int64_t> s, c10::ScalarType t = c10::kFloat) { return torch::randn(s).to(t); };
+  return {
+      {"gelu_tanh", "x", "0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x * x * x)))", {f({64, 64})}},
+      {"bias_gelu_erf", "x, b", "(x + b) * 0.5 * (1.0 + torch.erf((x + b) * 0.7071067811865476))", {f({64, 64}), f({64})}},
+      {"bf16_chain", "x, y", "torch.sigmoid(x) * y + torch.tanh(y)", {f({8, 64}, c10::kBFloat16), f({8, 64}, c10::kBFloat16)}},
+      {"half_to_float", "x", "x.float() * 2.0 + 1.0", {f({8, 64}, c10::kHalf)}},
+      {"transposed", "x, y", "torch.relu(x.t() * y)", {f({32, 16}), f({16, 32})}},
+      {"row_broadcast", "x, r", "torch.exp(x - r) / 2.0", {f({16, 32}), f({16, 1})}},
+      {"compare_where", "x, y", "torch.where(x > y, x * 2.0, y - 1.0)", {f({100}), f({100})}},
+      {"int_math", "i, x", "(i * 3 + 1) * x", {torch::arange(64).reshape({8, 8}), f({8, 8})}},
+      {"double", "x", "torch.erf(x) * 2.0 + torch.sqrt(torch.abs(x))", {f({8, 8}, c10::kDouble)}},
+      {"pow_clamp_div", "x, y", "torch.clamp(x.pow(3) / (y * y + 1.0), -2.0, 2.0) ** 0.5", {f({64}), f({64})}},
+      {"floor_trunc", "x, y", "torch.div(x, y + 3.0, rounding_mode='floor') + torch.div(x, 3.0, rounding_mode='trunc')",
+       {f({64}), f({64})}},
+      {"logic", "x, y", "torch.logical_and(x > 0, y < 0).float() + torch.maximum(x, y)", {f({64}), f({64})}},
+      {"silu_mul", "a, b", "torch.silu(a) * b", {f({32, 32}, c10::kBFloat16), f({32, 32}, c10::kBFloat16)}},
+      {"scalar_tensor", "x, s", "x * s + s", {f({16, 16}), f({})}},
+  };
+}
+
+TEST(NvrtcCompilesEveryKernel, ForSm90) {
+  for (const auto& c : kernel_cases()) {
+    SCOPED_TRACE(c.name);
+    auto m = module_returning(c.args, c.expr);
+    std::vector<c10::IValue> in(c.inputs.begin(), c.inputs.end());
+    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+    ASSERT_GE(e.kernels.size(), 1u) << e.ir_after;
+    ASSERT_EQ(e.cubin_bytes.size(), e.kernels.size());
+    for (size_t i = 0; i < e.kernels.size(); ++i) {
+      EXPECT_GT(e.cubin_bytes[i], 0u);
+      EXPECT_TRUE(contains_in_order(e.kernels[i].source, {"// torchfuse fusion group", "_compute(", "  // %",
+                                                          "extern \"C\" __global__"}));
+    }
+  }
+}
+
+TEST(Codegen, HalfAndBf16StayInStorageTypeWithFloatMath) {
+  auto m = module_returning("x, y", "torch.sigmoid(x) * y");
+  const auto x = torch::randn({8, 64}).to(c10::kBFloat16);
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain({x, x});
+  ASSERT_EQ(e.kernels.size(), 1u);
+  EXPECT_TRUE(contains_in_order(e.kernels[0].source,
+                                {"const tf_bf16* in0;", "float t0 = tf_sigmoid(in0);", "tf_vec<tf_bf16, 8>",
+                                 "tf_float_to_bf16(r0[lane])"}));
+}
+
+TEST(Codegen, SizesAreArgumentsNotConstants) {
+  auto m = module_returning("x, b", "torch.relu(x + b) * 2.0");
+  auto c = torchfuse::compile(m, tftest::quiet_options());
+  const auto small = c.explain({torch::randn({8, 16}), torch::randn({16})});
+  const auto large = c.explain({torch::randn({64, 48}), torch::randn({48})});
+  ASSERT_EQ(small.kernels.size(), 1u);
+  EXPECT_EQ(small.kernels[0].source, large.kernels[0].source);
+  EXPECT_EQ(small.kernels[0].source.find("48"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,402 @@
+// Tests for runtime/disk_cache: round trips, misses, corruption handling, key-collision guard,
+// default directory selection, and atomicity under concurrent threads and processes. No GPU needed.
+#include "runtime/disk_cache.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using torchfuse::runtime::digest_hex;
+using torchfuse::runtime::DiskCache;
+using torchfuse::runtime::sha256_hex;
+
+// A fresh directory from mkdtemp, removed recursively when the test ends.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/torchfuse_disk_cache_test.XXXXXX";
+    const char* made = ::mkdtemp(tmpl);
+    path_ = made ? made : "";
+  }
+  ~TempDir() {
+    if (!path_.empty()) {
+      ::nftw(path_.c_str(), &TempDir::remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  static int remove_one(const char* p, const struct stat*, int, struct FTW*) {
+    ::remove(p);
+    return 0;
+  }
+  std::string path_;
+};
+
+// Sets (or unsets, with nullptr) an environment variable and restores it on scope exit.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    set(value);
+  }
+  ~EnvGuard() { set(had_ ? old_.c_str() : nullptr); }
+  void set(const char* value) {
+    if (value) {
+      ::setenv(name_, value, 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Names in `dir` other than "." and "..".
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+// A recognisable binary payload: `size` bytes derived from `tag`, with embedded NULs.
+std::string make_payload(int tag, size_t size) {
+  std::string p(size, '\0');
+  for (size_t i = 0; i < size; ++i) p[i] = static_cast<char>((i * 131 + tag * 17) & 0xff);
+  return p;
+}
+
+TEST(DigestTest, Sha256KnownVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(DigestTest, DigestIs128BitPrefixAndStable) {
+  std::string d = digest_hex("hello");
+  EXPECT_EQ(d.size(), 32u);
+  EXPECT_EQ(d, sha256_hex("hello").substr(0, 32));
+  EXPECT_EQ(d, digest_hex("hello"));
+  EXPECT_NE(d, digest_hex("hellp"));
+  // Every padding boundary (55/56/63/64 bytes) yields distinct, well-formed digests.
+  std::set<std::string> seen;
+  for (size_t n = 0; n < 130; ++n) seen.insert(digest_hex(std::string(n, 'x')));
+  EXPECT_EQ(seen.size(), 130u);
+}
+
+TEST(DiskCacheTest, StoreLoadRoundTrip) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  ASSERT_TRUE(cache.enabled());
+  std::string payload = make_payload(1, 4096);
+  ASSERT_TRUE(cache.store("kernel-a", payload));
+  auto got = cache.load("kernel-a");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, payload);
+  // Empty key and empty payload are legal.
+  ASSERT_TRUE(cache.store("", ""));
+  auto empty = cache.load("");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(*empty, "");
+  // Overwriting replaces the payload.
+  ASSERT_TRUE(cache.store("kernel-a", "v2"));
+  EXPECT_EQ(cache.load("kernel-a").value_or("?"), "v2");
+  auto c = cache.counters();
+  EXPECT_EQ(c.hits, 3);
+  EXPECT_EQ(c.misses, 0);
+  EXPECT_EQ(c.stores, 3);
+  EXPECT_EQ(c.store_failures, 0);
+  EXPECT_EQ(c.corrupt, 0);
+}
+
+TEST(DiskCacheTest, SecondInstanceSeesEntries) {
+  TempDir tmp;
+  ASSERT_TRUE(DiskCache(tmp.path()).store("k", "cubin bytes"));
+  DiskCache other(tmp.path() + "/");  // trailing slash is normalised
+  EXPECT_EQ(other.dir(), tmp.path());
+  EXPECT_EQ(other.load("k").value_or("?"), "cubin bytes");
+}
+
+TEST(DiskCacheTest, MissOnAbsentKey) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  EXPECT_FALSE(cache.load("nothing").has_value());
+  ASSERT_TRUE(cache.store("something", "x"));
+  EXPECT_FALSE(cache.load("nothing").has_value());
+  auto c = cache.counters();
+  EXPECT_EQ(c.misses, 2);
+  EXPECT_EQ(c.hits, 0);
+  EXPECT_EQ(c.corrupt, 0);
+}
+
+TEST(DiskCacheTest, DisabledCacheDoesNothing) {
+  DiskCache cache("");
+  EXPECT_FALSE(cache.enabled());
+  EXPECT_EQ(cache.dir(), "");
+  EXPECT_EQ(cache.path_for("k"), "");
+  EXPECT_FALSE(cache.store("k", "v"));
+  EXPECT_FALSE(cache.load("k").has_value());
+  auto c = cache.counters();
+  EXPECT_EQ(c.hits + c.misses + c.corrupt + c.stores + c.store_failures, 0);
+}
+
+TEST(DiskCacheTest, CreatesDirectoryRecursivelyWithMode0700) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/a/b//c";
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.store("k", "v"));
+  for (const std::string& d : {tmp.path() + "/a", tmp.path() + "/a/b", tmp.path() + "/a/b/c"}) {
+    struct stat st;
+    ASSERT_EQ(::stat(d.c_str(), &st), 0) << d;
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << d;
+  }
+  EXPECT_EQ(cache.load("k").value_or("?"), "v");
+}
+
+TEST(DiskCacheTest, NoTempFilesLeftBehind) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(cache.store("k" + std::to_string(i), "v"));
+  ASSERT_TRUE(cache.store("k0", "again"));
+  auto names = list_dir(tmp.path());
+  EXPECT_EQ(names.size(), 5u);
+  for (const auto& n : names) EXPECT_NE(n[0], '.') << n;  // temp files start with ".tmp-"
+}
+
+TEST(DiskCacheTest, StoreFailureIsReportedNotThrown) {
+  TempDir tmp;
+  std::string file = tmp.path() + "/not_a_dir";
+  write_file(file, "x");
+  DiskCache cache(file + "/cache");  // a regular file in the path: mkdir must fail
+  EXPECT_FALSE(cache.store("k", "v"));
+  EXPECT_FALSE(cache.load("k").has_value());
+  auto c = cache.counters();
+  EXPECT_EQ(c.store_failures, 1);
+  EXPECT_EQ(c.stores, 0);
+  EXPECT_EQ(c.misses, 1);
+}
+
+TEST(DiskCacheTest, TruncatedEntryIsCorruptRemovedAndReplaced) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  const std::string payload = "small cubin payload";
+  ASSERT_TRUE(cache.store("k", payload));
+  const std::string path = cache.path_for("k");
+  const std::string full = read_file(path);
+  ASSERT_GT(full.size(), payload.size());
+  // Every possible truncation (including an empty file) must be detected.
+  int64_t expected_corrupt = 0;
+  for (size_t len = 0; len < full.size(); ++len) {
+    write_file(path, full.substr(0, len));
+    EXPECT_FALSE(cache.load("k").has_value()) << "len " << len;
+    EXPECT_EQ(cache.counters().corrupt, ++expected_corrupt);
+    EXPECT_FALSE(exists(path)) << "corrupt entry not removed, len " << len;
+  }
+  ASSERT_TRUE(cache.store("k", payload));
+  EXPECT_EQ(cache.load("k").value_or("?"), payload);
+}
+
+TEST(DiskCacheTest, FlippedPayloadByteIsDetected) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  const std::string payload = make_payload(3, 1024);
+  ASSERT_TRUE(cache.store("k", payload));
+  const std::string path = cache.path_for("k");
+  std::string bytes = read_file(path);
+  size_t payload_start = bytes.find(payload);
+  ASSERT_NE(payload_start, std::string::npos);
+  bytes[payload_start + 500] ^= 0x01;
+  write_file(path, bytes);
+  EXPECT_FALSE(cache.load("k").has_value());
+  EXPECT_EQ(cache.counters().corrupt, 1);
+  EXPECT_FALSE(exists(path));
+}
+
+TEST(DiskCacheTest, EveryFlippedByteIsDetected) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  ASSERT_TRUE(cache.store("key", "payload"));
+  const std::string path = cache.path_for("key");
+  const std::string good = read_file(path);
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (unsigned char mask : {0x01, 0x80, 0xff}) {
+      std::string bad = good;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      std::string k, p;
+      EXPECT_EQ(DiskCache::decode_entry(bad, &k, &p), DiskCache::DecodeStatus::Corrupt)
+          << "byte " << i << " mask " << int(mask);
+    }
+  }
+  // Trailing garbage after a valid entry is also rejected.
+  std::string k, p;
+  EXPECT_EQ(DiskCache::decode_entry(good + "x", &k, &p), DiskCache::DecodeStatus::Corrupt);
+  EXPECT_EQ(DiskCache::decode_entry(good, &k, &p), DiskCache::DecodeStatus::Ok);
+  EXPECT_EQ(k, "key");
+  EXPECT_EQ(p, "payload");
+}
+
+TEST(DiskCacheTest, KeyMismatchUnderSameFileNameIsMiss) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  // Simulate a digest collision: B's valid entry sits at A's file name.
+  ASSERT_TRUE(cache.store("key-B", "payload-B"));
+  ASSERT_EQ(::rename(cache.path_for("key-B").c_str(), cache.path_for("key-A").c_str()), 0);
+  EXPECT_FALSE(cache.load("key-A").has_value());
+  auto c = cache.counters();
+  EXPECT_EQ(c.misses, 1);
+  EXPECT_EQ(c.corrupt, 0);  // a valid entry of another key is not corruption...
+  EXPECT_TRUE(exists(cache.path_for("key-A")));  // ...so it is kept
+  // Storing A replaces it.
+  ASSERT_TRUE(cache.store("key-A", "payload-A"));
+  EXPECT_EQ(cache.load("key-A").value_or("?"), "payload-A");
+}
+
+TEST(DiskCacheTest, ForgedEntryWithOtherKeyIsMiss) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  ASSERT_TRUE(cache.store("key-A", "placeholder"));  // creates the directory
+  write_file(cache.path_for("key-A"), DiskCache::encode_entry("key-B", "payload-B"));
+  EXPECT_FALSE(cache.load("key-A").has_value());
+  EXPECT_EQ(cache.counters().corrupt, 0);
+}
+
+TEST(DiskCacheTest, DefaultDirHonoursEnvironment) {
+  EnvGuard tf("TORCHFUSE_CACHE_DIR", "/some/where/cache");
+  EnvGuard xdg("XDG_CACHE_HOME", "/xdg");
+  EnvGuard home("HOME", "/home/someone");
+  EXPECT_EQ(DiskCache::default_dir(), "/some/where/cache");
+  for (const char* off : {"off", "OFF", "0", ""}) {
+    tf.set(off);
+    EXPECT_EQ(DiskCache::default_dir(), "") << "'" << off << "'";
+    EXPECT_FALSE(DiskCache(DiskCache::default_dir()).enabled());
+  }
+  tf.set(nullptr);
+  EXPECT_EQ(DiskCache::default_dir(), "/xdg/torchfuse");
+  xdg.set(nullptr);
+  EXPECT_EQ(DiskCache::default_dir(), "/home/someone/.cache/torchfuse");
+  xdg.set("relative/path");  // invalid per the XDG spec: ignored
+  EXPECT_EQ(DiskCache::default_dir(), "/home/someone/.cache/torchfuse");
+  xdg.set(nullptr);
+  home.set(nullptr);
+  EXPECT_EQ(DiskCache::default_dir(), "");
+}
+
+TEST(DiskCacheTest, ConcurrentThreadsNeverSeeWrongPayload) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  constexpr int kThreads = 8;
+  constexpr int kIters = 40;
+  std::vector<std::string> payloads;
+  for (int t = 0; t < kThreads; ++t) payloads.push_back(make_payload(t, 256 * 1024 + t));
+  std::atomic<int> wrong{0}, hits{0}, failed_stores{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        if (!cache.store("shared-key", payloads[t])) ++failed_stores;
+        auto got = cache.load("shared-key");
+        if (!got) continue;
+        ++hits;
+        bool known = false;
+        for (const auto& p : payloads) known = known || *got == p;
+        if (!known) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(failed_stores.load(), 0);
+  EXPECT_EQ(hits.load(), kThreads * kIters);  // the entry always exists once stored
+  auto c = cache.counters();
+  EXPECT_EQ(c.corrupt, 0);
+  EXPECT_EQ(c.stores, kThreads * kIters);
+  EXPECT_EQ(c.hits, kThreads * kIters);
+  EXPECT_EQ(list_dir(tmp.path()).size(), 1u);  // no temp files left
+}
+
+// Stores its own payload and loads the shared key `iters` times; returns the number of loads
+// that came back with something other than one of the two valid payloads (or missing).
+int hammer(const std::string& dir, const std::string& mine, const std::string& a,
+           const std::string& b, int iters) {
+  DiskCache cache(dir);
+  int bad = 0;
+  for (int i = 0; i < iters; ++i) {
+    if (!cache.store("fork-key", mine)) ++bad;
+    auto got = cache.load("fork-key");
+    if (!got || (*got != a && *got != b)) ++bad;
+  }
+  return bad + static_cast<int>(cache.counters().corrupt);
+}
+
+TEST(DiskCacheTest, ForkedProcessesNeverReadPartialFile) {
+  TempDir tmp;
+  const std::string parent_payload = make_payload(11, 512 * 1024);
+  const std::string child_payload = make_payload(12, 512 * 1024 + 7);
+  constexpr int kIters = 100;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int bad = hammer(tmp.path(), child_payload, parent_payload, child_payload, kIters);
+    ::_exit(bad == 0 ? 0 : 1);  // never return into GoogleTest from the child
+  }
+  int bad = hammer(tmp.path(), parent_payload, parent_payload, child_payload, kIters);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child saw a wrong or partial entry";
+  EXPECT_EQ(bad, 0) << "parent saw a wrong or partial entry";
+  auto got = DiskCache(tmp.path()).load("fork-key");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(*got == parent_payload || *got == child_payload);
+  EXPECT_EQ(list_dir(tmp.path()).size(), 1u);
+}
+
+}  // namespace

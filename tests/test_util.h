@@ -1,0 +1,54 @@
+// Helpers shared by the tests: modules from TorchScript source, kernel counting, ordered
+// substring checks that print the whole text on failure.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <string>
+#include <vector>
+
+#include "torchfuse/torchfuse.h"
+
+namespace tftest {
+
+// A module whose forward is `source` (a full "def forward(self, ...):" definition).
+inline torch::jit::Module module_from(const std::string& source) {
+  torch::jit::Module m("TestModule");
+  m.define(source);
+  return m;
+}
+
+// A module with forward(self, <args>) returning `expr`.
+inline torch::jit::Module module_returning(const std::string& args, const std::string& expr) {
+  return module_from("def forward(self, " + args + "):\n    return " + expr + "\n");
+}
+
+inline int count_occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
+// Each needle appears, in this order (FileCheck-style CHECK lines).
+inline ::testing::AssertionResult contains_in_order(const std::string& text, const std::vector<std::string>& needles) {
+  size_t pos = 0;
+  for (const auto& n : needles) {
+    const size_t found = text.find(n, pos);
+    if (found == std::string::npos) {
+      return ::testing::AssertionFailure() << "expected '" << n << "' (in order) in:\n" << text;
+    }
+    pos = found + n.size();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline int fusion_nodes(const std::string& graph_text) { return count_occurrences(graph_text, "torchfuse::FusionGroup"); }
+
+inline torchfuse::CompileOptions quiet_options(int min_group_size = 2) {
+  torchfuse::CompileOptions o;
+  o.min_group_size = min_group_size;
+  return o;
+}
+
+}  // namespace tftest
