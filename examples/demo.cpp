@@ -20,7 +20,7 @@ torch::jit::Module make_module() {
   m.define(R"JIT(
 def forward(self, x, residual):
     y = x + self.bias
-    g = torch.nn.functional.gelu(y)
+    g = torch.gelu(y)
     return g * 0.5 + residual
 )JIT");
   return m;

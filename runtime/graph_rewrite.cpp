@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -13,9 +14,14 @@ namespace torchfuse {
 namespace runtime {
 namespace {
 
-torch::jit::Value* source_value(const Conversion& conv, const ir::Value* v) {
+// TorchScript values replaced by fusion node outputs so far (their nodes are destroyed).
+using Replacements = std::unordered_map<const torch::jit::Value*, torch::jit::Value*>;
+
+torch::jit::Value* source_value(const Conversion& conv, const Replacements& replaced, const ir::Value* v) {
   TORCHFUSE_INTERNAL_ASSERT(v->source_index >= 0, "%", v->id, " crosses a group boundary but has no TorchScript value");
-  return conv.source_values.at(v->source_index);
+  torch::jit::Value* ts = conv.source_values.at(v->source_index);
+  auto it = replaced.find(ts);
+  return it == replaced.end() ? ts : it->second;
 }
 
 // The TorchScript nodes a group came from, in graph order.
@@ -45,17 +51,19 @@ std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::N
   return moved;
 }
 
-void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const FusionGroup& g, int64_t kernel_id) {
+void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const FusionGroup& g, int64_t kernel_id,
+                   Replacements& replaced) {
   const auto group_nodes = source_nodes(conv, g);
   std::vector<torch::jit::Value*> inputs;
-  for (const ir::Value* v : g.inputs) inputs.push_back(source_value(conv, v));
+  for (const ir::Value* v : g.inputs) inputs.push_back(source_value(conv, replaced, v));
   torch::jit::Node* fusion = graph.create(fusion_group_symbol(), inputs, g.outputs.size());
   fusion->i_(kernel_id_attr(), kernel_id);
   fusion->insertAfter(group_nodes.back());
   for (size_t i = 0; i < g.outputs.size(); ++i) {
-    torch::jit::Value* old = source_value(conv, g.outputs[i]);
+    torch::jit::Value* old = source_value(conv, replaced, g.outputs[i]);
     fusion->output(i)->setType(old->type());
     old->replaceAllUsesWith(fusion->output(i));
+    replaced[old] = fusion->output(i);
   }
   torch::jit::Node* after = fusion;
   for (torch::jit::Node* n : dependents_inside(group_nodes, fusion)) {
@@ -76,7 +84,8 @@ void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const Fusio
 void rewrite_graph(torch::jit::Graph& graph, const Conversion& conv, const FusionPlan& plan,
                    const std::vector<int64_t>& kernel_ids) {
   TORCHFUSE_INTERNAL_ASSERT(kernel_ids.size() == plan.groups.size(), "one kernel id per group");
-  for (size_t i = 0; i < plan.groups.size(); ++i) rewrite_group(graph, conv, plan.groups[i], kernel_ids[i]);
+  Replacements replaced;
+  for (size_t i = 0; i < plan.groups.size(); ++i) rewrite_group(graph, conv, plan.groups[i], kernel_ids[i], replaced);
   torch::jit::EliminateDeadCode(graph.block());
 }
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# On a CUDA machine with pip PyTorch: builds torchfuse against it, runs the GPU tests, the demo and
+# the benchmark, writing logs under ${OUT:-gpu_out}. Prints a summary last.
+#   bash scripts/gpu_check.sh            # tests + demo + suite benchmark (torchfuse side)
+#   BENCH=0 bash scripts/gpu_check.sh    # skip the benchmark
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+export TORCHFUSE_TORCH_PREFIX=${TORCHFUSE_TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}
+export BUILD_DIR=${BUILD_DIR:-build-gpu}
+export TORCHFUSE_CACHE_DIR=${TORCHFUSE_CACHE_DIR:-$PWD/$BUILD_DIR/kernel-cache}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+if ! bash scripts/build.sh >"$OUT/build.log" 2>&1; then
+  tail -50 "$OUT/build.log"
+  echo "SUMMARY: build FAILED"
+  exit 1
+fi
+status=0
+"$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
+"$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
+"$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
+if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
+  "$BUILD_DIR"/benchmarks/torchfuse_bench ${BENCH_ARGS:-} --json "$OUT/torchfuse_bench.json" >"$OUT/bench.log" 2>&1 || status=1
+fi
+echo "== summary =="
+cat "$OUT/gpu.txt"
+for f in cpu_tests gpu_tests; do
+  echo "$f: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/$f.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
+done
+echo "demo: $(tail -1 "$OUT/demo.log")"
+[ -f "$OUT/bench.log" ] && tail -40 "$OUT/bench.log"
+echo "SUMMARY: $([ $status = 0 ] && echo ALL PASSED || echo FAILURES)"
+exit $status
