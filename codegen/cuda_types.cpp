@@ -120,6 +120,10 @@ __device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
   return h;
 }
 
+// A float rounded to the nearest fp16/bf16 value, kept as float.
+__device__ __forceinline__ float tf_round_half(float f) { return tf_to_float(tf_float_to_half(f)); }
+__device__ __forceinline__ float tf_round_bf16(float f) { return tf_to_float(tf_float_to_bf16(f)); }
+
 // NaN-propagating maximum/minimum, as torch.maximum/minimum.
 template <typename T> __device__ __forceinline__ T tf_maximum(T a, T b) {
   return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));

@@ -132,7 +132,13 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
     const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> special;
     if (n.kind == OpKind::Pow) special = pow_special(a, n.inputs[1], compute);
-    expr = special ? *special : binary_expr(n.kind, compute, a, operand(n.inputs[1], compute, names));
+    const std::string b_expr = operand(n.inputs[1], compute, names);
+    if (n.kind == OpKind::DivTrunc && (out == c10::kHalf || out == c10::kBFloat16)) {
+      // Eager rounds the quotient to the output dtype before truncating it.
+      special = "truncf(" + std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + a + " / " +
+                b_expr + "))";
+    }
+    expr = special ? *special : binary_expr(n.kind, compute, a, b_expr);
   }
   const std::string name = b.fresh("t");
   expr = convert(expr, result_dtype(n, compute), out);

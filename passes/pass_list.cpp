@@ -9,7 +9,7 @@ namespace torchfuse {
 
 void PassContext::refuse(const std::string& why) {
   plan.refusals.push_back(why);
-  if (logs.fusion) logger().info("fusion: {}", why);
+  if (logs.fusion) log_info("fusion: " + why);
 }
 
 namespace {
@@ -38,7 +38,7 @@ const Pass kPasses[] = {
 void run_fusion_passes(PassContext& ctx) {
   for (const Pass& pass : kPasses) {
     pass.run(ctx);
-    if (ctx.logs.passes) logger().info("IR after {}:\n{}", pass.name, to_string(ctx.graph, ctx.plan));
+    if (ctx.logs.passes) log_info(std::string("IR after ") + pass.name + ":\n" + to_string(ctx.graph, ctx.plan));
   }
 }
 

@@ -40,6 +40,7 @@ std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::N
   std::set<torch::jit::Node*> in_group(group_nodes.begin(), group_nodes.end());
   std::set<const torch::jit::Value*> tainted(fusion->outputs().begin(), fusion->outputs().end());
   std::vector<torch::jit::Node*> moved;
+  if (group_nodes.size() < 2) return moved;
   for (torch::jit::Node* n = group_nodes.front()->next(); n != group_nodes.back(); n = n->next()) {
     if (in_group.count(n)) continue;
     const bool depends = std::any_of(n->inputs().begin(), n->inputs().end(),

@@ -115,13 +115,13 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   const ir::Graph& ir_graph = *spec->conversion->graph;
   ir::verify_or_throw(ir_graph, "conversion");
   spec->ir_before = ir::to_string(ir_graph);
-  if (logs_.graph) logger().info("IR before fusion:\n{}", spec->ir_before);
+  if (logs_.graph) log_info("IR before fusion:\n" + spec->ir_before);
 
   PassContext ctx(ir_graph, options_.min_group_size, logs_);
   run_fusion_passes(ctx);
   spec->plan = std::move(ctx.plan);
   spec->ir_after = to_string(ir_graph, spec->plan);
-  if (logs_.graph) logger().info("IR after fusion:\n{}", spec->ir_after);
+  if (logs_.graph) log_info("IR after fusion:\n" + spec->ir_after);
 
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
@@ -129,7 +129,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   for (const auto& g : spec->plan.groups) {
     auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
     if (logs_.output_code) {
-      logger().info("generated kernel {} ({}):\n{}", g.kernel_name, g.describe(), k->kernel_for_profiled_types().source);
+      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types().source);
     }
     spec->kernels.push_back(std::move(k));
   }
@@ -162,12 +162,12 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
       spec = it->second;
     } else if (static_cast<int>(specs_.size()) >= options_.max_specializations) {
       if (!warned_limit_) {
-        logger().warn("torchfuse: {} specializations compiled (max_specializations); new input signatures run eager",
-                      specs_.size());
+        log_warn(detail::cat("torchfuse: ", specs_.size(),
+                             " specializations compiled (max_specializations); new input signatures run eager"));
         warned_limit_ = true;
       }
     } else {
-      if (logs_.recompiles) logger().info("recompiles: new specialization #{} for inputs {}", specs_.size(), sig);
+      if (logs_.recompiles) log_info(detail::cat("recompiles: new specialization #", specs_.size(), " for inputs ", sig));
       int device = 0;
       for (const auto& iv : inputs)
         if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();

@@ -43,6 +43,11 @@ class ConvertContext {
   ir::Value* scalar(const c10::Scalar& s) { return graph_.add_scalar_constant(s); }
   // Binds TorchScript output i to an IR value.
   void bind_output(size_t i, ir::Value* v);
+  // The node returns its input unchanged (to() with nothing to change, dropout in eval mode):
+  // binds its output to the input's IR value; convert_to_ir then removes the node from the
+  // TorchScript graph so that one TorchScript value stands for each IR value.
+  void bind_identity(ir::Value* input);
+  const std::vector<torch::jit::Node*>& identities() const { return identities_; }
 
   ir::Graph& graph() { return graph_; }
 
@@ -52,6 +57,7 @@ class ConvertContext {
   std::unordered_map<const torch::jit::Value*, ir::Value*>& env_;
   torch::jit::Node* node_ = nullptr;
   int origin_ = -1;
+  std::vector<torch::jit::Node*> identities_;
 };
 
 // PyTorch's type promotion for the operands of an op (tensors by dim and dtype, scalars by kind).

@@ -172,7 +172,7 @@ bool convert_cast(ConvertContext& ctx) {
   if (x->type.device != out.device || x->type.sizes != out.sizes) return false;
   if (!is_kernel_dtype(x->type.dtype) || !is_kernel_dtype(out.dtype)) return false;
   if (x->type.dtype == out.dtype) {
-    ctx.bind_output(0, x);
+    ctx.bind_identity(x);
     return true;
   }
   ctx.bind_output(0, ctx.pointwise(OpKind::Cast, {x}, out.dtype, out.dtype));
@@ -185,7 +185,7 @@ bool convert_dropout(ConvertContext& ctx) {
   if (!train || !train->isBool() || train->toBool()) return false;
   ir::Value* x = ctx.in(0);
   if (!x->type.is_tensor()) return false;
-  ctx.bind_output(0, x);
+  ctx.bind_identity(x);
   return true;
 }
 

@@ -124,6 +124,11 @@ ir::Value* ConvertContext::pointwise(ir::OpKind kind, std::vector<ir::Value*> in
   return emit(kind, std::move(inputs), ir::Type::tensor(out_dtype, shape, strides, device), compute_dtype)->output();
 }
 
+void ConvertContext::bind_identity(ir::Value* input) {
+  bind_output(0, input);
+  identities_.push_back(node_);
+}
+
 void ConvertContext::bind_output(size_t i, ir::Value* v) {
   ir::Value*& slot = env_[node_->outputs().at(i)];
   slot = v;
@@ -213,6 +218,10 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     }
   }
   for (torch::jit::Value* out : graph.outputs()) g.add_output(env.at(out));
+  for (torch::jit::Node* n : ctx.identities()) {
+    n->output()->replaceAllUsesWith(n->input(0));
+    n->destroy();
+  }
   return conv;
 }
 

@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <sstream>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace torchfuse {
 
@@ -23,7 +22,7 @@ LogSwitches LogSwitches::parse(const std::string& spec) {
     else if (item == "fusion") s.fusion = true;
     else if (item == "recompiles") s.recompiles = true;
     else if (item == "all") s.output_code = s.graph = s.passes = s.fusion = s.recompiles = true;
-    else logger().warn("unknown log switch '{}' (known: output_code, graph, passes, fusion, recompiles, all)", item);
+    else log_warn("unknown log switch '" + item + "' (known: output_code, graph, passes, fusion, recompiles, all)");
   }
   return s;
 }
@@ -44,16 +43,6 @@ bool LogSwitches::on(LogTopic topic) const {
     case LogTopic::Recompiles: return recompiles;
   }
   return false;
-}
-
-spdlog::logger& logger() {
-  static std::shared_ptr<spdlog::logger> instance = [] {
-    auto l = spdlog::stderr_color_mt("torchfuse");
-    l->set_pattern("[torchfuse] %v");
-    l->set_level(spdlog::level::info);
-    return l;
-  }();
-  return *instance;
 }
 
 }  // namespace torchfuse

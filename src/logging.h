@@ -3,10 +3,7 @@
 // every pass), fusion (fusion decisions, refusals with reasons), recompiles, all.
 #pragma once
 
-#include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 namespace torchfuse {
 
@@ -26,7 +23,9 @@ struct LogSwitches {
   bool on(LogTopic topic) const;
 };
 
-// The torchfuse logger (stderr, "[torchfuse] ..."); always at info level, gated by LogSwitches.
-spdlog::logger& logger();
+// Lines on stderr as "[torchfuse] ...", through spdlog. Callers gate them with LogSwitches.
+// (spdlog stays inside log_sink.cpp: LibTorch ships its own fmt, which clashes with spdlog's.)
+void log_info(const std::string& message);
+void log_warn(const std::string& message);
 
 }  // namespace torchfuse

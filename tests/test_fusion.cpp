@@ -140,3 +140,20 @@ TEST(Fusion, GroupsMatchAcrossRuns) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Fusion, IdentityCastsInsideAChainAreRemoved) {
+  // On float32 inputs .float() and .type_as(x) change nothing; the chain is still one kernel and
+  // no TorchScript node is left reading a value the kernel replaced.
+  auto m = module_from(R"JIT(
+def forward(self, x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf * xf + 1e-6)).type_as(x) * w
+)JIT");
+  const auto e = explain(m, {torch::randn({4, 8}), torch::randn({8})});
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(e.rewritten_graph.find("aten::"), std::string::npos) << e.rewritten_graph;
+}
+
+}  // namespace
