@@ -161,6 +161,29 @@ template <typename T> __device__ __forceinline__ T tf_div_floor(T a, T b) {
   }
   return copysign(T(0), a / b);
 }
+// Reduction operators and deterministic team reductions (fixed shuffle/shared-memory order:
+// the same input gives the same bits on every run).
+struct tf_sum_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct tf_max_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return tf_maximum(a, b); } };
+struct tf_min_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return tf_minimum(a, b); } };
+
+// Reduces across a team of W consecutive lanes (W a power of two <= 32); every lane gets the result.
+template <int W, typename T, typename Op> __device__ __forceinline__ T tf_warp_reduce(T v, Op op) {
+#pragma unroll
+  for (int offset = W / 2; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset, W));
+  return v;
+}
+// Reduces across the whole block (WARPS warps); every thread gets the result.
+template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_block_reduce(T v, Op op, T* smem) {
+  v = tf_warp_reduce<32>(v, op);
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T r = smem[0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) r = op(r, smem[w]);
+  __syncthreads();
+  return r;
+}
 // ---- end of prelude ----
 )CUDA";
   return text;

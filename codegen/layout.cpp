@@ -55,6 +55,16 @@ int64_t max_offset(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 
 }  // namespace
 
+std::vector<int64_t> contiguous_strides_of(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t run = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = run;
+    run *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs) {
   size_t widest = 1;
   for (const auto& in : inputs) {
@@ -72,12 +82,7 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
   for (const auto& in : inputs) {
     if (in.is_tensor) strides.push_back(expand_strides(domain, in));
   }
-  std::vector<int64_t> contiguous(domain.size());
-  for (size_t d = domain.size(), run = 1; d-- > 0;) {
-    contiguous[d] = static_cast<int64_t>(run);
-    run *= static_cast<size_t>(std::max<int64_t>(domain[d], 1));
-  }
-  strides.push_back(contiguous);
+  strides.push_back(contiguous_strides_of(domain));
 
   // Drop size-1 dims, then merge each dim into its outer neighbour when every operand allows.
   std::vector<int64_t> sizes;

@@ -51,6 +51,9 @@ struct PointwiseLayout {
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
                                       const std::vector<c10::ScalarType>& outputs, int64_t max_threads);
 
+// Contiguous strides of a shape (size-1 dims count as 1).
+std::vector<int64_t> contiguous_strides_of(const std::vector<int64_t>& sizes);
+
 // Elements per 16-byte access for the widest vector-accessed operand.
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs);
 

@@ -34,10 +34,19 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
       if (used_outside) g.outputs.push_back(v);
     }
   }
+  // A reduction group iterates over what its reductions read; a pointwise group over the
+  // broadcast of its ops' shapes.
   std::vector<int64_t> domain;
+  bool reduction_domain = false;
   for (const ir::Node* n : g.nodes) {
-    const ir::Type& t = ir::is_reduction(n->kind) ? n->inputs[0]->type : n->output()->type;
-    auto b = ir::broadcast_shapes(domain, t.sizes);
+    if (!ir::is_reduction(n->kind)) continue;
+    domain = n->inputs[0]->type.sizes;
+    reduction_domain = true;
+    break;
+  }
+  for (const ir::Node* n : g.nodes) {
+    if (reduction_domain) break;
+    auto b = ir::broadcast_shapes(domain, n->output()->type.sizes);
     TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "group ", g.id, " holds shapes that do not broadcast");
     domain = *b;
   }

@@ -4,6 +4,7 @@
 #include "passes/legality.h"
 
 #include <map>
+#include <set>
 
 namespace torchfuse {
 
@@ -12,11 +13,16 @@ void fuse_pointwise(PassContext& ctx) {
   const auto& nodes = ctx.graph.nodes();
   // Nodes decomposed from one TorchScript node start in one cluster: the rewrite replaces whole
   // TorchScript nodes.
+  // An op whose reduction stayed unfused (softmax over a leading dim, say) stays whole in ATen.
   std::map<int, std::vector<int>> by_origin;
+  std::set<int> unfused_reduction_origins;
   for (const ir::Node* n : nodes) {
     if (ir::is_pointwise(n->kind) && set.group_of[n->id] == -1) by_origin[n->origin].push_back(n->id);
+    if (ir::is_reduction(n->kind) && set.group_of[n->id] == -1) unfused_reduction_origins.insert(n->origin);
   }
-  for (auto& [origin, ids] : by_origin) set.make_cluster(std::move(ids));
+  for (auto& [origin, ids] : by_origin) {
+    if (!unfused_reduction_origins.count(origin)) set.make_cluster(std::move(ids));
+  }
   // Consumers last to first: each group grows towards its producers.
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node* consumer = nodes[i];

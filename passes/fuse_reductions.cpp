@@ -1,13 +1,184 @@
 #include "passes/fuse_reductions.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "passes/cluster_io.h"
 #include "passes/legality.h"
+#include "passes/reduction_schedule.h"
 
 namespace torchfuse {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string node_name(const ir::Node* n) {
+  return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
+}
+
+bool fusible(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_reduction(n->kind); }
+
+// A group being grown around its first reduction.
+struct Growing {
+  ClusterSet& set;
+  int cluster;
+  ReductionDomain rd;
+  Schedule schedule;
+  std::map<int, std::vector<int>> units;  // origin -> its fusible node ids (decompositions join whole)
+
+  bool in_group(const ir::Value* v) const { return v->producer && set.group_of[v->producer->id] == cluster; }
+
+  // Is `v` computed from a reduction result of the group (a per-row value, or derived from one)?
+  bool after_reduction(const ir::Value* v, const std::set<int>& joining) const {
+    if (!v->producer) return false;
+    const int id = v->producer->id;
+    if (set.group_of[id] != cluster && !joining.count(id)) return false;
+    if (ir::is_reduction(v->producer->kind)) return true;
+    for (const ir::Value* in : v->producer->inputs)
+      if (after_reduction(in, joining)) return true;
+    return false;
+  }
+
+  std::optional<std::string> why_not_node(const ir::Node* n, const std::set<int>& joining) const {
+    const c10::Device device = set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
+    if (n->output()->type.device != device) return std::string("it is on another device");
+    if (ir::is_reduction(n->kind)) {
+      const ReductionDomain other = ReductionDomain::of(*n);
+      if (other.domain != rd.domain || other.dims != rd.dims) {
+        return "it reduces " + other.str() + ", the group reduces " + rd.str();
+      }
+      if (schedule != Schedule::RowReduction && after_reduction(n->inputs[0], joining)) {
+        return std::string("a reduction of a reduced value needs the row schedule");
+      }
+      return std::nullopt;
+    }
+    const auto& shape = n->output()->type.sizes;
+    if (shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
+      for (const ir::Value* in : n->inputs) {
+        if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
+          return "it mixes a reduced value " + shape_str(shape) + " with " + shape_str(in->type.sizes);
+        }
+      }
+      return std::nullopt;
+    }
+    auto b = ir::broadcast_shapes(shape, rd.domain);
+    if (!b || *b != rd.domain) {
+      return "its shape " + shape_str(shape) + " does not broadcast to the domain " + shape_str(rd.domain);
+    }
+    const bool full = shape == rd.domain;
+    if (full && schedule != Schedule::RowReduction) {
+      for (const ir::Value* in : n->inputs) {
+        if (after_reduction(in, joining)) {
+          return std::string(schedule_name(schedule)) + " schedules fuse no full-size epilogue";
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Some element value or reduction of the group reads a reduction result (needs a 2nd pass).
+  bool needs_passes() const {
+    const std::set<int> none;
+    for (int id : set.members[cluster]) {
+      const ir::Node* n = set.graph.nodes()[id];
+      const bool element = ir::is_reduction(n->kind) || n->output()->type.sizes == rd.domain;
+      if (!element) continue;
+      for (const ir::Value* in : n->inputs)
+        if (after_reduction(in, none)) return true;
+    }
+    return false;
+  }
+
+  // Why the nodes of `origin` cannot join the group, or nullopt (then they have joined).
+  std::optional<std::string> try_join(int origin) {
+    const auto& ids = units.at(origin);
+    std::set<int> joining(ids.begin(), ids.end());
+    for (int id : ids) {
+      if (auto why = why_not_node(set.graph.nodes()[id], joining)) return why;
+    }
+    const int trial = set.make_cluster(ids);
+    for (int id : ids) {
+      const ir::Node* n = set.graph.nodes()[id];
+      const bool row_or_full = n->output()->type.sizes == rd.domain || rd.is_row_shape(n->output()->type.sizes) ||
+                               ir::is_reduction(n->kind);
+      if (!row_or_full && escapes(set, trial, cluster)) {
+        set.dissolve(trial);
+        return "its output " + shape_str(n->output()->type.sizes) + " is used elsewhere and would be computed over " +
+               shape_str(rd.domain);
+      }
+    }
+    if (connected_outside(set, trial, cluster)) {
+      set.dissolve(trial);
+      return std::string("a path through an unfused node connects them (fusing would create a cycle)");
+    }
+    if (auto why = side_effect_between(set, trial, cluster)) {
+      set.dissolve(trial);
+      return why;
+    }
+    set.merge(cluster, trial);
+    return std::nullopt;
+  }
+};
+
+}  // namespace
 
 void fuse_reductions(PassContext& ctx) {
-  // No reduction ops are converted yet: nothing to seed.
-  (void)ctx;
+  ClusterSet set = clusters_from_plan(ctx);
+  std::map<int, std::vector<int>> units;
+  for (const ir::Node* n : ctx.graph.nodes())
+    if (fusible(n)) units[n->origin].push_back(n->id);
+
+  std::set<std::pair<int, int>> refused;  // (seed, origin): log each refusal once
+  for (const ir::Node* seed : ctx.graph.nodes()) {
+    if (!ir::is_reduction(seed->kind) || set.group_of[seed->id] != -1) continue;
+    const ReductionDomain rd = ReductionDomain::of(*seed);
+    const auto schedule = rd.schedule();
+    if (!schedule) {
+      ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() +
+                 ", which are not one contiguous block of dims");
+      continue;
+    }
+    Growing g{set, set.make_cluster(units.at(seed->origin)), rd, *schedule, units};
+    if (*schedule != Schedule::RowReduction && g.needs_passes()) {
+      ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() + " and reads its own reduction (" +
+                 schedule_name(*schedule) + " schedules take one pass over the elements)");
+      set.dissolve(g.cluster);
+      continue;
+    }
+    // Grow to a fixed point: producers (prologue) and users (epilogue) of the group's nodes.
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<int> candidates;
+      for (int id : set.members[g.cluster]) {
+        const ir::Node* n = ctx.graph.nodes()[id];
+        for (const ir::Value* in : n->inputs)
+          if (in->producer && fusible(in->producer) && set.group_of[in->producer->id] == -1)
+            candidates.push_back(in->producer->origin);
+        for (const ir::Value* out : n->outputs)
+          for (const ir::Node* user : out->uses)
+            if (fusible(user) && set.group_of[user->id] == -1) candidates.push_back(user->origin);
+      }
+      std::sort(candidates.begin(), candidates.end());
+      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+      for (int origin : candidates) {
+        if (set.group_of[units.at(origin).front()] != -1) continue;
+        if (auto why = g.try_join(origin)) {
+          if (refused.insert({seed->id, origin}).second) {
+            const ir::Node* first = ctx.graph.nodes()[units.at(origin).back()];
+            ctx.refuse("cannot fuse " + node_name(first) + " into the reduction group of " + node_name(seed) + ": " + *why);
+          }
+          continue;
+        }
+        changed = true;
+      }
+    }
+  }
+  clusters_to_plan(set, ctx);
 }
 
 }  // namespace torchfuse

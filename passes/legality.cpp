@@ -20,6 +20,11 @@ int ClusterSet::make_cluster(std::vector<int> nodes) {
   return id;
 }
 
+void ClusterSet::dissolve(int cluster) {
+  for (int n : members[cluster]) group_of[n] = -1;
+  members[cluster].clear();
+}
+
 void ClusterSet::merge(int into, int from) {
   TORCHFUSE_INTERNAL_ASSERT(into != from, "merging cluster ", into, " with itself");
   for (int n : members[from]) group_of[n] = into;
@@ -128,11 +133,19 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
     return "the group's output " + shape_str(dc) + " is used elsewhere and would be computed over " +
            shape_str(*merged);
   }
-  if (path_through_outside(set, producer, consumer) || path_through_outside(set, consumer, producer)) {
+  if (connected_outside(set, producer, consumer)) {
     return "a path through an unfused node connects them (fusing would create a cycle)";
   }
-  const int lo = std::min(set.members[producer].front(), set.members[consumer].front());
-  const int hi = std::max(set.members[producer].back(), set.members[consumer].back());
+  return side_effect_between(set, producer, consumer);
+}
+
+bool connected_outside(const ClusterSet& set, int a, int b) {
+  return path_through_outside(set, a, b) || path_through_outside(set, b, a);
+}
+
+std::optional<std::string> side_effect_between(const ClusterSet& set, int a, int b) {
+  const int lo = std::min(set.members[a].front(), set.members[b].front());
+  const int hi = std::max(set.members[a].back(), set.members[b].back());
   for (int id = lo + 1; id < hi; ++id) {
     const ir::Node* n = set.graph.nodes()[id];
     if (n->side_effects) {

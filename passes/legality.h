@@ -18,6 +18,8 @@ struct ClusterSet {
   std::vector<std::vector<int>> members;  // sorted node ids; empty once merged away
 
   int make_cluster(std::vector<int> nodes);
+  // Undoes make_cluster for a cluster that was only tried.
+  void dissolve(int cluster);
   // Moves every node of `from` into `into`.
   void merge(int into, int from);
   // The broadcast of every member's output shape.
@@ -38,5 +40,9 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
 
 // True when some value of `cluster` is used outside `cluster` and `other`, or is a graph output.
 bool escapes(const ClusterSet& set, int cluster, int other);
+// A path from one cluster to the other, or back, through a node outside both.
+bool connected_outside(const ClusterSet& set, int a, int b);
+// The first node with side effects strictly between the two clusters' first and last nodes.
+std::optional<std::string> side_effect_between(const ClusterSet& set, int a, int b);
 
 }  // namespace torchfuse

@@ -1,11 +1,16 @@
 #include "passes/prune_groups.h"
 
+#include <algorithm>
+
 namespace torchfuse {
 
 void prune_groups(PassContext& ctx) {
   std::vector<FusionGroup> kept;
   for (auto& g : ctx.plan.groups) {
-    if (static_cast<int>(g.nodes.size()) >= ctx.min_group_size) {
+    // A reduction alone still gains: its prologue/epilogue may be trivial, but the schedule is ours.
+    const bool has_reduction = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                           [](const ir::Node* n) { return ir::is_reduction(n->kind); });
+    if (has_reduction || static_cast<int>(g.nodes.size()) >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));
       continue;

@@ -1,10 +1,59 @@
 #include "passes/reduction_schedule.h"
 
+#include <algorithm>
+
+#include "src/error.h"
+
 namespace torchfuse {
+
+ReductionDomain ReductionDomain::of(const ir::Node& reduction) {
+  TORCHFUSE_INTERNAL_ASSERT(ir::is_reduction(reduction.kind), "not a reduction: ", ir::op_name(reduction.kind));
+  return {reduction.inputs[0]->type.sizes, reduction.dims};
+}
+
+std::vector<int64_t> ReductionDomain::keep_shape() const {
+  std::vector<int64_t> s = domain;
+  for (int64_t d : dims) s[d] = 1;
+  return s;
+}
+
+std::vector<int64_t> ReductionDomain::squeezed_shape() const {
+  std::vector<int64_t> s;
+  for (int64_t d = 0; d < static_cast<int64_t>(domain.size()); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) s.push_back(domain[d]);
+  return s;
+}
+
+bool ReductionDomain::is_row_shape(const std::vector<int64_t>& shape) const {
+  return shape == keep_shape() || shape == squeezed_shape();
+}
+
+std::optional<Schedule> ReductionDomain::schedule() const {
+  const int64_t rank = static_cast<int64_t>(domain.size());
+  if (dims.empty() || static_cast<int64_t>(dims.size()) == rank) return Schedule::FullReduction;
+  int64_t kept = 1;
+  for (int64_t s : squeezed_shape()) kept *= s;
+  if (kept == 1) return Schedule::FullReduction;  // one output: reduce the whole domain
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1) return std::nullopt;
+  if (dims.back() == rank - 1) return Schedule::RowReduction;
+  return Schedule::ColumnReduction;
+}
+
+std::string ReductionDomain::str() const {
+  std::string s = "dims [";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  s += "] of [";
+  for (size_t i = 0; i < domain.size(); ++i) s += (i ? ", " : "") + std::to_string(domain[i]);
+  return s + "]";
+}
 
 Schedule choose_schedule(const FusionGroup& g) {
   for (const ir::Node* n : g.nodes) {
-    if (ir::is_reduction(n->kind)) return Schedule::RowReduction;
+    if (!ir::is_reduction(n->kind)) continue;
+    auto s = ReductionDomain::of(*n).schedule();
+    TORCHFUSE_INTERNAL_ASSERT(s.has_value(), "group ", g.id, " reduces dims that are not contiguous");
+    return *s;
   }
   return Schedule::Pointwise;
 }

@@ -1,12 +1,15 @@
 // One fusion group at run time: takes the group's inputs from the TorchScript stack, allocates
-// its outputs from the caching allocator, and launches the generated kernel on the current
-// CUDA stream. Kernels are generated per compile-time layout (rank, access kinds, dtypes,
-// vector and index width) and reused for every call whose layout has the same key.
+// its outputs from the caching allocator, and launches its generated kernel(s) on the current
+// CUDA stream. Kernels are generated per compile-time layout (schedule choices, access kinds,
+// dtypes, vector and index width) and reused for every call whose layout has the same key.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/layout.h"
+#include "codegen/reduction_analysis.h"
 #include "passes/fusion_plan.h"
 #include "runtime/kernel_cache.h"
 
@@ -22,6 +26,14 @@ namespace runtime {
 
 struct LaunchOptions {
   bool poison_outputs = false;
+};
+
+// One call's inputs, as the launchers see them.
+struct CallInputs {
+  std::vector<c10::IValue> values;
+  std::vector<codegen::OperandShape> shapes;
+  std::vector<int64_t> domain;
+  c10::Device device{c10::DeviceType::CUDA, 0};
 };
 
 class FusedKernel {
@@ -34,17 +46,24 @@ class FusedKernel {
   void run(std::vector<c10::IValue>& stack);
 
   const FusionGroup& group() const { return group_; }
-  // The kernel for the layout these profiled types give (used at compile time and by explain()).
-  codegen::GeneratedKernel kernel_for_profiled_types() const;
+  // Analysis of a reduction group (null for pointwise groups).
+  const codegen::ReductionAnalysis* analysis() const { return analysis_ ? &*analysis_ : nullptr; }
+  // The kernel for the profiled types, for a device with `sm_count` multiprocessors.
+  codegen::GeneratedKernel kernel_for_profiled_types(int sm_count = 132) const;
   // Every kernel generated so far (one per layout key).
   std::vector<codegen::GeneratedKernel> kernels() const;
   int64_t launches() const { return launches_; }
 
- private:
-  codegen::GeneratedKernel kernel_for(const codegen::PointwiseLayout& layout);
+  // Used by the launchers.
+  codegen::GeneratedKernel kernel_for(const std::string& key, const std::function<codegen::GeneratedKernel()>& generate);
+  CompileCounters* counters() const { return counters_.get(); }
+  bool poison_outputs() const { return options_.poison_outputs; }
+  void count_launches(int n) { launches_ += n; }
 
+ private:
   std::shared_ptr<const void> owner_;
   FusionGroup group_;
+  std::optional<codegen::ReductionAnalysis> analysis_;
   LaunchOptions options_;
   std::shared_ptr<CompileCounters> counters_;
   mutable std::mutex mu_;
@@ -52,10 +71,9 @@ class FusedKernel {
   std::atomic<int64_t> launches_{0};
 };
 
-// The operands of a group as the layout planner sees them, from profiled IR types.
+// The operands of a group as the layout planners see them, from profiled IR types.
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g);
-std::vector<c10::ScalarType> output_dtypes(const FusionGroup& g);
-// The grid-stride loop never runs more threads than this (the layout's index-width bound).
+// The grid-stride loops never run more threads than this (the layouts' index-width bound).
 constexpr int64_t kMaxGridThreads = int64_t{1} << 22;
 
 }  // namespace runtime

@@ -1,6 +1,7 @@
 #include "runtime/kernel_cache.h"
 
 #include <map>
+#include <tuple>
 #include <mutex>
 
 #include "codegen/nvrtc.h"
@@ -15,7 +16,8 @@ namespace runtime {
 struct KernelCache::Impl {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const std::string>> cubins;        // by key
-  std::map<std::pair<std::string, int>, CUfunction> functions;             // by (key, device)
+  std::map<std::pair<std::string, int>, CUmodule> modules;                 // by (key, device)
+  std::map<std::tuple<std::string, int, std::string>, CUfunction> functions;  // by (key, device, entry)
   std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
   DiskCache disk{DiskCache::default_dir()};
 };
@@ -79,29 +81,37 @@ std::shared_ptr<const std::string> KernelCache::cubin(const codegen::GeneratedKe
   return image;
 }
 
-CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters) {
+CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters,
+                                 const std::string& entry_arg) {
+  const std::string entry = entry_arg.empty() ? kernel.name : entry_arg;
   const std::string arch = device_info(ordinal).arch();
   const std::string k = key(kernel, arch);
+  CUmodule module = nullptr;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->functions.find({k, ordinal});
+    auto it = impl_->functions.find({k, ordinal, entry});
     if (it != impl_->functions.end()) {
       if (counters) ++counters->memory_hits;
       return it->second;
     }
+    auto m = impl_->modules.find({k, ordinal});
+    if (m != impl_->modules.end()) module = m->second;
   }
-  auto image = cubin(kernel, arch, counters);
   std::string why;
   const DriverApi* api = driver_api(&why);
   TORCHFUSE_CHECK(api, "torchfuse: cannot load kernel ", kernel.name, ": ", why);
   make_context_current(ordinal);
-  CUmodule module = nullptr;
-  check_cu(api->cuModuleLoadData(&module, image->data()), "cuModuleLoadData");
+  if (!module) {
+    auto image = cubin(kernel, arch, counters);
+    check_cu(api->cuModuleLoadData(&module, image->data()), "cuModuleLoadData");
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    // A racing thread's module stays loaded; both are equivalent.
+    module = impl_->modules.emplace(std::make_pair(k, ordinal), module).first->second;
+  }
   CUfunction fn = nullptr;
-  check_cu(api->cuModuleGetFunction(&fn, module, kernel.name.c_str()), "cuModuleGetFunction");
+  check_cu(api->cuModuleGetFunction(&fn, module, entry.c_str()), "cuModuleGetFunction");
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto [it, inserted] = impl_->functions.emplace(std::make_pair(k, ordinal), fn);
-  return it->second;  // a racing thread's module stays loaded; both functions are equivalent
+  return impl_->functions.emplace(std::make_tuple(k, ordinal, entry), fn).first->second;
 }
 
 }  // namespace runtime

@@ -31,8 +31,10 @@ class KernelCache {
   // The cubin of `kernel` for `arch` ("sm_90"): from memory, else from disk, else NVRTC.
   std::shared_ptr<const std::string> cubin(const codegen::GeneratedKernel& kernel, const std::string& arch,
                                            CompileCounters* counters);
-  // `kernel` loaded on CUDA device `ordinal` (compiling for that device's architecture).
-  CUfunction function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters);
+  // Entry point `entry` (default: the kernel's name) of `kernel`, loaded on CUDA device
+  // `ordinal` (compiling for that device's architecture).
+  CUfunction function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters,
+                      const std::string& entry = "");
 
   // The cache key of a kernel for an architecture (exposed for tests).
   static std::string key(const codegen::GeneratedKernel& kernel, const std::string& arch);

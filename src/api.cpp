@@ -29,7 +29,7 @@ CompiledModule compile(const torch::jit::Module& module, CompileOptions options)
 CompiledModule compile_graph(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options) {
   TORCHFUSE_CHECK(graph != nullptr, "torchfuse::compile_graph: graph is null");
   auto copy = graph->copy();
-  prepare_graph(*copy);
+  prepare_graph(copy);
   return CompiledModule(std::make_shared<CompiledModuleImpl>(copy, std::move(options)));
 }
 
@@ -59,7 +59,7 @@ CompiledModule compile(const TensorFn& fn, const std::vector<at::Tensor>& exampl
                 .first;
   }
   auto graph = state->graph;
-  prepare_graph(*graph);
+  prepare_graph(graph);
   return CompiledModule(std::make_shared<CompiledModuleImpl>(graph, std::move(options)));
 }
 

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include "codegen/nvrtc.h"
 #include "passes/pass_list.h"
@@ -19,8 +20,11 @@ namespace torchfuse {
 
 // ---- graph preparation ----
 
-void prepare_graph(torch::jit::Graph& graph) {
+void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph_ptr) {
+  torch::jit::Graph& graph = *graph_ptr;
   torch::jit::Inline(graph);
+  // x.max(dim=1)[0] builds a tuple and indexes it: take the value straight from the op.
+  torch::jit::LowerSimpleTuples(graph_ptr);
   // compile() is for inference: frozen parameters become constants that do not require grad.
   for (torch::jit::Node* n : graph.nodes()) {
     if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;
@@ -37,7 +41,7 @@ std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module
   copy.eval();
   torch::jit::Module frozen = torch::jit::freeze(copy);
   auto graph = frozen.get_method("forward").graph()->copy();
-  prepare_graph(*graph);
+  prepare_graph(graph);
   TORCHFUSE_CHECK(!graph->inputs().empty(), "torchfuse: forward has no self input");
   TORCHFUSE_CHECK(!graph->inputs()[0]->hasUses(),
                   "torchfuse: forward still uses self after freezing (attributes it mutates cannot be frozen)");
@@ -139,7 +143,8 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
 void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
   for (const auto& k : spec.kernels) {
     // Compile now, so that the first fused call does not pay for NVRTC inside the graph.
-    runtime::KernelCache::global().function(k->kernel_for_profiled_types(), device, counters_.get());
+    runtime::KernelCache::global().function(k->kernel_for_profiled_types(runtime::device_info(device).sm_count), device,
+                                            counters_.get());
     spec.kernel_ids.push_back(runtime::register_kernel(k));
   }
   runtime::rewrite_graph(*spec.graph, *spec.conversion, spec.plan, spec.kernel_ids);

@@ -71,6 +71,6 @@ std::string input_signature(const std::vector<c10::IValue>& inputs);
 // Clones, freezes and inlines a module's forward; drops `self`.
 std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module);
 // Inlines calls, detaches tensor constants, removes dead code.
-void prepare_graph(torch::jit::Graph& graph);
+void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph);
 
 }  // namespace torchfuse

@@ -1,10 +1,363 @@
-// TorchScript reductions -> IR (sum, mean, amax, softmax, layer_norm, ...).
+// TorchScript reductions and normalizations -> IR. Composite ops are decomposed into the
+// primitives reduce_sum / reduce_max / reduce_min and pointwise ops, the way eager computes
+// them, so that they fuse with their neighbours:
+//   mean       = reduce_sum(x) / N
+//   var, std   = two passes: d = x - mean(x); reduce_sum(d * d) / (N - correction) (never E[x^2] - E[x]^2)
+//   softmax    = e / reduce_sum(e) with e = exp(x - reduce_max(x))
+//   logsumexp  = log(reduce_sum(exp(x - m))) + m, m = reduce_max(x) with infinities masked to 0
+//   layer_norm = (x - mean) * rsqrt(var + eps) * w + b;  rms_norm = x * rsqrt(mean(x^2) + eps) * w
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <algorithm>
+#include <limits>
+
 #include "src/convert_context.h"
+#include "src/error.h"
 
 namespace torchfuse {
+namespace {
+
+using ir::OpKind;
+
+// Normalized, sorted, de-duplicated dims; an absent or empty list means every dim.
+std::optional<std::vector<int64_t>> dims_arg(ConvertContext& ctx, size_t index, int64_t rank, bool empty_means_all) {
+  std::vector<int64_t> dims;
+  auto c = ctx.constant(index);
+  if (!c) return std::nullopt;
+  if (c->isInt()) {
+    dims.push_back(c->toInt());
+  } else if (c->isIntList()) {
+    for (int64_t d : c->toIntVector()) dims.push_back(d);
+  } else if (!c->isNone()) {
+    return std::nullopt;
+  }
+  if (dims.empty() && (c->isNone() || empty_means_all)) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  }
+  for (auto& d : dims) {
+    const int64_t r = std::max<int64_t>(rank, 1);
+    if (d < -r || d >= r) return std::nullopt;
+    if (d < 0) d += r;
+  }
+  if (rank == 0) dims.clear();  // reducing a 0-dim tensor is the identity
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+std::vector<int64_t> all_dims(int64_t rank) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  return dims;
+}
+
+std::optional<bool> bool_arg(ConvertContext& ctx, size_t index) {
+  auto c = ctx.constant(index);
+  if (!c || !c->isBool()) return std::nullopt;
+  return c->toBool();
+}
+
+std::vector<int64_t> reduced_shape(const std::vector<int64_t>& sizes, const std::vector<int64_t>& dims, bool keepdim) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) out.push_back(sizes[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+int64_t reduced_count(const std::vector<int64_t>& sizes, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= sizes[d];
+  return n;
+}
+
+ir::Value* reduce(ConvertContext& ctx, OpKind kind, ir::Value* x, const std::vector<int64_t>& dims, bool keepdim,
+                  c10::ScalarType dtype) {
+  auto shape = reduced_shape(x->type.sizes, dims, keepdim);
+  auto strides = ir::contiguous_strides(shape);
+  ir::Node* n = ctx.emit(kind, {x}, ir::Type::tensor(dtype, shape, strides, x->type.device), dtype);
+  n->dims = dims;
+  n->keepdim = keepdim;
+  return n->output();
+}
+
+ir::Value* pw(ConvertContext& ctx, OpKind kind, std::vector<ir::Value*> in, c10::ScalarType dtype) {
+  return ctx.pointwise(kind, std::move(in), dtype, dtype);
+}
+
+ir::Value* literal(ConvertContext& ctx, double v) { return ctx.scalar(c10::Scalar(v)); }
+
+// The input to reduce: a floating or integer tensor the kernels can read, with a typed output.
+ir::Value* reducible_input(ConvertContext& ctx) {
+  ir::Value* x = ctx.in(0);
+  if (!x->type.is_tensor() || !is_kernel_dtype(x->type.dtype)) return nullptr;
+  if (!ctx.out_type().is_tensor()) return nullptr;
+  return x;
+}
+
+bool finish(ConvertContext& ctx, ir::Value* v) {
+  TORCHFUSE_INTERNAL_ASSERT(v->type.sizes == ctx.out_type().sizes, "decomposed ", ctx.node()->kind().toQualString(),
+                            " has shape ", v->type.str(), ", eager gave ", ctx.out_type().str());
+  ctx.bind_output(0, v);
+  return true;
+}
+
+// sum / mean: (self, dtype) or (self, dim, keepdim, dtype).
+bool convert_sum_mean(ConvertContext& ctx, bool mean) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x) return false;
+  const auto out = ctx.out_type().dtype;
+  std::optional<std::vector<int64_t>> dims;
+  bool keepdim = false;
+  if (ctx.num_inputs() == 2) {
+    dims = all_dims(x->type.rank());
+  } else if (ctx.num_inputs() == 4) {
+    dims = dims_arg(ctx, 1, x->type.rank(), true);
+    auto k = bool_arg(ctx, 2);
+    if (!k) return false;
+    keepdim = *k;
+  } else {
+    return false;
+  }
+  if (!dims) return false;
+  if (mean && !is_floating(out)) return false;
+  ir::Value* s = reduce(ctx, OpKind::ReduceSum, x, *dims, keepdim, out);
+  if (mean) s = pw(ctx, OpKind::Div, {s, ctx.scalar(c10::Scalar(reduced_count(x->type.sizes, *dims)))}, out);
+  return finish(ctx, s);
+}
+
+// amax / amin (self, dim, keepdim); max / min (self): every dim; max.dim / min.dim (self, dim,
+// keepdim) when the indices are unused.
+bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x) return false;
+  const auto out = ctx.out_type().dtype;
+  if (ctx.num_inputs() == 1) return finish(ctx, reduce(ctx, kind, x, all_dims(x->type.rank()), false, out));
+  if (ctx.num_inputs() != 3) return false;
+  if (!list_form && (ctx.node()->outputs().size() != 2 || ctx.node()->outputs()[1]->hasUses())) return false;
+  auto dims = dims_arg(ctx, 1, x->type.rank(), true);
+  auto keepdim = bool_arg(ctx, 2);
+  if (!dims || !keepdim || x->type.numel() == 0) return false;
+  ir::Value* r = reduce(ctx, kind, x, *dims, *keepdim, out);
+  if (!list_form) ctx.bind_output(1, ctx.graph().add_other("unused_indices"));
+  return finish(ctx, r);
+}
+
+// var / std: (self, unbiased) | (self, dim, unbiased, keepdim) | (self, dim, correction, keepdim).
+bool convert_var_std(ConvertContext& ctx, bool is_std) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || !is_floating(ctx.out_type().dtype)) return false;
+  const auto out = ctx.out_type().dtype;
+  std::optional<std::vector<int64_t>> dims;
+  double correction = 1;
+  bool keepdim = false;
+  if (ctx.num_inputs() == 2) {
+    auto unbiased = bool_arg(ctx, 1);
+    if (!unbiased) return false;
+    correction = *unbiased ? 1 : 0;
+    dims = all_dims(x->type.rank());
+  } else if (ctx.num_inputs() == 4) {
+    dims = dims_arg(ctx, 1, x->type.rank(), false);
+    auto c = ctx.constant(2);
+    if (!c) return false;
+    if (c->isBool()) correction = c->toBool() ? 1 : 0;
+    else if (c->isInt()) correction = static_cast<double>(c->toInt());
+    else if (!c->isNone()) return false;
+    auto k = bool_arg(ctx, 3);
+    if (!k) return false;
+    keepdim = *k;
+  } else {
+    return false;
+  }
+  if (!dims) return false;
+  const int64_t n = reduced_count(x->type.sizes, *dims);
+  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.scalar(c10::Scalar(n))}, out);
+  ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
+  ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, keepdim, out);
+  ir::Value* var = pw(ctx, OpKind::Div, {ss, literal(ctx, std::max(0.0, static_cast<double>(n) - correction))}, out);
+  return finish(ctx, is_std ? pw(ctx, OpKind::Sqrt, {var}, out) : var);
+}
+
+// max with infinities masked to 0, as eager's logsumexp does before subtracting it.
+ir::Value* masked_max(ConvertContext& ctx, ir::Value* x, const std::vector<int64_t>& dims, bool keepdim,
+                      c10::ScalarType out) {
+  ir::Value* m = reduce(ctx, OpKind::ReduceMax, x, dims, keepdim, out);
+  ir::Value* is_inf = ctx.pointwise(OpKind::Eq, {pw(ctx, OpKind::Abs, {m}, out),
+                                                 literal(ctx, std::numeric_limits<double>::infinity())},
+                                    c10::ScalarType::Bool, out);
+  return pw(ctx, OpKind::Where, {is_inf, literal(ctx, 0.0), m}, out);
+}
+
+bool convert_logsumexp(ConvertContext& ctx) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || ctx.num_inputs() != 3) return false;
+  const auto out = ctx.out_type().dtype;
+  if (!is_floating(out)) return false;
+  auto dims = dims_arg(ctx, 1, x->type.rank(), true);
+  auto keepdim = bool_arg(ctx, 2);
+  if (!dims || !keepdim) return false;
+  ir::Value* mk = masked_max(ctx, x, *dims, true, out);
+  ir::Value* e = pw(ctx, OpKind::Exp, {pw(ctx, OpKind::Sub, {x, mk}, out)}, out);
+  ir::Value* s = reduce(ctx, OpKind::ReduceSum, e, *dims, *keepdim, out);
+  ir::Value* m_out = *keepdim ? mk : masked_max(ctx, x, *dims, false, out);
+  return finish(ctx, pw(ctx, OpKind::Add, {pw(ctx, OpKind::Log, {s}, out), m_out}, out));
+}
+
+// softmax / log_softmax (self, dim, dtype).
+bool convert_softmax(ConvertContext& ctx, bool log) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || ctx.num_inputs() < 2) return false;
+  const auto out = ctx.out_type().dtype;
+  if (!is_floating(out) || x->type.rank() == 0) return false;
+  auto dims = dims_arg(ctx, 1, x->type.rank(), false);
+  if (!dims || dims->size() != 1) return false;
+  ir::Value* m = reduce(ctx, OpKind::ReduceMax, x, *dims, true, out);
+  ir::Value* shifted = pw(ctx, OpKind::Sub, {x, m}, out);
+  ir::Value* e = pw(ctx, OpKind::Exp, {shifted}, out);
+  ir::Value* s = reduce(ctx, OpKind::ReduceSum, e, *dims, true, out);
+  if (log) return finish(ctx, pw(ctx, OpKind::Sub, {shifted, pw(ctx, OpKind::Log, {s}, out)}, out));
+  return finish(ctx, pw(ctx, OpKind::Div, {e, s}, out));
+}
+
+// The trailing dims a normalized_shape argument names.
+std::optional<std::vector<int64_t>> normalized_dims(ConvertContext& ctx, ir::Value* x) {
+  auto shape = ctx.constant(1);
+  if (!shape || !shape->isIntList()) return std::nullopt;
+  const auto s = shape->toIntVector();
+  const int64_t rank = x->type.rank();
+  if (s.empty() || static_cast<int64_t>(s.size()) > rank) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - static_cast<int64_t>(s.size()); d < rank; ++d) {
+    if (x->type.sizes[d] != s[d - (rank - static_cast<int64_t>(s.size()))]) return std::nullopt;
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+// Optional weight/bias input: nullptr when None; false in *ok when it cannot be used.
+ir::Value* optional_tensor(ConvertContext& ctx, size_t index, bool* ok) {
+  if (index >= ctx.num_inputs() || ctx.is_none(index)) return nullptr;
+  ir::Value* v = ctx.in(index);
+  if (!v->type.is_tensor() || !is_kernel_dtype(v->type.dtype)) *ok = false;
+  return v;
+}
+
+// layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+bool convert_layer_norm(ConvertContext& ctx) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || ctx.num_inputs() < 5) return false;
+  const auto out = ctx.out_type().dtype;
+  if (!is_floating(out)) return false;
+  auto dims = normalized_dims(ctx, x);
+  auto eps = ctx.constant(4);
+  if (!dims || !eps || !eps->isDouble()) return false;
+  bool ok = true;
+  ir::Value* w = optional_tensor(ctx, 2, &ok);
+  ir::Value* b = optional_tensor(ctx, 3, &ok);
+  if (!ok) return false;
+  const int64_t n = reduced_count(x->type.sizes, *dims);
+  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.scalar(c10::Scalar(n))}, out);
+  ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
+  ir::Value* var = pw(ctx, OpKind::Div,
+                      {reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, true, out),
+                       ctx.scalar(c10::Scalar(n))},
+                      out);
+  ir::Value* rstd = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {var, literal(ctx, eps->toDouble())}, out)}, out);
+  ir::Value* y = pw(ctx, OpKind::Mul, {d, rstd}, out);
+  if (w) y = pw(ctx, OpKind::Mul, {y, w}, out);
+  if (b) y = pw(ctx, OpKind::Add, {y, b}, out);
+  return finish(ctx, y);
+}
+
+double dtype_eps(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Half: return 0.0009765625;
+    case c10::ScalarType::BFloat16: return 0.0078125;
+    case c10::ScalarType::Double: return std::numeric_limits<double>::epsilon();
+    default: return std::numeric_limits<float>::epsilon();
+  }
+}
+
+// rms_norm(input, normalized_shape, weight, eps): computed in opmath, rounded to the input
+// dtype, then scaled by the weight.
+bool convert_rms_norm(ConvertContext& ctx) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || ctx.num_inputs() != 4 || !is_floating(x->type.dtype)) return false;
+  const auto out = ctx.out_type().dtype;
+  auto dims = normalized_dims(ctx, x);
+  if (!dims) return false;
+  auto eps_arg = ctx.constant(3);
+  if (!eps_arg || !(eps_arg->isNone() || eps_arg->isDouble())) return false;
+  const double eps = eps_arg->isNone() ? dtype_eps(x->type.dtype) : eps_arg->toDouble();
+  bool ok = true;
+  ir::Value* w = optional_tensor(ctx, 2, &ok);
+  if (!ok) return false;
+  const auto acc = opmath_type(x->type.dtype);
+  const int64_t n = reduced_count(x->type.sizes, *dims);
+  ir::Value* ms = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), *dims, true, acc),
+                                        ctx.scalar(c10::Scalar(n))},
+                     acc);
+  ir::Value* r = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {ms, literal(ctx, eps)}, acc)}, acc);
+  ir::Value* y = pw(ctx, OpKind::Mul, {x, r}, acc);
+  if (acc != x->type.dtype) y = ctx.pointwise(OpKind::Cast, {y}, x->type.dtype, x->type.dtype);
+  if (w) y = pw(ctx, OpKind::Mul, {y, w}, out);
+  else if (y->type.dtype != out) y = ctx.pointwise(OpKind::Cast, {y}, out, out);
+  return finish(ctx, y);
+}
+
+bool is_two(const std::optional<c10::IValue>& p) {
+  if (!p) return false;
+  if (p->isNone()) return true;  // the default p is 2
+  if (p->isInt()) return p->toInt() == 2;
+  if (p->isDouble()) return p->toDouble() == 2.0;
+  return false;
+}
+
+// norm(self, p) | norm(self, p, dim, keepdim) | linalg_vector_norm(self, ord, dim, keepdim, dtype): p = 2 only.
+bool convert_norm(ConvertContext& ctx, bool linalg) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x || !is_floating(ctx.out_type().dtype)) return false;
+  const auto out = ctx.out_type().dtype;
+  if (!is_two(ctx.constant(1))) return false;
+  std::optional<std::vector<int64_t>> dims;
+  bool keepdim = false;
+  if (ctx.num_inputs() == 2 && !linalg) {
+    dims = all_dims(x->type.rank());
+  } else if ((linalg && ctx.num_inputs() == 5) || (!linalg && ctx.num_inputs() == 4)) {
+    dims = dims_arg(ctx, 2, x->type.rank(), linalg);
+    auto k = bool_arg(ctx, 3);
+    if (!k) return false;
+    keepdim = *k;
+  } else {
+    return false;
+  }
+  if (!dims) return false;
+  ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, out), *dims, keepdim, out);
+  return finish(ctx, pw(ctx, OpKind::Sqrt, {ss}, out));
+}
+
+}  // namespace
 
 const std::unordered_map<std::string, Converter>& reduction_converters() {
-  static const std::unordered_map<std::string, Converter> table = {};
+  static const std::unordered_map<std::string, Converter> table = {
+      {"aten::sum", [](ConvertContext& c) { return convert_sum_mean(c, false); }},
+      {"aten::mean", [](ConvertContext& c) { return convert_sum_mean(c, true); }},
+      {"aten::amax", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMax, true); }},
+      {"aten::amin", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMin, true); }},
+      {"aten::max", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMax, false); }},
+      {"aten::min", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMin, false); }},
+      {"aten::var", [](ConvertContext& c) { return convert_var_std(c, false); }},
+      {"aten::std", [](ConvertContext& c) { return convert_var_std(c, true); }},
+      {"aten::logsumexp", convert_logsumexp},
+      {"aten::softmax", [](ConvertContext& c) { return convert_softmax(c, false); }},
+      {"aten::log_softmax", [](ConvertContext& c) { return convert_softmax(c, true); }},
+      {"aten::layer_norm", convert_layer_norm},
+      {"aten::rms_norm", convert_rms_norm},
+      {"aten::norm", [](ConvertContext& c) { return convert_norm(c, false); }},
+      {"aten::linalg_vector_norm", [](ConvertContext& c) { return convert_norm(c, true); }},
+  };
   return table;
 }
 

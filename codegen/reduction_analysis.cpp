@@ -1,0 +1,108 @@
+#include "codegen/reduction_analysis.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+
+int ReductionAnalysis::level_of(const ir::Value* v) const {
+  auto it = level.find(v);
+  return it == level.end() ? 0 : it->second;
+}
+
+ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
+  ReductionAnalysis a;
+  const ir::Node* first = nullptr;
+  for (const ir::Node* n : g.nodes)
+    if (ir::is_reduction(n->kind) && !first) first = n;
+  TORCHFUSE_INTERNAL_ASSERT(first != nullptr, "group ", g.id, " has no reduction");
+  a.rd = ReductionDomain::of(*first);
+  const bool row_is_element = a.rd.keep_shape() == a.rd.domain;  // every reduced dim has size 1
+
+  for (const ir::Value* v : g.inputs) {
+    a.level[v] = 0;
+    if (v->type.is_scalar() || (!row_is_element && v->type.is_tensor() && a.rd.is_row_shape(v->type.sizes))) {
+      a.per_row.insert(v);
+    }
+  }
+  for (const ir::Node* n : g.nodes) {
+    int lvl = 0;
+    bool all_row = true;
+    for (const ir::Value* in : n->inputs) {
+      if (in->constant) continue;
+      lvl = std::max(lvl, a.level_of(in));
+      all_row = all_row && a.is_row(in);
+    }
+    if (ir::is_reduction(n->kind)) {
+      a.reductions.push_back(n);
+      a.level[n->output()] = lvl + 1;
+      a.per_row.insert(n->output());
+      continue;
+    }
+    a.level[n->output()] = lvl;
+    if (all_row) {
+      a.per_row.insert(n->output());
+      a.row_nodes.push_back(n);
+    } else {
+      a.element_nodes.push_back(n);
+    }
+  }
+  for (const ir::Node* r : a.reductions) a.passes = std::max(a.passes, a.level_of(r->inputs[0]) + 1);
+  for (const ir::Value* out : g.outputs)
+    if (!a.is_row(out)) a.passes = std::max(a.passes, a.level_of(out) + 1);
+  a.cached = a.cached_values(g);
+  return a;
+}
+
+std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup& g, int pass) const {
+  std::vector<const ir::Value*> t;
+  for (const ir::Node* r : reductions)
+    if (level_of(r->inputs[0]) == pass && !is_row(r->inputs[0])) t.push_back(r->inputs[0]);
+  for (const ir::Value* out : g.outputs)
+    if (!is_row(out) && level_of(out) == pass) t.push_back(out);
+  return t;
+}
+
+std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& g, int pass, bool use_cache) const {
+  // Values computed by earlier passes (when caching, they are read back instead of recomputed).
+  std::set<const ir::Value*> earlier;
+  if (use_cache) {
+    for (int p = 0; p < pass; ++p) {
+      for (const ir::Value* v : pass_values(g, p, true)) earlier.insert(v);
+    }
+  }
+  std::vector<const ir::Value*> order;
+  std::set<const ir::Value*> seen;
+  std::function<void(const ir::Value*)> visit = [&](const ir::Value* v) {
+    if (v->constant || is_row(v) || seen.count(v)) return;
+    seen.insert(v);
+    if (earlier.count(v)) {
+      order.push_back(v);  // read from the cache
+      return;
+    }
+    if (v->producer && level.count(v) && std::find(g.nodes.begin(), g.nodes.end(), v->producer) != g.nodes.end()) {
+      for (const ir::Value* in : v->producer->inputs) visit(in);
+    }
+    order.push_back(v);
+  };
+  for (const ir::Value* t : pass_targets(g, pass)) visit(t);
+  return order;
+}
+
+std::set<const ir::Value*> ReductionAnalysis::cached_values(const FusionGroup& g) const {
+  std::set<const ir::Value*> cached;
+  std::set<const ir::Value*> earlier;
+  for (int p = 0; p < passes; ++p) {
+    const auto values = pass_values(g, p, true);
+    for (const ir::Value* v : values)
+      if (earlier.count(v)) cached.insert(v);
+    earlier.insert(values.begin(), values.end());
+  }
+  return cached;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

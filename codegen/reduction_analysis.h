@@ -1,0 +1,43 @@
+// What every reduction schedule needs to know about a group: which values are per element and
+// which per row (one value per output of the reductions), and in which pass over the elements
+// each becomes available. Pass L computes the element values of level L and accumulates the
+// reductions whose inputs have level L; their results (level L + 1) are per-row values.
+#pragma once
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "passes/fusion_plan.h"
+#include "passes/reduction_schedule.h"
+
+namespace torchfuse {
+namespace codegen {
+
+struct ReductionAnalysis {
+  ReductionDomain rd;
+  std::map<const ir::Value*, int> level;
+  std::set<const ir::Value*> per_row;          // inputs and nodes holding one value per row
+  std::vector<const ir::Node*> reductions;     // in group order
+  std::vector<const ir::Node*> row_nodes;      // pointwise nodes on per-row values, in order
+  std::vector<const ir::Node*> element_nodes;  // pointwise nodes per element, in order
+  int passes = 0;                              // element passes (levels 0 .. passes-1)
+  std::set<const ir::Value*> cached;           // element values a later pass reads back
+
+  bool is_row(const ir::Value* v) const { return per_row.count(v) > 0; }
+  int level_of(const ir::Value* v) const;
+  // Element values needed in pass L: the inputs of reductions of level L, and element outputs
+  // of level L.
+  std::vector<const ir::Value*> pass_targets(const FusionGroup& g, int pass) const;
+  // Element values read in a pass after the one that computes them (cached mode keeps them in
+  // registers), given the element values each pass evaluates.
+  std::set<const ir::Value*> cached_values(const FusionGroup& g) const;
+  // Element values pass L evaluates: its targets and their ancestors, stopping at values an
+  // earlier pass computed when `use_cache`.
+  std::vector<const ir::Value*> pass_values(const FusionGroup& g, int pass, bool use_cache) const;
+};
+
+ReductionAnalysis analyze_reduction_group(const FusionGroup& g);
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,115 @@
+#include "codegen/reduction_common.h"
+
+#include <algorithm>
+
+#include "codegen/cuda_types.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+
+c10::ScalarType accumulator_dtype(const ir::Node& r) {
+  const auto t = r.output()->type.dtype;
+  if (t == c10::ScalarType::Bool) return c10::ScalarType::Long;
+  return register_dtype(t);
+}
+
+std::string reduction_identity(const ir::Node& r) {
+  const auto t = accumulator_dtype(r);
+  const bool fl = t == c10::ScalarType::Float || t == c10::ScalarType::Double;
+  switch (r.kind) {
+    case ir::OpKind::ReduceSum: return literal(c10::Scalar(0), t);
+    case ir::OpKind::ReduceMax:
+      if (fl) return literal(c10::Scalar(-std::numeric_limits<double>::infinity()), t);
+      return t == c10::ScalarType::Long ? "(-9223372036854775807LL - 1)" : "(" + register_type(t) + ")(-2147483647 - 1)";
+    case ir::OpKind::ReduceMin:
+      if (fl) return literal(c10::Scalar(std::numeric_limits<double>::infinity()), t);
+      return t == c10::ScalarType::Long ? "9223372036854775807LL" : "(" + register_type(t) + ")2147483647";
+    default: break;
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "not a reduction: ", ir::op_name(r.kind));
+}
+
+std::string reduction_functor(const ir::Node& r) {
+  switch (r.kind) {
+    case ir::OpKind::ReduceSum: return "tf_sum_op()";
+    case ir::OpKind::ReduceMax: return "tf_max_op()";
+    case ir::OpKind::ReduceMin: return "tf_min_op()";
+    default: break;
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "not a reduction: ", ir::op_name(r.kind));
+}
+
+std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* r) {
+  auto it = std::find(a.reductions.begin(), a.reductions.end(), r);
+  TORCHFUSE_INTERNAL_ASSERT(it != a.reductions.end(), "unknown reduction");
+  return "acc" + std::to_string(it - a.reductions.begin());
+}
+
+int input_index(const FusionGroup& g, const ir::Value* v) {
+  auto it = std::find(g.inputs.begin(), g.inputs.end(), v);
+  return it == g.inputs.end() ? -1 : static_cast<int>(it - g.inputs.begin());
+}
+
+namespace {
+
+// The first pass that evaluates each element value.
+std::map<const ir::Value*, int> first_passes(const FusionGroup& g, const ReductionAnalysis& a, bool use_cache) {
+  std::map<const ir::Value*, int> first;
+  for (int p = 0; p < a.passes; ++p)
+    for (const ir::Value* v : a.pass_values(g, p, use_cache)) first.emplace(v, p);
+  return first;
+}
+
+}  // namespace
+
+void PassEmitter::emit(int pass, const std::function<void(size_t, const std::string&)>& store) {
+  const auto first = first_passes(g, a, use_cache);
+  for (const ir::Value* v : a.pass_values(g, pass, use_cache)) {
+    const bool from_cache = use_cache && first.at(v) < pass;
+    if (from_cache) {
+      const std::string slot = cache_slot(v);
+      TORCHFUSE_INTERNAL_ASSERT(!slot.empty(), "%", v->id, " is read in a later pass but has no cache slot");
+      names[v] = slot;
+      continue;
+    }
+    const int k = input_index(g, v);
+    if (k >= 0) {
+      const std::string name = b.fresh("x");
+      b.line(register_type(v->type.dtype) + " " + name + " = " + load(static_cast<size_t>(k)) + ";  // %" +
+             std::to_string(v->id));
+      names[v] = name;
+    } else {
+      emit_pointwise(b, *v->producer, names);
+    }
+    if (use_cache) {
+      const std::string slot = cache_slot(v);
+      if (!slot.empty()) b.line(slot + " = " + names[v] + ";");
+    }
+  }
+  for (const ir::Node* r : a.reductions) {
+    if (a.level_of(r->inputs[0]) != pass) continue;
+    const std::string acc = accumulator_name(a, r);
+    b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r), names) +
+           ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const ir::Value* out = g.outputs[k];
+    if (a.is_row(out) || a.level_of(out) != pass) continue;
+    store(k, names.at(out));
+  }
+}
+
+void PassEmitter::emit_row_phase(int level, const std::function<void(size_t, const std::string&)>& store) {
+  for (const ir::Node* n : a.row_nodes) {
+    if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names);
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const ir::Value* out = g.outputs[k];
+    if (!a.is_row(out) || a.level_of(out) != level) continue;
+    store(k, names.at(out));
+  }
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,48 @@
+// Pieces every reduction schedule shares: accumulator types and identities, and the emission of
+// one pass's element values (loads, cache reads and writes, pointwise statements, accumulation).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/expr.h"
+#include "codegen/reduction_analysis.h"
+#include "codegen/source_builder.h"
+
+namespace torchfuse {
+namespace codegen {
+
+// Register dtype a reduction accumulates in, its identity literal and its operator functor.
+c10::ScalarType accumulator_dtype(const ir::Node& reduction);
+std::string reduction_identity(const ir::Node& reduction);
+std::string reduction_functor(const ir::Node& reduction);
+// "acc<k>" for the k-th reduction of the analysis.
+std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* reduction);
+
+struct PassEmitter {
+  SourceBuilder& b;
+  const FusionGroup& g;
+  const ReductionAnalysis& a;
+  ValueNames& names;
+  // Expression (register type) of group input `k` for the current element.
+  std::function<std::string(size_t k)> load;
+  // Lvalue of the register cache slot of `v` for the current element ("" when not cached).
+  std::function<std::string(const ir::Value*)> cache_slot;
+  bool use_cache = false;
+
+  // Element values of pass `pass`, accumulation into the pass's reductions, and for each
+  // element output of the pass a call of `store(k, expr)`.
+  void emit(int pass, const std::function<void(size_t output_index, const std::string& expr)>& store);
+  // Row phase `level`: pointwise nodes on per-row values of that level; row outputs of the level
+  // are handed to `store`.
+  void emit_row_phase(int level, const std::function<void(size_t output_index, const std::string& expr)>& store);
+};
+
+// Index of `v` among the group's inputs, or -1.
+int input_index(const FusionGroup& g, const ir::Value* v);
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,169 @@
+#include "codegen/reduction_layout.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (auto s : v) n *= s;
+  return n;
+}
+
+int next_pow2(int64_t v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// Coalesces dims [lo, hi) of the domain across every operand's strides; size-1 dims drop.
+void coalesce_segment(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
+                      const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
+                      std::vector<std::vector<int64_t>>& strides_out) {
+  strides_out.assign(strides.size(), {});
+  for (int64_t d = lo; d < hi; ++d) {
+    if (domain[d] == 1) continue;
+    bool merge = !sizes_out.empty();
+    for (size_t k = 0; merge && k < strides.size(); ++k) merge = strides_out[k].back() == strides[k][d] * domain[d];
+    if (merge) {
+      sizes_out.back() *= domain[d];
+      for (size_t k = 0; k < strides.size(); ++k) strides_out[k].back() = strides[k][d];
+      continue;
+    }
+    sizes_out.push_back(domain[d]);
+    for (size_t k = 0; k < strides.size(); ++k) strides_out[k].push_back(strides[k][d]);
+  }
+}
+
+std::vector<int64_t> expand(const std::vector<int64_t>& domain, const OperandShape& op) {
+  std::vector<int64_t> out(domain.size(), 0);
+  const size_t offset = domain.size() - op.sizes.size();
+  for (size_t i = 0; i < op.sizes.size(); ++i) out[offset + i] = op.sizes[i] == 1 ? 0 : op.strides[i];
+  return out;
+}
+
+bool all_zero(const std::vector<int64_t>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; });
+}
+
+void choose_row_schedule(ReductionLayout& l, int cached_arrays) {
+  const int64_t cols = l.reduced();
+  const int64_t chunks = (cols + l.vec - 1) / l.vec;
+  if (chunks <= 128) {
+    // A warp, or part of one, per row: sub-warp teams, several rows per block.
+    l.threads_per_row = std::max(1, std::min(32, next_pow2((chunks + 3) / 4)));
+    l.block = 256;
+  } else {
+    // A block per row.
+    l.threads_per_row = std::min(1024, std::max(64, next_pow2((chunks + 3) / 4)));
+    l.block = l.threads_per_row;
+  }
+  l.chunks_per_thread = static_cast<int>((chunks + l.threads_per_row - 1) / l.threads_per_row);
+  // Registers: a 1024-thread block leaves 64 per thread; keep cached values well inside that.
+  const int budget = l.block >= 1024 ? 16 : l.block >= 512 ? 32 : 48;
+  const int kept = l.chunks_per_thread * l.vec * std::max(1, cached_arrays);
+  l.cached = cached_arrays == 0 || (kept <= budget && l.chunks_per_thread <= 16);
+  if (!l.cached) {
+    l.threads_per_row = 1024;
+    l.block = 1024;
+    l.chunks_per_thread = 1;
+  }
+}
+
+}  // namespace
+
+int64_t ReductionLayout::outer() const { return product(outer_sizes); }
+int64_t ReductionLayout::reduced() const { return product(red_sizes); }
+int64_t ReductionLayout::inner() const { return product(inner_sizes); }
+
+std::string ReductionLayout::key() const {
+  std::string k = std::string(schedule_name(schedule)) + ";A" + std::to_string(outer_sizes.size()) + ";R" +
+                  std::to_string(red_sizes.size()) + ";B" + std::to_string(inner_sizes.size()) +
+                  ";vec=" + std::to_string(vec) + ";tpr=" + std::to_string(threads_per_row) +
+                  ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
+                  ";cached=" + std::to_string(cached) + ";split=" + std::to_string(split > 1) +
+                  ";idx=" + (index64 ? "64" : "32") + ";in=";
+  for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
+  return k;
+}
+
+ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
+                                      const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
+                                      int cached_arrays, int sm_count, bool allow_vector) {
+  TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
+                            "plan_reduction_layout for ", schedule_name(schedule));
+  TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& in : inputs)
+    if (in.is_tensor) strides.push_back(expand(domain, in));
+  strides.push_back(contiguous_strides_of(domain));
+
+  ReductionLayout l;
+  l.schedule = schedule;
+  std::vector<std::vector<int64_t>> sa, sr, sb;
+  const int64_t lo = dims.front();
+  const int64_t hi = dims.back() + 1;
+  coalesce_segment(domain, 0, lo, strides, l.outer_sizes, sa);
+  coalesce_segment(domain, lo, hi, strides, l.red_sizes, sr);
+  coalesce_segment(domain, hi, static_cast<int64_t>(domain.size()), strides, l.inner_sizes, sb);
+  if (l.red_sizes.empty()) {
+    l.red_sizes.push_back(1);
+    for (auto& s : sr) s.push_back(0);
+  }
+
+  size_t t = 0;
+  int64_t largest = product(domain);
+  size_t widest = 1;
+  for (const auto& in : inputs) {
+    SegmentedOperand op;
+    op.dtype = in.dtype;
+    if (!in.is_tensor) {
+      op.access = Access::Scalar;
+      l.inputs.push_back(op);
+      continue;
+    }
+    op.outer_strides = sa[t];
+    op.red_strides = sr[t];
+    op.inner_strides = sb[t];
+    ++t;
+    if (all_zero(op.outer_strides) && all_zero(op.red_strides) && all_zero(op.inner_strides)) op.access = Access::Uniform;
+    else if (all_zero(op.red_strides)) op.access = Access::InnerBroadcast;
+    else if (op.red_strides.size() == 1 && op.red_strides[0] == 1) op.access = Access::InnerContig;
+    else op.access = Access::Strided;
+    if (op.access == Access::InnerContig) widest = std::max(widest, c10::elementSize(in.dtype));
+    int64_t off = 1;
+    auto add = [&](const std::vector<int64_t>& sizes, const std::vector<int64_t>& st) {
+      for (size_t d = 0; d < sizes.size(); ++d) off += (sizes[d] - 1) * std::abs(st[d]);
+    };
+    add(l.outer_sizes, op.outer_strides);
+    add(l.red_sizes, op.red_strides);
+    add(l.inner_sizes, op.inner_strides);
+    largest = std::max(largest, off);
+    l.inputs.push_back(op);
+  }
+  l.index64 = largest + (int64_t{1} << 24) >= std::numeric_limits<int32_t>::max();
+
+  if (schedule == Schedule::RowReduction) {
+    l.vec = allow_vector && l.red_sizes.size() == 1 ? static_cast<int>(std::min<size_t>(8, 16 / widest)) : 1;
+    if (l.reduced() % l.vec != 0) l.vec = 1;
+    choose_row_schedule(l, cached_arrays);
+    return l;
+  }
+  // Column: 32 threads along the kept inner dims, 8 along the reduced one; split the reduced
+  // dim across blocks until the grid fills the device.
+  l.block = 256;
+  const int64_t tiles = ((l.inner() + 31) / 32) * l.outer();
+  const int64_t want = 2 * static_cast<int64_t>(sm_count);
+  const int64_t max_split = std::max<int64_t>(1, l.reduced() / 64);
+  l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, (want + tiles - 1) / tiles)));
+  return l;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,52 @@
+// Launch-time layout of a row or column reduction: the domain split into three segments
+// (kept dims before the reduced block, the reduced block, kept dims after it), each coalesced
+// across all operands, plus the compile-time choices of the schedule (vector width, threads per
+// row, elements cached per thread). Full reductions use the pointwise layout of their domain.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/layout.h"
+#include "passes/fusion_plan.h"
+
+namespace torchfuse {
+namespace codegen {
+
+struct SegmentedOperand {
+  Access access = Access::Strided;  // Scalar, Uniform, InnerBroadcast (per row), InnerContig, Strided
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  std::vector<int64_t> outer_strides;  // segment A
+  std::vector<int64_t> red_strides;    // segment R
+  std::vector<int64_t> inner_strides;  // segment B (column schedule)
+};
+
+struct ReductionLayout {
+  Schedule schedule = Schedule::RowReduction;
+  std::vector<int64_t> outer_sizes;  // A: rows (row schedule) or outer index (column schedule)
+  std::vector<int64_t> red_sizes;    // R
+  std::vector<int64_t> inner_sizes;  // B: empty for the row schedule
+  std::vector<SegmentedOperand> inputs;
+  // compile-time choices
+  int vec = 1;             // elements per vector access along the reduced dim (row schedule)
+  int threads_per_row = 32;
+  int block = 256;
+  int chunks_per_thread = 1;  // cached mode: vectors each thread keeps on chip
+  bool cached = true;         // row kept in registers across passes; false: re-read per pass
+  int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
+  bool index64 = false;
+
+  int64_t outer() const;
+  int64_t reduced() const;
+  int64_t inner() const;
+  std::string key() const;
+};
+
+// Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
+// contiguous block). `cached_arrays` is how many element values the row schedule must keep.
+ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
+                                      const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
+                                      int cached_arrays, int sm_count, bool allow_vector = true);
+
+}  // namespace codegen
+}  // namespace torchfuse

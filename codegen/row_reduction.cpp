@@ -1,0 +1,300 @@
+#include "codegen/row_reduction.h"
+
+#include "codegen/cuda_types.h"
+#include "codegen/reduction_common.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+namespace {
+
+std::string in_name(size_t k) { return "in" + std::to_string(k); }
+std::string out_name(size_t k) { return "out" + std::to_string(k); }
+std::string str(int64_t v) { return std::to_string(v); }
+
+bool reads_elements(Access a) { return a == Access::InnerContig || a == Access::Strided; }
+bool per_row(Access a) { return a == Access::InnerBroadcast || a == Access::Uniform || a == Access::Scalar; }
+
+void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
+  const std::string A = str(std::max<size_t>(l.outer_sizes.size(), 1));
+  const std::string R = str(l.red_sizes.size());
+  b.open("struct " + g.kernel_name + "_params");
+  b.line("long long rows;");
+  b.line("long long cols;");
+  b.line("long long outer_size[" + A + "];");
+  b.line("long long red_size[" + R + "];");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar) {
+      b.line((in.dtype == c10::ScalarType::Double ? "double " : "long long ") + in_name(k) + ";");
+      continue;
+    }
+    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
+    if (in.access == Access::Uniform) continue;
+    b.line("long long " + in_name(k) + "_outer_stride[" + A + "];");
+    if (reads_elements(in.access)) b.line("long long " + in_name(k) + "_red_stride[" + R + "];");
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
+  }
+  b.close(";");
+}
+
+void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a) {
+  b.line("// torchfuse fusion group " + str(g.id) + " (row reduction): " + g.describe());
+  b.line(std::string("// ") + (l.cached ? "cached" : "looped") + " mode: " + str(l.threads_per_row) +
+         " threads per row, block " + str(l.block) + ", vector width " + str(l.vec) +
+         (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") + "; " + str(a.passes) +
+         " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    b.line("// " + in_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
+           access_name(l.inputs[k].access));
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    b.line("// " + out_name(k) + " = %" + str(g.outputs[k]->id) + " " + ir::dtype_short_name(g.outputs[k]->type.dtype) +
+           (a.is_row(g.outputs[k]) ? ", one per row" : ", per element"));
+  }
+}
+
+// Offsets of each input's row start: the row index decomposed over the kept dims.
+void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
+  const size_t A = l.outer_sizes.size();
+  b.line("tf_index rem = row_ok ? row : 0;");
+  std::vector<std::string> coords(std::max<size_t>(A, 1), "0");
+  for (size_t d = A; d-- > 0;) {
+    const std::string c = "a" + str(static_cast<int64_t>(d));
+    if (d == 0) {
+      b.line("const tf_index " + c + " = rem;");
+    } else {
+      b.line("const tf_index " + c + " = rem % (tf_index)p.outer_size[" + str(static_cast<int64_t>(d)) + "];");
+      b.line("rem /= (tf_index)p.outer_size[" + str(static_cast<int64_t>(d)) + "];");
+    }
+    coords[d] = c;
+  }
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
+    std::string off;
+    for (size_t d = 0; d < A; ++d) {
+      off += (d ? " + " : "") + coords[d] + " * (tf_index)p." + in_name(k) + "_outer_stride[" + str(static_cast<int64_t>(d)) + "]";
+    }
+    b.line("const tf_index ro" + str(static_cast<int64_t>(k)) + " = " + (off.empty() ? "0" : off) + ";");
+  }
+}
+
+// Offset of column j inside a row for input k.
+std::string red_offset(const ReductionLayout& l, size_t k, const std::string& j) {
+  const auto& in = l.inputs[k];
+  if (in.access == Access::InnerContig) return j;
+  if (l.red_sizes.size() == 1) return j + " * (tf_index)p." + in_name(k) + "_red_stride[0]";
+  return "tf_red_offset_" + str(static_cast<int64_t>(k)) + "(p, " + j + ")";
+}
+
+// For reduced blocks that did not coalesce to one dim: the offset of column j, decomposed.
+void emit_red_offset_helpers(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
+  if (l.red_sizes.size() == 1) return;
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!reads_elements(l.inputs[k].access)) continue;
+    auto s = b.scope("__device__ __forceinline__ tf_index tf_red_offset_" + str(static_cast<int64_t>(k)) + "(const " +
+                     g.kernel_name + "_params& p, tf_index j)");
+    b.line("tf_index off = 0;");
+    for (size_t d = l.red_sizes.size(); d-- > 0;) {
+      const std::string dd = str(static_cast<int64_t>(d));
+      b.line("off += (j % (tf_index)p.red_size[" + dd + "]) * (tf_index)p." + in_name(k) + "_red_stride[" + dd + "];");
+      b.line("j /= (tf_index)p.red_size[" + dd + "];");
+    }
+    b.line("return off;");
+  }
+}
+
+struct RowKernel {
+  SourceBuilder& b;
+  const FusionGroup& g;
+  const ReductionLayout& l;
+  const ReductionAnalysis& a;
+  std::set<const ir::Value*> cached;
+  ValueNames names;
+
+  std::string team_reduce(const ir::Node* r) {
+    const std::string acc = accumulator_name(a, r);
+    if (l.threads_per_row <= 32) {
+      return "tf_warp_reduce<" + str(l.threads_per_row) + ">(" + acc + ", " + reduction_functor(*r) + ")";
+    }
+    return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + reduction_functor(*r) + ", smem_" + acc + ")";
+  }
+
+  // Loads one pass needs, as vectors: inputs first read in this pass.
+  void emit_vector_loads(int pass, const std::string& j0) {
+    if (l.vec == 1) return;
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (l.inputs[k].access != Access::InnerContig) continue;
+      const auto values = a.pass_values(g, pass, l.cached);
+      const ir::Value* v = g.inputs[k];
+      if (std::find(values.begin(), values.end(), v) == values.end()) continue;
+      if (l.cached && cached.count(v) && first_pass(v) < pass) continue;
+      const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
+      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" +
+             in_name(k) + " + ro" + str(static_cast<int64_t>(k)) + " + " + j0 + ");");
+    }
+  }
+
+  int first_pass(const ir::Value* v) {
+    for (int p = 0; p < a.passes; ++p) {
+      const auto vals = a.pass_values(g, p, l.cached);
+      if (std::find(vals.begin(), vals.end(), v) != vals.end()) return p;
+    }
+    return a.passes;
+  }
+
+  std::string load(size_t k) {
+    const auto& in = l.inputs[k];
+    const std::string kk = str(static_cast<int64_t>(k));
+    if (per_row(in.access)) return "rin" + kk;
+    if (in.access == Access::InnerContig && l.vec > 1) return load_convert("v" + kk + ".v[lane]", in.dtype);
+    return load_convert(in_name(k) + "[ro" + kk + " + " + red_offset(l, k, "j") + "]", in.dtype);
+  }
+
+  void emit_pass(int pass) {
+    PassEmitter pe{b, g, a, names, [this](size_t k) { return load(k); },
+                   [this](const ir::Value* v) -> std::string {
+                     if (!cached.count(v)) return "";
+                     return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
+                   },
+                   l.cached};
+    std::vector<size_t> element_outputs;
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
+    const std::string vec = str(l.vec);
+    std::string loop;
+    if (l.cached) {
+      b.line("#pragma unroll");
+      loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
+    } else {
+      loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " +
+             str(static_cast<int64_t>(l.threads_per_row) * l.vec) + ")";
+    }
+    auto outer = b.scope(loop);
+    if (l.cached) {
+      b.line("const tf_index j0 = ((tf_index)k * " + str(l.threads_per_row) + " + tl) * " + vec + ";");
+      b.open("if (row_ok && j0 < (tf_index)p.cols)");
+    } else {
+      b.open("if (row_ok)");
+      b.line("const int k = 0;");
+      b.line("(void)k;");
+    }
+    emit_vector_loads(pass, "j0");
+    for (size_t k : element_outputs) {
+      b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
+    }
+    b.line("#pragma unroll");
+    {
+      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+      b.line("const tf_index j = j0 + lane;");
+      b.line("(void)j;");
+      pe.emit(pass, [&](size_t k, const std::string& e) { b.line("o" + str(static_cast<int64_t>(k)) + "[lane] = " + e + ";"); });
+    }
+    for (size_t k : element_outputs) {
+      const std::string kk = str(static_cast<int64_t>(k));
+      const auto dt = g.outputs[k]->type.dtype;
+      const std::string vt = "tf_vec<" + storage_type(dt) + ", " + vec + ">";
+      b.line(vt + " s" + kk + ";");
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) s" + kk + ".v[lane] = " + store_convert("o" + kk + "[lane]", dt) + ";");
+      b.line("*reinterpret_cast<" + vt + "*>(" + out_name(k) + " + row * (tf_index)p.cols + j0) = s" + kk + ";");
+    }
+    b.close();
+  }
+
+  void emit_row_phase(int level) {
+    PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+    pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
+      b.line("if (row_ok && tl == 0) " + out_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+  }
+
+  void emit_body() {
+    const int rpb = l.block / l.threads_per_row;
+    b.line("const int team = threadIdx.x / " + str(l.threads_per_row) + ";");
+    b.line("const int tl = threadIdx.x % " + str(l.threads_per_row) + ";");
+    b.line("(void)team;");
+    if (l.threads_per_row > 32) {
+      for (const ir::Node* r : a.reductions) {
+        b.line("__shared__ " + register_type(accumulator_dtype(*r)) + " smem_" + accumulator_name(a, r) + "[" +
+               str(l.block / 32) + "];");
+      }
+    }
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (l.inputs[k].access == Access::Scalar) continue;
+      b.line("const " + storage_type(l.inputs[k].dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+    }
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+    }
+    auto rows = b.scope("for (tf_index row0 = (tf_index)blockIdx.x * " + str(rpb) + "; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * " +
+                        str(rpb) + ")");
+    b.line("const tf_index row = row0 + team;");
+    b.line("const bool row_ok = row < (tf_index)p.rows;");
+    emit_row_offsets(b, l);
+    // Per-row inputs: one value per row.
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const auto& in = l.inputs[k];
+      if (!per_row(in.access)) continue;
+      const std::string kk = str(static_cast<int64_t>(k));
+      std::string e;
+      if (in.access == Access::Scalar) e = "p." + in_name(k);
+      else if (in.access == Access::Uniform) e = load_convert(in_name(k) + "[0]", in.dtype);
+      else e = load_convert(in_name(k) + "[row_ok ? ro" + kk + " : 0]", in.dtype);
+      const std::string name = "rin" + kk;
+      b.line(register_type(g.inputs[k]->type.dtype) + " " + name + " = " + e + ";");
+      names[g.inputs[k]] = name;
+    }
+    for (const ir::Value* v : cached) {
+      b.line(register_type(v->type.dtype) + " cache" + str(v->id) + "[" + str(l.chunks_per_thread * l.vec) + "];");
+    }
+    for (int pass = 0; pass <= a.passes; ++pass) {
+      emit_row_phase(pass);
+      if (pass == a.passes) break;
+      for (const ir::Node* r : a.reductions) {
+        if (a.level_of(r->inputs[0]) != pass) continue;
+        b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+      }
+      emit_pass(pass);
+      for (const ir::Node* r : a.reductions) {
+        if (a.level_of(r->inputs[0]) != pass) continue;
+        const std::string name = "red" + str(r->output()->id);
+        b.line("const " + register_type(accumulator_dtype(*r)) + " " + name + " = " + team_reduce(r) + ";  // %" +
+               str(r->output()->id));
+        names[r->output()] = name;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayout& l) {
+  const ReductionAnalysis a = analyze_reduction_group(g);
+  SourceBuilder b;
+  b.raw(prelude());
+  b.line("");
+  emit_header(b, g, l, a);
+  b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
+  b.line("");
+  emit_params(b, g, l);
+  b.line("");
+  emit_red_offset_helpers(b, g, l);
+  RowKernel rk{b, g, l, a, l.cached ? a.cached : std::set<const ir::Value*>{}, {}};
+  {
+    auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + g.kernel_name + "(const " +
+                     g.kernel_name + "_params p)");
+    rk.emit_body();
+  }
+  GeneratedKernel k;
+  k.name = g.kernel_name;
+  k.source = b.str();
+  k.block_size = l.block;
+  return k;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

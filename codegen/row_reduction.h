@@ -1,0 +1,17 @@
+// The row schedule: reductions over the trailing dims. A team of threads per row (part of a
+// warp for short rows, a whole block for longer ones); in cached mode each thread keeps its
+// part of the row in registers across passes, in looped mode (rows too long to keep) every pass
+// re-reads the row. Team reductions are deterministic.
+#pragma once
+
+#include "codegen/kernel.h"
+#include "codegen/reduction_layout.h"
+#include "passes/fusion_plan.h"
+
+namespace torchfuse {
+namespace codegen {
+
+GeneratedKernel generate_row_reduction(const FusionGroup& group, const ReductionLayout& layout);
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,409 @@
+#include "codegen/split_reduction.h"
+
+#include "codegen/cuda_types.h"
+#include "codegen/reduction_common.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+namespace {
+
+std::string in_name(size_t k) { return "in" + std::to_string(k); }
+std::string out_name(size_t k) { return "out" + std::to_string(k); }
+std::string str(int64_t v) { return std::to_string(v); }
+
+void emit_scalar_param(SourceBuilder& b, c10::ScalarType dtype, const std::string& name) {
+  b.line((dtype == c10::ScalarType::Double ? "double " : "long long ") + name + ";");
+}
+
+void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a) {
+  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
+  for (const ir::Node* r : a.reductions) {
+    b.line(register_type(accumulator_dtype(*r)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
+  }
+}
+
+void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const std::vector<Access>& access,
+                            const std::vector<c10::ScalarType>& dtypes) {
+  for (size_t k = 0; k < access.size(); ++k) {
+    if (access[k] == Access::Scalar) continue;
+    b.line("const " + storage_type(dtypes[k]) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+  }
+}
+
+// Block-wide reduction of every accumulator into red<id> (all threads get it).
+void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block) {
+  for (const ir::Node* r : a.reductions) {
+    const std::string acc = accumulator_name(a, r);
+    const std::string t = register_type(accumulator_dtype(*r));
+    b.line("__shared__ " + t + " smem_" + acc + "[" + str(block / 32) + "];");
+    const std::string name = "red" + str(r->output()->id);
+    b.line("const " + t + " " + name + " = tf_block_reduce<" + str(block / 32) + ">(" + acc + ", " +
+           reduction_functor(*r) + ", smem_" + acc + ");");
+    names[r->output()] = name;
+  }
+}
+
+void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, ValueNames& names,
+                      const std::string& guard, const std::string& index) {
+  PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+  for (int level = 1; level <= a.passes; ++level) {
+    pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
+      b.line("if (" + guard + ") " + out_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+  }
+}
+
+// Per-row inputs of a full reduction are numbers or single-element tensors.
+void emit_row_inputs_full(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const ReductionAnalysis& a,
+                          ValueNames& names) {
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access != Access::Scalar && in.access != Access::Uniform) continue;
+    const std::string e = in.access == Access::Scalar ? "p." + in_name(k) : load_convert(in_name(k) + "[0]", in.dtype);
+    b.line(register_type(g.inputs[k]->type.dtype) + " rin" + str(static_cast<int64_t>(k)) + " = " + e + ";");
+    if (a.is_row(g.inputs[k])) names[g.inputs[k]] = "rin" + str(static_cast<int64_t>(k));
+  }
+  PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+  pe.emit_row_phase(0, [&](size_t, const std::string&) {});
+}
+
+void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const ReductionAnalysis& a) {
+  const std::string R = str(static_cast<int64_t>(l.sizes.size()));
+  b.open("struct " + g.kernel_name + "_params");
+  b.line("long long numel;");
+  b.line("long long vec_ok;");
+  b.line("long long num_partials;");
+  b.line("long long size[" + R + "];");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar) {
+      emit_scalar_param(b, in.dtype, in_name(k));
+      continue;
+    }
+    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
+    if (in.access != Access::Linear && in.access != Access::Uniform) b.line("long long " + in_name(k) + "_stride[" + R + "];");
+  }
+  emit_outputs_and_partials(b, g, a);
+  b.close(";");
+}
+
+std::string full_load(const PointwiseLayout& l, size_t k, bool vector_path) {
+  const auto& in = l.inputs[k];
+  const std::string kk = str(static_cast<int64_t>(k));
+  switch (in.access) {
+    case Access::Scalar:
+    case Access::Uniform: return "rin" + kk;
+    case Access::Linear: return load_convert(vector_path ? "v" + kk + ".v[lane]" : in_name(k) + "[i]", in.dtype);
+    default: return load_convert(in_name(k) + "[off" + kk + "]", in.dtype);
+  }
+}
+
+void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const ReductionAnalysis& a,
+                            ValueNames& names, bool vector_path) {
+  const std::string vec = str(l.vec);
+  std::vector<size_t> element_outputs;
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    if (!a.is_row(g.outputs[k])) element_outputs.push_back(k);
+  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path); }, nullptr, false};
+  if (vector_path) {
+    auto loop = b.scope("for (tf_index v = first; v < (tf_index)(p.numel / " + vec + "); v += step)");
+    b.line("const tf_index i0 = v * " + vec + ";");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (l.inputs[k].access != Access::Linear) continue;
+      const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + ">";
+      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) +
+             " + i0);");
+    }
+    b.line("#pragma unroll");
+    auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+    b.line("const tf_index i = i0 + lane;");
+    b.line("(void)i;");
+    pe.emit(0, [&](size_t k, const std::string& e) {
+      b.line(out_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+    return;
+  }
+  auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");
+  bool coords = false;
+  for (const auto& in : l.inputs) coords = coords || (in.access != Access::Linear && in.access != Access::Uniform && in.access != Access::Scalar);
+  if (coords) {
+    b.line("tf_index rem = i;");
+    for (size_t d = l.sizes.size(); d-- > 0;) {
+      const std::string dd = str(static_cast<int64_t>(d));
+      if (d == 0) {
+        b.line("const tf_index c0 = rem;");
+      } else {
+        b.line("const tf_index c" + dd + " = rem % (tf_index)p.size[" + dd + "];");
+        b.line("rem /= (tf_index)p.size[" + dd + "];");
+      }
+    }
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      const auto a_k = l.inputs[k].access;
+      if (a_k == Access::Linear || a_k == Access::Uniform || a_k == Access::Scalar) continue;
+      std::string off;
+      for (size_t d = 0; d < l.sizes.size(); ++d) {
+        off += (d ? " + " : "") + std::string("c") + str(static_cast<int64_t>(d)) + " * (tf_index)p." + in_name(k) +
+               "_stride[" + str(static_cast<int64_t>(d)) + "]";
+      }
+      b.line("const tf_index off" + str(static_cast<int64_t>(k)) + " = " + off + ";");
+    }
+  }
+  pe.emit(0, [&](size_t k, const std::string& e) {
+    b.line(out_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+  });
+}
+
+}  // namespace
+
+GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLayout& l, int block) {
+  const ReductionAnalysis a = analyze_reduction_group(g);
+  TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "full reductions take one pass, group ", g.id, " needs ", a.passes);
+  SourceBuilder b;
+  b.raw(prelude());
+  b.line("");
+  b.line("// torchfuse fusion group " + str(g.id) + " (full reduction): " + g.describe());
+  b.line("// blocks reduce grid-strided slices to partials; " + g.kernel_name +
+         "_combine adds them in block order (one block: finished in place)");
+  b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
+  b.line("");
+  emit_full_params(b, g, l, a);
+  b.line("");
+  std::vector<Access> access;
+  std::vector<c10::ScalarType> dtypes;
+  for (const auto& in : l.inputs) {
+    access.push_back(in.access);
+    dtypes.push_back(in.dtype);
+  }
+  {
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(block) + ") " + g.kernel_name + "(const " +
+                     g.kernel_name + "_params p)");
+    emit_restrict_pointers(b, g, access, dtypes);
+    ValueNames names;
+    emit_row_inputs_full(b, g, l, a, names);
+    for (const ir::Node* r : a.reductions) {
+      b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+    }
+    b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
+    b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
+    if (l.vec > 1) {
+      b.open("if (p.vec_ok)");
+      emit_full_element_loop(b, g, l, a, names, true);
+      b.close();
+      b.open("else");
+    }
+    emit_full_element_loop(b, g, l, a, names, false);
+    if (l.vec > 1) b.close();
+    emit_block_reduce(b, a, names, block);
+    b.open("if (gridDim.x > 1)");
+    for (const ir::Node* r : a.reductions) {
+      b.line("if (threadIdx.x == 0) p.part_" + accumulator_name(a, r) + "[blockIdx.x] = red" + str(r->output()->id) + ";");
+    }
+    b.line("return;");
+    b.close();
+    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
+  }
+  b.line("");
+  {
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(kCombineBlock) + ") " + g.kernel_name +
+                     "_combine(const " + g.kernel_name + "_params p)");
+    emit_restrict_pointers(b, g, access, dtypes);
+    ValueNames names;
+    emit_row_inputs_full(b, g, l, a, names);
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      b.line(register_type(accumulator_dtype(*r)) + " " + acc + " = " + reduction_identity(*r) + ";");
+      b.line("for (tf_index q = threadIdx.x; q < (tf_index)p.num_partials; q += blockDim.x) " + acc + " = " +
+             reduction_functor(*r) + "(" + acc + ", p.part_" + acc + "[q]);");
+    }
+    emit_block_reduce(b, a, names, kCombineBlock);
+    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
+  }
+  GeneratedKernel k;
+  k.name = g.kernel_name;
+  k.source = b.str();
+  k.block_size = block;
+  return k;
+}
+
+// ---- column ----
+
+namespace {
+
+void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a) {
+  const auto rank = [](const std::vector<int64_t>& v) { return str(static_cast<int64_t>(std::max<size_t>(v.size(), 1))); };
+  b.open("struct " + g.kernel_name + "_params");
+  b.line("long long outer, red, inner;  // O, R, I: the domain is [O, R, I]");
+  b.line("long long split;");
+  b.line("long long outer_size[" + rank(l.outer_sizes) + "];");
+  b.line("long long red_size[" + rank(l.red_sizes) + "];");
+  b.line("long long inner_size[" + rank(l.inner_sizes) + "];");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    if (in.access == Access::Scalar) {
+      emit_scalar_param(b, in.dtype, in_name(k));
+      continue;
+    }
+    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
+    if (in.access == Access::Uniform) continue;
+    b.line("long long " + in_name(k) + "_outer_stride[" + rank(l.outer_sizes) + "];");
+    b.line("long long " + in_name(k) + "_red_stride[" + rank(l.red_sizes) + "];");
+    b.line("long long " + in_name(k) + "_inner_stride[" + rank(l.inner_sizes) + "];");
+  }
+  emit_outputs_and_partials(b, g, a);
+  b.close(";");
+}
+
+// "off += coord * stride" terms of one segment, decomposing `index` over the segment's sizes.
+void emit_segment(SourceBuilder& b, const ReductionLayout& l, const std::vector<int64_t>& sizes, const std::string& seg,
+                  const std::string& index, const std::string& prefix) {
+  b.line("tf_index " + prefix + "rem = " + index + ";");
+  for (size_t d = sizes.size(); d-- > 0;) {
+    const std::string dd = str(static_cast<int64_t>(d));
+    const std::string c = prefix + "c" + dd;
+    if (d == 0) {
+      b.line("const tf_index " + c + " = " + prefix + "rem;");
+    } else {
+      b.line("const tf_index " + c + " = " + prefix + "rem % (tf_index)p." + seg + "_size[" + dd + "];");
+      b.line(prefix + "rem /= (tf_index)p." + seg + "_size[" + dd + "];");
+    }
+  }
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto acc = l.inputs[k].access;
+    if (acc == Access::Scalar || acc == Access::Uniform) continue;
+    std::string off;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      off += " + " + prefix + "c" + str(static_cast<int64_t>(d)) + " * (tf_index)p." + in_name(k) + "_" + seg +
+             "_stride[" + str(static_cast<int64_t>(d)) + "]";
+    }
+    b.line("const tf_index " + prefix + "off" + str(static_cast<int64_t>(k)) + " = 0" + off + ";");
+  }
+}
+
+std::string column_load(const ReductionLayout& l, size_t k) {
+  const auto& in = l.inputs[k];
+  const std::string kk = str(static_cast<int64_t>(k));
+  if (in.access == Access::Scalar) return "p." + in_name(k);
+  if (in.access == Access::Uniform) return load_convert(in_name(k) + "[0]", in.dtype);
+  return load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + "]", in.dtype);
+}
+
+}  // namespace
+
+GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionLayout& l) {
+  const ReductionAnalysis a = analyze_reduction_group(g);
+  TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "column reductions take one pass, group ", g.id, " needs ", a.passes);
+  SourceBuilder b;
+  b.raw(prelude());
+  b.line("");
+  b.line("// torchfuse fusion group " + str(g.id) + " (column reduction): " + g.describe());
+  b.line("// 32 threads along the kept inner dims x 8 along the reduced dim; " +
+         std::string(l.split > 1 ? "blocks split the reduced dim, " + g.kernel_name + "_combine adds the partials in order"
+                                 : "one block per output tile"));
+  b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
+  b.line("");
+  emit_column_params(b, g, l, a);
+  b.line("");
+  std::vector<Access> access;
+  std::vector<c10::ScalarType> dtypes;
+  for (const auto& in : l.inputs) {
+    access.push_back(in.access);
+    dtypes.push_back(in.dtype);
+  }
+  auto row_inputs = [&](ValueNames& names) {
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (!a.is_row(g.inputs[k])) continue;
+      const auto& in = l.inputs[k];
+      const std::string kk = str(static_cast<int64_t>(k));
+      std::string e = in.access == Access::Scalar   ? "p." + in_name(k)
+                      : in.access == Access::Uniform ? load_convert(in_name(k) + "[0]", in.dtype)
+                                                     : load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + "]", in.dtype);
+      b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = " + e + ";");
+      names[g.inputs[k]] = "rin" + kk;
+    }
+    PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+    pe.emit_row_phase(0, [&](size_t, const std::string&) {});
+  };
+  {
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "(const " + g.kernel_name +
+                     "_params p)");
+    emit_restrict_pointers(b, g, access, dtypes);
+    b.line("const int tx = threadIdx.x & 31;");
+    b.line("const int ty = threadIdx.x >> 5;");
+    b.line("const tf_index tiles = ((tf_index)p.inner + 31) / 32;");
+    b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
+    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;");
+    b.line("const bool ok = i < (tf_index)p.inner;");
+    emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
+    emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
+    ValueNames names;
+    row_inputs(names);
+    for (const ir::Node* r : a.reductions) {
+      b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+    }
+    {
+      auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * 8 + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * 8)");
+      emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k); }, nullptr, false};
+      pe.emit(0, [&](size_t k, const std::string& e) {
+        b.line(out_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " +
+               store_convert(e, g.outputs[k]->type.dtype) + ";");
+      });
+    }
+    // Combine the 8 rows of the block in order.
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      const std::string t = register_type(accumulator_dtype(*r));
+      b.line("__shared__ " + t + " smem_" + acc + "[8][32];");
+      b.line("smem_" + acc + "[ty][tx] = " + acc + ";");
+    }
+    b.line("__syncthreads();");
+    b.line("if (ty != 0 || !ok) return;");
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      b.line("for (int y = 1; y < 8; ++y) " + acc + " = " + reduction_functor(*r) + "(" + acc + ", smem_" + acc + "[y][tx]);");
+      names[r->output()] = acc;
+    }
+    b.open("if (p.split > 1)");
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      b.line("p.part_" + acc + "[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = " + acc + ";");
+    }
+    b.line("return;");
+    b.close();
+    emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i");
+  }
+  b.line("");
+  {
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "_combine(const " +
+                     g.kernel_name + "_params p)");
+    emit_restrict_pointers(b, g, access, dtypes);
+    b.line("const tf_index q = (tf_index)blockIdx.x * blockDim.x + threadIdx.x;");
+    b.line("if (q >= (tf_index)p.outer * (tf_index)p.inner) return;");
+    b.line("const tf_index o = q / (tf_index)p.inner;");
+    b.line("const tf_index i = q % (tf_index)p.inner;");
+    emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
+    emit_segment(b, l, l.inner_sizes, "inner", "i", "i");
+    ValueNames names;
+    row_inputs(names);
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      b.line(register_type(accumulator_dtype(*r)) + " " + acc + " = p.part_" + acc + "[q];");
+      b.line("for (tf_index s = 1; s < (tf_index)p.split; ++s) " + acc + " = " + reduction_functor(*r) + "(" + acc +
+             ", p.part_" + acc + "[s * (tf_index)p.outer * (tf_index)p.inner + q]);");
+      names[r->output()] = acc;
+    }
+    emit_row_outputs(b, g, a, names, "true", "q");
+  }
+  GeneratedKernel k;
+  k.name = g.kernel_name;
+  k.source = b.str();
+  k.block_size = 256;
+  return k;
+}
+
+}  // namespace codegen
+}  // namespace torchfuse

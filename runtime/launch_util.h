@@ -1,0 +1,52 @@
+// Shared by the launchers of every schedule: packing kernel arguments, alignment checks,
+// output allocation and the driver launch on the current stream.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include "codegen/kernel.h"
+#include "codegen/layout.h"
+#include "runtime/kernel_cache.h"
+
+namespace torchfuse {
+namespace runtime {
+
+// Kernel arguments packed as the generated params struct lays them out (8 bytes each).
+class ParamPacker {
+ public:
+  void i64(int64_t v) { words_.push_back(v); }
+  void f64(double v) {
+    int64_t w;
+    std::memcpy(&w, &v, sizeof w);
+    words_.push_back(w);
+  }
+  void ptr(const void* p) { words_.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(p))); }
+  // A stride or size array of the kernel's declared length (at least 1; empty packs a 0 or 1).
+  void array(const std::vector<int64_t>& v, int64_t fill) {
+    if (v.empty()) i64(fill);
+    for (int64_t x : v) i64(x);
+  }
+  void scalar(const c10::IValue& v);
+  void* data() { return words_.data(); }
+
+ private:
+  std::vector<int64_t> words_;
+};
+
+bool aligned(const void* p, size_t bytes);
+
+// Launches `entry` of `kernel` on the current CUDA stream of `device`.
+void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
+            int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters);
+
+// An uninitialized output (poisoned when asked).
+at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison);
+
+}  // namespace runtime
+}  // namespace torchfuse

@@ -1,0 +1,290 @@
+#include "runtime/launchers.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include "codegen/pointwise.h"
+#include "codegen/reduction_common.h"
+#include "codegen/reduction_layout.h"
+#include "codegen/row_reduction.h"
+#include "codegen/split_reduction.h"
+#include "runtime/driver_api.h"
+#include "runtime/launch_util.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace runtime {
+namespace {
+
+using codegen::Access;
+
+constexpr int kFullBlock = 512;
+
+std::vector<c10::ScalarType> element_output_dtypes(const FusionGroup& g, const codegen::ReductionAnalysis* a) {
+  std::vector<c10::ScalarType> out;
+  for (const ir::Value* v : g.outputs)
+    if (!a || !a->is_row(v)) out.push_back(v->type.dtype);
+  return out;
+}
+
+bool has_strides(Access a) { return a == Access::InnerContig || a == Access::InnerBroadcast || a == Access::Strided; }
+
+codegen::PointwiseLayout pointwise_layout(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& c) {
+  return codegen::plan_pointwise_layout(c.domain, c.shapes, element_output_dtypes(g, a), kMaxGridThreads);
+}
+
+codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
+                                          int sm_count, bool allow_vector) {
+  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, static_cast<int>(a.cached.size()),
+                                        sm_count, allow_vector);
+}
+
+// Row schedule's vector loads need each row start and pointer aligned to the vector.
+bool row_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) {
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (l.inputs[k].access != Access::InnerContig) continue;
+    const at::Tensor& t = c.values[k].toTensor();
+    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    for (int64_t s : l.inputs[k].outer_strides)
+      if (s % l.vec != 0) return false;
+  }
+  return true;
+}
+
+// The pointwise/full vector path needs whole vectors per innermost row and aligned accesses.
+bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& c, const std::vector<at::Tensor>& out,
+                           bool linear_only) {
+  if (l.vec <= 1 || l.sizes.back() % l.vec != 0) return false;
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (linear_only && op.access != Access::Linear && op.access != Access::Uniform && op.access != Access::Scalar)
+      return false;
+    if (op.access != Access::Linear && op.access != Access::InnerContig) continue;
+    const at::Tensor& t = c.values[k].toTensor();
+    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    for (size_t d = 0; d + 1 < op.strides.size(); ++d)
+      if (op.strides[d] % l.vec != 0) return false;
+  }
+  for (const auto& t : out)
+    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+  return true;
+}
+
+// Element outputs cover the domain; per-row outputs keep or drop the reduced dims as their IR
+// type does.
+std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs& c) {
+  const auto* a = fk.analysis();
+  std::vector<at::Tensor> out;
+  for (const ir::Value* v : fk.group().outputs) {
+    std::vector<int64_t> sizes = c.domain;
+    if (a && a->is_row(v)) {
+      const ReductionDomain actual{c.domain, a->rd.dims};
+      sizes = v->type.sizes == a->rd.keep_shape() ? actual.keep_shape() : actual.squeezed_shape();
+    }
+    out.push_back(new_output(sizes, v->type.dtype, c.device, fk.poison_outputs()));
+  }
+  return out;
+}
+
+at::Tensor partials(const ir::Node& r, int64_t n, const c10::Device& device) {
+  return at::empty({n}, at::TensorOptions().dtype(codegen::accumulator_dtype(r)).device(device));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- pointwise ----
+
+std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
+  const auto l = pointwise_layout(fk.group(), nullptr, c);
+  auto out = allocate_outputs(fk, c);
+  const int64_t numel = l.numel();
+  if (numel == 0) return out;
+  const auto kernel = fk.kernel_for("pw;" + l.key(), [&] { return codegen::generate_pointwise(fk.group(), l); });
+  const bool vec_ok = pointwise_vectors_fit(l, c, out, false);
+  ParamPacker p;
+  p.i64(numel);
+  p.i64(vec_ok ? 1 : 0);
+  for (int64_t s : l.sizes) p.i64(s);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (op.access == Access::Scalar) {
+      p.scalar(c.values[k]);
+      continue;
+    }
+    p.ptr(c.values[k].toTensor().data_ptr());
+    if (has_strides(op.access)) p.array(op.strides, 0);
+  }
+  for (const auto& t : out) p.ptr(t.data_ptr());
+  const DeviceInfo& info = device_info(c.device.index());
+  const int64_t work = ceil_div(numel, vec_ok ? l.vec : 1);
+  const int64_t max_blocks = std::min<int64_t>(int64_t{info.sm_count} * (2048 / kernel.block_size),
+                                               kMaxGridThreads / kernel.block_size);
+  const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(work, kernel.block_size), max_blocks));
+  launch(kernel, kernel.name, c.device, blocks, 1, kernel.block_size, p, fk.counters());
+  fk.count_launches(1);
+  return out;
+}
+
+// ---- row ----
+
+std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
+  const auto& a = *fk.analysis();
+  const DeviceInfo& info = device_info(c.device.index());
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, true);
+  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, false);
+  auto out = allocate_outputs(fk, c);
+  const int64_t rows = l.outer();
+  if (rows == 0) return out;
+  const auto kernel = fk.kernel_for("row;" + l.key(), [&] { return codegen::generate_row_reduction(fk.group(), l); });
+  ParamPacker p;
+  p.i64(rows);
+  p.i64(l.reduced());
+  p.array(l.outer_sizes, 1);
+  p.array(l.red_sizes, 1);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (op.access == Access::Scalar) {
+      p.scalar(c.values[k]);
+      continue;
+    }
+    p.ptr(c.values[k].toTensor().data_ptr());
+    if (op.access == Access::Uniform) continue;
+    p.array(op.outer_strides, 0);
+    if (op.access == Access::InnerContig || op.access == Access::Strided) p.array(op.red_strides, 0);
+  }
+  for (const auto& t : out) p.ptr(t.data_ptr());
+  const int rows_per_block = l.block / l.threads_per_row;
+  const int64_t blocks =
+      std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), int64_t{info.sm_count} * (2048 / l.block)));
+  launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
+  fk.count_launches(1);
+  return out;
+}
+
+// ---- column ----
+
+std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
+  const auto& a = *fk.analysis();
+  const DeviceInfo& info = device_info(c.device.index());
+  const auto l = reduction_layout(fk.group(), a, c, info.sm_count, false);
+  auto out = allocate_outputs(fk, c);
+  const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
+  if (O * I == 0) return out;
+  const auto kernel = fk.kernel_for("col;" + l.key(), [&] { return codegen::generate_column_reduction(fk.group(), l); });
+  std::vector<at::Tensor> parts;
+  for (const ir::Node* r : a.reductions) {
+    if (l.split > 1) parts.push_back(partials(*r, l.split * O * I, c.device));
+  }
+  ParamPacker p;
+  p.i64(O);
+  p.i64(R);
+  p.i64(I);
+  p.i64(l.split);
+  p.array(l.outer_sizes, 1);
+  p.array(l.red_sizes, 1);
+  p.array(l.inner_sizes, 1);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (op.access == Access::Scalar) {
+      p.scalar(c.values[k]);
+      continue;
+    }
+    p.ptr(c.values[k].toTensor().data_ptr());
+    if (op.access == Access::Uniform) continue;
+    p.array(op.outer_strides, 0);
+    p.array(op.red_strides, 0);
+    p.array(op.inner_strides, 0);
+  }
+  for (const auto& t : out) p.ptr(t.data_ptr());
+  for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
+  launch(kernel, kernel.name, c.device, ceil_div(I, 32) * O, l.split, 256, p, fk.counters());
+  int launches = 1;
+  if (l.split > 1) {
+    launch(kernel, kernel.name + "_combine", c.device, ceil_div(O * I, 256), 1, 256, p, fk.counters());
+    ++launches;
+  }
+  fk.count_launches(launches);
+  return out;
+}
+
+// ---- full ----
+
+std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
+  const auto& a = *fk.analysis();
+  const auto l = pointwise_layout(fk.group(), &a, c);
+  auto out = allocate_outputs(fk, c);
+  const auto kernel = fk.kernel_for("full;" + l.key(), [&] { return codegen::generate_full_reduction(fk.group(), l, kFullBlock); });
+  std::vector<at::Tensor> element_outputs;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (!a.is_row(fk.group().outputs[k])) element_outputs.push_back(out[k]);
+  const bool vec_ok = pointwise_vectors_fit(l, c, element_outputs, true);
+  const int64_t numel = l.numel();
+  const DeviceInfo& info = device_info(c.device.index());
+  const int64_t blocks = std::max<int64_t>(
+      1, std::min(ceil_div(ceil_div(numel, vec_ok ? l.vec : 1), kFullBlock), int64_t{info.sm_count} * 4));
+  std::vector<at::Tensor> parts;
+  for (const ir::Node* r : a.reductions) parts.push_back(partials(*r, blocks, c.device));
+  ParamPacker p;
+  p.i64(numel);
+  p.i64(vec_ok ? 1 : 0);
+  p.i64(blocks);
+  for (int64_t s : l.sizes) p.i64(s);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (op.access == Access::Scalar) {
+      p.scalar(c.values[k]);
+      continue;
+    }
+    p.ptr(c.values[k].toTensor().data_ptr());
+    if (op.access != Access::Linear && op.access != Access::Uniform) p.array(op.strides, 0);
+  }
+  for (const auto& t : out) p.ptr(t.data_ptr());
+  for (const auto& t : parts) p.ptr(t.data_ptr());
+  launch(kernel, kernel.name, c.device, blocks, 1, kFullBlock, p, fk.counters());
+  int launches = 1;
+  if (blocks > 1) {
+    launch(kernel, kernel.name + "_combine", c.device, 1, 1, codegen::kCombineBlock, p, fk.counters());
+    ++launches;
+  }
+  fk.count_launches(launches);
+  return out;
+}
+
+}  // namespace
+
+PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
+                                int sm_count, bool allow_vector) {
+  switch (g.schedule) {
+    case Schedule::Pointwise: {
+      const auto l = pointwise_layout(g, nullptr, call);
+      return {"pw;" + l.key(), codegen::generate_pointwise(g, l)};
+    }
+    case Schedule::RowReduction: {
+      const auto l = reduction_layout(g, *a, call, sm_count, allow_vector);
+      return {"row;" + l.key(), codegen::generate_row_reduction(g, l)};
+    }
+    case Schedule::ColumnReduction: {
+      const auto l = reduction_layout(g, *a, call, sm_count, false);
+      return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
+    }
+    case Schedule::FullReduction: {
+      const auto l = pointwise_layout(g, a, call);
+      return {"full;" + l.key(), codegen::generate_full_reduction(g, l, kFullBlock)};
+    }
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "unknown schedule");
+}
+
+std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call) {
+  switch (fk.group().schedule) {
+    case Schedule::Pointwise: return launch_pointwise(fk, call);
+    case Schedule::RowReduction: return launch_row(fk, call);
+    case Schedule::ColumnReduction: return launch_column(fk, call);
+    case Schedule::FullReduction: return launch_full(fk, call);
+  }
+  TORCHFUSE_INTERNAL_ASSERT(false, "unknown schedule");
+}
+
+}  // namespace runtime
+}  // namespace torchfuse

@@ -1,0 +1,140 @@
+// Reductions on the CPU side: conversion of every reduction op, grouping of the suite's
+// patterns into one kernel each, refusals, and every reduction kernel through NVRTC for sm_90.
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include "tests/suite_modules.h"
+#include "tests/test_util.h"
+
+using tftest::contains_in_order;
+using tftest::module_from;
+using tftest::module_returning;
+
+namespace {
+
+torchfuse::Explanation explain(const torch::jit::Module& m, const std::vector<c10::IValue>& in, bool compile = false) {
+  return torchfuse::compile(m, tftest::quiet_options()).explain(in, compile);
+}
+
+std::vector<c10::IValue> small_inputs(const std::string& name) {
+  auto r = [](std::vector<int64_t> s) { return torch::randn(s); };
+  if (name == "bias_gelu_erf") return {r({64, 96}), r({96})};
+  if (name == "layernorm_manual") return {r({32, 96}), r({96}), r({96})};
+  if (name == "rmsnorm_manual") return {r({32, 96}), r({96})};
+  if (name == "swiglu") return {r({64, 96}), r({64, 96})};
+  if (name == "add_layernorm") return {r({32, 96}), r({32, 96}), r({96}), r({96})};
+  if (name == "attn_softmax_mask") return {r({2, 4, 16, 32}), r({1, 1, 16, 32})};
+  return {r({64, 96})};
+}
+
+TEST(Reductions, EverySuitePatternIsOneGroupAndCompiles) {
+  for (const auto& p : tftest::suite_patterns()) {
+    SCOPED_TRACE(p.name);
+    auto m = module_from(tftest::with_row_length(p.source, 96));
+    const auto e = explain(m, small_inputs(p.name), /*compile=*/true);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+    EXPECT_EQ(tftest::fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
+    EXPECT_EQ(e.rewritten_graph.find("aten::"), std::string::npos) << e.rewritten_graph;
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+  }
+}
+
+TEST(Reductions, SchedulesFollowTheReducedDims) {
+  const auto x = torch::randn({16, 24, 40});
+  EXPECT_NE(explain(module_returning("x", "torch.softmax(x, -1)"), {x}).ir_after.find("(row_reduction"), std::string::npos);
+  EXPECT_NE(explain(module_returning("x", "x.sum(0) * 2.0"), {x}).ir_after.find("(column_reduction"), std::string::npos);
+  EXPECT_NE(explain(module_returning("x", "x.amax(1) + 1.0"), {x}).ir_after.find("(column_reduction"), std::string::npos);
+  EXPECT_NE(explain(module_returning("x", "(x * x).sum()"), {x}).ir_after.find("(full_reduction"), std::string::npos);
+  EXPECT_NE(explain(module_returning("x", "x.sum([1, 2])"), {x}).ir_after.find("(row_reduction"), std::string::npos);
+}
+
+struct ReduceCase {
+  std::string expr;
+  std::vector<std::string> ir;
+};
+
+class ConvertReduction : public ::testing::TestWithParam<ReduceCase> {};
+
+TEST_P(ConvertReduction, BecomesPrimitives) {
+  const auto& c = GetParam();
+  const auto e = explain(module_returning("x", c.expr), {torch::randn({6, 10, 12})});
+  std::vector<std::string> needles;
+  for (const auto& op : c.ir) needles.push_back(" = " + op);
+  EXPECT_TRUE(contains_in_order(e.ir_before, needles));
+  EXPECT_EQ(e.ir_before.find("= aten::"), std::string::npos) << e.ir_before;
+  EXPECT_GE(e.kernels.size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryReduction, ConvertReduction,
+    ::testing::Values(
+        ReduceCase{"x.sum(-1)", {"reduce_sum[dims=[2]]("}},
+        ReduceCase{"x.sum([0, 1], keepdim=True)", {"reduce_sum[dims=[0, 1], keepdim]("}},
+        ReduceCase{"torch.sum(x)", {"reduce_sum[dims=[0, 1, 2]]("}},
+        ReduceCase{"x.mean(1)", {"reduce_sum[dims=[1]](", "div(%"}},
+        ReduceCase{"x.mean(-1, keepdim=True)", {"reduce_sum[dims=[2], keepdim](", "div("}},
+        ReduceCase{"x.amax(-1)", {"reduce_max[dims=[2]]("}}, ReduceCase{"x.amin(0)", {"reduce_min[dims=[0]]("}},
+        ReduceCase{"torch.max(x)", {"reduce_max[dims=[0, 1, 2]]("}},
+        ReduceCase{"x.max(dim=1, keepdim=True)[0]", {"reduce_max[dims=[1], keepdim]("}},
+        ReduceCase{"x.min(dim=2)[0]", {"reduce_min[dims=[2]]("}},
+        ReduceCase{"x.var(-1)", {"reduce_sum[dims=[2], keepdim](", "sub(", "mul(", "reduce_sum[dims=[2]](", "div("}},
+        ReduceCase{"x.std(-1, unbiased=False)", {"reduce_sum", "reduce_sum", "div(", "sqrt("}},
+        ReduceCase{"torch.var(x, 2, correction=0, keepdim=True)", {"reduce_sum", "reduce_sum[dims=[2], keepdim]"}},
+        ReduceCase{"torch.logsumexp(x, 2)", {"reduce_max[dims=[2], keepdim](", "exp(", "reduce_sum[dims=[2]](", "log("}},
+        ReduceCase{"torch.softmax(x, -1)", {"reduce_max[dims=[2], keepdim](", "exp(", "reduce_sum", "div("}},
+        ReduceCase{"torch.log_softmax(x, 2)", {"reduce_max", "sub(", "exp(", "reduce_sum", "log(", "sub("}},
+        ReduceCase{"torch.layer_norm(x, [12])", {"reduce_sum", "sub(", "reduce_sum", "rsqrt(", "mul("}},
+        ReduceCase{"torch.layer_norm(x, [10, 12], None, None, 1e-6)", {"reduce_sum[dims=[1, 2], keepdim]", "rsqrt("}},
+        ReduceCase{"torch.norm(x)", {"mul(", "reduce_sum[dims=[0, 1, 2]](", "sqrt("}},
+        ReduceCase{"torch.linalg_vector_norm(x, 2, [-1])", {"mul(", "reduce_sum[dims=[2]](", "sqrt("}}));
+
+TEST(Reductions, RmsNormWhereLibTorchHasIt) {
+  if (torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("aten::rms_norm")).empty()) {
+    GTEST_SKIP() << "this LibTorch has no aten::rms_norm";
+  }
+  const auto e = explain(module_returning("x, w", "torch.rms_norm(x, [12], w, 1e-6)"), {torch::randn({6, 12}), torch::randn({12})});
+  EXPECT_TRUE(contains_in_order(e.ir_before, {"mul(", "reduce_sum", "rsqrt(", "mul(", "mul("}));
+  EXPECT_EQ(e.kernels.size(), 1u);
+}
+
+TEST(Reductions, NonContiguousReducedDimsAreRefused) {
+  const auto e = explain(module_returning("x", "x.sum([0, 2]) * 2.0"), {torch::randn({4, 5, 6})});
+  bool found = false;
+  for (const auto& r : e.refused) found = found || r.find("not one contiguous block") != std::string::npos;
+  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::sum"), std::string::npos) << e.rewritten_graph;
+}
+
+TEST(Reductions, ColumnEpilogueOverElementsIsRefusedWithReason) {
+  const auto e = explain(module_returning("x", "x - x.mean(0, keepdim=True)"), {torch::randn({64, 32})});
+  bool found = false;
+  for (const auto& r : e.refused) found = found || r.find("fuse no full-size epilogue") != std::string::npos;
+  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+}
+
+TEST(Reductions, MultiPassOpsOverLeadingDimsStayInAten) {
+  const auto e = explain(module_returning("x", "torch.softmax(x, 0)"), {torch::randn({64, 32})});
+  EXPECT_TRUE(e.kernels.empty()) << e.ir_after;
+  bool found = false;
+  for (const auto& r : e.refused) found = found || r.find("reads its own reduction") != std::string::npos;
+  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::softmax"), std::string::npos) << e.rewritten_graph;
+}
+
+TEST(Reductions, SeveralReductionsShareOneKernel) {
+  // max and sum (logsumexp), mean and variance (layer norm): one group each.
+  for (const char* expr : {"torch.logsumexp(x, -1)", "torch.layer_norm(x, [32])", "x.var(-1) + x.mean(-1)"}) {
+    const auto e = explain(module_returning("x", expr), {torch::randn({8, 32})});
+    EXPECT_EQ(e.kernels.size(), 1u) << expr << "\n" << e.ir_after;
+  }
+}
+
+TEST(Reductions, RowKernelsCompileForEveryRowLength) {
+  for (int64_t cols : {1, 31, 768, 1000, 4096, 50257, 65536, 262144}) {
+    SCOPED_TRACE(cols);
+    const auto e = explain(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, cols})}, true);
+    ASSERT_EQ(e.kernels.size(), 1u);
+    EXPECT_GT(e.cubin_bytes[0], 0u);
+  }
+}
+
+}  // namespace
