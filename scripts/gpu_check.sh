@@ -19,13 +19,14 @@ fi
 status=0
 "$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
+"$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
 if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
   "$BUILD_DIR"/benchmarks/torchfuse_bench ${BENCH_ARGS:-} --json "$OUT/torchfuse_bench.json" >"$OUT/bench.log" 2>&1 || status=1
 fi
 echo "== summary =="
 cat "$OUT/gpu.txt"
-for f in cpu_tests gpu_tests; do
+for f in cpu_tests gpu_tests gpu_reduction_tests; do
   echo "$f: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/$f.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
 done

@@ -33,12 +33,13 @@ void flatten(const c10::IValue& v, std::vector<c10::IValue>& out) {
   }
 }
 
-OutputComparison compare_tensor(const at::Tensor& expected, const at::Tensor& actual, size_t index) {
+OutputComparison compare_tensor(const at::Tensor& expected, const at::Tensor& actual, size_t index,
+                                const Tolerance* tolerance) {
   OutputComparison c;
   c.name = "output " + std::to_string(index);
   c.dtype = ir::dtype_short_name(expected.scalar_type());
   c.sizes = expected.sizes().vec();
-  c.tolerance = default_tolerance(expected.scalar_type());
+  c.tolerance = tolerance ? *tolerance : default_tolerance(expected.scalar_type());
   if (expected.scalar_type() != actual.scalar_type()) {
     c.problem = std::string("dtype differs: eager ") + ir::dtype_short_name(expected.scalar_type()) + ", compiled " +
                 ir::dtype_short_name(actual.scalar_type());
@@ -74,7 +75,7 @@ OutputComparison compare_tensor(const at::Tensor& expected, const at::Tensor& ac
 
 }  // namespace
 
-ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual) {
+ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual, const Tolerance* tolerance) {
   std::vector<c10::IValue> e, a;
   flatten(expected, e);
   flatten(actual, a);
@@ -82,7 +83,7 @@ ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue&
   ComparisonReport r;
   for (size_t i = 0; i < e.size(); ++i) {
     if (e[i].isTensor() && a[i].isTensor()) {
-      r.outputs.push_back(compare_tensor(e[i].toTensor(), a[i].toTensor(), i));
+      r.outputs.push_back(compare_tensor(e[i].toTensor(), a[i].toTensor(), i, tolerance));
       continue;
     }
     OutputComparison c;

@@ -181,8 +181,10 @@ struct ComparisonReport {
 // Runs eager (op by op through ATen) and compiled on the same inputs and compares every
 // tensor output: |compiled - eager| <= atol + rtol * |eager|, NaN where eager has NaN.
 ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs);
-// Compares two results (tensors, or tuples/lists of tensors) directly.
-ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual);
+// Compares two results (tensors, or tuples/lists of tensors) directly, with the dtype's default
+// tolerance or the one given (long reductions accumulate rounding in a different order).
+ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual,
+                                 const Tolerance* tolerance = nullptr);
 
 // True when a CUDA device and driver are usable from this process.
 bool cuda_available();

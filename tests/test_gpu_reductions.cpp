@@ -1,0 +1,184 @@
+// GPU tests for reductions: every reduction op over last, first, middle, several and all dims,
+// with and without keepdim, in fp32/fp16/bf16; the suite's patterns; row lengths from 1 to
+// 262144; 3-D/4-D, transposed and sliced inputs; -inf rows and NaN; determinism.
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <limits>
+
+#include "tests/suite_modules.h"
+#include "tests/test_util.h"
+
+using tftest::module_from;
+using tftest::module_returning;
+
+namespace {
+
+bool have_gpu() { return torch::cuda::is_available() && torchfuse::cuda_available(); }
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+// Reductions add in another order than eager: fp32 gets a tolerance for sums of thousands of terms.
+torchfuse::Tolerance reduction_tolerance(c10::ScalarType t) {
+  if (t == c10::kFloat) return {1e-4, 1e-4};
+  return torchfuse::default_tolerance(t);
+}
+
+torch::Tensor rnd(std::vector<int64_t> s, c10::ScalarType t) { return torch::randn(s, torch::kCUDA).to(t); }
+
+// Compiles on one draw, checks a fresh draw: fused (kernels > 0 launched, or exactly `kernels`),
+// poisoned outputs all written, values within tolerance of eager.
+void expect_matches_eager(const torch::jit::Module& m, const std::function<std::vector<c10::IValue>()>& make,
+                          const std::string& label, int kernels = -1) {
+  SCOPED_TRACE(label);
+  auto o = tftest::quiet_options();
+  o.debug_poison_outputs = true;
+  auto c = torchfuse::compile(m, o);
+  c.forward(make());
+  const auto in = make();
+  const auto expected = c.forward_eager(in);
+  const auto before = c.stats();
+  const auto actual = c.forward(in);
+  torch::cuda::synchronize();
+  const int64_t launched = c.stats().kernel_launches - before.kernel_launches;
+  if (kernels >= 0) EXPECT_EQ(launched, kernels) << c.graph_for(in);
+  else EXPECT_GT(launched, 0) << c.graph_for(in);
+  c10::ScalarType dtype = c10::kFloat;
+  for (const auto& v : in)
+    if (v.isTensor()) dtype = v.toTensor().scalar_type();
+  const auto tol = reduction_tolerance(dtype);
+  const auto report = torchfuse::compare_outputs(expected, actual, &tol);
+  EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
+}
+
+const c10::ScalarType kDtypes[] = {c10::kFloat, c10::kHalf, c10::kBFloat16};
+
+TEST(GpuReductions, EveryOpOverEveryKindOfDims) {
+  REQUIRE_GPU();
+  const char* exprs[] = {
+      // last, first, middle, several, all dims; with and without keepdim
+      "x.sum(-1) * 2.0", "x.sum(0, keepdim=True) + 1.0", "x.sum(1) - 1.0", "x.sum([1, 2]) * 0.5", "x.sum() + 1.0",
+      "x.mean(-1, keepdim=True) * x", "x.mean(0) * 2.0", "x.mean(1, keepdim=True) + 1.0", "x.mean([0, 1]) + 1.0",
+      "x.mean() * 3.0", "x.amax(-1) * 2.0", "x.amax(0, keepdim=True) + 1.0", "x.amax(1) - 1.0", "x.amin(-1) * 2.0",
+      "x.amin([1, 2]) + 1.0", "torch.max(x) * 1.0", "torch.min(x) + 1.0", "x.max(dim=2)[0] * 2.0",
+      "x.min(dim=0, keepdim=True)[0] + 1.0", "x.var(-1) * 1.0", "x.var(-1, keepdim=True) + x",
+      "x.std(-1, unbiased=False) * 2.0", "torch.var(x, [1, 2], correction=0)", "torch.std(x, -1, keepdim=True) * x",
+      "torch.logsumexp(x, -1) * 1.0", "torch.logsumexp(x, 2, keepdim=True) - x", "torch.softmax(x, -1)",
+      "torch.softmax(x * 2.0, 2)", "torch.log_softmax(x, -1)", "torch.layer_norm(x, [40])",
+      "torch.layer_norm(x, [24, 40], None, None, 1e-6)", "torch.norm(x) * 1.0", "torch.linalg_vector_norm(x, 2, [-1])",
+      "torch.norm(x, 2, [2], True) + x",
+  };
+  for (auto dtype : kDtypes) {
+    for (const char* e : exprs) {
+      expect_matches_eager(module_returning("x", e), [&] { return std::vector<c10::IValue>{rnd({6, 24, 40}, dtype)}; },
+                           std::string(e) + " " + c10::toString(dtype));
+    }
+  }
+}
+
+TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
+  REQUIRE_GPU();
+  for (auto dtype : kDtypes) {
+    auto ln = module_returning("x, w, b", "torch.layer_norm(x, [96], w, b, 1e-5)");
+    expect_matches_eager(ln, [&] { return std::vector<c10::IValue>{rnd({4, 33, 96}, dtype), rnd({96}, dtype), rnd({96}, dtype)}; },
+                         std::string("layer_norm ") + c10::toString(dtype), 1);
+    auto rms = module_returning("x, w", "torch.rms_norm(x, [96], w, 1e-6)");
+    expect_matches_eager(rms, [&] { return std::vector<c10::IValue>{rnd({4, 33, 96}, dtype), rnd({96}, dtype)}; },
+                         std::string("rms_norm ") + c10::toString(dtype), 1);
+  }
+}
+
+std::vector<c10::IValue> suite_inputs(const std::string& name, c10::ScalarType t, int64_t rows, int64_t cols) {
+  if (name == "bias_gelu_erf") return {rnd({rows, cols}, t), rnd({cols}, t)};
+  if (name == "layernorm_manual") return {rnd({rows, cols}, t), rnd({cols}, t), rnd({cols}, t)};
+  if (name == "rmsnorm_manual") return {rnd({rows, cols}, t), rnd({cols}, t)};
+  if (name == "swiglu") return {rnd({rows, cols}, t), rnd({rows, cols}, t)};
+  if (name == "add_layernorm") return {rnd({rows, cols}, t), rnd({rows, cols}, t), rnd({cols}, t), rnd({cols}, t)};
+  if (name == "attn_softmax_mask") return {rnd({2, 4, rows, cols}, t), rnd({1, 1, rows, cols}, t)};
+  return {rnd({rows, cols}, t)};
+}
+
+TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
+  REQUIRE_GPU();
+  for (const auto& p : tftest::suite_patterns()) {
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      const int64_t rows = p.name == "attn_softmax_mask" ? 1024 : 4096;
+      const int64_t cols = p.name == "attn_softmax_mask" ? 1024 : 4096;
+      expect_matches_eager(module_from(tftest::with_row_length(p.source, cols)),
+                           [&] { return suite_inputs(p.name, dtype, rows, cols); },
+                           p.name + " " + c10::toString(dtype), p.kernels);
+    }
+  }
+}
+
+TEST(GpuReductions, RowLengths) {
+  REQUIRE_GPU();
+  for (int64_t cols : {1, 31, 768, 1000, 4096, 50257, 65536, 262144}) {
+    const int64_t rows = cols >= 65536 ? 64 : 256;
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      const std::string tag = std::to_string(cols) + " " + c10::toString(dtype);
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({rows, cols}, dtype)}; }, "softmax " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.layer_norm(x, [" + std::to_string(cols) + "])"),
+                           [&] { return std::vector<c10::IValue>{rnd({rows, cols}, dtype)}; }, "layer_norm " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.logsumexp(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({rows, cols}, dtype)}; }, "logsumexp " + tag, 1);
+    }
+  }
+}
+
+TEST(GpuReductions, TransposedSlicedAnd4D) {
+  REQUIRE_GPU();
+  for (auto dtype : kDtypes) {
+    const std::string d = c10::toString(dtype);
+    expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                         [&] { return std::vector<c10::IValue>{rnd({300, 200}, dtype).t()}; }, "transposed softmax " + d, 1);
+    expect_matches_eager(module_returning("x", "torch.layer_norm(x, [100])"),
+                         [&] { return std::vector<c10::IValue>{rnd({64, 200}, dtype).slice(1, 0, 200, 2)}; },
+                         "sliced layer_norm " + d, 1);
+    expect_matches_eager(module_returning("x", "x.sum(0) * 2.0"),
+                         [&] { return std::vector<c10::IValue>{rnd({96, 500}, dtype).t()}; }, "transposed col sum " + d);
+    expect_matches_eager(module_returning("s, m", "torch.softmax(s * 0.125 + m, dim=-1)"),
+                         [&] { return std::vector<c10::IValue>{rnd({2, 3, 64, 80}, dtype), rnd({1, 1, 64, 80}, dtype)}; },
+                         "4-D masked softmax " + d, 1);
+    expect_matches_eager(module_returning("x", "x.mean(1) + 1.0"),
+                         [&] { return std::vector<c10::IValue>{rnd({3, 70, 5, 33}, dtype)}; }, "4-D middle mean " + d);
+  }
+}
+
+TEST(GpuReductions, InfinityRowsAndNaNMatchEager) {
+  REQUIRE_GPU();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto make = [&] {
+    auto x = torch::randn({8, 300}, torch::kCUDA) * 50.0;  // large values: stability
+    x[1].fill_(-inf);                                       // a row of -inf
+    x[2][7] = inf;
+    x[3][5] = std::numeric_limits<double>::quiet_NaN();
+    return std::vector<c10::IValue>{x};
+  };
+  for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)", "torch.log_softmax(x, -1)", "x.amax(-1)",
+                        "x.sum(-1)", "torch.layer_norm(x, [300])"}) {
+    expect_matches_eager(module_returning("x", e), make, e, 1);
+  }
+}
+
+TEST(GpuReductions, Deterministic) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* expr;
+    std::vector<int64_t> shape;
+  };
+  for (const auto& c : {Case{"x.sum(0)", {16384, 512}}, Case{"(x * x).mean()", {4096, 4096}},
+                        Case{"torch.softmax(x, -1)", {64, 65536}}, Case{"torch.layer_norm(x, [4096])", {512, 4096}}}) {
+    auto m = torchfuse::compile(module_returning("x", c.expr));
+    const auto x = rnd(c.shape, c10::kFloat);
+    m.forward({x});
+    const auto first = m.forward({x}).toTensor().clone();
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_TRUE(torch::equal(first, m.forward({x}).toTensor())) << c.expr << " run " << i;
+    }
+  }
+}
+
+}  // namespace
