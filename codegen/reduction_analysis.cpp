@@ -22,29 +22,47 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
   a.rd = ReductionDomain::of(*first);
   const bool row_is_element = a.rd.keep_shape() == a.rd.domain;  // every reduced dim has size 1
 
+  // Per-row values: reduction results and what is computed from them alone. A group input is
+  // per row when it has the keepdim shape, or the squeezed shape and a per-row node reads it (a
+  // [C] weight and a [R] row value look alike when R == C: how they are used decides).
+  std::set<const ir::Value*> derived;  // computed from a reduction result
   for (const ir::Value* v : g.inputs) {
     a.level[v] = 0;
-    if (v->type.is_scalar() || (!row_is_element && v->type.is_tensor() && a.rd.is_row_shape(v->type.sizes))) {
+    if (v->type.is_scalar() || (!row_is_element && v->type.is_tensor() && v->type.sizes == a.rd.keep_shape())) {
       a.per_row.insert(v);
     }
   }
+  const auto squeezed = a.rd.squeezed_shape();
   for (const ir::Node* n : g.nodes) {
     int lvl = 0;
-    bool all_row = true;
     for (const ir::Value* in : n->inputs) {
-      if (in->constant) continue;
-      lvl = std::max(lvl, a.level_of(in));
-      all_row = all_row && a.is_row(in);
+      if (!in->constant) lvl = std::max(lvl, a.level_of(in));
     }
     if (ir::is_reduction(n->kind)) {
       a.reductions.push_back(n);
       a.level[n->output()] = lvl + 1;
       a.per_row.insert(n->output());
+      derived.insert(n->output());
       continue;
     }
     a.level[n->output()] = lvl;
-    if (all_row) {
+    bool from_reduction = false;
+    bool all_row = true;
+    std::vector<const ir::Value*> squeezed_inputs;
+    for (const ir::Value* in : n->inputs) {
+      if (in->constant) continue;
+      from_reduction = from_reduction || derived.count(in) > 0;
+      if (a.is_row(in) || (in->type.is_tensor() && in->type.rank() == 0)) continue;
+      if (!in->producer && in->type.sizes == squeezed) {
+        squeezed_inputs.push_back(in);
+        continue;
+      }
+      all_row = false;
+    }
+    if (from_reduction && all_row) {
+      for (const ir::Value* in : squeezed_inputs) a.per_row.insert(in);
       a.per_row.insert(n->output());
+      derived.insert(n->output());
       a.row_nodes.push_back(n);
     } else {
       a.element_nodes.push_back(n);

@@ -89,7 +89,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
   }
   for (const ir::Node* r : a.reductions) {
     if (a.level_of(r->inputs[0]) != pass) continue;
-    const std::string acc = accumulator_name(a, r);
+    const std::string acc = accumulator_name(a, r) + accumulator_suffix;
     b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r), names) +
            ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));
   }

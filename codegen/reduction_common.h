@@ -32,6 +32,8 @@ struct PassEmitter {
   // Lvalue of the register cache slot of `v` for the current element ("" when not cached).
   std::function<std::string(const ir::Value*)> cache_slot;
   bool use_cache = false;
+  // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
+  std::string accumulator_suffix;
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.

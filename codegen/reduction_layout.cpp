@@ -52,26 +52,33 @@ bool all_zero(const std::vector<int64_t>& v) {
   return std::all_of(v.begin(), v.end(), [](int64_t s) { return s == 0; });
 }
 
+// Registers each thread may spend on cached row elements, by block size (a 1024-thread block
+// leaves 64 registers per thread in all).
+int cache_budget(int block) { return block >= 1024 ? 24 : block >= 512 ? 32 : block >= 256 ? 48 : 64; }
+
 void choose_row_schedule(ReductionLayout& l, int cached_arrays) {
   const int64_t cols = l.reduced();
   const int64_t chunks = (cols + l.vec - 1) / l.vec;
-  if (chunks <= 128) {
-    // A warp, or part of one, per row: sub-warp teams, several rows per block.
-    l.threads_per_row = std::max(1, std::min(32, next_pow2((chunks + 3) / 4)));
-    l.block = 256;
-  } else {
-    // A block per row.
-    l.threads_per_row = std::min(1024, std::max(64, next_pow2((chunks + 3) / 4)));
-    l.block = l.threads_per_row;
+  const int arrays = std::max(1, cached_arrays);
+  auto set_team = [&](int tpr) {
+    l.threads_per_row = tpr;
+    l.block = tpr <= 32 ? 256 : tpr;
+    l.chunks_per_thread = static_cast<int>((chunks + tpr - 1) / tpr);
+  };
+  // About four vectors per thread: a warp (or part of one) per row for short rows, a block per
+  // row for longer ones; more threads while the cached part of the row would not fit.
+  int tpr = std::max(1, next_pow2((chunks + 3) / 4));
+  if (tpr > 32) tpr = std::max(64, tpr);
+  tpr = std::min(tpr, 1024);
+  set_team(tpr);
+  while (l.chunks_per_thread * l.vec * arrays > cache_budget(l.block) && l.threads_per_row < 1024) {
+    set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
   }
-  l.chunks_per_thread = static_cast<int>((chunks + l.threads_per_row - 1) / l.threads_per_row);
-  // Registers: a 1024-thread block leaves 64 per thread; keep cached values well inside that.
-  const int budget = l.block >= 1024 ? 16 : l.block >= 512 ? 32 : 48;
-  const int kept = l.chunks_per_thread * l.vec * std::max(1, cached_arrays);
-  l.cached = cached_arrays == 0 || (kept <= budget && l.chunks_per_thread <= 16);
+  l.cached = cached_arrays == 0 || (l.chunks_per_thread * l.vec * arrays <= cache_budget(l.block) &&
+                                    l.chunks_per_thread <= 16);
   if (!l.cached) {
-    l.threads_per_row = 1024;
-    l.block = 1024;
+    // Looped: every pass re-reads the row; no more threads than the row has vectors.
+    set_team(std::min(1024, std::max(64, next_pow2(chunks))));
     l.chunks_per_thread = 1;
   }
 }
@@ -155,12 +162,23 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     choose_row_schedule(l, cached_arrays);
     return l;
   }
-  // Column: 32 threads along the kept inner dims, 8 along the reduced one; split the reduced
-  // dim across blocks until the grid fills the device.
+  // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
+  // inner dim is contiguous), 8 along the reduced one; split the reduced dim across blocks until
+  // the grid fills the device.
   l.block = 256;
-  const int64_t tiles = ((l.inner() + 31) / 32) * l.outer();
-  const int64_t want = 2 * static_cast<int64_t>(sm_count);
-  const int64_t max_split = std::max<int64_t>(1, l.reduced() / 64);
+  size_t widest_inner = 1;
+  bool inner_vectorizable = allow_vector && l.inner_sizes.size() == 1;
+  for (const auto& op : l.inputs) {
+    if (op.access == Access::Scalar || op.access == Access::Uniform) continue;
+    const int64_t st = op.inner_strides.empty() ? 0 : op.inner_strides.back();
+    if (st == 1) widest_inner = std::max(widest_inner, c10::elementSize(op.dtype));
+    else if (st != 0) inner_vectorizable = false;
+  }
+  l.vec = inner_vectorizable ? static_cast<int>(std::min<size_t>(8, 16 / widest_inner)) : 1;
+  if (l.inner() % l.vec != 0) l.vec = 1;
+  const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
+  const int64_t want = 4 * static_cast<int64_t>(sm_count);
+  const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
   l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, (want + tiles - 1) / tiles)));
   return l;
 }

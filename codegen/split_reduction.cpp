@@ -283,12 +283,17 @@ void emit_segment(SourceBuilder& b, const ReductionLayout& l, const std::vector<
   }
 }
 
+// Input k for lane `lane` of the thread's columns: a vector element when the inner dim is
+// contiguous, else a load at the lane's column.
 std::string column_load(const ReductionLayout& l, size_t k) {
   const auto& in = l.inputs[k];
   const std::string kk = str(static_cast<int64_t>(k));
   if (in.access == Access::Scalar) return "p." + in_name(k);
   if (in.access == Access::Uniform) return load_convert(in_name(k) + "[0]", in.dtype);
-  return load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + "]", in.dtype);
+  if (l.vec > 1 && in.inner_strides.size() == 1 && in.inner_strides[0] == 1) return load_convert("v" + kk + ".v[lane]", in.dtype);
+  std::string lane_off;
+  if (l.vec > 1 && !in.inner_strides.empty()) lane_off = " + lane * (tf_index)p." + in_name(k) + "_inner_stride[0]";
+  return load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + lane_off + "]", in.dtype);
 }
 
 }  // namespace
@@ -296,11 +301,12 @@ std::string column_load(const ReductionLayout& l, size_t k) {
 GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionLayout& l) {
   const ReductionAnalysis a = analyze_reduction_group(g);
   TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "column reductions take one pass, group ", g.id, " needs ", a.passes);
+  const std::string vec = str(l.vec);
   SourceBuilder b;
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction): " + g.describe());
-  b.line("// 32 threads along the kept inner dims x 8 along the reduced dim; " +
+  b.line("// 32 threads x " + vec + " columns along the kept inner dims, 8 threads along the reduced dim; " +
          std::string(l.split > 1 ? "blocks split the reduced dim, " + g.kernel_name + "_combine adds the partials in order"
                                  : "one block per output tile"));
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
@@ -313,14 +319,17 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     access.push_back(in.access);
     dtypes.push_back(in.dtype);
   }
-  auto row_inputs = [&](ValueNames& names) {
+  // Per-(outer, inner) inputs and the row phase before the element pass, for one column `i`.
+  auto row_inputs = [&](ValueNames& names, const std::string& lane_off) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (!a.is_row(g.inputs[k])) continue;
       const auto& in = l.inputs[k];
       const std::string kk = str(static_cast<int64_t>(k));
+      std::string lo;
+      if (!lane_off.empty() && !in.inner_strides.empty()) lo = " + " + lane_off + " * (tf_index)p." + in_name(k) + "_inner_stride[0]";
       std::string e = in.access == Access::Scalar   ? "p." + in_name(k)
                       : in.access == Access::Uniform ? load_convert(in_name(k) + "[0]", in.dtype)
-                                                     : load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + "]", in.dtype);
+                                                     : load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + lo + "]", in.dtype);
       b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = " + e + ";");
       names[g.inputs[k]] = "rin" + kk;
     }
@@ -333,48 +342,72 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     emit_restrict_pointers(b, g, access, dtypes);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
-    b.line("const tf_index tiles = ((tf_index)p.inner + 31) / 32;");
+    b.line("const tf_index tiles = ((tf_index)p.inner + " + str(32 * l.vec - 1) + ") / " + str(32 * l.vec) + ";");
     b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
-    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;");
+    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + str(32 * l.vec) + " + tx * " + vec + ";");
     b.line("const bool ok = i < (tf_index)p.inner;");
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
-    ValueNames names;
-    row_inputs(names);
     for (const ir::Node* r : a.reductions) {
-      b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+      const std::string acc = accumulator_name(a, r);
+      b.line(register_type(accumulator_dtype(*r)) + " " + acc + "[" + vec + "];");
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r) + ";");
     }
     {
+      b.line("#pragma unroll 4");
       auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * 8 + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * 8)");
       emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      for (size_t k = 0; k < l.inputs.size(); ++k) {
+        const auto& in = l.inputs[k];
+        if (l.vec == 1 || in.access == Access::Scalar || in.access == Access::Uniform) continue;
+        if (in.inner_strides.size() != 1 || in.inner_strides[0] != 1) continue;
+        const std::string kk = str(static_cast<int64_t>(k));
+        const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
+        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + ooff" + kk +
+               " + ioff" + kk + " + roff" + kk + ");");
+      }
+      b.line("#pragma unroll");
+      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+      ValueNames names;
+      row_inputs(names, "lane");
       PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k); }, nullptr, false};
+      pe.accumulator_suffix = "[lane]";
       pe.emit(0, [&](size_t k, const std::string& e) {
-        b.line(out_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " +
+        b.line(out_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
                store_convert(e, g.outputs[k]->type.dtype) + ";");
       });
     }
-    // Combine the 8 rows of the block in order.
+    // Combine the block's 8 partial rows in order.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       const std::string t = register_type(accumulator_dtype(*r));
-      b.line("__shared__ " + t + " smem_" + acc + "[8][32];");
-      b.line("smem_" + acc + "[ty][tx] = " + acc + ";");
+      b.line("__shared__ " + t + " smem_" + acc + "[8][" + str(32 * l.vec) + "];");
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
     }
     b.line("__syncthreads();");
     b.line("if (ty != 0 || !ok) return;");
+    b.line("#pragma unroll");
+    auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+    ValueNames names;
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line("for (int y = 1; y < 8; ++y) " + acc + " = " + reduction_functor(*r) + "(" + acc + ", smem_" + acc + "[y][tx]);");
-      names[r->output()] = acc;
+      const std::string t = register_type(accumulator_dtype(*r));
+      b.line(t + " total_" + acc + " = " + acc + "[lane];");
+      b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
+             "[y][tx * " + vec + " + lane]);");
+      names[r->output()] = "total_" + acc;
     }
     b.open("if (p.split > 1)");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line("p.part_" + acc + "[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = " + acc + ";");
+      b.line("p.part_" + acc + "[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_" + acc + ";");
     }
-    b.line("return;");
+    b.line("continue;");
     b.close();
-    emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i");
+    row_inputs(names, "lane");
+    emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i + lane");
   }
   b.line("");
   {
@@ -388,7 +421,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "i", "i");
     ValueNames names;
-    row_inputs(names);
+    row_inputs(names, "");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       b.line(register_type(accumulator_dtype(*r)) + " " + acc + " = p.part_" + acc + "[q];");

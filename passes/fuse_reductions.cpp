@@ -58,7 +58,9 @@ struct Growing {
       return std::nullopt;
     }
     const auto& shape = n->output()->type.sizes;
-    if (shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
+    bool reads_reduction = false;
+    for (const ir::Value* in : n->inputs) reads_reduction = reads_reduction || after_reduction(in, joining);
+    if (reads_reduction && shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
       for (const ir::Value* in : n->inputs) {
         if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
           return "it mixes a reduced value " + shape_str(shape) + " with " + shape_str(in->type.sizes);

@@ -27,10 +27,36 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
   if (group_.schedule != Schedule::Pointwise) analysis_ = codegen::analyze_reduction_group(group_);
 }
 
+void FusedKernel::shape_operands(CallInputs& call) const {
+  // Per-row inputs without the reduced dims ([R] for a [R, C] domain) take them back as size-1
+  // dims, so that they broadcast over the reduced dims, not the trailing ones.
+  if (analysis_) {
+    for (size_t k = 0; k < group_.inputs.size(); ++k) {
+      const ir::Value* v = group_.inputs[k];
+      auto& s = call.shapes[k];
+      if (!s.is_tensor || !analysis_->is_row(v) || v->type.sizes != analysis_->rd.squeezed_shape() ||
+          v->type.sizes == analysis_->rd.keep_shape()) {
+        continue;
+      }
+      for (int64_t d : analysis_->rd.dims) {
+        s.sizes.insert(s.sizes.begin() + d, 1);
+        s.strides.insert(s.strides.begin() + d, 0);
+      }
+    }
+  }
+  call.domain.clear();
+  for (const auto& s : call.shapes) {
+    if (!s.is_tensor) continue;
+    auto b = ir::broadcast_shapes(call.domain, s.sizes);
+    TORCHFUSE_CHECK(b.has_value(), "torchfuse: ", group_.kernel_name, " inputs do not broadcast");
+    call.domain = *b;
+  }
+}
+
 codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
-  call.domain = group_.domain;
+  shape_operands(call);
   return plan_and_generate(group_, analysis(), call, sm_count, /*allow_vector=*/true).kernel;
 }
 
@@ -88,9 +114,6 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
-    auto b = ir::broadcast_shapes(call.domain, s.sizes);
-    TORCHFUSE_CHECK(b.has_value(), "torchfuse: ", g.kernel_name, " inputs do not broadcast");
-    call.domain = *b;
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");
@@ -101,6 +124,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
 
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
   CallInputs call = take_inputs(stack, group_);
+  shape_operands(call);
   c10::DeviceGuard guard(call.device);
   std::vector<at::Tensor> outputs = launch_group(*this, call);
   for (auto& t : outputs) stack.emplace_back(std::move(t));

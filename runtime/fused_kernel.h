@@ -61,6 +61,9 @@ class FusedKernel {
   void count_launches(int n) { launches_ += n; }
 
  private:
+  // Fills call.domain; per-row inputs given without the reduced dims get them back as size 1.
+  void shape_operands(CallInputs& call) const;
+
   std::shared_ptr<const void> owner_;
   FusionGroup group_;
   std::optional<codegen::ReductionAnalysis> analysis_;

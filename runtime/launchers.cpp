@@ -52,6 +52,22 @@ bool row_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) {
   return true;
 }
 
+// Column vector loads along the contiguous inner dim: aligned pointers and row starts.
+bool column_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) {
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    if (op.access == Access::Scalar || op.access == Access::Uniform) continue;
+    if (op.inner_strides.size() != 1 || op.inner_strides[0] != 1) continue;
+    const at::Tensor& t = c.values[k].toTensor();
+    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    for (int64_t s : op.outer_strides)
+      if (s % l.vec != 0) return false;
+    for (int64_t s : op.red_strides)
+      if (s % l.vec != 0) return false;
+  }
+  return true;
+}
+
 // The pointwise/full vector path needs whole vectors per innermost row and aligned accesses.
 bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& c, const std::vector<at::Tensor>& out,
                            bool linear_only) {
@@ -155,8 +171,10 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   const int rows_per_block = l.block / l.threads_per_row;
-  const int64_t blocks =
-      std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), int64_t{info.sm_count} * (2048 / l.block)));
+  // Looped rows are re-read by every pass: one block per multiprocessor keeps the rows in flight
+  // small enough for the re-reads to hit L2.
+  const int64_t max_blocks = l.cached ? int64_t{info.sm_count} * (2048 / l.block) : int64_t{info.sm_count};
+  const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
   launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
   fk.count_launches(1);
   return out;
@@ -167,7 +185,8 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
 std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  const auto l = reduction_layout(fk.group(), a, c, info.sm_count, false);
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, true);
+  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, false);
   auto out = allocate_outputs(fk, c);
   const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
   if (O * I == 0) return out;
@@ -198,7 +217,7 @@ std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
-  launch(kernel, kernel.name, c.device, ceil_div(I, 32) * O, l.split, 256, p, fk.counters());
+  launch(kernel, kernel.name, c.device, ceil_div(I, 32 * l.vec) * O, l.split, 256, p, fk.counters());
   int launches = 1;
   if (l.split > 1) {
     launch(kernel, kernel.name + "_combine", c.device, ceil_div(O * I, 256), 1, 256, p, fk.counters());
@@ -265,7 +284,7 @@ PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAn
       return {"row;" + l.key(), codegen::generate_row_reduction(g, l)};
     }
     case Schedule::ColumnReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, false);
+      const auto l = reduction_layout(g, *a, call, sm_count, allow_vector);
       return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
     }
     case Schedule::FullReduction: {

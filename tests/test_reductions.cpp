@@ -138,3 +138,18 @@ TEST(Reductions, RowKernelsCompileForEveryRowLength) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Reductions, SquareShapesDoNotConfuseRowsWithColumns) {
+  // With R == C a [C] weight and a [R] row value have the same shape; use decides.
+  const auto e = explain(module_from("def forward(self, x, w, q):\n    y = torch.layer_norm(x, [96]) * w\n"
+                                     "    return (y, x.sum(-1) + q)\n"),
+                         {torch::randn({96, 96}), torch::randn({96}), torch::randn({96})}, true);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  // The weight is read per element (a column of the row), q once per row.
+  EXPECT_NE(e.kernels[0].source.find("in1 = %1 f32, inner_contiguous"), std::string::npos) << e.kernels[0].source;
+  EXPECT_NE(e.kernels[1].source.find("rin1"), std::string::npos) << e.kernels[1].source;
+}
+
+}  // namespace
