@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
@@ -66,6 +67,16 @@ std::string input_signature(const std::vector<c10::IValue>& inputs) {
   return sig;
 }
 
+bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph) {
+  torch::jit::AliasDb db(graph);
+  torch::jit::ValueSet watched(graph->inputs().begin(), graph->inputs().end());
+  for (torch::jit::Node* n : graph->nodes())
+    if (n->kind() == c10::prim::Constant) watched.insert(n->output());
+  for (torch::jit::Node* n : graph->nodes())
+    if (db.writesToAlias(n, watched)) return true;
+  return false;
+}
+
 // ---- Specialization ----
 
 Specialization::~Specialization() {
@@ -80,8 +91,12 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
       options_(std::move(options)),
       logs_(LogSwitches::from_env_and(options_.logs)),
       eager_code_(graph_, "torchfuse_eager"),
-      counters_(std::make_shared<runtime::CompileCounters>()) {
+      counters_(std::make_shared<runtime::CompileCounters>()),
+      // Compiling runs the graph once to learn its types: a graph that writes to its inputs or
+      // parameters would see that write twice, so it always runs eager.
+      writes_inputs_(writes_to_inputs_or_constants(graph_)) {
   runtime::register_fusion_op();
+  if (writes_inputs_ && logs_.fusion) log_info("fusion: the graph writes to its inputs or parameters; it runs eager");
 }
 
 void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) const {
@@ -97,6 +112,7 @@ c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
 }
 
 bool CompiledModuleImpl::runs_fused(const std::vector<c10::IValue>& inputs) const {
+  if (writes_inputs_) return false;
   bool any_cuda = false;
   for (const auto& iv : inputs) {
     if (!iv.isTensor() || !iv.toTensor().defined()) continue;
@@ -159,7 +175,6 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   }
   const std::string sig = input_signature(inputs);
   std::shared_ptr<Specialization> spec;
-  c10::IValue first_result;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = specs_.find(sig);
@@ -176,13 +191,11 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
       int device = 0;
       for (const auto& iv : inputs)
         if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();
-      std::shared_ptr<Specialization> built = analyze(inputs, &first_result);
+      std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
       bind_to_cuda(*built, device);
       specs_[sig] = built;
       latest_ = built;
-      // The profiling run computed this call's result with ATen already.
-      ++eager_calls_;
-      return first_result;
+      spec = built;
     }
   }
   if (!spec) {

@@ -57,6 +57,7 @@ class CompiledModuleImpl {
   LogSwitches logs_;
   torch::jit::Code eager_code_;
   std::shared_ptr<runtime::CompileCounters> counters_;
+  bool writes_inputs_ = false;
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Specialization>> specs_;
@@ -70,6 +71,8 @@ class CompiledModuleImpl {
 std::string input_signature(const std::vector<c10::IValue>& inputs);
 // Clones, freezes and inlines a module's forward; drops `self`.
 std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module);
+// Does some node write to a graph input or constant (or a view of one)?
+bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph);
 // Inlines calls, detaches tensor constants, removes dead code.
 void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph);
 

@@ -89,3 +89,16 @@ TEST(Api, SilentByDefault) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Api, GraphsThatWriteTheirInputsRunEager) {
+  auto c = torchfuse::compile(tftest::module_from("def forward(self, x):\n    x.add_(1.0)\n    return x * 2.0\n"));
+  const auto x = torch::randn({4});
+  const auto expected = (x + 1.0) * 2.0;
+  auto y = x.clone();
+  EXPECT_TRUE(torch::allclose(c.forward({y}).toTensor(), expected));
+  EXPECT_TRUE(torch::allclose(y, x + 1.0));  // written once, not twice
+}
+
+}  // namespace
