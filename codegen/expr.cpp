@@ -126,6 +126,12 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
   if (n.kind == OpKind::Where) {
     expr = "(" + operand(n.inputs[0], c10::ScalarType::Bool, names) + " ? " +
            operand(n.inputs[1], compute, names) + " : " + operand(n.inputs[2], compute, names) + ")";
+  } else if (n.kind == OpKind::Cast && (out == c10::kHalf || out == c10::kBFloat16) &&
+             n.inputs[0]->type.dtype != out) {
+    // An explicit cast rounds to the narrower type, as eager does, even though the value stays
+    // in a float register.
+    expr = std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") +
+           operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
   } else if (n.inputs.size() == 1) {
     expr = unary_expr(n.kind, compute, operand(n.inputs[0], compute, names));
   } else {

@@ -96,10 +96,61 @@ ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue&
   return r;
 }
 
-ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs) {
+ComparisonReport compare_outputs_with_reference(const c10::IValue& eager, const c10::IValue& actual,
+                                                const c10::IValue& reference, const Tolerance* tolerance) {
+  ComparisonReport r = compare_outputs(eager, actual, tolerance);
+  std::vector<c10::IValue> e, a, ref;
+  flatten(eager, e);
+  flatten(actual, a);
+  flatten(reference, ref);
+  TORCHFUSE_CHECK(ref.size() == e.size(), "torchfuse: the float64 reference returned ", ref.size(), " values, eager ",
+                  e.size());
+  for (size_t i = 0; i < e.size(); ++i) {
+    auto& c = r.outputs[i];
+    const bool comparable = c.problem.empty() || c.problem == "error above tolerance";
+    if (!e[i].isTensor() || !a[i].isTensor() || !ref[i].isTensor() || !comparable) {
+      continue;
+    }
+    const at::Tensor et = e[i].toTensor();
+    if (!et.is_floating_point() || et.numel() == 0) continue;
+    const at::Tensor ed = et.to(at::kDouble);
+    const at::Tensor ad = a[i].toTensor().to(et.device()).to(at::kDouble);
+    const at::Tensor rd = ref[i].toTensor().to(et.device()).to(at::kDouble);
+    const at::Tensor same = (ed == ad) | ed.isnan();
+    const at::Tensor err = at::where(same, at::zeros_like(ed), (ad - rd).abs());
+    const at::Tensor eager_err = (ed - rd).abs().nan_to_num(0, 0, 0);
+    const at::Tensor bound = c.tolerance.atol + c.tolerance.rtol * rd.abs().nan_to_num(0, 0, 0) + 2 * eager_err;
+    c.has_reference = true;
+    c.max_abs_error_vs_reference = err.nan_to_num(0, 0, 0).max().item<double>();
+    c.eager_max_abs_error_vs_reference = eager_err.max().item<double>();
+    c.passed = !((err > bound) | (err.isnan() & ~same)).any().item<bool>();
+    c.problem = c.passed ? "" : "farther from the float64 result than eager's rounding allows";
+  }
+  return r;
+}
+
+ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs,
+                                    const Tolerance* tolerance) {
   const c10::IValue expected = compiled.forward_eager(inputs);
   const c10::IValue actual = compiled.forward(inputs);
-  return compare_outputs(expected, actual);
+  std::vector<c10::IValue> upcast;
+  bool any_floating = false;
+  for (const auto& v : inputs) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point()) {
+      upcast.emplace_back(v.toTensor().to(at::kDouble));
+      any_floating = true;
+    } else {
+      upcast.push_back(v);
+    }
+  }
+  if (!any_floating) return compare_outputs(expected, actual, tolerance);
+  c10::IValue reference;
+  try {
+    reference = compiled.forward_eager(upcast);
+  } catch (const std::exception&) {
+    return compare_outputs(expected, actual, tolerance);  // the graph does not take float64
+  }
+  return compare_outputs_with_reference(expected, actual, reference, tolerance);
 }
 
 bool ComparisonReport::passed() const {
@@ -111,7 +162,8 @@ bool ComparisonReport::passed() const {
 std::string ComparisonReport::to_string() const {
   std::ostringstream os;
   os << std::left << std::setw(10) << "output" << std::setw(6) << "dtype" << std::setw(22) << "shape" << std::setw(13)
-     << "max abs err" << std::setw(13) << "max rel err" << std::setw(18) << "tol (rtol/atol)" << "verdict\n";
+     << "max abs err" << std::setw(13) << "max rel err" << std::setw(15) << "vs f64: comp" << std::setw(9)
+     << "eager" << std::setw(18) << "tol (rtol/atol)" << "verdict\n";
   for (const auto& o : outputs) {
     std::string shape = "[";
     for (size_t i = 0; i < o.sizes.size(); ++i) shape += (i ? ", " : "") + std::to_string(o.sizes[i]);
@@ -119,7 +171,10 @@ std::string ComparisonReport::to_string() const {
     std::ostringstream tol;
     tol << o.tolerance.rtol << "/" << o.tolerance.atol;
     os << std::left << std::setw(10) << o.name << std::setw(6) << o.dtype << std::setw(22) << shape << std::setw(13)
-       << std::setprecision(3) << o.max_abs_error << std::setw(13) << o.max_rel_error << std::setw(18) << tol.str()
+       << std::setprecision(3) << o.max_abs_error << std::setw(13) << o.max_rel_error;
+    if (o.has_reference) os << std::setw(15) << o.max_abs_error_vs_reference << std::setw(9) << o.eager_max_abs_error_vs_reference;
+    else os << std::setw(15) << "-" << std::setw(9) << "-";
+    os << std::setw(18) << tol.str()
        << (o.passed ? "PASS" : "FAIL: " + o.problem) << "\n";
   }
   return os.str();

@@ -102,3 +102,28 @@ TEST(Api, GraphsThatWriteTheirInputsRunEager) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Api, ReferenceCheckJudgesAgainstFloat64) {
+  // Eager lost the small value to rounding; the compiled result kept it: closer to float64, passes.
+  const auto eager = torch::tensor({1.0f, 0.0f});
+  const auto ref = torch::tensor({1.0, 0.01}, torch::kDouble);
+  const auto good = torchfuse::compare_outputs_with_reference(eager, torch::tensor({1.0f, 0.01f}), ref);
+  EXPECT_TRUE(good.passed()) << good.to_string();
+  EXPECT_TRUE(good.outputs[0].has_reference);
+  EXPECT_FALSE(torchfuse::compare_outputs(eager, torch::tensor({1.0f, 0.01f})).passed());
+  // Farther from float64 than eager's own error allows: fails.
+  const auto bad = torchfuse::compare_outputs_with_reference(eager, torch::tensor({1.0f, 0.05f}), ref);
+  EXPECT_FALSE(bad.passed()) << bad.to_string();
+}
+
+TEST(Api, CompareWithEagerRunsTheFloat64Reference) {
+  auto c = torchfuse::compile(tftest::module_returning("x", "torch.tanh(x) * 2.0 + 1.0"));
+  const auto report = torchfuse::compare_with_eager(c, {torch::randn({16})});
+  ASSERT_EQ(report.outputs.size(), 1u);
+  EXPECT_TRUE(report.outputs[0].has_reference);
+  EXPECT_TRUE(report.passed()) << report.to_string();
+}
+
+}  // namespace

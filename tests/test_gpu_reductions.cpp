@@ -48,7 +48,8 @@ void expect_matches_eager(const torch::jit::Module& m, const std::function<std::
   for (const auto& v : in)
     if (v.isTensor()) dtype = v.toTensor().scalar_type();
   const auto tol = reduction_tolerance(dtype);
-  EXPECT_TRUE(tftest::close_to_reference(expected, actual, c.forward_eager(tftest::upcast(in)), &tol)) << c.graph_for(in);
+  const auto report = torchfuse::compare_outputs_with_reference(expected, actual, c.forward_eager(tftest::upcast(in)), &tol);
+  EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
 }
 
 const c10::ScalarType kDtypes[] = {c10::kFloat, c10::kHalf, c10::kBFloat16};

@@ -55,12 +55,6 @@ inline torchfuse::CompileOptions quiet_options(int min_group_size = 2) {
 
 namespace tftest {
 
-inline void flatten_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) out.push_back(v.toTensor());
-  else if (v.isTuple()) for (const auto& e : v.toTupleRef().elements()) flatten_tensors(e, out);
-  else if (v.isList()) for (const auto& e : v.toListRef()) flatten_tensors(e, out);
-}
-
 // Floating tensors upcast to float64: inputs for a high-precision reference run.
 inline std::vector<c10::IValue> upcast(const std::vector<c10::IValue>& in) {
   std::vector<c10::IValue> out;
@@ -69,41 +63,6 @@ inline std::vector<c10::IValue> upcast(const std::vector<c10::IValue>& in) {
     else out.push_back(v);
   }
   return out;
-}
-
-// Fused and eager outputs both approximate the float64 reference; eager rounds every
-// intermediate to the storage dtype, the fused kernel keeps fp32. The fused result passes where
-//   |fused - ref| <= atol + rtol * |ref| + 2 * |eager - ref|
-// (never further from the reference than eager's own error allows), NaN exactly where eager has NaN.
-inline ::testing::AssertionResult close_to_reference(const c10::IValue& eager, const c10::IValue& fused,
-                                                     const c10::IValue& reference, const torchfuse::Tolerance* tol = nullptr) {
-  std::vector<at::Tensor> e, a, r;
-  flatten_tensors(eager, e);
-  flatten_tensors(fused, a);
-  flatten_tensors(reference, r);
-  if (e.size() != a.size() || e.size() != r.size()) return ::testing::AssertionFailure() << "output counts differ";
-  for (size_t i = 0; i < e.size(); ++i) {
-    if (e[i].scalar_type() != a[i].scalar_type() || e[i].sizes() != a[i].sizes()) {
-      return ::testing::AssertionFailure() << "output " << i << ": dtype or shape differs from eager";
-    }
-    if (e[i].numel() == 0) continue;
-    const auto t = tol ? *tol : torchfuse::default_tolerance(e[i].scalar_type());
-    const at::Tensor ed = e[i].to(at::kDouble), ad = a[i].to(at::kDouble), rd = r[i].to(at::kDouble).to(ed.device());
-    if (!at::equal(ed.isnan(), ad.isnan())) return ::testing::AssertionFailure() << "output " << i << ": NaN positions differ";
-    const at::Tensor same = (ed == ad) | ed.isnan();
-    const at::Tensor err_f = at::where(same, at::zeros_like(ed), (ad - rd).abs());
-    const at::Tensor err_e = (ed - rd).abs().nan_to_num(0, 0, 0);
-    const at::Tensor bound = t.atol + t.rtol * rd.abs().nan_to_num(0, 0, 0) + 2 * err_e;
-    const at::Tensor bad = (err_f > bound) | (err_f.isnan() & ~same);
-    if (bad.any().item<bool>()) {
-      const int64_t idx = bad.flatten().nonzero()[0].item<int64_t>();
-      return ::testing::AssertionFailure()
-             << "output " << i << " (" << e[i].scalar_type() << "): " << bad.sum().item<int64_t>() << " element(s) off; first at "
-             << idx << ": fused " << ad.flatten()[idx].item<double>() << ", eager " << ed.flatten()[idx].item<double>()
-             << ", float64 " << rd.flatten()[idx].item<double>() << " (rtol " << t.rtol << ", atol " << t.atol << ")";
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 }  // namespace tftest
