@@ -11,6 +11,10 @@ namespace codegen {
 c10::ScalarType accumulator_dtype(const ir::Node& r) {
   const auto t = r.output()->type.dtype;
   if (t == c10::ScalarType::Bool) return c10::ScalarType::Long;
+  // Float sums accumulate in double: a thread of a column or full reduction adds hundreds of
+  // terms in sequence, and double keeps that chain's rounding far below eager's. Memory-bound
+  // kernels have the double-add throughput to spare.
+  if (r.kind == ir::OpKind::ReduceSum && register_dtype(t) == c10::ScalarType::Float) return c10::ScalarType::Double;
   return register_dtype(t);
 }
 

@@ -262,7 +262,8 @@ struct RowKernel {
       for (const ir::Node* r : a.reductions) {
         if (a.level_of(r->inputs[0]) != pass) continue;
         const std::string name = "red" + str(r->output()->id);
-        b.line("const " + register_type(accumulator_dtype(*r)) + " " + name + " = " + team_reduce(r) + ";  // %" +
+        const auto out = register_dtype(r->output()->type.dtype);
+        b.line("const " + register_type(out) + " " + name + " = (" + register_type(out) + ")" + team_reduce(r) + ";  // %" +
                str(r->output()->id));
         names[r->output()] = name;
       }
