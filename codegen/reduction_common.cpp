@@ -8,18 +8,19 @@
 namespace torchfuse {
 namespace codegen {
 
-c10::ScalarType accumulator_dtype(const ir::Node& r) {
+c10::ScalarType accumulator_dtype(const ir::Node& r, bool wide) {
   const auto t = r.output()->type.dtype;
   if (t == c10::ScalarType::Bool) return c10::ScalarType::Long;
-  // Float sums accumulate in double: a thread of a column or full reduction adds hundreds of
-  // terms in sequence, and double keeps that chain's rounding far below eager's. Memory-bound
-  // kernels have the double-add throughput to spare.
-  if (r.kind == ir::OpKind::ReduceSum && register_dtype(t) == c10::ScalarType::Float) return c10::ScalarType::Double;
+  // Wide: float sums accumulate in double where one thread adds hundreds of terms in sequence
+  // (column, full and looped row schedules); double keeps that chain's rounding far below eager's.
+  if (wide && r.kind == ir::OpKind::ReduceSum && register_dtype(t) == c10::ScalarType::Float) {
+    return c10::ScalarType::Double;
+  }
   return register_dtype(t);
 }
 
-std::string reduction_identity(const ir::Node& r) {
-  const auto t = accumulator_dtype(r);
+std::string reduction_identity(const ir::Node& r, bool wide) {
+  const auto t = accumulator_dtype(r, wide);
   const bool fl = t == c10::ScalarType::Float || t == c10::ScalarType::Double;
   switch (r.kind) {
     case ir::OpKind::ReduceSum: return literal(c10::Scalar(0), t);
@@ -94,7 +95,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
   for (const ir::Node* r : a.reductions) {
     if (a.level_of(r->inputs[0]) != pass) continue;
     const std::string acc = accumulator_name(a, r) + accumulator_suffix;
-    b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r), names) +
+    b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r, wide_sums), names) +
            ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {

@@ -16,8 +16,9 @@ namespace torchfuse {
 namespace codegen {
 
 // Register dtype a reduction accumulates in, its identity literal and its operator functor.
-c10::ScalarType accumulator_dtype(const ir::Node& reduction);
-std::string reduction_identity(const ir::Node& reduction);
+// `wide`: the schedule adds long sequential chains per thread (float sums then accumulate in double).
+c10::ScalarType accumulator_dtype(const ir::Node& reduction, bool wide);
+std::string reduction_identity(const ir::Node& reduction, bool wide);
 std::string reduction_functor(const ir::Node& reduction);
 // "acc<k>" for the k-th reduction of the analysis.
 std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* reduction);
@@ -34,6 +35,7 @@ struct PassEmitter {
   bool use_cache = false;
   // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
   std::string accumulator_suffix;
+  bool wide_sums = false;  // see accumulator_dtype
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.

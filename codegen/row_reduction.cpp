@@ -161,6 +161,7 @@ struct RowKernel {
                      return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
                    },
                    l.cached};
+    pe.wide_sums = !l.cached;
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
@@ -219,7 +220,7 @@ struct RowKernel {
     b.line("(void)team;");
     if (l.threads_per_row > 32) {
       for (const ir::Node* r : a.reductions) {
-        b.line("__shared__ " + register_type(accumulator_dtype(*r)) + " smem_" + accumulator_name(a, r) + "[" +
+        b.line("__shared__ " + register_type(accumulator_dtype(*r, !l.cached)) + " smem_" + accumulator_name(a, r) + "[" +
                str(l.block / 32) + "];");
       }
     }
@@ -256,7 +257,7 @@ struct RowKernel {
       if (pass == a.passes) break;
       for (const ir::Node* r : a.reductions) {
         if (a.level_of(r->inputs[0]) != pass) continue;
-        b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+        b.line(register_type(accumulator_dtype(*r, !l.cached)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, !l.cached) + ";");
       }
       emit_pass(pass);
       for (const ir::Node* r : a.reductions) {

@@ -19,7 +19,7 @@ void emit_scalar_param(SourceBuilder& b, c10::ScalarType dtype, const std::strin
 void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a) {
   for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
   for (const ir::Node* r : a.reductions) {
-    b.line(register_type(accumulator_dtype(*r)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
+    b.line(register_type(accumulator_dtype(*r, true)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
   }
 }
 
@@ -38,7 +38,7 @@ void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const std::v
 void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block) {
   for (const ir::Node* r : a.reductions) {
     const std::string acc = accumulator_name(a, r);
-    const std::string t = register_type(accumulator_dtype(*r));
+    const std::string t = register_type(accumulator_dtype(*r, true));
     b.line("__shared__ " + t + " smem_" + acc + "[" + str(block / 32) + "];");
     const std::string name = "red" + str(r->output()->id);
     b.line("const " + t + " " + name + " = tf_block_reduce<" + str(block / 32) + ">(" + acc + ", " +
@@ -109,6 +109,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   for (size_t k = 0; k < g.outputs.size(); ++k)
     if (!a.is_row(g.outputs[k])) element_outputs.push_back(k);
   PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path); }, nullptr, false};
+  pe.wide_sums = true;
   if (vector_path) {
     auto loop = b.scope("for (tf_index v = first; v < (tf_index)(p.numel / " + vec + "); v += step)");
     b.line("const tf_index i0 = v * " + vec + ";");
@@ -185,7 +186,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
     ValueNames names;
     emit_row_inputs_full(b, g, l, a, names);
     for (const ir::Node* r : a.reductions) {
-      b.line(register_type(accumulator_dtype(*r)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r) + ";");
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
     }
     b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
     b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
@@ -215,7 +216,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
     emit_row_inputs_full(b, g, l, a, names);
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r)) + " " + acc + " = " + reduction_identity(*r) + ";");
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + " = " + reduction_identity(*r, true) + ";");
       b.line("for (tf_index q = threadIdx.x; q < (tf_index)p.num_partials; q += blockDim.x) " + acc + " = " +
              reduction_functor(*r) + "(" + acc + ", p.part_" + acc + "[q]);");
     }
@@ -350,9 +351,9 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r)) + " " + acc + "[" + vec + "];");
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + "[" + vec + "];");
       b.line("#pragma unroll");
-      b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r) + ";");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
     }
     {
       b.line("#pragma unroll 4");
@@ -372,6 +373,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       ValueNames names;
       row_inputs(names, "lane");
       PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k); }, nullptr, false};
+  pe.wide_sums = true;
       pe.accumulator_suffix = "[lane]";
       pe.emit(0, [&](size_t k, const std::string& e) {
         b.line(out_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
@@ -381,7 +383,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     // Combine the block's 8 partial rows in order.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      const std::string t = register_type(accumulator_dtype(*r));
+      const std::string t = register_type(accumulator_dtype(*r, true));
       b.line("__shared__ " + t + " smem_" + acc + "[8][" + str(32 * l.vec) + "];");
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
@@ -393,7 +395,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     ValueNames names;
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      const std::string t = register_type(accumulator_dtype(*r));
+      const std::string t = register_type(accumulator_dtype(*r, true));
       b.line(t + " total_" + acc + " = " + acc + "[lane];");
       b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
              "[y][tx * " + vec + " + lane]);");
@@ -424,7 +426,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     row_inputs(names, "");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r)) + " " + acc + " = p.part_" + acc + "[q];");
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + " = p.part_" + acc + "[q];");
       b.line("for (tf_index s = 1; s < (tf_index)p.split; ++s) " + acc + " = " + reduction_functor(*r) + "(" + acc +
              ", p.part_" + acc + "[s * (tf_index)p.outer * (tf_index)p.inner + q]);");
       names[r->output()] = acc;

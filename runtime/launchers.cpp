@@ -104,7 +104,7 @@ std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs
 }
 
 at::Tensor partials(const ir::Node& r, int64_t n, const c10::Device& device) {
-  return at::empty({n}, at::TensorOptions().dtype(codegen::accumulator_dtype(r)).device(device));
+  return at::empty({n}, at::TensorOptions().dtype(codegen::accumulator_dtype(r, true)).device(device));
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
