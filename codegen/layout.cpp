@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "src/error.h"
+#include "src/ir.h"
 
 namespace torchfuse {
 namespace codegen {
@@ -55,14 +56,22 @@ int64_t max_offset(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 
 }  // namespace
 
-std::vector<int64_t> contiguous_strides_of(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t run = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = run;
-    run *= std::max<int64_t>(sizes[d], 1);
+void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
+                   const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
+                   std::vector<std::vector<int64_t>>& strides_out) {
+  strides_out.assign(strides.size(), {});
+  for (int64_t d = lo; d < hi; ++d) {
+    if (domain[d] == 1) continue;
+    bool merge = !sizes_out.empty();
+    for (size_t k = 0; merge && k < strides.size(); ++k) merge = strides_out[k].back() == strides[k][d] * domain[d];
+    if (merge) {
+      sizes_out.back() *= domain[d];
+      for (size_t k = 0; k < strides.size(); ++k) strides_out[k].back() = strides[k][d];
+      continue;
+    }
+    sizes_out.push_back(domain[d]);
+    for (size_t k = 0; k < strides.size(); ++k) strides_out[k].push_back(strides[k][d]);
   }
-  return strides;
 }
 
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs) {
@@ -82,23 +91,11 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
   for (const auto& in : inputs) {
     if (in.is_tensor) strides.push_back(expand_strides(domain, in));
   }
-  strides.push_back(contiguous_strides_of(domain));
+  strides.push_back(ir::contiguous_strides(domain));
 
-  // Drop size-1 dims, then merge each dim into its outer neighbour when every operand allows.
   std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> cs(strides.size());
-  for (size_t d = 0; d < domain.size(); ++d) {
-    if (domain[d] == 1) continue;
-    bool merge = !sizes.empty();
-    for (size_t k = 0; merge && k < strides.size(); ++k) merge = cs[k].back() == strides[k][d] * domain[d];
-    if (merge) {
-      sizes.back() *= domain[d];
-      for (size_t k = 0; k < strides.size(); ++k) cs[k].back() = strides[k][d];
-      continue;
-    }
-    sizes.push_back(domain[d]);
-    for (size_t k = 0; k < strides.size(); ++k) cs[k].push_back(strides[k][d]);
-  }
+  std::vector<std::vector<int64_t>> cs;
+  coalesce_dims(domain, 0, static_cast<int64_t>(domain.size()), strides, sizes, cs);
   if (sizes.empty()) {
     sizes.push_back(1);
     for (auto& s : cs) s.push_back(0);

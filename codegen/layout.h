@@ -51,8 +51,12 @@ struct PointwiseLayout {
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
                                       const std::vector<c10::ScalarType>& outputs, int64_t max_threads);
 
-// Contiguous strides of a shape (size-1 dims count as 1).
-std::vector<int64_t> contiguous_strides_of(const std::vector<int64_t>& sizes);
+// Coalesces dims [lo, hi) of `domain` across every operand's strides (one stride vector per
+// operand, over the whole domain): size-1 dims drop, a dim merges into its outer neighbour when
+// every operand allows. Appends the merged sizes and each operand's merged strides.
+void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
+                   const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
+                   std::vector<std::vector<int64_t>>& strides_out);
 
 // Elements per 16-byte access for the widest vector-accessed operand.
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs);

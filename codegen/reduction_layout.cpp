@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "src/error.h"
+#include "src/ir.h"
 
 namespace torchfuse {
 namespace codegen {
@@ -20,25 +21,6 @@ int next_pow2(int64_t v) {
   int p = 1;
   while (p < v) p <<= 1;
   return p;
-}
-
-// Coalesces dims [lo, hi) of the domain across every operand's strides; size-1 dims drop.
-void coalesce_segment(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
-                      const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
-                      std::vector<std::vector<int64_t>>& strides_out) {
-  strides_out.assign(strides.size(), {});
-  for (int64_t d = lo; d < hi; ++d) {
-    if (domain[d] == 1) continue;
-    bool merge = !sizes_out.empty();
-    for (size_t k = 0; merge && k < strides.size(); ++k) merge = strides_out[k].back() == strides[k][d] * domain[d];
-    if (merge) {
-      sizes_out.back() *= domain[d];
-      for (size_t k = 0; k < strides.size(); ++k) strides_out[k].back() = strides[k][d];
-      continue;
-    }
-    sizes_out.push_back(domain[d]);
-    for (size_t k = 0; k < strides.size(); ++k) strides_out[k].push_back(strides[k][d]);
-  }
 }
 
 std::vector<int64_t> expand(const std::vector<int64_t>& domain, const OperandShape& op) {
@@ -110,16 +92,16 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   std::vector<std::vector<int64_t>> strides;
   for (const auto& in : inputs)
     if (in.is_tensor) strides.push_back(expand(domain, in));
-  strides.push_back(contiguous_strides_of(domain));
+  strides.push_back(ir::contiguous_strides(domain));
 
   ReductionLayout l;
   l.schedule = schedule;
   std::vector<std::vector<int64_t>> sa, sr, sb;
   const int64_t lo = dims.front();
   const int64_t hi = dims.back() + 1;
-  coalesce_segment(domain, 0, lo, strides, l.outer_sizes, sa);
-  coalesce_segment(domain, lo, hi, strides, l.red_sizes, sr);
-  coalesce_segment(domain, hi, static_cast<int64_t>(domain.size()), strides, l.inner_sizes, sb);
+  coalesce_dims(domain, 0, lo, strides, l.outer_sizes, sa);
+  coalesce_dims(domain, lo, hi, strides, l.red_sizes, sr);
+  coalesce_dims(domain, hi, static_cast<int64_t>(domain.size()), strides, l.inner_sizes, sb);
   if (l.red_sizes.empty()) {
     l.red_sizes.push_back(1);
     for (auto& s : sr) s.push_back(0);

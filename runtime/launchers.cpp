@@ -109,6 +109,16 @@ at::Tensor partials(const ir::Node& r, int64_t n, const c10::Device& device) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Packs a number's value or a tensor's pointer; true when the operand's strides follow.
+bool pack_operand(ParamPacker& p, Access access, const c10::IValue& v) {
+  if (access == Access::Scalar) {
+    p.scalar(v);
+    return false;
+  }
+  p.ptr(v.toTensor().data_ptr());
+  return access != Access::Uniform;
+}
+
 // ---- pointwise ----
 
 std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
@@ -124,12 +134,7 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
   for (int64_t s : l.sizes) p.i64(s);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
-    if (op.access == Access::Scalar) {
-      p.scalar(c.values[k]);
-      continue;
-    }
-    p.ptr(c.values[k].toTensor().data_ptr());
-    if (has_strides(op.access)) p.array(op.strides, 0);
+    if (pack_operand(p, op.access, c.values[k]) && has_strides(op.access)) p.array(op.strides, 0);
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   const DeviceInfo& info = device_info(c.device.index());
@@ -160,12 +165,7 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   p.array(l.red_sizes, 1);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
-    if (op.access == Access::Scalar) {
-      p.scalar(c.values[k]);
-      continue;
-    }
-    p.ptr(c.values[k].toTensor().data_ptr());
-    if (op.access == Access::Uniform) continue;
+    if (!pack_operand(p, op.access, c.values[k])) continue;
     p.array(op.outer_strides, 0);
     if (op.access == Access::InnerContig || op.access == Access::Strided) p.array(op.red_strides, 0);
   }
@@ -205,12 +205,7 @@ std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   p.array(l.inner_sizes, 1);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
-    if (op.access == Access::Scalar) {
-      p.scalar(c.values[k]);
-      continue;
-    }
-    p.ptr(c.values[k].toTensor().data_ptr());
-    if (op.access == Access::Uniform) continue;
+    if (!pack_operand(p, op.access, c.values[k])) continue;
     p.array(op.outer_strides, 0);
     p.array(op.red_strides, 0);
     p.array(op.inner_strides, 0);
@@ -251,12 +246,7 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   for (int64_t s : l.sizes) p.i64(s);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
-    if (op.access == Access::Scalar) {
-      p.scalar(c.values[k]);
-      continue;
-    }
-    p.ptr(c.values[k].toTensor().data_ptr());
-    if (op.access != Access::Linear && op.access != Access::Uniform) p.array(op.strides, 0);
+    if (pack_operand(p, op.access, c.values[k]) && op.access != Access::Linear) p.array(op.strides, 0);
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   for (const auto& t : parts) p.ptr(t.data_ptr());

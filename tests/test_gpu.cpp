@@ -11,11 +11,6 @@ using tftest::module_returning;
 
 namespace {
 
-bool have_gpu() { return torch::cuda::is_available() && torchfuse::cuda_available(); }
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
-
 torchfuse::CompileOptions poisoned() {
   auto o = tftest::quiet_options();
   o.debug_poison_outputs = true;

@@ -14,11 +14,6 @@ using tftest::module_returning;
 
 namespace {
 
-bool have_gpu() { return torch::cuda::is_available() && torchfuse::cuda_available(); }
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
-
 // Reductions add in another order than eager: fp32 gets a tolerance for sums of thousands of terms.
 torchfuse::Tolerance reduction_tolerance(c10::ScalarType t) {
   if (t == c10::kFloat) return {1e-4, 1e-4};

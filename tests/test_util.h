@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <string>
@@ -43,6 +44,8 @@ inline ::testing::AssertionResult contains_in_order(const std::string& text, con
   return ::testing::AssertionSuccess();
 }
 
+inline bool have_gpu() { return torch::cuda::is_available() && torchfuse::cuda_available(); }
+
 inline int fusion_nodes(const std::string& graph_text) { return count_occurrences(graph_text, "torchfuse::FusionGroup"); }
 
 inline torchfuse::CompileOptions quiet_options(int min_group_size = 2) {
@@ -52,6 +55,9 @@ inline torchfuse::CompileOptions quiet_options(int min_group_size = 2) {
 }
 
 }  // namespace tftest
+
+#define REQUIRE_GPU() \
+  if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device"
 
 namespace tftest {
 
