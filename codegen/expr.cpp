@@ -103,7 +103,9 @@ std::string ir_comment(const ir::Node& n) {
   s += "(";
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const ir::Value* v = n.inputs[i];
-    s += (i ? ", " : "") + (v->constant ? format_scalar_literal(*v->constant) : "%" + std::to_string(v->id));
+    s += (i ? ", " : "") + (v->constant            ? format_scalar_literal(*v->constant)
+                            : v->reduced_count_minus ? std::string("N")
+                                                     : "%" + std::to_string(v->id));
   }
   return s + ")";
 }
@@ -112,6 +114,13 @@ std::string ir_comment(const ir::Node& n) {
 
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names) {
   if (v->constant) return literal(*v->constant, as);
+  if (v->reduced_count_minus) {
+    auto it = names.find(nullptr);  // the schedule's expression for N
+    TORCHFUSE_INTERNAL_ASSERT(it != names.end(), "N is used outside a reduction schedule");
+    const double off = *v->reduced_count_minus;
+    const std::string n = off == 0 ? it->second : "fmax(" + it->second + " - " + format_double(off) + ", 0.0)";
+    return convert(n, c10::ScalarType::Double, as);
+  }
   auto it = names.find(v);
   TORCHFUSE_INTERNAL_ASSERT(it != names.end(), "no register holds %", v->id);
   return convert(it->second, v->type.dtype, as);

@@ -11,7 +11,8 @@
 namespace torchfuse {
 namespace codegen {
 
-// Register variables holding IR values, by value.
+// Register variables holding IR values, by value. The entry for nullptr is the expression (a
+// double) of N, the number of elements a reduction group reduces.
 using ValueNames = std::map<const ir::Value*, std::string>;
 
 // Emits "float t3 = (t1 + t2);  // %7 = add(%5, %6)" and records the new name in `names`.

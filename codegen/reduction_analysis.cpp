@@ -8,6 +8,13 @@
 namespace torchfuse {
 namespace codegen {
 
+namespace {
+
+// Known in every thread without loading anything: numbers in the source and N.
+bool is_literal(const ir::Value* v) { return v->constant.has_value() || v->reduced_count_minus.has_value(); }
+
+}  // namespace
+
 int ReductionAnalysis::level_of(const ir::Value* v) const {
   auto it = level.find(v);
   return it == level.end() ? 0 : it->second;
@@ -36,7 +43,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
   for (const ir::Node* n : g.nodes) {
     int lvl = 0;
     for (const ir::Value* in : n->inputs) {
-      if (!in->constant) lvl = std::max(lvl, a.level_of(in));
+      if (!is_literal(in)) lvl = std::max(lvl, a.level_of(in));
     }
     if (ir::is_reduction(n->kind)) {
       a.reductions.push_back(n);
@@ -50,7 +57,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
     bool all_row = true;
     std::vector<const ir::Value*> squeezed_inputs;
     for (const ir::Value* in : n->inputs) {
-      if (in->constant) continue;
+      if (is_literal(in)) continue;
       from_reduction = from_reduction || derived.count(in) > 0;
       if (a.is_row(in) || (in->type.is_tensor() && in->type.rank() == 0)) continue;
       if (!in->producer && in->type.sizes == squeezed) {
@@ -95,7 +102,7 @@ std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& 
   std::vector<const ir::Value*> order;
   std::set<const ir::Value*> seen;
   std::function<void(const ir::Value*)> visit = [&](const ir::Value* v) {
-    if (v->constant || is_row(v) || seen.count(v)) return;
+    if (is_literal(v) || is_row(v) || seen.count(v)) return;
     seen.insert(v);
     if (earlier.count(v)) {
       order.push_back(v);  // read from the cache

@@ -214,6 +214,7 @@ struct RowKernel {
   }
 
   void emit_body() {
+    names[nullptr] = "(double)p.cols";  // N
     const int rpb = l.block / l.threads_per_row;
     b.line("const int team = threadIdx.x / " + str(l.threads_per_row) + ";");
     b.line("const int tl = threadIdx.x % " + str(l.threads_per_row) + ";");

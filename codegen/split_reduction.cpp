@@ -184,6 +184,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
                      g.kernel_name + "_params p)");
     emit_restrict_pointers(b, g, access, dtypes);
     ValueNames names;
+    names[nullptr] = "(double)p.numel";  // N
     emit_row_inputs_full(b, g, l, a, names);
     for (const ir::Node* r : a.reductions) {
       b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
@@ -213,6 +214,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
                      "_combine(const " + g.kernel_name + "_params p)");
     emit_restrict_pointers(b, g, access, dtypes);
     ValueNames names;
+    names[nullptr] = "(double)p.numel";  // N
     emit_row_inputs_full(b, g, l, a, names);
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
@@ -371,6 +373,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       b.line("#pragma unroll");
       auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
       ValueNames names;
+      names[nullptr] = "(double)p.red";  // N
       row_inputs(names, "lane");
       PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k); }, nullptr, false};
   pe.wide_sums = true;
@@ -393,6 +396,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     b.line("#pragma unroll");
     auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
     ValueNames names;
+    names[nullptr] = "(double)p.red";  // N
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       const std::string t = register_type(accumulator_dtype(*r, true));
@@ -423,6 +427,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "i", "i");
     ValueNames names;
+    names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);

@@ -21,7 +21,7 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
   for (const ir::Node* n : g.nodes) {
     for (const ir::Value* v : n->inputs) {
       if (v->producer && inside.count(v->producer)) continue;
-      if (v->constant) continue;  // literals are baked into the kernel
+      if (v->constant || v->reduced_count_minus) continue;  // literals, and N the kernel knows
       TORCHFUSE_INTERNAL_ASSERT(v->type.is_tensor() || v->type.is_scalar(), "group input %", v->id,
                                 " is neither a tensor nor a number");
       if (seen_inputs.insert(v).second) g.inputs.push_back(v);

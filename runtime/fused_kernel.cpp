@@ -51,6 +51,16 @@ void FusedKernel::shape_operands(CallInputs& call) const {
     TORCHFUSE_CHECK(b.has_value(), "torchfuse: ", group_.kernel_name, " inputs do not broadcast");
     call.domain = *b;
   }
+  if (!analysis_) return;
+  for (const ir::Node* r : analysis_->reductions) {
+    for (size_t i = 0; i < r->pinned_sizes.size(); ++i) {
+      const int64_t d = r->dims[i];
+      TORCHFUSE_CHECK(d < static_cast<int64_t>(call.domain.size()) && call.domain[d] == r->pinned_sizes[i],
+                      "torchfuse: ", group_.kernel_name, ": the input's dim ", d, " has size ",
+                      d < static_cast<int64_t>(call.domain.size()) ? call.domain[d] : -1,
+                      ", but the normalized shape says ", r->pinned_sizes[i]);
+    }
+  }
 }
 
 codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count) const {

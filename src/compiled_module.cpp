@@ -50,21 +50,44 @@ std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module
   return graph;
 }
 
+namespace {
+
+// What a specialization assumes of one input: the guard.
+std::string guard_of(const c10::IValue& iv) {
+  if (!iv.isTensor() || !iv.toTensor().defined()) return type_of_ivalue(iv).str();
+  const at::Tensor& t = iv.toTensor();
+  std::string g = std::string(ir::dtype_short_name(t.scalar_type())) + " rank " + std::to_string(t.dim()) + " ";
+  g += t.device().is_cuda() ? "cuda:" + std::to_string(t.device().index()) : std::string(c10::DeviceTypeName(t.device().type(), true));
+  // Which dims are size 1 (they broadcast) or 0.
+  g += " dims ";
+  for (int64_t s : t.sizes()) g += s == 1 ? '1' : s == 0 ? '0' : 'n';
+  // The memory layout class.
+  if (t.is_contiguous()) g += " contiguous";
+  else if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) g += " channels_last";
+  else g += " strided";
+  if (t.requires_grad() && c10::GradMode::is_enabled()) g += " requires_grad";
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs) {
+  std::vector<std::string> guards;
+  for (const auto& iv : inputs) guards.push_back(guard_of(iv));
+  return guards;
+}
+
 std::string input_signature(const std::vector<c10::IValue>& inputs) {
   std::string sig;
-  for (const auto& iv : inputs) {
-    if (iv.isTensor() && iv.toTensor().defined()) {
-      const at::Tensor& t = iv.toTensor();
-      sig += ir::Type::tensor(t.scalar_type(), t.sizes().vec(), t.strides().vec(), t.device()).str();
-      sig += "{" + std::to_string(t.storage_offset() == 0 ? 0 : 1) + "}";
-      if (t.requires_grad()) sig += " grad";
-      if (t.device().is_cuda()) sig += "@" + std::to_string(t.device().index());
-    } else {
-      sig += type_of_ivalue(iv).str();
-    }
-    sig += ";";
-  }
+  for (const auto& g : input_guards(inputs)) sig += g + "; ";
   return sig;
+}
+
+std::string why_recompile(const std::vector<std::string>& now, const std::vector<std::string>& before) {
+  for (size_t i = 0; i < now.size() && i < before.size(); ++i) {
+    if (now[i] != before[i]) return "input " + std::to_string(i) + " is '" + now[i] + "', was '" + before[i] + "'";
+  }
+  return "first call";
 }
 
 bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph) {
@@ -187,7 +210,11 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
         warned_limit_ = true;
       }
     } else {
-      if (logs_.recompiles) log_info(detail::cat("recompiles: new specialization #", specs_.size(), " for inputs ", sig));
+      if (logs_.recompiles) {
+        log_info(detail::cat("recompiles: specialization #", specs_.size(), ": ",
+                             why_recompile(input_guards(inputs), latest_guards_)));
+      }
+      latest_guards_ = input_guards(inputs);
       int device = 0;
       for (const auto& iv : inputs)
         if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();
@@ -245,8 +272,12 @@ Stats CompiledModuleImpl::stats() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.specializations = static_cast<int64_t>(specs_.size());
-    for (const auto& [sig, spec] : specs_)
-      for (const auto& k : spec->kernels) s.kernel_launches += k->launches();
+    for (const auto& [sig, spec] : specs_) {
+      for (const auto& k : spec->kernels) {
+        s.kernel_launches += k->launches();
+        s.kernel_variants += static_cast<int64_t>(k->kernels().size());
+      }
+    }
   }
   s.eager_calls = eager_calls_;
   s.fused_calls = fused_calls_;

@@ -62,13 +62,20 @@ class CompiledModuleImpl {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Specialization>> specs_;
   std::shared_ptr<Specialization> latest_;
+  std::vector<std::string> latest_guards_;
   bool warned_limit_ = false;
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
 };
 
-// "f32[8,16]{16,1}@cuda:0 grad;f64;other": what a specialization is keyed by.
+// The guard of each input: dtype, rank, device, which dims are size 1 (or 0), layout class
+// (contiguous, channels_last, strided), requires_grad under grad mode; numbers by kind. Sizes
+// themselves are not part of it: kernels take them as arguments.
+std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs);
+// The guards joined: what a specialization is keyed by.
 std::string input_signature(const std::vector<c10::IValue>& inputs);
+// Which guard of `now` differs from `before`, in words.
+std::string why_recompile(const std::vector<std::string>& now, const std::vector<std::string>& before);
 // Clones, freezes and inlines a module's forward; drops `self`.
 std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module);
 // Does some node write to a graph input or constant (or a view of one)?

@@ -67,11 +67,6 @@ std::vector<int64_t> reduced_shape(const std::vector<int64_t>& sizes, const std:
   return out;
 }
 
-int64_t reduced_count(const std::vector<int64_t>& sizes, const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= sizes[d];
-  return n;
-}
 
 ir::Value* reduce(ConvertContext& ctx, OpKind kind, ir::Value* x, const std::vector<int64_t>& dims, bool keepdim,
                   c10::ScalarType dtype) {
@@ -81,6 +76,14 @@ ir::Value* reduce(ConvertContext& ctx, OpKind kind, ir::Value* x, const std::vec
   n->dims = dims;
   n->keepdim = keepdim;
   return n->output();
+}
+
+// The reduction's dims must keep their sizes on every call (layer_norm's normalized_shape):
+// the kernel checks them, as eager would.
+ir::Value* pinned(ir::Value* reduced) {
+  ir::Node* n = reduced->producer;
+  for (int64_t d : n->dims) n->pinned_sizes.push_back(n->inputs[0]->type.sizes[d]);
+  return reduced;
 }
 
 ir::Value* pw(ConvertContext& ctx, OpKind kind, std::vector<ir::Value*> in, c10::ScalarType dtype) {
@@ -124,7 +127,7 @@ bool convert_sum_mean(ConvertContext& ctx, bool mean) {
   if (!dims) return false;
   if (mean && !is_floating(out)) return false;
   ir::Value* s = reduce(ctx, OpKind::ReduceSum, x, *dims, keepdim, out);
-  if (mean) s = pw(ctx, OpKind::Div, {s, ctx.scalar(c10::Scalar(reduced_count(x->type.sizes, *dims)))}, out);
+  if (mean) s = pw(ctx, OpKind::Div, {s, ctx.graph().add_reduced_count(0)}, out);
   return finish(ctx, s);
 }
 
@@ -172,11 +175,10 @@ bool convert_var_std(ConvertContext& ctx, bool is_std) {
     return false;
   }
   if (!dims) return false;
-  const int64_t n = reduced_count(x->type.sizes, *dims);
-  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.scalar(c10::Scalar(n))}, out);
+  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.graph().add_reduced_count(0)}, out);
   ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
   ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, keepdim, out);
-  ir::Value* var = pw(ctx, OpKind::Div, {ss, literal(ctx, std::max(0.0, static_cast<double>(n) - correction))}, out);
+  ir::Value* var = pw(ctx, OpKind::Div, {ss, ctx.graph().add_reduced_count(correction)}, out);
   return finish(ctx, is_std ? pw(ctx, OpKind::Sqrt, {var}, out) : var);
 }
 
@@ -257,12 +259,12 @@ bool convert_layer_norm(ConvertContext& ctx) {
   ir::Value* w = optional_tensor(ctx, 2, &ok);
   ir::Value* b = optional_tensor(ctx, 3, &ok);
   if (!ok) return false;
-  const int64_t n = reduced_count(x->type.sizes, *dims);
-  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.scalar(c10::Scalar(n))}, out);
+  ir::Value* sum = pinned(reduce(ctx, OpKind::ReduceSum, x, *dims, true, out));
+  ir::Value* mean = pw(ctx, OpKind::Div, {sum, ctx.graph().add_reduced_count(0)}, out);
   ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
   ir::Value* var = pw(ctx, OpKind::Div,
-                      {reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, true, out),
-                       ctx.scalar(c10::Scalar(n))},
+                      {pinned(reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, true, out)),
+                       ctx.graph().add_reduced_count(0)},
                       out);
   ir::Value* rstd = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {var, literal(ctx, eps->toDouble())}, out)}, out);
   ir::Value* y = pw(ctx, OpKind::Mul, {d, rstd}, out);
@@ -295,9 +297,8 @@ bool convert_rms_norm(ConvertContext& ctx) {
   ir::Value* w = optional_tensor(ctx, 2, &ok);
   if (!ok) return false;
   const auto acc = opmath_type(x->type.dtype);
-  const int64_t n = reduced_count(x->type.sizes, *dims);
-  ir::Value* ms = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), *dims, true, acc),
-                                        ctx.scalar(c10::Scalar(n))},
+  ir::Value* ms = pw(ctx, OpKind::Div, {pinned(reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), *dims, true, acc)),
+                                        ctx.graph().add_reduced_count(0)},
                      acc);
   ir::Value* r = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {ms, literal(ctx, eps)}, acc)}, acc);
   ir::Value* y = pw(ctx, OpKind::Mul, {x, r}, acc);

@@ -56,6 +56,9 @@ std::string join_ints(const std::vector<int64_t>& v) {
 
 std::string value_ref(const Value* v) {
   if (v->constant) return format_scalar_literal(*v->constant);
+  if (v->reduced_count_minus) {
+    return *v->reduced_count_minus == 0 ? "N" : "max(N - " + format_double(*v->reduced_count_minus) + ", 0)";
+  }
   return "%" + std::to_string(v->id);
 }
 
@@ -187,6 +190,12 @@ Value* Graph::add_scalar_constant(const c10::Scalar& value) {
   return v;
 }
 
+Value* Graph::add_reduced_count(double offset) {
+  Value* v = new_value(Type::scalar(c10::ScalarType::Double));
+  v->reduced_count_minus = offset;
+  return v;
+}
+
 Value* Graph::add_tensor_constant(Type type, std::string debug_name) {
   Value* v = new_value(std::move(type));
   v->is_constant_tensor = true;
@@ -266,7 +275,7 @@ std::string to_string(const Graph& graph) {
   }
   os << ") {\n";
   for (const Value* v : graph.free_values()) {
-    if (v->constant || v->uses.empty()) continue;  // literals are printed inline at their uses
+    if (v->constant || v->reduced_count_minus || v->uses.empty()) continue;  // printed inline at their uses
     os << "  %" << v->id << " : " << v->type.str() << " = "
        << (v->is_constant_tensor ? "constant_tensor" : "other") << "\n";
   }

@@ -68,6 +68,10 @@ struct Value {
   int id = -1;  // printed as %id; dense, in creation order
   Type type;
   std::optional<c10::Scalar> constant;  // a scalar literal (Python number in the source)
+  // The number of elements a reduction group reduces, minus this offset, at 0 at least (a mean's
+  // N, a variance's N - correction). Known per call, not when the graph is compiled, so that one
+  // specialization serves every size.
+  std::optional<double> reduced_count_minus;
   bool is_constant_tensor = false;      // a frozen parameter or buffer
   Node* producer = nullptr;             // null for graph inputs and constants
   std::vector<Node*> uses;              // one entry per use, in node order
@@ -85,6 +89,7 @@ struct Node {
   bool keepdim = false;             // reductions
   c10::ScalarType compute_dtype = c10::ScalarType::Undefined;  // dtype the op computes in (before opmath)
   std::string opaque_name;          // Opaque: the ATen/prim op name
+  std::vector<int64_t> pinned_sizes;  // reductions: sizes the reduced dims must have (layer_norm's normalized_shape)
   bool side_effects = false;        // Opaque: mutates or has side effects; fusion must not cross it
   int origin = -1;                  // index of the TorchScript node it came from, -1 if none
 
@@ -99,6 +104,8 @@ class Graph {
 
   Value* add_input(Type type, std::string debug_name = "");
   Value* add_scalar_constant(const c10::Scalar& value);
+  // N - offset for the reduction group the value is used in (see Value::reduced_count_minus).
+  Value* add_reduced_count(double offset);
   Value* add_tensor_constant(Type type, std::string debug_name = "");
   Value* add_other(std::string debug_name = "");  // an untyped value (lists, None, strings)
   // Appends a node; its output types are given (the frontend knows them from profiling).

@@ -247,3 +247,55 @@ TEST(GpuRuntime, MixedDevicesAreAClearError) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GpuGuards, TwentyBatchSizesReuseTheKernels) {
+  REQUIRE_GPU();
+  auto m = module_from(R"JIT(
+def forward(self, x, w, b):
+    h = torch.layer_norm(x, [256], w, b, 1e-5)
+    return torch.softmax(torch.gelu(h) * 2.0, -1) + x.mean(0)
+)JIT");
+  auto c = torchfuse::compile(m, tftest::quiet_options());
+  const auto w = rnd({256}, c10::kFloat);
+  const auto b = rnd({256}, c10::kFloat);
+  for (int64_t batch = 2; batch < 22; ++batch) {
+    const auto x = rnd({batch * 7, 256}, c10::kFloat);
+    const auto report = torchfuse::compare_with_eager(c, {x, w, b});
+    ASSERT_TRUE(report.passed()) << "batch " << batch << "\n" << report.to_string();
+  }
+  const auto s = c.stats();
+  EXPECT_EQ(s.specializations, 1);
+  EXPECT_EQ(s.eager_calls, 0);
+  // Three groups (layer norm + gelu + softmax rows, the column mean, the final add); a kernel source
+  // per group and compile-time layout: a handful at most, however many batch sizes.
+  const int groups = tftest::count_occurrences(c.graph_for({rnd({14, 256}, c10::kFloat), w, b}), "torchfuse::FusionGroup");
+  EXPECT_GE(groups, 2);
+  EXPECT_LE(s.kernel_variants, 2 * groups) << "kernel variants " << s.kernel_variants;
+  EXPECT_LE(s.kernels_compiled, s.kernel_variants + groups);
+  std::cout << "20 batch sizes: specializations " << s.specializations << ", kernel sources " << s.kernel_variants
+            << ", NVRTC compilations " << s.kernels_compiled << ", cache hits " << s.kernel_cache_hits << "\n";
+}
+
+TEST(GpuGuards, ABroadcastDimRecompilesAndSaysWhy) {
+  REQUIRE_GPU();
+  auto o = tftest::quiet_options();
+  o.logs = "recompiles";
+  auto c = torchfuse::compile(module_returning("x, y", "torch.relu(x * y) + 1.0"), o);
+  testing::internal::CaptureStderr();
+  c.forward({rnd({8, 16}, c10::kFloat), rnd({8, 16}, c10::kFloat)});
+  c.forward({rnd({8, 16}, c10::kFloat), rnd({1, 16}, c10::kFloat)});
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("recompiles: specialization #1: input 1"), std::string::npos) << log;
+  EXPECT_EQ(c.stats().specializations, 2);
+}
+
+TEST(GpuGuards, NormalizedShapeMismatchIsAnError) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(module_returning("x", "torch.layer_norm(x, [64])"));
+  c.forward({rnd({8, 64}, c10::kFloat)});
+  EXPECT_THROW(c.forward({rnd({8, 32}, c10::kFloat)}), std::exception);
+}
+
+}  // namespace

@@ -3,7 +3,7 @@
 //   auto compiled = torchfuse::compile(module);          // torch::jit::Module
 //   auto out = compiled.forward({x, b});                 // same results as eager, fewer kernels
 //
-// Each distinct input signature (dtype, sizes, strides, device) is profiled once,
+// Each distinct input signature (dtype, rank, device, size-1 dims, layout class) is profiled once,
 // converted to torchfuse's IR, fused, and its fusion groups compiled with NVRTC.
 // Everything torchfuse does not fuse runs through LibTorch as before.
 #pragma once
@@ -76,6 +76,7 @@ struct Stats {
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
   int64_t kernel_cache_hits = 0;    // kernels found in the in-memory cache
   int64_t kernel_launches = 0;      // fused kernels launched
+  int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
 };
 
