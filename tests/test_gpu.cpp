@@ -236,7 +236,9 @@ TEST(GpuRuntime, NewShapesAndDtypesStayCorrect) {
     const auto report = torchfuse::compare_outputs(c.forward_eager({x, b}), c.forward({x, b}));
     EXPECT_TRUE(report.passed()) << rows << " " << dtype << "\n" << report.to_string();
   }
-  EXPECT_EQ(c.stats().specializations, 4);
+  // Guards are by class: 8 and 33 rows of f32 share one specialization; f16, and bf16 with a
+  // size-1 dim, each get their own.
+  EXPECT_EQ(c.stats().specializations, 3);
 }
 
 TEST(GpuRuntime, MixedDevicesAreAClearError) {
