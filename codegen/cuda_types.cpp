@@ -1,5 +1,7 @@
 #include "codegen/cuda_types.h"
 
+#include "codegen/source_builder.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -86,6 +88,17 @@ std::string literal(const c10::Scalar& value, c10::ScalarType as) {
     case c10::ScalarType::Long: return std::to_string(value.toLong()) + "LL";
     default: return "(" + register_type(as) + ")" + std::to_string(value.toLong());
   }
+}
+
+std::string input_name(size_t k) { return "in" + std::to_string(k); }
+std::string output_name(size_t k) { return "out" + std::to_string(k); }
+
+void emit_operand_param(SourceBuilder& b, size_t k, bool is_number, c10::ScalarType dtype) {
+  if (is_number) {
+    b.line((dtype == c10::ScalarType::Double ? "double " : "long long ") + input_name(k) + ";");
+    return;
+  }
+  b.line("const " + storage_type(dtype) + "* " + input_name(k) + ";");
 }
 
 const std::string& prelude() {

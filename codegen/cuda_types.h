@@ -9,6 +9,8 @@
 namespace torchfuse {
 namespace codegen {
 
+class SourceBuilder;
+
 // Type a tensor element is stored as in memory: tf_half, tf_bf16, float, ...
 std::string storage_type(c10::ScalarType dtype);
 // Type a value is held in registers: fp16/bf16 widen to float.
@@ -26,6 +28,13 @@ std::string store_convert(const std::string& expr, c10::ScalarType dtype);
 // A number as a literal of register dtype `as`: 0.5f, 0.5, 3LL, true; inf and nan spelled with
 // bit patterns; printed locale-independently and exactly.
 std::string literal(const c10::Scalar& value, c10::ScalarType as);
+
+// Names of a kernel's inputs and outputs: in0, in1, ... and out0, ...
+std::string input_name(size_t k);
+std::string output_name(size_t k);
+// A number input is passed by value (double or long long); a tensor input as a pointer to its
+// storage type. Emits that params-struct line.
+void emit_operand_param(class SourceBuilder& b, size_t k, bool is_number, c10::ScalarType dtype);
 
 // Helpers every kernel may use: storage types, conversions, vector types, gelu, ...
 const std::string& prelude();

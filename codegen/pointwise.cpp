@@ -11,8 +11,8 @@ namespace {
 
 constexpr int kBlockSize = 256;
 
-std::string in_name(size_t k) { return "in" + std::to_string(k); }
-std::string out_name(size_t k) { return "out" + std::to_string(k); }
+std::string in_name(size_t k) { return input_name(k); }
+std::string out_name(size_t k) { return output_name(k); }
 
 bool needs_coordinates(const PointwiseLayout& l) {
   for (const auto& in : l.inputs) {
@@ -51,11 +51,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   b.line("long long size[" + rank + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
-    if (in.access == Access::Scalar) {
-      b.line((in.dtype == c10::ScalarType::Double ? "double " : "long long ") + in_name(k) + ";");
-      continue;
-    }
-    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
+    emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
     if (has_offset(in.access)) b.line("long long " + in_name(k) + "_stride[" + rank + "];");
   }
   for (size_t k = 0; k < l.outputs.size(); ++k) b.line(storage_type(l.outputs[k]) + "* " + out_name(k) + ";");

@@ -8,8 +8,8 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
-std::string in_name(size_t k) { return "in" + std::to_string(k); }
-std::string out_name(size_t k) { return "out" + std::to_string(k); }
+std::string in_name(size_t k) { return input_name(k); }
+std::string out_name(size_t k) { return output_name(k); }
 std::string str(int64_t v) { return std::to_string(v); }
 
 bool reads_elements(Access a) { return a == Access::InnerContig || a == Access::Strided; }
@@ -25,12 +25,8 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   b.line("long long red_size[" + R + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
-    if (in.access == Access::Scalar) {
-      b.line((in.dtype == c10::ScalarType::Double ? "double " : "long long ") + in_name(k) + ";");
-      continue;
-    }
-    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
-    if (in.access == Access::Uniform) continue;
+    emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
+    if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
     b.line("long long " + in_name(k) + "_outer_stride[" + A + "];");
     if (reads_elements(in.access)) b.line("long long " + in_name(k) + "_red_stride[" + R + "];");
   }

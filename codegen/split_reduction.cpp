@@ -8,13 +8,10 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
-std::string in_name(size_t k) { return "in" + std::to_string(k); }
-std::string out_name(size_t k) { return "out" + std::to_string(k); }
+std::string in_name(size_t k) { return input_name(k); }
+std::string out_name(size_t k) { return output_name(k); }
 std::string str(int64_t v) { return std::to_string(v); }
 
-void emit_scalar_param(SourceBuilder& b, c10::ScalarType dtype, const std::string& name) {
-  b.line((dtype == c10::ScalarType::Double ? "double " : "long long ") + name + ";");
-}
 
 void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a) {
   for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
@@ -23,11 +20,13 @@ void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const Red
   }
 }
 
-void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const std::vector<Access>& access,
-                            const std::vector<c10::ScalarType>& dtypes) {
-  for (size_t k = 0; k < access.size(); ++k) {
-    if (access[k] == Access::Scalar) continue;
-    b.line("const " + storage_type(dtypes[k]) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+// Local __restrict__ copies of the params' pointers. `Inputs`: the layout's operands (each with
+// .access and .dtype).
+template <typename Inputs>
+void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs& inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].access == Access::Scalar) continue;
+    b.line("const " + storage_type(inputs[k].dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
@@ -80,12 +79,8 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   b.line("long long size[" + R + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
-    if (in.access == Access::Scalar) {
-      emit_scalar_param(b, in.dtype, in_name(k));
-      continue;
-    }
-    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
-    if (in.access != Access::Linear && in.access != Access::Uniform) b.line("long long " + in_name(k) + "_stride[" + R + "];");
+    emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
+    if (in.access != Access::Scalar && in.access != Access::Linear && in.access != Access::Uniform) b.line("long long " + in_name(k) + "_stride[" + R + "];");
   }
   emit_outputs_and_partials(b, g, a);
   b.close(";");
@@ -173,16 +168,10 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
   b.line("");
   emit_full_params(b, g, l, a);
   b.line("");
-  std::vector<Access> access;
-  std::vector<c10::ScalarType> dtypes;
-  for (const auto& in : l.inputs) {
-    access.push_back(in.access);
-    dtypes.push_back(in.dtype);
-  }
   {
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(block) + ") " + g.kernel_name + "(const " +
                      g.kernel_name + "_params p)");
-    emit_restrict_pointers(b, g, access, dtypes);
+    emit_restrict_pointers(b, g, l.inputs);
     ValueNames names;
     names[nullptr] = "(double)p.numel";  // N
     emit_row_inputs_full(b, g, l, a, names);
@@ -212,7 +201,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
   {
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(kCombineBlock) + ") " + g.kernel_name +
                      "_combine(const " + g.kernel_name + "_params p)");
-    emit_restrict_pointers(b, g, access, dtypes);
+    emit_restrict_pointers(b, g, l.inputs);
     ValueNames names;
     names[nullptr] = "(double)p.numel";  // N
     emit_row_inputs_full(b, g, l, a, names);
@@ -246,12 +235,8 @@ void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionL
   b.line("long long inner_size[" + rank(l.inner_sizes) + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
-    if (in.access == Access::Scalar) {
-      emit_scalar_param(b, in.dtype, in_name(k));
-      continue;
-    }
-    b.line("const " + storage_type(in.dtype) + "* " + in_name(k) + ";");
-    if (in.access == Access::Uniform) continue;
+    emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
+    if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
     b.line("long long " + in_name(k) + "_outer_stride[" + rank(l.outer_sizes) + "];");
     b.line("long long " + in_name(k) + "_red_stride[" + rank(l.red_sizes) + "];");
     b.line("long long " + in_name(k) + "_inner_stride[" + rank(l.inner_sizes) + "];");
@@ -316,12 +301,6 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
   b.line("");
   emit_column_params(b, g, l, a);
   b.line("");
-  std::vector<Access> access;
-  std::vector<c10::ScalarType> dtypes;
-  for (const auto& in : l.inputs) {
-    access.push_back(in.access);
-    dtypes.push_back(in.dtype);
-  }
   // Per-(outer, inner) inputs and the row phase before the element pass, for one column `i`.
   auto row_inputs = [&](ValueNames& names, const std::string& lane_off) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
@@ -342,7 +321,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
   {
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "(const " + g.kernel_name +
                      "_params p)");
-    emit_restrict_pointers(b, g, access, dtypes);
+    emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
     b.line("const tf_index tiles = ((tf_index)p.inner + " + str(32 * l.vec - 1) + ") / " + str(32 * l.vec) + ";");
@@ -419,7 +398,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
   {
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "_combine(const " +
                      g.kernel_name + "_params p)");
-    emit_restrict_pointers(b, g, access, dtypes);
+    emit_restrict_pointers(b, g, l.inputs);
     b.line("const tf_index q = (tf_index)blockIdx.x * blockDim.x + threadIdx.x;");
     b.line("if (q >= (tf_index)p.outer * (tf_index)p.inner) return;");
     b.line("const tf_index o = q / (tf_index)p.inner;");

@@ -57,6 +57,16 @@ std::optional<bool> bool_arg(ConvertContext& ctx, size_t index) {
   return c->toBool();
 }
 
+// (dim, keepdim) arguments at these positions.
+bool dims_and_keepdim(ConvertContext& ctx, size_t dim_index, size_t keepdim_index, int64_t rank, bool empty_means_all,
+                      std::optional<std::vector<int64_t>>* dims, bool* keepdim) {
+  *dims = dims_arg(ctx, dim_index, rank, empty_means_all);
+  auto k = bool_arg(ctx, keepdim_index);
+  if (!*dims || !k) return false;
+  *keepdim = *k;
+  return true;
+}
+
 std::vector<int64_t> reduced_shape(const std::vector<int64_t>& sizes, const std::vector<int64_t>& dims, bool keepdim) {
   std::vector<int64_t> out;
   for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
@@ -116,15 +126,9 @@ bool convert_sum_mean(ConvertContext& ctx, bool mean) {
   bool keepdim = false;
   if (ctx.num_inputs() == 2) {
     dims = all_dims(x->type.rank());
-  } else if (ctx.num_inputs() == 4) {
-    dims = dims_arg(ctx, 1, x->type.rank(), true);
-    auto k = bool_arg(ctx, 2);
-    if (!k) return false;
-    keepdim = *k;
-  } else {
+  } else if (ctx.num_inputs() != 4 || !dims_and_keepdim(ctx, 1, 2, x->type.rank(), true, &dims, &keepdim)) {
     return false;
   }
-  if (!dims) return false;
   if (mean && !is_floating(out)) return false;
   ir::Value* s = reduce(ctx, OpKind::ReduceSum, x, *dims, keepdim, out);
   if (mean) s = pw(ctx, OpKind::Div, {s, ctx.graph().add_reduced_count(0)}, out);
@@ -326,15 +330,10 @@ bool convert_norm(ConvertContext& ctx, bool linalg) {
   bool keepdim = false;
   if (ctx.num_inputs() == 2 && !linalg) {
     dims = all_dims(x->type.rank());
-  } else if ((linalg && ctx.num_inputs() == 5) || (!linalg && ctx.num_inputs() == 4)) {
-    dims = dims_arg(ctx, 2, x->type.rank(), linalg);
-    auto k = bool_arg(ctx, 3);
-    if (!k) return false;
-    keepdim = *k;
-  } else {
+  } else if (ctx.num_inputs() != (linalg ? 5u : 4u) ||
+             !dims_and_keepdim(ctx, 2, 3, x->type.rank(), linalg, &dims, &keepdim)) {
     return false;
   }
-  if (!dims) return false;
   ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, out), *dims, keepdim, out);
   return finish(ctx, pw(ctx, OpKind::Sqrt, {ss}, out));
 }
