@@ -125,6 +125,29 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
 void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) const {
   TORCHFUSE_CHECK(inputs.size() == graph_->inputs().size(), "torchfuse: forward expects ", graph_->inputs().size(),
                   " inputs, got ", inputs.size());
+  // The kinds the graph declares: a tensor where a number is expected (or the reverse) is a
+  // clear error here, not a failure deep inside an op.
+  c10::optional<c10::Device> cuda_device;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& declared = graph_->inputs()[i]->type();
+    const c10::IValue& v = inputs[i];
+    const std::string what = "torchfuse: forward input " + std::to_string(i) + " ('" +
+                             graph_->inputs()[i]->debugNameBase() + "') must be ";
+    if (declared->kind() == c10::TypeKind::TensorType) {
+      TORCHFUSE_CHECK(v.isTensor(), what, "a Tensor, got ", v.tagKind());
+    } else if (declared->kind() == c10::TypeKind::FloatType) {
+      TORCHFUSE_CHECK(v.isDouble() || v.isInt(), what, "a float, got ", v.tagKind());
+    } else if (declared->kind() == c10::TypeKind::IntType) {
+      TORCHFUSE_CHECK(v.isInt(), what, "an int, got ", v.tagKind());
+    } else if (declared->kind() == c10::TypeKind::BoolType) {
+      TORCHFUSE_CHECK(v.isBool(), what, "a bool, got ", v.tagKind());
+    }
+    if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().is_cuda()) continue;
+    const c10::Device d = v.toTensor().device();
+    TORCHFUSE_CHECK(!cuda_device || *cuda_device == d, "torchfuse: forward inputs are on different CUDA devices: ",
+                    *cuda_device, " and ", d, " (input ", i, ")");
+    cuda_device = d;
+  }
 }
 
 c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {

@@ -127,3 +127,25 @@ TEST(Api, CompareWithEagerRunsTheFloat64Reference) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Api, ATensorWhereANumberIsExpectedIsAClearError) {
+  auto c = torchfuse::compile(tftest::module_from("def forward(self, x, s: float):\n    return x * s\n"));
+  try {
+    c.forward({torch::randn({4}), torch::randn({4})});
+    FAIL() << "no error";
+  } catch (const torchfuse::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 1 ('s') must be a float, got Tensor"), std::string::npos) << e.what();
+  }
+  try {
+    c.forward({2.0, 2.0});
+    FAIL() << "no error";
+  } catch (const torchfuse::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 0 ('x") , std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("must be a Tensor, got Double"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(torch::allclose(c.forward({torch::ones({4}), 2}).toTensor(), torch::full({4}, 2.0)));
+}
+
+}  // namespace
