@@ -11,8 +11,6 @@ namespace {
 
 constexpr int kBlockSize = 256;
 
-std::string in_name(size_t k) { return input_name(k); }
-std::string out_name(size_t k) { return output_name(k); }
 
 bool needs_coordinates(const PointwiseLayout& l) {
   for (const auto& in : l.inputs) {
@@ -33,11 +31,11 @@ void emit_header_comment(SourceBuilder& b, const FusionGroup& g, const Pointwise
   b.line("// coalesced domain rank " + std::to_string(l.sizes.size()) + "; vector width " + std::to_string(l.vec) +
          "; " + (l.index64 ? "64" : "32") + "-bit indices");
   for (size_t k = 0; k < g.inputs.size(); ++k) {
-    b.line("// " + in_name(k) + " = %" + std::to_string(g.inputs[k]->id) + " " +
+    b.line("// " + input_name(k) + " = %" + std::to_string(g.inputs[k]->id) + " " +
            ir::dtype_short_name(l.inputs[k].dtype) + ", " + access_name(l.inputs[k].access));
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    b.line("// " + out_name(k) + " = %" + std::to_string(g.outputs[k]->id) + " " +
+    b.line("// " + output_name(k) + " = %" + std::to_string(g.outputs[k]->id) + " " +
            ir::dtype_short_name(l.outputs[k]) + ", contiguous");
   }
 }
@@ -52,9 +50,9 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
-    if (has_offset(in.access)) b.line("long long " + in_name(k) + "_stride[" + rank + "];");
+    if (has_offset(in.access)) b.line("long long " + input_name(k) + "_stride[" + rank + "];");
   }
-  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(storage_type(l.outputs[k]) + "* " + out_name(k) + ";");
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(storage_type(l.outputs[k]) + "* " + output_name(k) + ";");
   b.close(";");
 }
 
@@ -63,15 +61,15 @@ void emit_compute(SourceBuilder& b, const FusionGroup& g) {
   ValueNames names;
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto* v = g.inputs[k];
-    sig += (k ? ", " : "") + register_type(v->type.dtype) + " " + in_name(k);
-    names[v] = in_name(k);
+    sig += (k ? ", " : "") + register_type(v->type.dtype) + " " + input_name(k);
+    names[v] = input_name(k);
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + out_name(k);
+    sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + output_name(k);
   }
   auto s = b.scope(sig + ")");
   for (const ir::Node* n : g.nodes) emit_pointwise(b, *n, names);
-  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(out_name(k) + " = " + names.at(g.outputs[k]) + ";");
+  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(output_name(k) + " = " + names.at(g.outputs[k]) + ";");
 }
 
 void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vector<OperandLayout>& inputs) {
@@ -88,7 +86,7 @@ void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vec
     if (!has_offset(inputs[k].access)) continue;
     std::string off;
     for (size_t d = 0; d < rank; ++d) {
-      off += (d ? " + " : "") + std::string("c") + std::to_string(d) + " * (tf_index)p." + in_name(k) + "_stride[" +
+      off += (d ? " + " : "") + std::string("c") + std::to_string(d) + " * (tf_index)p." + input_name(k) + "_stride[" +
              std::to_string(d) + "]";
     }
     b.line("const tf_index off" + std::to_string(k) + " = " + off + ";");
@@ -98,7 +96,7 @@ void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vec
 // The value of input k for lane `lane` ("" on the one-element path).
 std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path) {
   const auto& in = l.inputs[k];
-  const std::string n = in_name(k);
+  const std::string n = input_name(k);
   const std::string kk = std::to_string(k);
   switch (in.access) {
     case Access::Scalar: return "p." + n;
@@ -135,11 +133,11 @@ void emit_vector_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
     const std::string kk = std::to_string(k);
     const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
     if (in.access == Access::Linear) {
-      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + i);");
+      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + i);");
     } else if (in.access == Access::InnerContig) {
-      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + off" + kk + ");");
+      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + off" + kk + ");");
     } else if (in.access == Access::InnerBroadcast) {
-      b.line("const " + register_type(in.dtype) + " b" + kk + " = " + load_convert(in_name(k) + "[off" + kk + "]", in.dtype) + ";");
+      b.line("const " + register_type(in.dtype) + " b" + kk + " = " + load_convert(input_name(k) + "[off" + kk + "]", in.dtype) + ";");
     }
   }
   for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + "[" + vec + "];");
@@ -155,7 +153,7 @@ void emit_vector_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
     b.line("#pragma unroll");
     b.line("for (int lane = 0; lane < " + vec + "; ++lane) o" + kk + ".v[lane] = " +
            store_convert("r" + kk + "[lane]", l.outputs[k]) + ";");
-    b.line("*reinterpret_cast<" + vt + "*>(" + out_name(k) + " + i) = o" + kk + ";");
+    b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + i) = o" + kk + ";");
   }
 }
 
@@ -164,7 +162,7 @@ void emit_scalar_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + ";");
   b.line(compute_call(g, l, false));
   for (size_t k = 0; k < l.outputs.size(); ++k) {
-    b.line(out_name(k) + "[i] = " + store_convert("r" + std::to_string(k), l.outputs[k]) + ";");
+    b.line(output_name(k) + "[i] = " + store_convert("r" + std::to_string(k), l.outputs[k]) + ";");
   }
 }
 
@@ -174,14 +172,14 @@ void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     if (in.access == Access::Scalar) continue;
-    b.line("const " + storage_type(in.dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+    b.line("const " + storage_type(in.dtype) + "* __restrict__ " + input_name(k) + " = p." + input_name(k) + ";");
     if (in.access == Access::Uniform) {
       b.line("const " + register_type(in.dtype) + " u" + std::to_string(k) + " = " +
-             load_convert(in_name(k) + "[0]", in.dtype) + ";");
+             load_convert(input_name(k) + "[0]", in.dtype) + ";");
     }
   }
   for (size_t k = 0; k < l.outputs.size(); ++k) {
-    b.line(storage_type(l.outputs[k]) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+    b.line(storage_type(l.outputs[k]) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
   }
   b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
   b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");

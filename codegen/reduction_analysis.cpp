@@ -117,6 +117,13 @@ std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& 
   return order;
 }
 
+std::map<const ir::Value*, int> ReductionAnalysis::first_passes(const FusionGroup& g, bool use_cache) const {
+  std::map<const ir::Value*, int> first;
+  for (int p = 0; p < passes; ++p)
+    for (const ir::Value* v : pass_values(g, p, use_cache)) first.emplace(v, p);
+  return first;
+}
+
 std::set<const ir::Value*> ReductionAnalysis::cached_values(const FusionGroup& g) const {
   std::set<const ir::Value*> cached;
   std::set<const ir::Value*> earlier;

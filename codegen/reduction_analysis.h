@@ -35,6 +35,8 @@ struct ReductionAnalysis {
   // Element values pass L evaluates: its targets and their ancestors, stopping at values an
   // earlier pass computed when `use_cache`.
   std::vector<const ir::Value*> pass_values(const FusionGroup& g, int pass, bool use_cache) const;
+  // The first pass that evaluates each element value.
+  std::map<const ir::Value*, int> first_passes(const FusionGroup& g, bool use_cache) const;
 };
 
 ReductionAnalysis analyze_reduction_group(const FusionGroup& g);

@@ -56,20 +56,9 @@ int input_index(const FusionGroup& g, const ir::Value* v) {
   return it == g.inputs.end() ? -1 : static_cast<int>(it - g.inputs.begin());
 }
 
-namespace {
-
-// The first pass that evaluates each element value.
-std::map<const ir::Value*, int> first_passes(const FusionGroup& g, const ReductionAnalysis& a, bool use_cache) {
-  std::map<const ir::Value*, int> first;
-  for (int p = 0; p < a.passes; ++p)
-    for (const ir::Value* v : a.pass_values(g, p, use_cache)) first.emplace(v, p);
-  return first;
-}
-
-}  // namespace
 
 void PassEmitter::emit(int pass, const std::function<void(size_t, const std::string&)>& store) {
-  const auto first = first_passes(g, a, use_cache);
+  const auto first = a.first_passes(g, use_cache);
   for (const ir::Value* v : a.pass_values(g, pass, use_cache)) {
     const bool from_cache = use_cache && first.at(v) < pass;
     if (from_cache) {

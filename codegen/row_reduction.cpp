@@ -8,8 +8,6 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
-std::string in_name(size_t k) { return input_name(k); }
-std::string out_name(size_t k) { return output_name(k); }
 std::string str(int64_t v) { return std::to_string(v); }
 
 bool reads_elements(Access a) { return a == Access::InnerContig || a == Access::Strided; }
@@ -27,11 +25,11 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
     if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
-    b.line("long long " + in_name(k) + "_outer_stride[" + A + "];");
-    if (reads_elements(in.access)) b.line("long long " + in_name(k) + "_red_stride[" + R + "];");
+    b.line("long long " + input_name(k) + "_outer_stride[" + A + "];");
+    if (reads_elements(in.access)) b.line("long long " + input_name(k) + "_red_stride[" + R + "];");
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
+    b.line(storage_type(g.outputs[k]->type.dtype) + "* " + output_name(k) + ";");
   }
   b.close(";");
 }
@@ -43,11 +41,11 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
          (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
   for (size_t k = 0; k < g.inputs.size(); ++k) {
-    b.line("// " + in_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
+    b.line("// " + input_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
            access_name(l.inputs[k].access));
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    b.line("// " + out_name(k) + " = %" + str(g.outputs[k]->id) + " " + ir::dtype_short_name(g.outputs[k]->type.dtype) +
+    b.line("// " + output_name(k) + " = %" + str(g.outputs[k]->id) + " " + ir::dtype_short_name(g.outputs[k]->type.dtype) +
            (a.is_row(g.outputs[k]) ? ", one per row" : ", per element"));
   }
 }
@@ -72,7 +70,7 @@ void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
     if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
     std::string off;
     for (size_t d = 0; d < A; ++d) {
-      off += (d ? " + " : "") + coords[d] + " * (tf_index)p." + in_name(k) + "_outer_stride[" + str(static_cast<int64_t>(d)) + "]";
+      off += (d ? " + " : "") + coords[d] + " * (tf_index)p." + input_name(k) + "_outer_stride[" + str(static_cast<int64_t>(d)) + "]";
     }
     b.line("const tf_index ro" + str(static_cast<int64_t>(k)) + " = " + (off.empty() ? "0" : off) + ";");
   }
@@ -82,7 +80,7 @@ void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
 std::string red_offset(const ReductionLayout& l, size_t k, const std::string& j) {
   const auto& in = l.inputs[k];
   if (in.access == Access::InnerContig) return j;
-  if (l.red_sizes.size() == 1) return j + " * (tf_index)p." + in_name(k) + "_red_stride[0]";
+  if (l.red_sizes.size() == 1) return j + " * (tf_index)p." + input_name(k) + "_red_stride[0]";
   return "tf_red_offset_" + str(static_cast<int64_t>(k)) + "(p, " + j + ")";
 }
 
@@ -96,7 +94,7 @@ void emit_red_offset_helpers(SourceBuilder& b, const FusionGroup& g, const Reduc
     b.line("tf_index off = 0;");
     for (size_t d = l.red_sizes.size(); d-- > 0;) {
       const std::string dd = str(static_cast<int64_t>(d));
-      b.line("off += (j % (tf_index)p.red_size[" + dd + "]) * (tf_index)p." + in_name(k) + "_red_stride[" + dd + "];");
+      b.line("off += (j % (tf_index)p.red_size[" + dd + "]) * (tf_index)p." + input_name(k) + "_red_stride[" + dd + "];");
       b.line("j /= (tf_index)p.red_size[" + dd + "];");
     }
     b.line("return off;");
@@ -122,24 +120,17 @@ struct RowKernel {
   // Loads one pass needs, as vectors: inputs first read in this pass.
   void emit_vector_loads(int pass, const std::string& j0) {
     if (l.vec == 1) return;
+    const auto values = a.pass_values(g, pass, l.cached);
+    const auto first = a.first_passes(g, l.cached);
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (l.inputs[k].access != Access::InnerContig) continue;
-      const auto values = a.pass_values(g, pass, l.cached);
       const ir::Value* v = g.inputs[k];
       if (std::find(values.begin(), values.end(), v) == values.end()) continue;
-      if (l.cached && cached.count(v) && first_pass(v) < pass) continue;
+      if (l.cached && cached.count(v) && first.at(v) < pass) continue;
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
       b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" +
-             in_name(k) + " + ro" + str(static_cast<int64_t>(k)) + " + " + j0 + ");");
+             input_name(k) + " + ro" + str(static_cast<int64_t>(k)) + " + " + j0 + ");");
     }
-  }
-
-  int first_pass(const ir::Value* v) {
-    for (int p = 0; p < a.passes; ++p) {
-      const auto vals = a.pass_values(g, p, l.cached);
-      if (std::find(vals.begin(), vals.end(), v) != vals.end()) return p;
-    }
-    return a.passes;
   }
 
   std::string load(size_t k) {
@@ -147,7 +138,7 @@ struct RowKernel {
     const std::string kk = str(static_cast<int64_t>(k));
     if (per_row(in.access)) return "rin" + kk;
     if (in.access == Access::InnerContig && l.vec > 1) return load_convert("v" + kk + ".v[lane]", in.dtype);
-    return load_convert(in_name(k) + "[ro" + kk + " + " + red_offset(l, k, "j") + "]", in.dtype);
+    return load_convert(input_name(k) + "[ro" + kk + " + " + red_offset(l, k, "j") + "]", in.dtype);
   }
 
   void emit_pass(int pass) {
@@ -197,7 +188,7 @@ struct RowKernel {
       b.line(vt + " s" + kk + ";");
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) s" + kk + ".v[lane] = " + store_convert("o" + kk + "[lane]", dt) + ";");
-      b.line("*reinterpret_cast<" + vt + "*>(" + out_name(k) + " + row * (tf_index)p.cols + j0) = s" + kk + ";");
+      b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + row * (tf_index)p.cols + j0) = s" + kk + ";");
     }
     b.close();
   }
@@ -205,7 +196,7 @@ struct RowKernel {
   void emit_row_phase(int level) {
     PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
-      b.line("if (row_ok && tl == 0) " + out_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      b.line("if (row_ok && tl == 0) " + output_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
     });
   }
 
@@ -223,10 +214,10 @@ struct RowKernel {
     }
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k].access == Access::Scalar) continue;
-      b.line("const " + storage_type(l.inputs[k].dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+      b.line("const " + storage_type(l.inputs[k].dtype) + "* __restrict__ " + input_name(k) + " = p." + input_name(k) + ";");
     }
     for (size_t k = 0; k < g.outputs.size(); ++k) {
-      b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+      b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
     }
     auto rows = b.scope("for (tf_index row0 = (tf_index)blockIdx.x * " + str(rpb) + "; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * " +
                         str(rpb) + ")");
@@ -239,9 +230,9 @@ struct RowKernel {
       if (!per_row(in.access)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       std::string e;
-      if (in.access == Access::Scalar) e = "p." + in_name(k);
-      else if (in.access == Access::Uniform) e = load_convert(in_name(k) + "[0]", in.dtype);
-      else e = load_convert(in_name(k) + "[row_ok ? ro" + kk + " : 0]", in.dtype);
+      if (in.access == Access::Scalar) e = "p." + input_name(k);
+      else if (in.access == Access::Uniform) e = load_convert(input_name(k) + "[0]", in.dtype);
+      else e = load_convert(input_name(k) + "[row_ok ? ro" + kk + " : 0]", in.dtype);
       const std::string name = "rin" + kk;
       b.line(register_type(g.inputs[k]->type.dtype) + " " + name + " = " + e + ";");
       names[g.inputs[k]] = name;

@@ -8,13 +8,11 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
-std::string in_name(size_t k) { return input_name(k); }
-std::string out_name(size_t k) { return output_name(k); }
 std::string str(int64_t v) { return std::to_string(v); }
 
 
 void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a) {
-  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + out_name(k) + ";");
+  for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + output_name(k) + ";");
   for (const ir::Node* r : a.reductions) {
     b.line(register_type(accumulator_dtype(*r, true)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
   }
@@ -26,10 +24,10 @@ template <typename Inputs>
 void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs& inputs) {
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].access == Access::Scalar) continue;
-    b.line("const " + storage_type(inputs[k].dtype) + "* __restrict__ " + in_name(k) + " = p." + in_name(k) + ";");
+    b.line("const " + storage_type(inputs[k].dtype) + "* __restrict__ " + input_name(k) + " = p." + input_name(k) + ";");
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + out_name(k) + " = p." + out_name(k) + ";");
+    b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
   }
 }
 
@@ -51,7 +49,7 @@ void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAna
   PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
   for (int level = 1; level <= a.passes; ++level) {
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
-      b.line("if (" + guard + ") " + out_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      b.line("if (" + guard + ") " + output_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
     });
   }
 }
@@ -62,7 +60,7 @@ void emit_row_inputs_full(SourceBuilder& b, const FusionGroup& g, const Pointwis
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     if (in.access != Access::Scalar && in.access != Access::Uniform) continue;
-    const std::string e = in.access == Access::Scalar ? "p." + in_name(k) : load_convert(in_name(k) + "[0]", in.dtype);
+    const std::string e = in.access == Access::Scalar ? "p." + input_name(k) : load_convert(input_name(k) + "[0]", in.dtype);
     b.line(register_type(g.inputs[k]->type.dtype) + " rin" + str(static_cast<int64_t>(k)) + " = " + e + ";");
     if (a.is_row(g.inputs[k])) names[g.inputs[k]] = "rin" + str(static_cast<int64_t>(k));
   }
@@ -80,7 +78,7 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
-    if (in.access != Access::Scalar && in.access != Access::Linear && in.access != Access::Uniform) b.line("long long " + in_name(k) + "_stride[" + R + "];");
+    if (in.access != Access::Scalar && in.access != Access::Linear && in.access != Access::Uniform) b.line("long long " + input_name(k) + "_stride[" + R + "];");
   }
   emit_outputs_and_partials(b, g, a);
   b.close(";");
@@ -92,8 +90,8 @@ std::string full_load(const PointwiseLayout& l, size_t k, bool vector_path) {
   switch (in.access) {
     case Access::Scalar:
     case Access::Uniform: return "rin" + kk;
-    case Access::Linear: return load_convert(vector_path ? "v" + kk + ".v[lane]" : in_name(k) + "[i]", in.dtype);
-    default: return load_convert(in_name(k) + "[off" + kk + "]", in.dtype);
+    case Access::Linear: return load_convert(vector_path ? "v" + kk + ".v[lane]" : input_name(k) + "[i]", in.dtype);
+    default: return load_convert(input_name(k) + "[off" + kk + "]", in.dtype);
   }
 }
 
@@ -111,7 +109,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k].access != Access::Linear) continue;
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + ">";
-      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) +
+      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) +
              " + i0);");
     }
     b.line("#pragma unroll");
@@ -119,7 +117,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
     b.line("const tf_index i = i0 + lane;");
     b.line("(void)i;");
     pe.emit(0, [&](size_t k, const std::string& e) {
-      b.line(out_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
     });
     return;
   }
@@ -142,14 +140,14 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
       if (a_k == Access::Linear || a_k == Access::Uniform || a_k == Access::Scalar) continue;
       std::string off;
       for (size_t d = 0; d < l.sizes.size(); ++d) {
-        off += (d ? " + " : "") + std::string("c") + str(static_cast<int64_t>(d)) + " * (tf_index)p." + in_name(k) +
+        off += (d ? " + " : "") + std::string("c") + str(static_cast<int64_t>(d)) + " * (tf_index)p." + input_name(k) +
                "_stride[" + str(static_cast<int64_t>(d)) + "]";
       }
       b.line("const tf_index off" + str(static_cast<int64_t>(k)) + " = " + off + ";");
     }
   }
   pe.emit(0, [&](size_t k, const std::string& e) {
-    b.line(out_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
   });
 }
 
@@ -237,9 +235,9 @@ void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionL
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
     if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
-    b.line("long long " + in_name(k) + "_outer_stride[" + rank(l.outer_sizes) + "];");
-    b.line("long long " + in_name(k) + "_red_stride[" + rank(l.red_sizes) + "];");
-    b.line("long long " + in_name(k) + "_inner_stride[" + rank(l.inner_sizes) + "];");
+    b.line("long long " + input_name(k) + "_outer_stride[" + rank(l.outer_sizes) + "];");
+    b.line("long long " + input_name(k) + "_red_stride[" + rank(l.red_sizes) + "];");
+    b.line("long long " + input_name(k) + "_inner_stride[" + rank(l.inner_sizes) + "];");
   }
   emit_outputs_and_partials(b, g, a);
   b.close(";");
@@ -264,7 +262,7 @@ void emit_segment(SourceBuilder& b, const ReductionLayout& l, const std::vector<
     if (acc == Access::Scalar || acc == Access::Uniform) continue;
     std::string off;
     for (size_t d = 0; d < sizes.size(); ++d) {
-      off += " + " + prefix + "c" + str(static_cast<int64_t>(d)) + " * (tf_index)p." + in_name(k) + "_" + seg +
+      off += " + " + prefix + "c" + str(static_cast<int64_t>(d)) + " * (tf_index)p." + input_name(k) + "_" + seg +
              "_stride[" + str(static_cast<int64_t>(d)) + "]";
     }
     b.line("const tf_index " + prefix + "off" + str(static_cast<int64_t>(k)) + " = 0" + off + ";");
@@ -276,12 +274,12 @@ void emit_segment(SourceBuilder& b, const ReductionLayout& l, const std::vector<
 std::string column_load(const ReductionLayout& l, size_t k) {
   const auto& in = l.inputs[k];
   const std::string kk = str(static_cast<int64_t>(k));
-  if (in.access == Access::Scalar) return "p." + in_name(k);
-  if (in.access == Access::Uniform) return load_convert(in_name(k) + "[0]", in.dtype);
+  if (in.access == Access::Scalar) return "p." + input_name(k);
+  if (in.access == Access::Uniform) return load_convert(input_name(k) + "[0]", in.dtype);
   if (l.vec > 1 && in.inner_strides.size() == 1 && in.inner_strides[0] == 1) return load_convert("v" + kk + ".v[lane]", in.dtype);
   std::string lane_off;
-  if (l.vec > 1 && !in.inner_strides.empty()) lane_off = " + lane * (tf_index)p." + in_name(k) + "_inner_stride[0]";
-  return load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + lane_off + "]", in.dtype);
+  if (l.vec > 1 && !in.inner_strides.empty()) lane_off = " + lane * (tf_index)p." + input_name(k) + "_inner_stride[0]";
+  return load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + lane_off + "]", in.dtype);
 }
 
 }  // namespace
@@ -308,10 +306,10 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       const auto& in = l.inputs[k];
       const std::string kk = str(static_cast<int64_t>(k));
       std::string lo;
-      if (!lane_off.empty() && !in.inner_strides.empty()) lo = " + " + lane_off + " * (tf_index)p." + in_name(k) + "_inner_stride[0]";
-      std::string e = in.access == Access::Scalar   ? "p." + in_name(k)
-                      : in.access == Access::Uniform ? load_convert(in_name(k) + "[0]", in.dtype)
-                                                     : load_convert(in_name(k) + "[ooff" + kk + " + ioff" + kk + lo + "]", in.dtype);
+      if (!lane_off.empty() && !in.inner_strides.empty()) lo = " + " + lane_off + " * (tf_index)p." + input_name(k) + "_inner_stride[0]";
+      std::string e = in.access == Access::Scalar   ? "p." + input_name(k)
+                      : in.access == Access::Uniform ? load_convert(input_name(k) + "[0]", in.dtype)
+                                                     : load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + lo + "]", in.dtype);
       b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = " + e + ";");
       names[g.inputs[k]] = "rin" + kk;
     }
@@ -346,7 +344,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
         if (in.inner_strides.size() != 1 || in.inner_strides[0] != 1) continue;
         const std::string kk = str(static_cast<int64_t>(k));
         const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
-        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + in_name(k) + " + ooff" + kk +
+        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + ooff" + kk +
                " + ioff" + kk + " + roff" + kk + ");");
       }
       b.line("#pragma unroll");
@@ -358,7 +356,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
   pe.wide_sums = true;
       pe.accumulator_suffix = "[lane]";
       pe.emit(0, [&](size_t k, const std::string& e) {
-        b.line(out_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
+        b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
                store_convert(e, g.outputs[k]->type.dtype) + ";");
       });
     }
