@@ -148,23 +148,30 @@ void print_summary(const BenchReport& report, std::ostream& os) {
   }
   for (const auto& dtype : dtypes) {
     double log_eager = 0, log_script = 0, log_eff = 0;
-    int n = 0, total = 0;
+    int n = 0, n_eff = 0, total = 0;
     for (const auto& r : report.cases) {
       if (r.dtype != dtype) continue;
       ++total;
-      if (!r.check_passed || !r.torchfuse.ok || !r.eager.ok || !r.script.ok) continue;
+      if (!r.check_passed || !r.torchfuse.ok) continue;
+      log_eff += std::log(efficiency(r.min_bytes, r.torchfuse.us, report.copy_gbs));
+      ++n_eff;
+      if (!r.eager.ok || !r.script.ok) continue;
       log_eager += std::log(speedup(r.eager, r.torchfuse));
       log_script += std::log(speedup(r.script, r.torchfuse));
-      log_eff += std::log(efficiency(r.min_bytes, r.torchfuse.us, report.copy_gbs));
       ++n;
     }
-    if (n == 0) {
+    if (n_eff == 0) {
       os << format("%s: no case both ran and passed its check\n", dtype.c_str());
+      continue;
+    }
+    if (n == 0) {
+      os << format("%s geomean over %d/%d cases: torchfuse efficiency %.2f (eager and TorchScript not timed)\n",
+                   dtype.c_str(), n_eff, total, std::exp(log_eff / n_eff));
       continue;
     }
     os << format("%s geomean over %d/%d cases: torchfuse %.2fx vs eager, %.2fx vs TorchScript, efficiency %.2f\n",
                  dtype.c_str(), n, total, std::exp(log_eager / n), std::exp(log_script / n),
-                 std::exp(log_eff / n));
+                 std::exp(log_eff / n_eff));
   }
 }
 

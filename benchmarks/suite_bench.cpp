@@ -38,6 +38,7 @@ const char* kUsage = R"(usage: torchfuse_bench [options]
   --latency         also measure small-tensor latency (64x1024 fp32 tanh-GELU, 2000 calls)
   --compile-time    also measure cold compile time per case (runs first, before any other compile)
   --no-suite        skip the suite timings (use with --latency / --compile-time)
+  --torchfuse-only  time torchfuse alone (still checked against eager): quick tuning runs
   --list            print the case names and exit
 Exit status: 0; 1 when torchfuse failed on a case or its output did not match eager;
 2 on bad arguments.
@@ -55,6 +56,7 @@ struct Options {
   bool latency = false;
   bool compile_time = false;
   bool list = false;
+  bool torchfuse_only = false;  // time torchfuse alone (tuning runs)
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -110,6 +112,8 @@ Options parse_args(int argc, char** argv) {
       opt.compile_time = true;
     } else if (arg == "--no-suite") {
       opt.suite = false;
+    } else if (arg == "--torchfuse-only") {
+      opt.torchfuse_only = true;
     } else if (arg == "--list") {
       opt.list = true;
     } else {
@@ -169,7 +173,7 @@ tb::ImplResult measure_impl(tb::GpuTimer& timer, const std::function<void()>& fn
 }
 
 // Checks torchfuse against eager, then times eager, TorchScript and torchfuse on one case.
-tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer) {
+tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer, bool torchfuse_only) {
   tb::CaseResult r;
   r.name = c.name;
   r.dtype = tb::dtype_name(dtype);
@@ -189,7 +193,9 @@ tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTi
     r.torchfuse.error = short_error(e);
   }
 
-  if (compiled) {
+  if (torchfuse_only) {
+    r.eager.error = r.script.error = "not timed (--torchfuse-only)";
+  } else if (compiled) {
     r.eager = measure_impl(timer, [&] { compiled->forward_eager(inputs); }, &r.kernel_count_note);
   } else {
     r.eager.error = "needs torchfuse::compile (eager runs through forward_eager)";
@@ -197,8 +203,10 @@ tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTi
 
   // TorchScript as users run it: NNC on (the default), in case torchfuse::compile switched it off.
   torch::jit::setTensorExprFuserEnabled(true);
-  r.script = measure_impl(timer, [&] { module.forward(inputs); }, &r.kernel_count_note);
-  if (r.script.ok) r.script_fusion_groups = last_script_fusion_groups();
+  if (!torchfuse_only) {
+    r.script = measure_impl(timer, [&] { module.forward(inputs); }, &r.kernel_count_note);
+    if (r.script.ok) r.script_fusion_groups = last_script_fusion_groups();
+  }
 
   if (r.check_ran) {
     r.torchfuse = measure_impl(timer, [&] { compiled->forward(inputs); }, &r.kernel_count_note);
@@ -214,9 +222,9 @@ tb::CaseResult run_case(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTi
 
 // run_case, with a failure outside the per-implementation checks (e.g. out of memory while
 // making the inputs) recorded on the case instead of ending the run.
-tb::CaseResult run_case_or_error(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer) {
+tb::CaseResult run_case_or_error(const tb::SuiteCase& c, c10::ScalarType dtype, tb::GpuTimer& timer, bool torchfuse_only) {
   try {
-    return run_case(c, dtype, timer);
+    return run_case(c, dtype, timer, torchfuse_only);
   } catch (const std::exception& e) {
     tb::CaseResult r;
     r.name = c.name;
@@ -281,7 +289,7 @@ void run_suite(const Options& opt, tb::GpuTimer& timer, tb::BenchReport& report)
     std::cout << "\n## " << tb::dtype_name(dtype) << "\n";
     tb::print_case_header(std::cout);
     for (const auto& c : opt.cases) {
-      report.cases.push_back(run_case_or_error(c, dtype, timer));
+      report.cases.push_back(run_case_or_error(c, dtype, timer, opt.torchfuse_only));
       tb::print_case_row(report.cases.back(), report.copy_gbs, std::cout);
       std::cout.flush();
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/tuning.h"
 #include "src/error.h"
 #include "src/ir.h"
 
@@ -29,6 +30,7 @@ int64_t PointwiseLayout::numel() const {
 
 std::string PointwiseLayout::key() const {
   std::string k = "rank=" + std::to_string(sizes.size()) + ";vec=" + std::to_string(vec) +
+                  ";unroll=" + std::to_string(unroll) +
                   ";idx=" + (index64 ? "64" : "32") + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   k += ";out=";
@@ -127,8 +129,13 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
     layout.inputs.push_back(ol);
   }
   layout.vec = choose_vector_width(layout.inputs, outputs);
+  // Several independent loads per thread keep enough bytes in flight to cover DRAM latency.
+  // Strided operands are read lane by lane inside the computation, so they get no unroll.
+  const bool strided = std::any_of(layout.inputs.begin(), layout.inputs.end(),
+                                   [](const OperandLayout& in) { return in.access == Access::Strided; });
+  layout.unroll = layout.vec > 1 && !strided ? tuning().pointwise_unroll : 1;
   // 32-bit indices when every offset, and the grid-stride loop's last step, fit in int.
-  const int64_t slack = max_threads * layout.vec;
+  const int64_t slack = max_threads * std::max(layout.vec, layout.unroll);
   layout.index64 = largest_offset + slack >= std::numeric_limits<int32_t>::max();
   return layout;
 }

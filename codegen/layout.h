@@ -41,6 +41,7 @@ struct PointwiseLayout {
   std::vector<OperandLayout> inputs;   // per group input
   std::vector<c10::ScalarType> outputs;  // output dtypes (outputs are contiguous)
   int vec = 1;                         // elements per vector access on the fast path
+  int unroll = 1;                      // vectors each thread loads before computing (fast path)
   bool index64 = false;                // 64-bit index math needed
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.

@@ -93,8 +93,9 @@ void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vec
   }
 }
 
-// The value of input k for lane `lane` ("" on the one-element path).
-std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path) {
+// The value of input k for lane `lane` ("" on the one-element path). `slot` indexes the
+// per-unroll arrays the vector loads went into ("" without unroll).
+std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
   const auto& in = l.inputs[k];
   const std::string n = input_name(k);
   const std::string kk = std::to_string(k);
@@ -102,11 +103,11 @@ std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path) {
     case Access::Scalar: return "p." + n;
     case Access::Uniform: return "u" + kk;
     case Access::Linear:
-      return load_convert(vector_path ? "v" + kk + ".v[lane]" : n + "[i]", in.dtype);
+      return load_convert(vector_path ? "v" + kk + slot + ".v[lane]" : n + "[i]", in.dtype);
     case Access::InnerContig:
-      return load_convert(vector_path ? "v" + kk + ".v[lane]" : n + "[off" + kk + "]", in.dtype);
+      return load_convert(vector_path ? "v" + kk + slot + ".v[lane]" : n + "[off" + kk + "]", in.dtype);
     case Access::InnerBroadcast:
-      return vector_path ? "b" + kk : load_convert(n + "[off" + kk + "]", in.dtype);
+      return vector_path ? "b" + kk + slot : load_convert(n + "[off" + kk + "]", in.dtype);
     case Access::Strided: {
       const std::string inner = "(tf_index)p." + n + "_stride[" + std::to_string(l.sizes.size() - 1) + "]";
       return load_convert(vector_path ? n + "[off" + kk + " + lane * " + inner + "]" : n + "[off" + kk + "]", in.dtype);
@@ -115,36 +116,47 @@ std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path) {
   return "";
 }
 
-std::string compute_call(const FusionGroup& g, const PointwiseLayout& l, bool vector_path) {
+std::string compute_call(const FusionGroup& g, const PointwiseLayout& l, bool vector_path, const std::string& slot = "") {
   std::string call = g.kernel_name + "_compute(";
-  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(l, k, vector_path);
+  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(l, k, vector_path, slot);
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     call += std::string(k || !l.inputs.empty() ? ", " : "") + "r" + std::to_string(k) + (vector_path ? "[lane]" : "");
   }
   return call + ");";
 }
 
-void emit_vector_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+// Vector loads of every input for vector index v (into `v<k><slot>` / `b<k><slot>`); `declare`
+// says whether the statements declare those names or assign array slots declared earlier.
+void emit_vector_loads(SourceBuilder& b, const PointwiseLayout& l, const std::string& slot, bool declare) {
   const std::string vec = std::to_string(l.vec);
-  b.line("const tf_index i = v * " + vec + ";");
   if (needs_coordinates(l)) emit_coordinates(b, l, l.inputs);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     const std::string kk = std::to_string(k);
     const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
-    if (in.access == Access::Linear) {
-      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + i);");
-    } else if (in.access == Access::InnerContig) {
-      b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + off" + kk + ");");
+    std::string lhs;
+    std::string rhs;
+    if (in.access == Access::Linear || in.access == Access::InnerContig) {
+      lhs = declare ? "const " + vt + " v" + kk : "v" + kk + slot;
+      rhs = "*reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + " + (in.access == Access::Linear ? "i" : "off" + kk) + ")";
     } else if (in.access == Access::InnerBroadcast) {
-      b.line("const " + register_type(in.dtype) + " b" + kk + " = " + load_convert(input_name(k) + "[off" + kk + "]", in.dtype) + ";");
+      lhs = declare ? "const " + register_type(in.dtype) + " b" + kk : "b" + kk + slot;
+      rhs = load_convert(input_name(k) + "[off" + kk + "]", in.dtype);
+    } else {
+      continue;
     }
+    b.line(lhs + " = " + rhs + ";");
   }
+}
+
+// Computes the vec lanes of vector index v from the loaded values and stores the outputs.
+void emit_vector_compute_store(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const std::string& slot) {
+  const std::string vec = std::to_string(l.vec);
   for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + "[" + vec + "];");
   b.line("#pragma unroll");
   {
     auto s = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
-    b.line(compute_call(g, l, true));
+    b.line(compute_call(g, l, true, slot));
   }
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     const std::string kk = std::to_string(k);
@@ -154,6 +166,41 @@ void emit_vector_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
     b.line("for (int lane = 0; lane < " + vec + "; ++lane) o" + kk + ".v[lane] = " +
            store_convert("r" + kk + "[lane]", l.outputs[k]) + ";");
     b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + i) = o" + kk + ";");
+  }
+}
+
+// The fast path: each thread handles `unroll` vectors a block apart per step of the grid-stride
+// loop, issuing all their loads before any computation.
+void emit_vector_loop(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  const std::string vec = std::to_string(l.vec);
+  b.line("const tf_index nvec = (tf_index)(p.numel / " + vec + ");");
+  if (l.unroll == 1) {
+    auto loop = b.scope("for (tf_index v = first; v < nvec; v += step)");
+    b.line("const tf_index i = v * " + vec + ";");
+    emit_vector_loads(b, l, "", true);
+    emit_vector_compute_store(b, g, l, "");
+    return;
+  }
+  const std::string U = std::to_string(l.unroll);
+  auto loop = b.scope("for (tf_index vb = (tf_index)blockIdx.x * (tf_index)blockDim.x * " + U +
+                      " + (tf_index)threadIdx.x; vb < nvec; vb += step * " + U + ")");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& in = l.inputs[k];
+    const std::string kk = std::to_string(k);
+    if (in.access == Access::Linear || in.access == Access::InnerContig) {
+      b.line("tf_vec<" + storage_type(in.dtype) + ", " + vec + "> v" + kk + "[" + U + "];");
+    } else if (in.access == Access::InnerBroadcast) {
+      b.line(register_type(in.dtype) + " b" + kk + "[" + U + "];");
+    }
+  }
+  for (int phase = 0; phase < 2; ++phase) {
+    b.line("#pragma unroll");
+    auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
+    b.line("const tf_index v = vb + (tf_index)u * (tf_index)blockDim.x;");
+    b.line("if (v >= nvec) break;");
+    b.line("const tf_index i = v * " + vec + ";");
+    if (phase == 0) emit_vector_loads(b, l, "[u]", false);
+    else emit_vector_compute_store(b, g, l, "[u]");
   }
 }
 
@@ -185,11 +232,7 @@ void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
   if (l.vec > 1) {
     auto vs = b.scope("if (p.vec_ok)");
-    b.line("const tf_index nvec = (tf_index)(p.numel / " + std::to_string(l.vec) + ");");
-    {
-      auto loop = b.scope("for (tf_index v = first; v < nvec; v += step)");
-      emit_vector_body(b, g, l);
-    }
+    emit_vector_loop(b, g, l);
     b.line("return;");
   }
   auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "codegen/cuda_types.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -79,7 +80,20 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
   for (const ir::Value* out : g.outputs)
     if (!a.is_row(out)) a.passes = std::max(a.passes, a.level_of(out) + 1);
   a.cached = a.cached_values(g);
+  std::map<const ir::Value*, int> passes_reading;
+  for (int p = 0; p < a.passes; ++p)
+    for (const ir::Value* v : a.pass_values(g, p, false)) ++passes_reading[v];
+  for (const ir::Value* v : g.inputs)
+    if (passes_reading[v] > 1) a.reread_inputs.insert(v);
   return a;
+}
+
+RowCacheNeeds row_cache_needs(const FusionGroup& g, const ReductionAnalysis& a) {
+  RowCacheNeeds needs;
+  for (const ir::Value* v : a.cached) needs.values_bytes += static_cast<int>(std::max<size_t>(4, c10::elementSize(register_dtype(v->type.dtype))));
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (a.reread_inputs.count(g.inputs[k])) needs.reread_inputs.push_back(k);
+  return needs;
 }
 
 std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup& g, int pass) const {

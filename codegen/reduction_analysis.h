@@ -23,6 +23,7 @@ struct ReductionAnalysis {
   std::vector<const ir::Node*> element_nodes;  // pointwise nodes per element, in order
   int passes = 0;                              // element passes (levels 0 .. passes-1)
   std::set<const ir::Value*> cached;           // element values a later pass reads back
+  std::set<const ir::Value*> reread_inputs;    // group inputs several passes read (nothing cached)
 
   bool is_row(const ir::Value* v) const { return per_row.count(v) > 0; }
   int level_of(const ir::Value* v) const;
@@ -40,6 +41,13 @@ struct ReductionAnalysis {
 };
 
 ReductionAnalysis analyze_reduction_group(const FusionGroup& g);
+
+// What a cached row schedule keeps per element, under each cache policy (see RowCachePolicy).
+struct RowCacheNeeds {
+  int values_bytes = 0;               // keeping every re-read value: register bytes per element
+  std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
+};
+RowCacheNeeds row_cache_needs(const FusionGroup& g, const ReductionAnalysis& a);
 
 }  // namespace codegen
 }  // namespace torchfuse

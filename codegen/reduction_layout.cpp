@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/tuning.h"
 #include "src/error.h"
 #include "src/ir.h"
 
@@ -39,10 +40,37 @@ bool all_zero(const std::vector<int64_t>& v) {
 // (Measured on H200: lower budgets, for more occupancy, made softmax and layer norm slower.)
 int cache_budget(int block) { return block >= 1024 ? 24 : block >= 512 ? 32 : block >= 256 ? 48 : 64; }
 
-void choose_row_schedule(ReductionLayout& l, int cached_arrays) {
+// Register bytes per row element that cached mode keeps, for the policy `cache_inputs`; -1
+// when keeping inputs is impossible (an input read again is not loaded as whole vectors).
+int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache_inputs) {
+  if (!cache_inputs) return needs.values_bytes;
+  int bytes = 0;
+  for (size_t k : needs.reread_inputs) {
+    if (l.vec == 1 || l.inputs[k].access != Access::InnerContig) return -1;
+    bytes += static_cast<int>(c10::elementSize(l.inputs[k].dtype));
+  }
+  return bytes;
+}
+
+// Keeping only the inputs costs recomputation; it pays when it takes fewer registers.
+bool choose_cache_inputs(const ReductionLayout& l, const RowCacheNeeds& needs) {
+  const int inputs = cache_bytes(l, needs, true);
+  if (inputs < 0) return false;
+  switch (tuning().row_cache) {
+    case RowCachePolicy::Values: return false;
+    case RowCachePolicy::Inputs: return true;
+    case RowCachePolicy::Auto: return inputs < needs.values_bytes;
+  }
+  return false;
+}
+
+void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
   const int64_t cols = l.reduced();
   const int64_t chunks = (cols + l.vec - 1) / l.vec;
-  const int arrays = std::max(1, cached_arrays);
+  l.cache_inputs = choose_cache_inputs(l, needs);
+  const int bytes = std::max(4, cache_bytes(l, needs, l.cache_inputs));
+  const bool nothing_to_keep = cache_bytes(l, needs, l.cache_inputs) == 0;
+  auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * bytes <= int64_t{4} * cache_budget(l.block); };
   auto set_team = [&](int tpr) {
     l.threads_per_row = tpr;
     l.block = tpr <= 32 ? 256 : tpr;
@@ -54,15 +82,13 @@ void choose_row_schedule(ReductionLayout& l, int cached_arrays) {
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
   set_team(tpr);
-  while (l.chunks_per_thread * l.vec * arrays > cache_budget(l.block) && l.threads_per_row < 1024) {
-    set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
-  }
-  l.cached = cached_arrays == 0 || (l.chunks_per_thread * l.vec * arrays <= cache_budget(l.block) &&
-                                    l.chunks_per_thread <= 16);
+  while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
+  l.cached = nothing_to_keep || (fits() && l.chunks_per_thread <= 16);
   if (!l.cached) {
     // Looped: every pass re-reads the row; no more threads than the row has vectors.
     set_team(std::min(1024, std::max(64, next_pow2(chunks))));
     l.chunks_per_thread = 1;
+    l.cache_inputs = false;
   }
 }
 
@@ -77,7 +103,7 @@ std::string ReductionLayout::key() const {
                   std::to_string(red_sizes.size()) + ";B" + std::to_string(inner_sizes.size()) +
                   ";vec=" + std::to_string(vec) + ";tpr=" + std::to_string(threads_per_row) +
                   ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
-                  ";cached=" + std::to_string(cached) + ";split=" + std::to_string(split > 1) +
+                  ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) + ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
                   ";idx=" + (index64 ? "64" : "32") + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   return k;
@@ -85,7 +111,7 @@ std::string ReductionLayout::key() const {
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      int cached_arrays, int sm_count, bool allow_vector) {
+                                      const RowCacheNeeds& cache, int sm_count, bool allow_vector) {
   TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
                             "plan_reduction_layout for ", schedule_name(schedule));
   TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
@@ -142,7 +168,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   if (schedule == Schedule::RowReduction) {
     l.vec = allow_vector && l.red_sizes.size() == 1 ? static_cast<int>(std::min<size_t>(8, 16 / widest)) : 1;
     if (l.reduced() % l.vec != 0) l.vec = 1;
-    choose_row_schedule(l, cached_arrays);
+    choose_row_schedule(l, cache);
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
@@ -159,6 +185,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   }
   l.vec = inner_vectorizable ? static_cast<int>(std::min<size_t>(8, 16 / widest_inner)) : 1;
   if (l.inner() % l.vec != 0) l.vec = 1;
+  l.unroll = l.vec > 1 ? tuning().column_unroll : 1;
   const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
   const int64_t want = 4 * static_cast<int64_t>(sm_count);
   const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/layout.h"
+#include "codegen/reduction_analysis.h"
 #include "passes/fusion_plan.h"
 
 namespace torchfuse {
@@ -33,7 +34,9 @@ struct ReductionLayout {
   int block = 256;
   int chunks_per_thread = 1;  // cached mode: vectors each thread keeps on chip
   bool cached = true;         // row kept in registers across passes; false: re-read per pass
+  bool cache_inputs = false;  // cached mode keeps the re-read inputs as loaded (not every value)
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
+  int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
   bool index64 = false;
 
   int64_t outer() const;
@@ -43,10 +46,10 @@ struct ReductionLayout {
 };
 
 // Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
-// contiguous block). `cached_arrays` is how many element values the row schedule must keep.
+// contiguous block). `cache` is what the row schedule must keep per element to read it again.
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      int cached_arrays, int sm_count, bool allow_vector = true);
+                                      const RowCacheNeeds& cache, int sm_count, bool allow_vector = true);
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -38,7 +38,8 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   b.line("// torchfuse fusion group " + str(g.id) + " (row reduction): " + g.describe());
   b.line(std::string("// ") + (l.cached ? "cached" : "looped") + " mode: " + str(l.threads_per_row) +
          " threads per row, block " + str(l.block) + ", vector width " + str(l.vec) +
-         (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") + "; " + str(a.passes) +
+         (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") +
+         (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     b.line("// " + input_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
@@ -117,19 +118,31 @@ struct RowKernel {
     return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + reduction_functor(*r) + ", smem_" + acc + ")";
   }
 
-  // Loads one pass needs, as vectors: inputs first read in this pass.
+  // Element values are kept in registers across passes (cached mode, unless only inputs are).
+  bool use_value_cache() const { return l.cached && !l.cache_inputs; }
+  // Input k is kept in registers as loaded (vectors `kept<k>[chunk]`).
+  bool keeps_input(size_t k) const { return l.cached && l.cache_inputs && a.reread_inputs.count(g.inputs[k]); }
+
+  // Loads one pass needs, as vectors: inputs first read in this pass (kept inputs: the first
+  // pass loads them into their registers, every pass reads them there).
   void emit_vector_loads(int pass, const std::string& j0) {
     if (l.vec == 1) return;
-    const auto values = a.pass_values(g, pass, l.cached);
-    const auto first = a.first_passes(g, l.cached);
+    const auto values = a.pass_values(g, pass, use_value_cache());
+    const auto first = a.first_passes(g, use_value_cache());
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (l.inputs[k].access != Access::InnerContig) continue;
       const ir::Value* v = g.inputs[k];
       if (std::find(values.begin(), values.end(), v) == values.end()) continue;
-      if (l.cached && cached.count(v) && first.at(v) < pass) continue;
+      if (use_value_cache() && cached.count(v) && first.at(v) < pass) continue;
+      const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
-      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" +
-             input_name(k) + " + ro" + str(static_cast<int64_t>(k)) + " + " + j0 + ");");
+      const std::string from_memory = "*reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + ro" + kk + " + " + j0 + ")";
+      if (!keeps_input(k)) {
+        b.line("const " + vt + " v" + kk + " = " + from_memory + ";");
+        continue;
+      }
+      if (first.at(v) == pass) b.line("kept" + kk + "[k] = " + from_memory + ";");
+      b.line("const " + vt + " v" + kk + " = kept" + kk + "[k];");
     }
   }
 
@@ -147,7 +160,7 @@ struct RowKernel {
                      if (!cached.count(v)) return "";
                      return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
                    },
-                   l.cached};
+                   use_value_cache()};
     pe.wide_sums = !l.cached;
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
@@ -240,6 +253,11 @@ struct RowKernel {
     for (const ir::Value* v : cached) {
       b.line(register_type(v->type.dtype) + " cache" + str(v->id) + "[" + str(l.chunks_per_thread * l.vec) + "];");
     }
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (!keeps_input(k)) continue;
+      b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + "> kept" + str(static_cast<int64_t>(k)) + "[" +
+             str(l.chunks_per_thread) + "];");
+    }
     for (int pass = 0; pass <= a.passes; ++pass) {
       emit_row_phase(pass);
       if (pass == a.passes) break;
@@ -273,7 +291,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   emit_params(b, g, l);
   b.line("");
   emit_red_offset_helpers(b, g, l);
-  RowKernel rk{b, g, l, a, l.cached ? a.cached : std::set<const ir::Value*>{}, {}};
+  RowKernel rk{b, g, l, a, l.cached && !l.cache_inputs ? a.cached : std::set<const ir::Value*>{}, {}};
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + g.kernel_name + "(const " +
                      g.kernel_name + "_params p)");

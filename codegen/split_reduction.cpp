@@ -84,13 +84,14 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   b.close(";");
 }
 
-std::string full_load(const PointwiseLayout& l, size_t k, bool vector_path) {
+// `slot` indexes the per-unroll vector arrays ("" without unroll).
+std::string full_load(const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
   const auto& in = l.inputs[k];
   const std::string kk = str(static_cast<int64_t>(k));
   switch (in.access) {
     case Access::Scalar:
     case Access::Uniform: return "rin" + kk;
-    case Access::Linear: return load_convert(vector_path ? "v" + kk + ".v[lane]" : input_name(k) + "[i]", in.dtype);
+    case Access::Linear: return load_convert(vector_path ? "v" + kk + slot + ".v[lane]" : input_name(k) + "[i]", in.dtype);
     default: return load_convert(input_name(k) + "[off" + kk + "]", in.dtype);
   }
 }
@@ -101,24 +102,42 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   std::vector<size_t> element_outputs;
   for (size_t k = 0; k < g.outputs.size(); ++k)
     if (!a.is_row(g.outputs[k])) element_outputs.push_back(k);
-  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path); }, nullptr, false};
+  const std::string slot = vector_path ? "[u]" : "";
+  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, false};
   pe.wide_sums = true;
   if (vector_path) {
-    auto loop = b.scope("for (tf_index v = first; v < (tf_index)(p.numel / " + vec + "); v += step)");
-    b.line("const tf_index i0 = v * " + vec + ";");
+    // Each thread loads `unroll` vectors a block apart before accumulating them in order.
+    const std::string U = str(l.unroll);
+    const std::string nvec = "(tf_index)(p.numel / " + vec + ")";
+    auto loop = b.scope("for (tf_index vb = (tf_index)blockIdx.x * (tf_index)blockDim.x * " + U +
+                        " + (tf_index)threadIdx.x; vb < " + nvec + "; vb += step * " + U + ")");
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k].access != Access::Linear) continue;
-      const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + ">";
-      b.line("const " + vt + " v" + str(static_cast<int64_t>(k)) + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) +
-             " + i0);");
+      b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
     }
-    b.line("#pragma unroll");
-    auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
-    b.line("const tf_index i = i0 + lane;");
-    b.line("(void)i;");
-    pe.emit(0, [&](size_t k, const std::string& e) {
-      b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
-    });
+    for (int phase = 0; phase < 2; ++phase) {
+      b.line("#pragma unroll");
+      auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
+      b.line("const tf_index v = vb + (tf_index)u * (tf_index)blockDim.x;");
+      b.line("if (v >= " + nvec + ") break;");
+      b.line("const tf_index i0 = v * " + vec + ";");
+      if (phase == 0) {
+        for (size_t k = 0; k < l.inputs.size(); ++k) {
+          if (l.inputs[k].access != Access::Linear) continue;
+          const std::string kk = str(static_cast<int64_t>(k));
+          const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + ">";
+          b.line("v" + kk + "[u] = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + i0);");
+        }
+        continue;
+      }
+      b.line("#pragma unroll");
+      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+      b.line("const tf_index i = i0 + lane;");
+      b.line("(void)i;");
+      pe.emit(0, [&](size_t k, const std::string& e) {
+        b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      });
+    }
     return;
   }
   auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");
@@ -271,15 +290,77 @@ void emit_segment(SourceBuilder& b, const ReductionLayout& l, const std::vector<
 
 // Input k for lane `lane` of the thread's columns: a vector element when the inner dim is
 // contiguous, else a load at the lane's column.
-std::string column_load(const ReductionLayout& l, size_t k) {
+// `slot` indexes the per-unroll vector arrays ("" without unroll).
+bool column_vector_input(const ReductionLayout& l, size_t k) {
+  const auto& in = l.inputs[k];
+  if (l.vec == 1 || in.access == Access::Scalar || in.access == Access::Uniform) return false;
+  return in.inner_strides.size() == 1 && in.inner_strides[0] == 1;
+}
+
+std::string column_load(const ReductionLayout& l, size_t k, const std::string& slot) {
   const auto& in = l.inputs[k];
   const std::string kk = str(static_cast<int64_t>(k));
   if (in.access == Access::Scalar) return "p." + input_name(k);
   if (in.access == Access::Uniform) return load_convert(input_name(k) + "[0]", in.dtype);
-  if (l.vec > 1 && in.inner_strides.size() == 1 && in.inner_strides[0] == 1) return load_convert("v" + kk + ".v[lane]", in.dtype);
+  if (column_vector_input(l, k)) return load_convert("v" + kk + slot + ".v[lane]", in.dtype);
   std::string lane_off;
   if (l.vec > 1 && !in.inner_strides.empty()) lane_off = " + lane * (tf_index)p." + input_name(k) + "_inner_stride[0]";
   return load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + lane_off + "]", in.dtype);
+}
+
+// The reduced rows of one thread's columns: rows r = blockIdx.y * 8 + ty, then every
+// split * 8 rows; with unroll, the vector loads of `unroll` such rows come before their use.
+template <typename RowInputs>
+void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a,
+                              const RowInputs& row_inputs) {
+  const std::string vec = str(l.vec);
+  const std::string U = str(l.unroll);
+  const std::string slot = l.unroll > 1 ? "[u]" : "";
+  auto vector_loads = [&](bool declare) {
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!column_vector_input(l, k)) continue;
+      const auto& in = l.inputs[k];
+      const std::string kk = str(static_cast<int64_t>(k));
+      const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
+      b.line((declare ? "const " + vt + " v" + kk : "v" + kk + slot) + " = *reinterpret_cast<const " + vt + "*>(" +
+             input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk + ");");
+    }
+  };
+  auto accumulate = [&] {
+    b.line("#pragma unroll");
+    auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+    ValueNames names;
+    names[nullptr] = "(double)p.red";  // N
+    row_inputs(names, "lane");
+    PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, false, "[lane]", true};
+    pe.emit(0, [&](size_t k, const std::string& e) {
+      b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
+             store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+  };
+  if (l.unroll == 1) {
+    b.line("#pragma unroll 4");
+    auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * 8 + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * 8)");
+    emit_segment(b, l, l.red_sizes, "red", "r", "r");
+    vector_loads(true);
+    accumulate();
+    return;
+  }
+  auto loop = b.scope("for (tf_index rb = (tf_index)blockIdx.y * 8 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * " +
+                      str(8 * l.unroll) + ")");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!column_vector_input(l, k)) continue;
+    b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
+  }
+  for (int phase = 0; phase < 2; ++phase) {
+    b.line("#pragma unroll");
+    auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
+    b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;");
+    b.line("if (r >= (tf_index)p.red) break;");
+    emit_segment(b, l, l.red_sizes, "red", "r", "r");
+    if (phase == 0) vector_loads(false);
+    else accumulate();
+  }
 }
 
 }  // namespace
@@ -334,32 +415,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
     }
-    {
-      b.line("#pragma unroll 4");
-      auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * 8 + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * 8)");
-      emit_segment(b, l, l.red_sizes, "red", "r", "r");
-      for (size_t k = 0; k < l.inputs.size(); ++k) {
-        const auto& in = l.inputs[k];
-        if (l.vec == 1 || in.access == Access::Scalar || in.access == Access::Uniform) continue;
-        if (in.inner_strides.size() != 1 || in.inner_strides[0] != 1) continue;
-        const std::string kk = str(static_cast<int64_t>(k));
-        const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
-        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + ooff" + kk +
-               " + ioff" + kk + " + roff" + kk + ");");
-      }
-      b.line("#pragma unroll");
-      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
-      ValueNames names;
-      names[nullptr] = "(double)p.red";  // N
-      row_inputs(names, "lane");
-      PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k); }, nullptr, false};
-  pe.wide_sums = true;
-      pe.accumulator_suffix = "[lane]";
-      pe.emit(0, [&](size_t k, const std::string& e) {
-        b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
-               store_convert(e, g.outputs[k]->type.dtype) + ";");
-      });
-    }
+    emit_column_element_loop(b, g, l, a, row_inputs);
     // Combine the block's 8 partial rows in order.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);

@@ -9,6 +9,7 @@
 #include "codegen/reduction_layout.h"
 #include "codegen/row_reduction.h"
 #include "codegen/split_reduction.h"
+#include "codegen/tuning.h"
 #include "runtime/driver_api.h"
 #include "runtime/launch_util.h"
 #include "src/error.h"
@@ -34,9 +35,17 @@ codegen::PointwiseLayout pointwise_layout(const FusionGroup& g, const codegen::R
   return codegen::plan_pointwise_layout(c.domain, c.shapes, element_output_dtypes(g, a), kMaxGridThreads);
 }
 
+// A full reduction iterates like a pointwise kernel, with its own unroll.
+codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c) {
+  auto l = pointwise_layout(g, &a, c);
+  // (The grid stays far below kMaxGridThreads, so the index width planned for it still holds.)
+  l.unroll = l.vec > 1 ? codegen::tuning().full_unroll : 1;
+  return l;
+}
+
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
                                           int sm_count, bool allow_vector) {
-  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, static_cast<int>(a.cached.size()),
+  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, codegen::row_cache_needs(g, a),
                                         sm_count, allow_vector);
 }
 
@@ -138,7 +147,7 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   const DeviceInfo& info = device_info(c.device.index());
-  const int64_t work = ceil_div(numel, vec_ok ? l.vec : 1);
+  const int64_t work = vec_ok ? ceil_div(ceil_div(numel, l.vec), l.unroll) : numel;
   const int64_t max_blocks = std::min<int64_t>(int64_t{info.sm_count} * (2048 / kernel.block_size),
                                                kMaxGridThreads / kernel.block_size);
   const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(work, kernel.block_size), max_blocks));
@@ -226,7 +235,7 @@ std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
 
 std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
-  const auto l = pointwise_layout(fk.group(), &a, c);
+  const auto l = full_layout(fk.group(), a, c);
   auto out = allocate_outputs(fk, c);
   const auto kernel = fk.kernel_for("full;" + l.key(), [&] { return codegen::generate_full_reduction(fk.group(), l, kFullBlock); });
   std::vector<at::Tensor> element_outputs;
@@ -236,7 +245,7 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   const int64_t numel = l.numel();
   const DeviceInfo& info = device_info(c.device.index());
   const int64_t blocks = std::max<int64_t>(
-      1, std::min(ceil_div(ceil_div(numel, vec_ok ? l.vec : 1), kFullBlock), int64_t{info.sm_count} * 4));
+      1, std::min(ceil_div(vec_ok ? ceil_div(ceil_div(numel, l.vec), l.unroll) : numel, kFullBlock), int64_t{info.sm_count} * 4));
   std::vector<at::Tensor> parts;
   for (const ir::Node* r : a.reductions) parts.push_back(partials(*r, blocks, c.device));
   ParamPacker p;
@@ -278,7 +287,7 @@ PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAn
       return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
     }
     case Schedule::FullReduction: {
-      const auto l = pointwise_layout(g, a, call);
+      const auto l = full_layout(g, *a, call);
       return {"full;" + l.key(), codegen::generate_full_reduction(g, l, kFullBlock)};
     }
   }

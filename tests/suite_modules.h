@@ -2,8 +2,11 @@
 // Module::define resolves torch.* builtins only: F.silu is written torch.silu (the same aten::silu).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <torch/torch.h>
 
 namespace tftest {
 
@@ -40,6 +43,24 @@ inline std::string with_row_length(std::string source, int64_t c) {
   const auto pos = source.find("{C}");
   if (pos != std::string::npos) source.replace(pos, 3, std::to_string(c));
   return source;
+}
+
+inline const SuitePattern& suite_pattern(const std::string& name) {
+  for (const auto& p : suite_patterns())
+    if (p.name == name) return p;
+  throw std::invalid_argument("no suite pattern " + name);
+}
+
+// Small random CPU inputs for a pattern (rows of 96; add_layernorm's {C} is 96).
+inline std::vector<c10::IValue> suite_small_inputs(const std::string& name) {
+  auto r = [](std::vector<int64_t> s) { return torch::randn(s); };
+  if (name == "bias_gelu_erf") return {r({64, 96}), r({96})};
+  if (name == "layernorm_manual") return {r({32, 96}), r({96}), r({96})};
+  if (name == "rmsnorm_manual") return {r({32, 96}), r({96})};
+  if (name == "swiglu") return {r({64, 96}), r({64, 96})};
+  if (name == "add_layernorm") return {r({32, 96}), r({32, 96}), r({96}), r({96})};
+  if (name == "attn_softmax_mask") return {r({2, 4, 16, 32}), r({1, 1, 16, 32})};
+  return {r({64, 96})};
 }
 
 }  // namespace tftest

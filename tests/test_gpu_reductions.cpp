@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "codegen/tuning.h"
 #include "tests/suite_modules.h"
 #include "tests/test_util.h"
 
@@ -103,6 +104,35 @@ TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
       expect_matches_eager(module_from(tftest::with_row_length(p.source, cols)),
                            [&] { return suite_inputs(p.name, dtype, rows, cols); },
                            p.name + " " + c10::toString(dtype), p.kernels);
+    }
+  }
+}
+
+TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
+  REQUIRE_GPU();
+  // Both row cache policies and several unrolls, on sizes that leave partial unroll steps,
+  // partial vectors per row and partial column tiles.
+  const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
+                         "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5"};
+  for (const char* spec : specs) {
+    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (const auto& p : tftest::suite_patterns()) {
+      for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+        const int64_t rows = p.name == "attn_softmax_mask" ? 136 : 1000;
+        const int64_t cols = p.name == "attn_softmax_mask" ? 200 : 1048;
+        expect_matches_eager(module_from(tftest::with_row_length(p.source, cols)),
+                             [&] { return suite_inputs(p.name, dtype, rows, cols); },
+                             p.name + " " + c10::toString(dtype) + " [" + spec + "]", p.kernels);
+      }
+    }
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({37, 2056}, dtype)}; }, "softmax 2056 " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.tanh(x) * 2.0 + x"),
+                           [&] { return std::vector<c10::IValue>{rnd({3, 333, 8}, dtype)}; }, "pointwise tail " + tag, 1);
+      expect_matches_eager(module_returning("x", "x.sum(0) * 2.0"),
+                           [&] { return std::vector<c10::IValue>{rnd({7, 64}, dtype)}; }, "short column " + tag);
     }
   }
 }

@@ -15,22 +15,11 @@ torchfuse::Explanation explain(const torch::jit::Module& m, const std::vector<c1
   return torchfuse::compile(m, tftest::quiet_options()).explain(in, compile);
 }
 
-std::vector<c10::IValue> small_inputs(const std::string& name) {
-  auto r = [](std::vector<int64_t> s) { return torch::randn(s); };
-  if (name == "bias_gelu_erf") return {r({64, 96}), r({96})};
-  if (name == "layernorm_manual") return {r({32, 96}), r({96}), r({96})};
-  if (name == "rmsnorm_manual") return {r({32, 96}), r({96})};
-  if (name == "swiglu") return {r({64, 96}), r({64, 96})};
-  if (name == "add_layernorm") return {r({32, 96}), r({32, 96}), r({96}), r({96})};
-  if (name == "attn_softmax_mask") return {r({2, 4, 16, 32}), r({1, 1, 16, 32})};
-  return {r({64, 96})};
-}
-
 TEST(Reductions, EverySuitePatternIsOneGroupAndCompiles) {
   for (const auto& p : tftest::suite_patterns()) {
     SCOPED_TRACE(p.name);
     auto m = module_from(tftest::with_row_length(p.source, 96));
-    const auto e = explain(m, small_inputs(p.name), /*compile=*/true);
+    const auto e = explain(m, tftest::suite_small_inputs(p.name), /*compile=*/true);
     ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
     EXPECT_EQ(tftest::fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
     EXPECT_EQ(e.rewritten_graph.find("aten::"), std::string::npos) << e.rewritten_graph;

@@ -1,0 +1,71 @@
+#include "codegen/tuning.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "src/error.h"
+
+namespace torchfuse {
+namespace codegen {
+namespace {
+
+int parse_int(const std::string& name, const std::string& value, int lo, int hi) {
+  int v = 0;
+  try {
+    size_t used = 0;
+    v = std::stoi(value, &used);
+    TORCHFUSE_CHECK(used == value.size(), "");
+  } catch (const std::exception&) {
+    TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: ", name, "=", value, " is not an integer");
+  }
+  TORCHFUSE_CHECK(v >= lo && v <= hi, "torchfuse: TORCHFUSE_TUNE: ", name, " must be in [", lo, ", ", hi, "], got ", v);
+  return v;
+}
+
+RowCachePolicy parse_policy(const std::string& value) {
+  if (value == "values") return RowCachePolicy::Values;
+  if (value == "inputs") return RowCachePolicy::Inputs;
+  if (value == "auto") return RowCachePolicy::Auto;
+  TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: row_cache must be values, inputs or auto, got '", value, "'");
+}
+
+}  // namespace
+
+Tuning parse_tuning(const std::string& spec) {
+  Tuning t;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    TORCHFUSE_CHECK(eq != std::string::npos, "torchfuse: TORCHFUSE_TUNE: '", item, "' is not name=value");
+    const std::string name = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
+    else if (name == "row_cache") t.row_cache = parse_policy(value);
+    else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
+    else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 1, 8);
+    else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
+  }
+  return t;
+}
+
+namespace {
+
+Tuning& process_tuning() {
+  static Tuning t = [] {
+    const char* env = std::getenv("TORCHFUSE_TUNE");
+    return parse_tuning(env ? env : "");
+  }();
+  return t;
+}
+
+}  // namespace
+
+const Tuning& tuning() { return process_tuning(); }
+
+ScopedTuning::ScopedTuning(const Tuning& t) : saved_(process_tuning()) { process_tuning() = t; }
+ScopedTuning::~ScopedTuning() { process_tuning() = saved_; }
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,43 @@
+// Schedule knobs whose defaults come from measurements (docs/performance.md). For tuning runs,
+// TORCHFUSE_TUNE="name=value,..." overrides them, read once per process; every knob that changes
+// a kernel's source is part of that kernel's layout key, so cached kernels stay correct.
+#pragma once
+
+#include <string>
+
+namespace torchfuse {
+namespace codegen {
+
+// How a cached row schedule keeps element values that a later pass reads again.
+enum class RowCachePolicy {
+  Values,  // every such value, in registers as float
+  Inputs,  // only the group inputs they derive from, as loaded (16-bit types stay packed); the rest is recomputed
+  Auto,    // whichever of the two takes fewer registers (ties: Values)
+};
+
+struct Tuning {
+  int pointwise_unroll = 2;  // vectors each thread loads before computing (pointwise fast path)
+  RowCachePolicy row_cache = RowCachePolicy::Auto;
+  int column_unroll = 4;     // rows each thread loads before accumulating (column schedule)
+  int full_unroll = 4;       // vectors each thread loads before accumulating (full reductions)
+};
+
+// The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.
+const Tuning& tuning();
+// Parses "name=value,..." over the defaults (exposed for tests).
+Tuning parse_tuning(const std::string& spec);
+
+// Tests: replaces the process's knobs while alive (not thread-safe; no concurrent compiles).
+class ScopedTuning {
+ public:
+  explicit ScopedTuning(const Tuning& t);
+  ~ScopedTuning();
+  ScopedTuning(const ScopedTuning&) = delete;
+  ScopedTuning& operator=(const ScopedTuning&) = delete;
+
+ private:
+  Tuning saved_;
+};
+
+}  // namespace codegen
+}  // namespace torchfuse

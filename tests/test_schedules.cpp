@@ -1,0 +1,136 @@
+// Schedule choices on the CPU side: the tuning knobs and their parsing, which values a cached
+// row schedule keeps, unrolled loads in pointwise, column and full kernels, and every suite
+// kernel through NVRTC under each choice.
+#include "codegen/tuning.h"
+#include "tests/suite_modules.h"
+#include "tests/test_util.h"
+
+using tftest::module_from;
+using tftest::module_returning;
+
+namespace {
+
+namespace cg = torchfuse::codegen;
+
+std::string kernel_source(const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, false);
+  EXPECT_EQ(e.kernels.size(), 1u);
+  return e.kernels.empty() ? "" : e.kernels[0].source;
+}
+
+// The kernel itself, without the prelude.
+std::string body(const std::string& src) { return src.substr(src.find("extern \"C\"")); }
+
+cg::Tuning with(const std::string& spec) { return cg::parse_tuning(spec); }
+
+TEST(Tuning, DefaultsAndOverrides) {
+  const cg::Tuning d = cg::parse_tuning("");
+  EXPECT_EQ(d.pointwise_unroll, 2);
+  EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
+  const cg::Tuning t = cg::parse_tuning("pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8");
+  EXPECT_EQ(t.pointwise_unroll, 4);
+  EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
+  EXPECT_EQ(t.column_unroll, 1);
+  EXPECT_EQ(t.full_unroll, 8);
+}
+
+TEST(Tuning, MalformedOverridesNameTheProblem) {
+  auto message = [](const std::string& spec) {
+    try {
+      cg::parse_tuning(spec);
+    } catch (const torchfuse::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("pointwise_unrol=2").find("unknown knob 'pointwise_unrol'"), std::string::npos);
+  EXPECT_NE(message("pointwise_unroll=0").find("must be in [1, 8]"), std::string::npos);
+  EXPECT_NE(message("column_unroll=two").find("is not an integer"), std::string::npos);
+  EXPECT_NE(message("row_cache=some").find("values, inputs or auto"), std::string::npos);
+  EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
+}
+
+TEST(RowCache, SoftmaxKeepsItsInputAndRecomputesExp) {
+  // x and exp(x - max) are both read again: 8 bytes per element as floats, 4 (f32) or 2 (bf16)
+  // keeping x as loaded.
+  const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
+  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+    const std::string src = kernel_source(m, {torch::randn({8, 4096}).to(dtype)});
+    EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
+    EXPECT_NE(src.find("kept0[k] = *reinterpret_cast"), std::string::npos) << src;
+    EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
+    // exp is computed in the sum pass and again in the output pass.
+    EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;
+  }
+  cg::ScopedTuning values(with("row_cache=values"));
+  const std::string src = kernel_source(m, {torch::randn({8, 4096})});
+  EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 1) << src;
+}
+
+TEST(RowCache, TieKeepsValues) {
+  // add_layernorm in f32: keeping x and r costs as much as keeping h and d; values win the tie.
+  // In bf16 the inputs take half the registers.
+  const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
+  auto in = [](c10::ScalarType t) {
+    return std::vector<c10::IValue>{torch::randn({4, 4096}).to(t), torch::randn({4, 4096}).to(t),
+                                    torch::randn({4096}).to(t), torch::randn({4096}).to(t)};
+  };
+  EXPECT_EQ(kernel_source(m, in(c10::kFloat)).find("inputs kept as loaded"), std::string::npos);
+  EXPECT_NE(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
+}
+
+TEST(RowCache, UnvectorizedRowsKeepValues) {
+  // Rows of odd length load element by element: nothing to keep as loaded vectors.
+  const std::string src = kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({8, 1001})});
+  EXPECT_NE(src.find("cached mode"), std::string::npos) << src;
+  EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos) << src;
+}
+
+TEST(Unroll, PointwiseLoadsSeveralVectorsFirst) {
+  const auto m = module_returning("x, y", "torch.tanh(x) * y + 1.0");
+  const std::vector<c10::IValue> in = {torch::randn({64, 256}), torch::randn({64, 256})};
+  std::string src = kernel_source(m, in);
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast",
+                                              "v1[u] = *reinterpret_cast", "tf_fused_0_compute(v0[u].v[lane]"}))
+      << src;
+  {
+    cg::ScopedTuning one(with("pointwise_unroll=1"));
+    src = kernel_source(m, in);
+    EXPECT_NE(src.find("for (tf_index v = first; v < nvec; v += step)"), std::string::npos) << src;
+  }
+  // A transposed operand is read lane by lane: no unroll.
+  src = kernel_source(m, {torch::randn({256, 64}).t(), torch::randn({64, 256})});
+  EXPECT_EQ(src.find("v0[u]"), std::string::npos) << src;
+}
+
+TEST(Unroll, ColumnAndFullReductionsLoadSeveralRowsFirst) {
+  cg::ScopedTuning t(with("column_unroll=3,full_unroll=2"));
+  std::string src = kernel_source(module_returning("x", "x.sum(0)"), {torch::randn({512, 256})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[3];", "const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;",
+                                              "v0[u] = *reinterpret_cast", "v0[u].v[lane]"}))
+      << src;
+  src = kernel_source(module_returning("x", "(x * x).mean()"), {torch::randn({512, 256})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast", "v0[u].v[lane]"})) << src;
+}
+
+TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
+  const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
+                         "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5", ""};
+  for (const char* spec : specs) {
+    cg::ScopedTuning t(with(spec));
+    for (const auto& p : tftest::suite_patterns()) {
+      for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+        SCOPED_TRACE(p.name + " " + c10::toString(dtype) + " [" + spec + "]");
+        auto in = tftest::suite_small_inputs(p.name);
+        for (auto& v : in) v = v.toTensor().to(dtype);
+        const auto e = torchfuse::compile(module_from(tftest::with_row_length(p.source, 96)), tftest::quiet_options()).explain(in, true);
+        ASSERT_EQ(e.kernels.size(), 1u);
+        EXPECT_GT(e.cubin_bytes.at(0), 0u);
+      }
+    }
+  }
+}
+
+}  // namespace
