@@ -52,14 +52,19 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
   return bytes;
 }
 
-// Keeping only the inputs costs recomputation; it pays when it takes fewer registers.
+// Keeping only the inputs costs recomputation; it pays where packed 16-bit inputs save many
+// registers (see RowCachePolicy::Auto).
 bool choose_cache_inputs(const ReductionLayout& l, const RowCacheNeeds& needs) {
   const int inputs = cache_bytes(l, needs, true);
   if (inputs < 0) return false;
   switch (tuning().row_cache) {
     case RowCachePolicy::Values: return false;
     case RowCachePolicy::Inputs: return true;
-    case RowCachePolicy::Auto: return inputs < needs.values_bytes;
+    case RowCachePolicy::Auto: {
+      const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(),
+                                         [&](size_t k) { return c10::elementSize(l.inputs[k].dtype) == 2; });
+      return all_16bit && inputs < needs.values_bytes;
+    }
   }
   return false;
 }
@@ -76,9 +81,11 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
     l.block = tpr <= 32 ? 256 : tpr;
     l.chunks_per_thread = static_cast<int>((chunks + tpr - 1) / tpr);
   };
-  // About four vectors per thread: a warp (or part of one) per row for short rows, a block per
-  // row for longer ones; more threads while the cached part of the row would not fit.
-  int tpr = std::max(1, next_pow2((chunks + 3) / 4));
+  // About four vectors per thread (tuning().row_vectors): a warp (or part of one) per row for
+  // short rows, a block per row for longer ones; more threads while the cached part of the row
+  // would not fit.
+  const int64_t per_thread = tuning().row_vectors;
+  int tpr = std::max(1, next_pow2((chunks + per_thread - 1) / per_thread));
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
   set_team(tpr);

@@ -43,6 +43,7 @@ Tuning parse_tuning(const std::string& spec) {
     const std::string value = item.substr(eq + 1);
     if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
     else if (name == "row_cache") t.row_cache = parse_policy(value);
+    else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 1, 8);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");

@@ -27,6 +27,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
   EXPECT_EQ(d.pointwise_unroll, 2);
   EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
+  EXPECT_EQ(d.row_vectors, 4);
   const cg::Tuning t = cg::parse_tuning("pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
@@ -50,28 +51,28 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
 }
 
-TEST(RowCache, SoftmaxKeepsItsInputAndRecomputesExp) {
-  // x and exp(x - max) are both read again: 8 bytes per element as floats, 4 (f32) or 2 (bf16)
-  // keeping x as loaded.
+TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
+  // x and exp(x - max) are both read again: 8 bytes per element as floats, 2 keeping bf16 x as
+  // loaded. In f32 keeping x would save half, at the price of computing exp twice: values win.
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
-  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
-    const std::string src = kernel_source(m, {torch::randn({8, 4096}).to(dtype)});
-    EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
-    EXPECT_NE(src.find("kept0[k] = *reinterpret_cast"), std::string::npos) << src;
-    EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
-    // exp is computed in the sum pass and again in the output pass.
-    EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;
-  }
-  cg::ScopedTuning values(with("row_cache=values"));
-  const std::string src = kernel_source(m, {torch::randn({8, 4096})});
+  std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
+  EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
+  EXPECT_NE(src.find("kept0[k] = *reinterpret_cast"), std::string::npos) << src;
+  EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;  // in the sum pass and the output pass
+
+  src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 1) << src;
+
+  cg::ScopedTuning inputs(with("row_cache=inputs"));
+  src = kernel_source(m, {torch::randn({8, 4096})});
+  EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;
 }
 
-TEST(RowCache, TieKeepsValues) {
-  // add_layernorm in f32: keeping x and r costs as much as keeping h and d; values win the tie.
-  // In bf16 the inputs take half the registers.
+TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
   auto in = [](c10::ScalarType t) {
     return std::vector<c10::IValue>{torch::randn({4, 4096}).to(t), torch::randn({4, 4096}).to(t),
@@ -79,6 +80,17 @@ TEST(RowCache, TieKeepsValues) {
   };
   EXPECT_EQ(kernel_source(m, in(c10::kFloat)).find("inputs kept as loaded"), std::string::npos);
   EXPECT_NE(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
+  cg::ScopedTuning values(with("row_cache=values"));
+  EXPECT_EQ(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
+}
+
+TEST(RowCache, VectorsPerThreadSetTheTeam) {
+  const auto m = module_returning("x", "torch.softmax(x, -1)");
+  EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("256 threads per row, block 256, vector width 4, 4 vectors"),
+            std::string::npos);
+  cg::ScopedTuning two(with("row_vectors=2"));
+  EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("512 threads per row, block 512, vector width 4, 2 vectors"),
+            std::string::npos);
 }
 
 TEST(RowCache, UnvectorizedRowsKeepValues) {
