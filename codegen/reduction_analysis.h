@@ -46,6 +46,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g);
 struct RowCacheNeeds {
   int values_bytes = 0;               // keeping every re-read value: register bytes per element
   std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
+  bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
 };
 RowCacheNeeds row_cache_needs(const FusionGroup& g, const ReductionAnalysis& a);
 

@@ -52,51 +52,66 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
   return bytes;
 }
 
-// Keeping only the inputs costs recomputation; it pays where packed 16-bit inputs save many
-// registers (see RowCachePolicy::Auto).
-bool choose_cache_inputs(const ReductionLayout& l, const RowCacheNeeds& needs) {
-  const int inputs = cache_bytes(l, needs, true);
-  if (inputs < 0) return false;
-  switch (tuning().row_cache) {
-    case RowCachePolicy::Values: return false;
-    case RowCachePolicy::Inputs: return true;
-    case RowCachePolicy::Auto: {
-      const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(),
-                                         [&](size_t k) { return c10::elementSize(l.inputs[k].dtype) == 2; });
-      return all_16bit && inputs < needs.values_bytes;
-    }
-  }
-  return false;
-}
-
-void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
-  const int64_t cols = l.reduced();
-  const int64_t chunks = (cols + l.vec - 1) / l.vec;
-  l.cache_inputs = choose_cache_inputs(l, needs);
-  const int bytes = std::max(4, cache_bytes(l, needs, l.cache_inputs));
-  const bool nothing_to_keep = cache_bytes(l, needs, l.cache_inputs) == 0;
-  auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * bytes <= int64_t{4} * cache_budget(l.block); };
+// The team for a row whose cached part takes `bytes` register bytes per element (0: nothing
+// kept): about tuning().row_vectors vectors per thread, a warp (or part of one) per row for short
+// rows, a block per row for longer ones, more threads while the cached part would not fit;
+// looped when it never fits.
+void plan_team(ReductionLayout& l, int bytes) {
+  const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
+  const int per_element = std::max(4, bytes);
+  auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * per_element <= int64_t{4} * cache_budget(l.block); };
   auto set_team = [&](int tpr) {
     l.threads_per_row = tpr;
     l.block = tpr <= 32 ? 256 : tpr;
     l.chunks_per_thread = static_cast<int>((chunks + tpr - 1) / tpr);
   };
-  // About four vectors per thread (tuning().row_vectors): a warp (or part of one) per row for
-  // short rows, a block per row for longer ones; more threads while the cached part of the row
-  // would not fit.
   const int64_t per_thread = tuning().row_vectors;
   int tpr = std::max(1, next_pow2((chunks + per_thread - 1) / per_thread));
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
   set_team(tpr);
   while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
-  l.cached = nothing_to_keep || (fits() && l.chunks_per_thread <= 16);
+  l.cached = bytes == 0 || (fits() && l.chunks_per_thread <= 16);
   if (!l.cached) {
     // Looped: every pass re-reads the row; no more threads than the row has vectors.
     set_team(std::min(1024, std::max(64, next_pow2(chunks))));
     l.chunks_per_thread = 1;
-    l.cache_inputs = false;
   }
+}
+
+// Keeping only the inputs (16-bit ones packed) instead of every re-read value (as floats) costs
+// recomputation. Measured (H100, H200): it pays for 16-bit inputs when the recomputation is cheap
+// (rms norm, logsumexp: +4-15%) or when the values would take over 32 registers per thread
+// (bf16 softmax, layer norm: +20-30%); recomputing exp where the values fit (bf16 attention
+// softmax, 1024 columns) lost 20%, and every f32 case lost 4-7%.
+bool prefer_inputs(const ReductionLayout& values_layout, const ReductionLayout& l, const RowCacheNeeds& needs) {
+  const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(),
+                                     [&](size_t k) { return c10::elementSize(l.inputs[k].dtype) == 2; });
+  if (!all_16bit) return false;
+  if (!values_layout.cached || !needs.costly_recompute) return true;
+  const int64_t value_registers = int64_t{values_layout.chunks_per_thread} * values_layout.vec * needs.values_bytes / 4;
+  return value_registers > 32;
+}
+
+void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
+  const int inputs = cache_bytes(l, needs, true);
+  ReductionLayout values = l;
+  plan_team(values, needs.values_bytes);
+  bool use_inputs = false;
+  if (inputs >= 0 && inputs < needs.values_bytes) {
+    switch (tuning().row_cache) {
+      case RowCachePolicy::Values: break;
+      case RowCachePolicy::Inputs: use_inputs = true; break;
+      case RowCachePolicy::Auto: use_inputs = prefer_inputs(values, l, needs); break;
+    }
+  }
+  if (!use_inputs) {
+    l = values;
+    l.cache_inputs = false;
+    return;
+  }
+  plan_team(l, inputs);
+  l.cache_inputs = l.cached;
 }
 
 }  // namespace

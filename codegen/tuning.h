@@ -12,17 +12,18 @@ namespace codegen {
 enum class RowCachePolicy {
   Values,  // every such value, in registers as float
   Inputs,  // only the group inputs they derive from, as loaded (16-bit types stay packed); the rest is recomputed
-  Auto,    // Inputs when every re-read input is 16-bit (packed, they take a quarter of the
-           // registers), else Values: measured on H100, recomputing exp or even a subtraction
-           // cost f32 softmax and layer norm 4-7%, while bf16 softmax and layer norm gained 20-30%.
+  Auto,    // Inputs for 16-bit inputs where that pays (see prefer_inputs in reduction_layout.cpp)
 };
 
 struct Tuning {
-  int pointwise_unroll = 2;  // vectors each thread loads before computing (pointwise fast path)
+  // Defaults from sweeps over the suite on H100 and H200 (scripts/tune_sweep.sh): pointwise
+  // unroll 2-4 was 0-25% slower than 1; column unroll 8 was 7-14% faster than 1; full-reduction
+  // unroll made no difference; 2 or 8 vectors per row thread lost on most row cases.
+  int pointwise_unroll = 1;  // vectors each thread loads before computing (pointwise fast path)
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
-  int column_unroll = 4;     // rows each thread loads before accumulating (column schedule)
-  int full_unroll = 4;       // vectors each thread loads before accumulating (full reductions)
+  int column_unroll = 8;     // rows each thread loads before accumulating (column schedule)
+  int full_unroll = 1;       // vectors each thread loads before accumulating (full reductions)
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -25,7 +25,8 @@ cg::Tuning with(const std::string& spec) { return cg::parse_tuning(spec); }
 
 TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
-  EXPECT_EQ(d.pointwise_unroll, 2);
+  EXPECT_EQ(d.pointwise_unroll, 1);
+  EXPECT_EQ(d.column_unroll, 8);
   EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
   EXPECT_EQ(d.row_vectors, 4);
   const cg::Tuning t = cg::parse_tuning("pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8");
@@ -84,6 +85,19 @@ TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
   EXPECT_EQ(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
 }
 
+TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
+  // Rows of 1024: the values of the masked softmax fit in 32 registers per thread, and keeping
+  // only s and mask would compute exp twice.
+  const auto m = module_from(tftest::suite_pattern("attn_softmax_mask").source);
+  const std::vector<c10::IValue> in = {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16),
+                                       torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)};
+  EXPECT_EQ(kernel_source(m, in).find("inputs kept as loaded"), std::string::npos);
+  // logsumexp keeps x either way: as loaded it takes half the registers and recomputes nothing.
+  const std::string lse = kernel_source(module_from(tftest::suite_pattern("logsumexp_rows").source),
+                                        {torch::randn({8, 1024}).to(c10::kBFloat16)});
+  EXPECT_NE(lse.find("inputs kept as loaded"), std::string::npos) << lse;
+}
+
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
   const auto m = module_returning("x", "torch.softmax(x, -1)");
   EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("256 threads per row, block 256, vector width 4, 4 vectors"),
@@ -104,14 +118,12 @@ TEST(Unroll, PointwiseLoadsSeveralVectorsFirst) {
   const auto m = module_returning("x, y", "torch.tanh(x) * y + 1.0");
   const std::vector<c10::IValue> in = {torch::randn({64, 256}), torch::randn({64, 256})};
   std::string src = kernel_source(m, in);
+  EXPECT_NE(src.find("for (tf_index v = first; v < nvec; v += step)"), std::string::npos) << src;
+  cg::ScopedTuning two(with("pointwise_unroll=2"));
+  src = kernel_source(m, in);
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast",
                                               "v1[u] = *reinterpret_cast", "tf_fused_0_compute(v0[u].v[lane]"}))
       << src;
-  {
-    cg::ScopedTuning one(with("pointwise_unroll=1"));
-    src = kernel_source(m, in);
-    EXPECT_NE(src.find("for (tf_index v = first; v < nvec; v += step)"), std::string::npos) << src;
-  }
   // A transposed operand is read lane by lane: no unroll.
   src = kernel_source(m, {torch::randn({256, 64}).t(), torch::randn({64, 256})});
   EXPECT_EQ(src.find("v0[u]"), std::string::npos) << src;
