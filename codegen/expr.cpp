@@ -126,6 +126,23 @@ std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& na
   return convert(it->second, v->type.dtype, as);
 }
 
+namespace {
+
+// exp(x - m) where m is the max of x over a reduced dim (or that max with infinities masked to
+// 0, as logsumexp does): the argument is <= 0 wherever the max is finite, where one ex2.approx
+// of a prescaled argument is accurate to a few float ulps of the result's scale.
+bool exp_of_shifted_max(const ir::Node& n) {
+  if (n.kind != OpKind::Exp) return false;
+  const ir::Node* sub = n.inputs[0]->producer;
+  if (!sub || sub->kind != OpKind::Sub) return false;
+  const ir::Value* m = sub->inputs[1];
+  if (m->producer && m->producer->kind == OpKind::Where && m->producer->inputs[1]->constant) m = m->producer->inputs[2];
+  const ir::Node* r = m->producer;
+  return r && r->kind == OpKind::ReduceMax && r->inputs[0] == sub->inputs[0];
+}
+
+}  // namespace
+
 void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
   const c10::ScalarType out = n.output()->type.dtype;
@@ -141,6 +158,8 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
     // in a float register.
     expr = std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") +
            operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
+  } else if (compute == c10::ScalarType::Float && exp_of_shifted_max(n)) {
+    expr = "tf_exp_shifted(" + operand(n.inputs[0], compute, names) + ")";
   } else if (n.inputs.size() == 1) {
     expr = unary_expr(n.kind, compute, operand(n.inputs[0], compute, names));
   } else {

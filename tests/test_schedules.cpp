@@ -60,17 +60,30 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
   EXPECT_NE(src.find("kept0[k] = *reinterpret_cast"), std::string::npos) << src;
   EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
-  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;  // in the sum pass and the output pass
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;  // in the sum pass and the output pass
 
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
-  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 1) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
 
   cg::ScopedTuning inputs(with("row_cache=inputs"));
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
-  EXPECT_EQ(tftest::count_occurrences(body(src), "expf("), 2) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
+}
+
+TEST(FastExp, OnlyAfterSubtractingTheMaxOfTheSameValues) {
+  // exp(x - max(x)) <= 1: one ex2.approx; exp of anything else keeps expf.
+  const std::vector<c10::IValue> x = {torch::randn({8, 256})};
+  EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x)), "tf_exp_shifted("), 1);
+  EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x)), "tf_exp_shifted("), 1);
+  const std::string other = body(kernel_source(module_returning("x", "torch.exp(x - x.amax(-1, keepdim=True) + 1.0).sum(-1)"), x));
+  EXPECT_EQ(other.find("tf_exp_shifted("), std::string::npos) << other;
+  EXPECT_NE(other.find("expf("), std::string::npos) << other;
+  const std::string y = body(kernel_source(module_returning("x, y", "torch.exp(y - x.amax(-1, keepdim=True)).sum(-1)"),
+                                           {torch::randn({8, 256}), torch::randn({8, 256})}));
+  EXPECT_EQ(y.find("tf_exp_shifted("), std::string::npos) << y;
 }
 
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
