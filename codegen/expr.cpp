@@ -143,7 +143,7 @@ bool exp_of_shifted_max(const ir::Node& n) {
 
 }  // namespace
 
-void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
+void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, const ValueNames* reciprocals) {
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
   const c10::ScalarType out = n.output()->type.dtype;
   c10::ScalarType compute = register_dtype(n.compute_dtype == c10::ScalarType::Undefined ? out : n.compute_dtype);
@@ -171,6 +171,12 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names) {
       // Eager rounds the quotient to the output dtype before truncating it.
       special = "truncf(" + std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + a + " / " +
                 b_expr + "))";
+    }
+    if (n.kind == OpKind::Div && compute == c10::ScalarType::Float && reciprocals && reciprocals->count(n.inputs[1])) {
+      // The reciprocal is 0 where 1 / v would not be exact enough (v zero, denormal, infinite or
+      // NaN): those rows divide.
+      const std::string& r = reciprocals->at(n.inputs[1]);
+      special = "(" + r + " != 0.0f ? " + a + " * " + r + " : " + a + " / " + b_expr + ")";
     }
     expr = special ? *special : binary_expr(n.kind, compute, a, b_expr);
   }

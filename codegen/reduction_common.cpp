@@ -74,7 +74,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
              std::to_string(v->id));
       names[v] = name;
     } else {
-      emit_pointwise(b, *v->producer, names);
+      emit_pointwise(b, *v->producer, names, reciprocals);
     }
     if (use_cache) {
       const std::string slot = cache_slot(v);
@@ -94,10 +94,25 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
   }
 }
 
+void PassEmitter::emit_row_reciprocals(int level) {
+  for (const ir::Node* n : a.element_nodes) {
+    if (n->kind != ir::OpKind::Div || register_dtype(n->output()->type.dtype) != c10::ScalarType::Float) continue;
+    const ir::Value* d = n->inputs[1];
+    if (!a.is_row(d) || a.level_of(d) != level || d->constant || reciprocals->count(d)) continue;
+    if (register_dtype(d->type.dtype) != c10::ScalarType::Float || !names.count(d)) continue;
+    const std::string name = b.fresh("rcp");
+    const std::string v = names.at(d);
+    b.line("const float " + name + " = fabsf(" + v + ") >= 1.17549435e-38f && fabsf(" + v + ") <= 3.40282347e38f ? 1.0f / " + v +
+           " : 0.0f;  // 1 / %" + std::to_string(d->id) + ", once per row (0: divide instead)");
+    (*reciprocals)[d] = name;
+  }
+}
+
 void PassEmitter::emit_row_phase(int level, const std::function<void(size_t, const std::string&)>& store) {
   for (const ir::Node* n : a.row_nodes) {
     if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names);
   }
+  if (reciprocals) emit_row_reciprocals(level);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const ir::Value* out = g.outputs[k];
     if (!a.is_row(out) || a.level_of(out) != level) continue;

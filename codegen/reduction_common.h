@@ -36,6 +36,9 @@ struct PassEmitter {
   // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
   std::string accumulator_suffix;
   bool wide_sums = false;  // see accumulator_dtype
+  // Row phases compute 1 / v once per row for per-row float divisors of element divisions
+  // (softmax's sum); element passes multiply by it. Shared across the passes of one kernel.
+  ValueNames* reciprocals = nullptr;
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.
@@ -43,6 +46,9 @@ struct PassEmitter {
   // Row phase `level`: pointwise nodes on per-row values of that level; row outputs of the level
   // are handed to `store`.
   void emit_row_phase(int level, const std::function<void(size_t output_index, const std::string& expr)>& store);
+
+ private:
+  void emit_row_reciprocals(int level);
 };
 
 // Index of `v` among the group's inputs, or -1.

@@ -109,6 +109,7 @@ struct RowKernel {
   const ReductionAnalysis& a;
   std::set<const ir::Value*> cached;
   ValueNames names;
+  ValueNames reciprocals;  // per-row 1 / divisor registers (PassEmitter::reciprocals)
 
   std::string team_reduce(const ir::Node* r) {
     const std::string acc = accumulator_name(a, r);
@@ -162,6 +163,7 @@ struct RowKernel {
                    },
                    use_value_cache()};
     pe.wide_sums = !l.cached;
+    pe.reciprocals = &reciprocals;
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
@@ -208,6 +210,7 @@ struct RowKernel {
 
   void emit_row_phase(int level) {
     PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+    pe.reciprocals = &reciprocals;
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
       b.line("if (row_ok && tl == 0) " + output_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
     });
@@ -291,7 +294,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   emit_params(b, g, l);
   b.line("");
   emit_red_offset_helpers(b, g, l);
-  RowKernel rk{b, g, l, a, l.cached && !l.cache_inputs ? a.cached : std::set<const ir::Value*>{}, {}};
+  RowKernel rk{b, g, l, a, l.cached && !l.cache_inputs ? a.cached : std::set<const ir::Value*>{}, {}, {}};
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + g.kernel_name + "(const " +
                      g.kernel_name + "_params p)");

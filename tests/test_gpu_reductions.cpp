@@ -188,6 +188,25 @@ TEST(GpuReductions, InfinityRowsAndNaNMatchEager) {
   }
 }
 
+TEST(GpuReductions, DivisionByRowValuesAtTheEdgesMatchesEager) {
+  REQUIRE_GPU();
+  // Rows whose sum is 0, denormal, huge (its reciprocal is denormal), infinite or NaN: the
+  // per-row reciprocal must give way to a division there.
+  const double inf = std::numeric_limits<double>::infinity();
+  auto make = [&] {
+    auto x = torch::rand({8, 256}, torch::kCUDA) + 0.5;
+    x[1].zero_();
+    x[2].fill_(1e-41);
+    x[3].fill_(1e36);
+    x[4][9] = inf;
+    x[5][3] = std::numeric_limits<double>::quiet_NaN();
+    x[6][0] = -1e-41;
+    return std::vector<c10::IValue>{x};
+  };
+  expect_matches_eager(module_returning("x", "x / x.sum(-1, keepdim=True)"), make, "x / sum", 1);
+  expect_matches_eager(module_returning("x", "(x * 2.0) / x.amax(-1, keepdim=True)"), make, "2x / max", 1);
+}
+
 TEST(GpuReductions, Deterministic) {
   REQUIRE_GPU();
   struct Case {

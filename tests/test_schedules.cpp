@@ -86,6 +86,17 @@ TEST(FastExp, OnlyAfterSubtractingTheMaxOfTheSameValues) {
   EXPECT_EQ(y.find("tf_exp_shifted("), std::string::npos) << y;
 }
 
+TEST(RowDivision, OneReciprocalPerRowThenMultiplies) {
+  const std::string src = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({8, 256})}));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"const float rcp0 = fabsf(red", "? 1.0f / red", ": 0.0f;",
+                                              "(rcp0 != 0.0f ? ", " * rcp0 : ", " / red"}))
+      << src;
+  // Division by an element value stays a division.
+  const std::string elementwise = body(kernel_source(module_returning("x, y", "(x / y).sum(-1)"),
+                                                     {torch::randn({8, 256}), torch::randn({8, 256})}));
+  EXPECT_EQ(elementwise.find("rcp"), std::string::npos) << elementwise;
+}
+
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
   auto in = [](c10::ScalarType t) {
