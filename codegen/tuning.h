@@ -22,6 +22,8 @@ struct Tuning {
   int pointwise_unroll = 1;  // vectors each thread loads before computing (pointwise fast path)
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
+  int row_waves = 1;           // cached rows: grid-stride rounds of a full device (0: one block per row team)
+  int looped_blocks_per_sm = 1;  // looped rows: blocks per multiprocessor
   int column_unroll = 8;     // rows each thread loads before accumulating (column schedule)
   int full_unroll = 1;       // vectors each thread loads before accumulating (full reductions)
 };

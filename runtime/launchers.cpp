@@ -180,9 +180,14 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   const int rows_per_block = l.block / l.threads_per_row;
-  // Looped rows are re-read by every pass: one block per multiprocessor keeps the rows in flight
-  // small enough for the re-reads to hit L2.
-  const int64_t max_blocks = l.cached ? int64_t{info.sm_count} * (2048 / l.block) : int64_t{info.sm_count};
+  // Looped rows are re-read by every pass: few blocks per multiprocessor keep the rows in flight
+  // small enough for the re-reads to hit L2. Cached rows: `row_waves` grid-stride rounds of a
+  // full device (0: a block per team of rows, the hardware balancing the tail).
+  const codegen::Tuning& tune = codegen::tuning();
+  const int64_t full_device = int64_t{info.sm_count} * (2048 / l.block);
+  const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * tune.looped_blocks_per_sm
+                             : tune.row_waves == 0 ? (int64_t{1} << 30)
+                                                   : full_device * tune.row_waves;
   const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
   launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
   fk.count_launches(1);
