@@ -101,6 +101,7 @@ DeviceState& device_state(int ordinal) {
   s->info.ordinal = ordinal;
   check_cu(api.cuDeviceGetAttribute(&s->info.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
            "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  check_cu(api.cuDeviceGetAttribute(&s->info.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev), "cuDeviceGetAttribute(L2)");
   check_cu(api.cuDeviceGetAttribute(&s->info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
   check_cu(api.cuDeviceGetAttribute(&s->info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),

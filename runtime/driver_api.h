@@ -33,6 +33,7 @@ void check_cu(CUresult r, const char* what);
 struct DeviceInfo {
   int ordinal = 0;
   int sm_count = 0;
+  int l2_bytes = 0;
   int cc_major = 0;
   int cc_minor = 0;
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }

@@ -158,6 +158,15 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
 
 // ---- row ----
 
+// Blocks per multiprocessor for looped rows (tuning().looped_blocks_per_sm; 0: by L2 size).
+int64_t looped_blocks_per_sm(const codegen::ReductionLayout& l, const DeviceInfo& info) {
+  if (codegen::tuning().looped_blocks_per_sm > 0) return codegen::tuning().looped_blocks_per_sm;
+  int64_t row_bytes = 0;
+  for (const auto& op : l.inputs)
+    if (op.access == Access::InnerContig || op.access == Access::Strided) row_bytes += l.reduced() * c10::elementSize(op.dtype);
+  return 2 * int64_t{info.sm_count} * row_bytes * 4 <= int64_t{info.l2_bytes} * 3 ? 2 : 1;
+}
+
 std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
@@ -185,7 +194,7 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   // full device (0: a block per team of rows, the hardware balancing the tail).
   const codegen::Tuning& tune = codegen::tuning();
   const int64_t full_device = int64_t{info.sm_count} * (2048 / l.block);
-  const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * tune.looped_blocks_per_sm
+  const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
                              : tune.row_waves == 0 ? (int64_t{1} << 30)
                                                    : full_device * tune.row_waves;
   const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
