@@ -51,6 +51,39 @@ std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* r) {
   return "acc" + std::to_string(it - a.reductions.begin());
 }
 
+bool chunkable_sum(const ir::Node& r) {
+  return r.kind == ir::OpKind::ReduceSum && accumulator_dtype(r, true) == c10::ScalarType::Double &&
+         register_dtype(r.output()->type.dtype) == c10::ScalarType::Float;
+}
+
+void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes) {
+  for (const ir::Node* r : a.reductions) {
+    if (a.level_of(r->inputs[0]) != pass || !chunkable_sum(*r)) continue;
+    const std::string chunk = "chunk_" + accumulator_name(a, r);
+    if (lanes == 0) {
+      b.line("float " + chunk + " = 0.0f;");
+      continue;
+    }
+    b.line("float " + chunk + "[" + std::to_string(lanes) + "];");
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + std::to_string(lanes) + "; ++lane) " + chunk + "[lane] = 0.0f;");
+  }
+}
+
+void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes) {
+  for (const ir::Node* r : a.reductions) {
+    if (a.level_of(r->inputs[0]) != pass || !chunkable_sum(*r)) continue;
+    const std::string acc = accumulator_name(a, r);
+    if (lanes == 0) {
+      b.line(acc + " += (double)chunk_" + acc + ";");
+      continue;
+    }
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + std::to_string(lanes) + "; ++lane) " + acc + "[lane] += (double)chunk_" + acc +
+           "[lane];");
+  }
+}
+
 int input_index(const FusionGroup& g, const ir::Value* v) {
   auto it = std::find(g.inputs.begin(), g.inputs.end(), v);
   return it == g.inputs.end() ? -1 : static_cast<int>(it - g.inputs.begin());
@@ -83,6 +116,12 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
   }
   for (const ir::Node* r : a.reductions) {
     if (a.level_of(r->inputs[0]) != pass) continue;
+    if (chunk_sums && wide_sums && chunkable_sum(*r)) {
+      const std::string chunk = "chunk_" + accumulator_name(a, r) + accumulator_suffix;
+      b.line(chunk + " += " + operand(r->inputs[0], c10::ScalarType::Float, names) + ";  // " + ir::op_name(r->kind) +
+             " -> %" + std::to_string(r->output()->id) + " (float chunk)");
+      continue;
+    }
     const std::string acc = accumulator_name(a, r) + accumulator_suffix;
     b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r, wide_sums), names) +
            ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));

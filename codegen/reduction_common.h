@@ -36,6 +36,10 @@ struct PassEmitter {
   // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
   std::string accumulator_suffix;
   bool wide_sums = false;  // see accumulator_dtype
+  // Wide float sums add into float `chunk_acc<k>` registers that the schedule declares and flushes
+  // into the double accumulator every few elements (declare_chunk_sums / flush_chunk_sums): one
+  // float-to-double conversion per chunk instead of per element.
+  bool chunk_sums = false;
   // Row phases compute 1 / v once per row for per-row float divisors of element divisions
   // (softmax's sum); element passes multiply by it. Shared across the passes of one kernel.
   ValueNames* reciprocals = nullptr;
@@ -50,6 +54,13 @@ struct PassEmitter {
  private:
   void emit_row_reciprocals(int level);
 };
+
+// Is `r` a sum that a wide schedule accumulates in double from float values (chunkable)?
+bool chunkable_sum(const ir::Node& r);
+// Declares zeroed `float chunk_acc<k>[lanes]` (lanes 0: a scalar) for the chunkable sums fed at
+// `pass`, and adds them into `acc<k>` + suffix.
+void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes);
+void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes);
 
 // Index of `v` among the group's inputs, or -1.
 int input_index(const FusionGroup& g, const ir::Value* v);

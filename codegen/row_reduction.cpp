@@ -2,6 +2,7 @@
 
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
+#include "codegen/tuning.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -163,6 +164,7 @@ struct RowKernel {
                    },
                    use_value_cache()};
     pe.wide_sums = !l.cached;
+    pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
@@ -189,6 +191,7 @@ struct RowKernel {
     for (size_t k : element_outputs) {
       b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
     }
+    if (pe.chunk_sums) declare_chunk_sums(b, a, pass, 0);
     b.line("#pragma unroll");
     {
       auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
@@ -196,6 +199,7 @@ struct RowKernel {
       b.line("(void)j;");
       pe.emit(pass, [&](size_t k, const std::string& e) { b.line("o" + str(static_cast<int64_t>(k)) + "[lane] = " + e + ";"); });
     }
+    if (pe.chunk_sums) flush_chunk_sums(b, a, pass, 0);
     for (size_t k : element_outputs) {
       const std::string kk = str(static_cast<int64_t>(k));
       const auto dt = g.outputs[k]->type.dtype;

@@ -42,11 +42,13 @@ Tuning parse_tuning(const std::string& spec) {
     const std::string name = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
     if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
+    else if (name == "pointwise_waves") t.pointwise_waves = parse_int(name, value, 0, 64);
     else if (name == "row_cache") t.row_cache = parse_policy(value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);
     else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 2);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
+    else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 1, 8);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
   }

@@ -77,7 +77,7 @@ class FusedKernel {
 // The operands of a group as the layout planners see them, from profiled IR types.
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g);
 // The grid-stride loops never run more threads than this (the layouts' index-width bound).
-constexpr int64_t kMaxGridThreads = int64_t{1} << 22;
+constexpr int64_t kMaxGridThreads = int64_t{1} << 26;
 
 }  // namespace runtime
 }  // namespace torchfuse

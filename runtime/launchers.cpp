@@ -148,7 +148,10 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
   for (const auto& t : out) p.ptr(t.data_ptr());
   const DeviceInfo& info = device_info(c.device.index());
   const int64_t work = vec_ok ? ceil_div(ceil_div(numel, l.vec), l.unroll) : numel;
-  const int64_t max_blocks = std::min<int64_t>(int64_t{info.sm_count} * (2048 / kernel.block_size),
+  // `pointwise_waves` grid-stride rounds of a full device (0: as many blocks as the work needs).
+  const int64_t waves = codegen::tuning().pointwise_waves;
+  const int64_t full_device = int64_t{info.sm_count} * (2048 / kernel.block_size);
+  const int64_t max_blocks = std::min<int64_t>(waves == 0 ? kMaxGridThreads : full_device * waves,
                                                kMaxGridThreads / kernel.block_size);
   const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(work, kernel.block_size), max_blocks));
   launch(kernel, kernel.name, c.device, blocks, 1, kernel.block_size, p, fk.counters());
