@@ -56,31 +56,17 @@ bool chunkable_sum(const ir::Node& r) {
          register_dtype(r.output()->type.dtype) == c10::ScalarType::Float;
 }
 
-void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes) {
+void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass) {
   for (const ir::Node* r : a.reductions) {
-    if (a.level_of(r->inputs[0]) != pass || !chunkable_sum(*r)) continue;
-    const std::string chunk = "chunk_" + accumulator_name(a, r);
-    if (lanes == 0) {
-      b.line("float " + chunk + " = 0.0f;");
-      continue;
-    }
-    b.line("float " + chunk + "[" + std::to_string(lanes) + "];");
-    b.line("#pragma unroll");
-    b.line("for (int lane = 0; lane < " + std::to_string(lanes) + "; ++lane) " + chunk + "[lane] = 0.0f;");
+    if (a.level_of(r->inputs[0]) == pass && chunkable_sum(*r)) b.line("float chunk_" + accumulator_name(a, r) + " = 0.0f;");
   }
 }
 
-void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass, int lanes) {
+void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass) {
   for (const ir::Node* r : a.reductions) {
     if (a.level_of(r->inputs[0]) != pass || !chunkable_sum(*r)) continue;
     const std::string acc = accumulator_name(a, r);
-    if (lanes == 0) {
-      b.line(acc + " += (double)chunk_" + acc + ";");
-      continue;
-    }
-    b.line("#pragma unroll");
-    b.line("for (int lane = 0; lane < " + std::to_string(lanes) + "; ++lane) " + acc + "[lane] += (double)chunk_" + acc +
-           "[lane];");
+    b.line(acc + " += (double)chunk_" + acc + ";");
   }
 }
 

@@ -191,7 +191,7 @@ struct RowKernel {
     for (size_t k : element_outputs) {
       b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
     }
-    if (pe.chunk_sums) declare_chunk_sums(b, a, pass, 0);
+    if (pe.chunk_sums) declare_chunk_sums(b, a, pass);
     b.line("#pragma unroll");
     {
       auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
@@ -199,7 +199,7 @@ struct RowKernel {
       b.line("(void)j;");
       pe.emit(pass, [&](size_t k, const std::string& e) { b.line("o" + str(static_cast<int64_t>(k)) + "[lane] = " + e + ";"); });
     }
-    if (pe.chunk_sums) flush_chunk_sums(b, a, pass, 0);
+    if (pe.chunk_sums) flush_chunk_sums(b, a, pass);
     for (size_t k : element_outputs) {
       const std::string kk = str(static_cast<int64_t>(k));
       const auto dt = g.outputs[k]->type.dtype;

@@ -2,7 +2,6 @@
 
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
-#include "codegen/tuning.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -106,7 +105,6 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   const std::string slot = vector_path ? "[u]" : "";
   PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, false};
   pe.wide_sums = true;
-  pe.chunk_sums = vector_path && tuning().chunk_sums;
   if (vector_path) {
     // Each thread loads `unroll` vectors a block apart before accumulating them in order.
     const std::string U = str(l.unroll);
@@ -117,7 +115,6 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
       if (l.inputs[k].access != Access::Linear) continue;
       b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
     }
-    if (pe.chunk_sums) declare_chunk_sums(b, a, 0, 0);
     for (int phase = 0; phase < 2; ++phase) {
       b.line("#pragma unroll");
       auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
@@ -141,7 +138,6 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
         b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
       });
     }
-    if (pe.chunk_sums) flush_chunk_sums(b, a, 0, 0);
     return;
   }
   auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");
@@ -337,7 +333,6 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "lane");
     PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, false, "[lane]", true};
-    pe.chunk_sums = l.unroll > 1 && tuning().chunk_sums;
     pe.emit(0, [&](size_t k, const std::string& e) {
       b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
              store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -357,8 +352,6 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     if (!column_vector_input(l, k)) continue;
     b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
   }
-  const bool chunks = tuning().chunk_sums;
-  if (chunks) declare_chunk_sums(b, a, 0, l.vec);
   for (int phase = 0; phase < 2; ++phase) {
     b.line("#pragma unroll");
     auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
@@ -368,7 +361,6 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     if (phase == 0) vector_loads(false);
     else accumulate();
   }
-  if (chunks) flush_chunk_sums(b, a, 0, l.vec);
 }
 
 }  // namespace

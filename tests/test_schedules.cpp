@@ -27,6 +27,8 @@ TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
   EXPECT_EQ(d.pointwise_unroll, 1);
   EXPECT_EQ(d.column_unroll, 8);
+  EXPECT_EQ(d.pointwise_waves, 0);
+  EXPECT_EQ(d.row_waves, 0);
   EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
   EXPECT_EQ(d.row_vectors, 4);
   const cg::Tuning t = cg::parse_tuning("pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8");
@@ -120,6 +122,16 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   const std::string lse = kernel_source(module_from(tftest::suite_pattern("logsumexp_rows").source),
                                         {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_NE(lse.find("inputs kept as loaded"), std::string::npos) << lse;
+}
+
+TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
+  const std::string src = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})}));
+  EXPECT_NE(src.find("looped mode"), std::string::npos) << src;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"float chunk_acc1 = 0.0f;", "chunk_acc1 += ", "acc1 += (double)chunk_acc1;"}))
+      << src;
+  cg::ScopedTuning off(with("chunk_sums=0"));
+  const std::string plain = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})}));
+  EXPECT_EQ(plain.find("chunk_acc"), std::string::npos) << plain;
 }
 
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
