@@ -108,7 +108,8 @@ void FusedKernel::set_fallback(std::shared_ptr<torch::jit::Graph> graph) {
 }
 
 void FusedKernel::fail(const KernelFailure& failure, const std::string& when) {
-  (void)when;
+  TORCHFUSE_CHECK(!options_.strict, "torchfuse (strict): fusion group ", group_.kernel_name, " (", group_.describe(),
+                  ") cannot run fused ", when, ": ", failure.what());
   TORCHFUSE_CHECK(fallback_code_ != nullptr, failure.what(), "\n(fusion group ", group_.kernel_name,
                   " has no fallback: ", no_fallback_why_, ")");
   fall_back(failure.what(), failure.kernel_source(), /*warn=*/true);

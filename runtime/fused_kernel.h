@@ -5,7 +5,7 @@
 //
 // Fallback: when a kernel of the group cannot be built, loaded or launched (KernelFailure), the
 // group switches for good to its fallback, the group's own TorchScript ops run by the
-// interpreter, and the failure is logged once.
+// interpreter, and the failure is logged once. Under strict the failure is an Error instead.
 #pragma once
 
 #include <atomic>
@@ -41,6 +41,7 @@ class KernelFailure;
 
 struct LaunchOptions {
   bool poison_outputs = false;
+  bool strict = false;   // a kernel failure is an Error, not a fallback
   FailureInjection fail;
 };
 
@@ -67,8 +68,8 @@ class FusedKernel {
   // Compiles the kernel for the profiled types on `device` (at specialization time, so that NVRTC
   // does not run inside the graph). Throws KernelFailure.
   void prepare(int device);
-  // A kernel of the group failed, when the specialization was built or at run time: without a
-  // fallback, throws an Error naming the group; else falls back (logged once).
+  // A kernel of the group failed, when the specialization was built or at run time: under strict,
+  // or without a fallback, throws an Error naming the group; else falls back (logged once).
   void fail(const KernelFailure& failure, const std::string& when);
   // Switches to the fallback for good (tests call it directly, with warn = false).
   void fall_back(const std::string& error, const std::string& kernel_source, bool warn);

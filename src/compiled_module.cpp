@@ -21,6 +21,7 @@
 #include "runtime/kernel_cache.h"
 #include "runtime/launch_util.h"
 #include "src/error.h"
+#include "src/strict.h"
 
 namespace torchfuse {
 
@@ -212,14 +213,17 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   spec->ir_before = ir::to_string(ir_graph);
   if (logs_.graph) log_info("IR before fusion:\n" + spec->ir_before);
 
-  PassContext ctx(ir_graph, options_.min_group_size, logs_);
+  // Strict fuses lone ops too: a fusible op left to ATen would be an error.
+  PassContext ctx(ir_graph, options_.strict ? 1 : options_.min_group_size, logs_);
   run_fusion_passes(ctx);
   spec->plan = std::move(ctx.plan);
   spec->ir_after = to_string(ir_graph, spec->plan);
   if (logs_.graph) log_info("IR after fusion:\n" + spec->ir_after);
+  if (options_.strict) check_all_fused(*spec->conversion, spec->plan);
 
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
+  launch.strict = options_.strict;
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {

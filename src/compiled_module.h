@@ -49,7 +49,8 @@ class CompiledModuleImpl {
   c10::IValue run_on_fallbacks(const std::vector<c10::IValue>& inputs);
 
  private:
-  // Profiles, converts and fuses the graph for these inputs (no GPU needed).
+  // Profiles, converts and fuses the graph for these inputs (no GPU needed). Under strict,
+  // throws when a fusible op is left unfused.
   std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result) const;
   // Gives every kernel its fallback graph; must run before the graph rewrite.
   void attach_fallbacks(Specialization& spec) const;

@@ -1,5 +1,6 @@
-// Failure handling without a GPU: injected NVRTC failures carry the log and the source and are
-// never cached, and every group's fallback graph computes what eager computes.
+// Failure handling without a GPU: strict mode names the ops it would leave to ATen, injected
+// NVRTC failures carry the log and the source and are never cached, and every group's fallback
+// graph computes what eager computes.
 #include <torch/torch.h>
 
 #include "codegen/nvrtc.h"
@@ -13,6 +14,45 @@ using tftest::module_from;
 using tftest::module_returning;
 
 namespace {
+
+torchfuse::CompileOptions strict_options() {
+  auto o = tftest::quiet_options();
+  o.strict = true;
+  return o;
+}
+
+// A reduction over non-contiguous dims stays in ATen: strict names it, with the reason.
+TEST(Strict, UnfusedReductionIsAnErrorNamingTheOp) {
+  auto m = module_returning("x", "torch.relu(x * 2.0) + x.var([0, 2], keepdim=True)");
+  const std::vector<c10::IValue> in{torch::randn({4, 5, 6})};
+  const auto relaxed = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+  ASSERT_FALSE(relaxed.refused.empty());
+  const std::string msg = tftest::error_of([&] { torchfuse::compile(m, strict_options()).explain(in); });
+  EXPECT_TRUE(contains_in_order(msg, {"torchfuse (strict): 1 op(s)", "aten::var -> %", "reduce_sum",
+                                      "refused: cannot fuse %", "not one contiguous block of dims"}));
+  // The elementwise ops fused; only the variance is named.
+  EXPECT_EQ(msg.find("aten::relu"), std::string::npos) << msg;
+}
+
+TEST(Strict, LoneOpsBecomeGroupsAndOpaqueOpsAreFine) {
+  const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
+  auto lone = module_returning("x, w", "torch.matmul(torch.relu(x), w)");
+  EXPECT_TRUE(torchfuse::compile(lone, tftest::quiet_options()).explain(in).kernels.empty());
+  const auto e = torchfuse::compile(lone, strict_options()).explain(in);
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(e.kernels[0].description, "relu");
+  EXPECT_TRUE(torchfuse::compile(module_returning("x, w", "torch.matmul(x, w)"), strict_options())
+                  .explain(in)
+                  .kernels.empty());
+}
+
+TEST(Strict, ARefusedMergeLeavesNoOpBehind) {
+  // The merge is refused (s would be computed over [8, 16]), but both sides become groups.
+  auto m = module_from("def forward(self, x, b):\n    s = torch.sigmoid(b) * 2.0\n    return (x + s, s)\n");
+  const auto e = torchfuse::compile(m, strict_options()).explain({torch::randn({8, 16}), torch::randn({16})});
+  EXPECT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  EXPECT_FALSE(e.refused.empty());
+}
 
 TEST(InjectedFailure, OnlyTheNamedKernelGetsIt) {
   auto o = tftest::quiet_options();

@@ -48,6 +48,12 @@ struct CompileOptions {
   bool debug_poison_outputs = false;
   // Architecture NVRTC targets when no GPU is present (explain() and offline checks), e.g. "sm_90".
   std::string offline_arch = "sm_90";
+  // Every op torchfuse can fuse must run fused. A specialization that leaves an elementwise op or
+  // a reduction to ATen (a legality refusal) is an Error naming the ops and the reasons, and so
+  // is a group whose kernel fails to build or launch (no fallback). Lone fusible ops become
+  // groups of their own (min_group_size is taken as 1). Opaque ops (matmul, conv, ops the
+  // converters do not take) run in ATen as always.
+  bool strict = false;
   // Testing aid: makes NVRTC fail, for real, on the kernels of matching groups, so that their
   // fallback runs. Comma-separated entries: "*" (every group) or a substring of the kernel name
   // ("tf_fused_1"); prefixed by "runtime:", an entry spares the kernel compiled when the
