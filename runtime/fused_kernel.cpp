@@ -155,6 +155,12 @@ GroupStats FusedKernel::stats() const {
     s.fell_back = fell_back_;
     s.fallback_reason = fallback_reason_;
   }
+  if (options_.profile) {
+    const KernelTimer::Totals t = timer_.totals();
+    s.timed_calls = t.calls;
+    s.total_ms = t.ms;
+    s.mean_ms = t.calls > 0 ? t.ms / static_cast<double>(t.calls) : 0.0;
+  }
   return s;
 }
 
@@ -218,7 +224,7 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
   c10::DeviceGuard guard(call.device);
   std::vector<at::Tensor> outputs;
   try {
-    outputs = launch_group(*this, call);
+    outputs = launch_timed(call);
   } catch (const KernelFailure& failure) {
     fail(failure, "at run time");
     // Nothing was launched for this call (or only a first kernel whose outputs are dropped): the
@@ -227,6 +233,20 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   for (auto& t : outputs) stack.emplace_back(std::move(t));
+}
+
+std::vector<at::Tensor> FusedKernel::launch_timed(const CallInputs& call) {
+  if (!options_.profile) return launch_group(*this, call);
+  const KernelTimer::Mark mark = timer_.start(call.device);
+  std::vector<at::Tensor> outputs;
+  try {
+    outputs = launch_group(*this, call);
+  } catch (...) {
+    timer_.discard(mark);
+    throw;
+  }
+  timer_.stop(mark);
+  return outputs;
 }
 
 }  // namespace runtime

@@ -25,6 +25,7 @@
 #include "passes/fusion_plan.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/kernel_timer.h"
 #include "torchfuse/torchfuse.h"
 
 namespace torch {
@@ -42,6 +43,7 @@ class KernelFailure;
 struct LaunchOptions {
   bool poison_outputs = false;
   bool strict = false;   // a kernel failure is an Error, not a fallback
+  bool profile = false;  // time every call with CUDA events
   FailureInjection fail;
 };
 
@@ -74,7 +76,7 @@ class FusedKernel {
   // Switches to the fallback for good (tests call it directly, with warn = false).
   void fall_back(const std::string& error, const std::string& kernel_source, bool warn);
   bool fell_back() const { return fell_back_; }
-  // Counts and fallback state.
+  // Counts, fallback state and (with profiling) kernel time; waits for pending timing events.
   GroupStats stats() const;
 
   const FusionGroup& group() const { return group_; }
@@ -97,6 +99,8 @@ class FusedKernel {
   // Fills call.domain; per-row inputs given without the reduced dims get them back as size 1.
   void shape_operands(CallInputs& call) const;
   codegen::GeneratedKernel plain_profiled_kernel(int sm_count) const;
+  // launch_group, between timing events when profiling.
+  std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
   void run_fallback(std::vector<c10::IValue>& stack);
 
@@ -116,6 +120,7 @@ class FusedKernel {
   std::atomic<bool> fell_back_{false};
   std::string fallback_reason_;
   std::atomic<int64_t> fallback_calls_{0};
+  mutable KernelTimer timer_;
 };
 
 // The operands of a group as the layout planners see them, from profiled IR types.

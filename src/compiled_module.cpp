@@ -131,8 +131,14 @@ c10::IValue run_rewritten(const torch::jit::Code& code, std::vector<c10::IValue>
   return stack.at(0);
 }
 
-// The options with what the environment adds: injected failures.
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+// The options with what the environment adds: profiling, injected failures.
 CompileOptions resolve_env(CompileOptions o) {
+  o.profile_kernels = o.profile_kernels || env_flag("TORCHFUSE_PROFILE_KERNELS");
   o.debug_fail_kernels = runtime::FailureInjection::spec_from(o.debug_fail_kernels);
   return o;
 }
@@ -224,6 +230,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
   launch.strict = options_.strict;
+  launch.profile = options_.profile_kernels;
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {

@@ -54,6 +54,9 @@ struct CompileOptions {
   // groups of their own (min_group_size is taken as 1). Opaque ops (matmul, conv, ops the
   // converters do not take) run in ATen as always.
   bool strict = false;
+  // Time every group's kernels with CUDA events; stats().groups reports the milliseconds. Also
+  // on with $TORCHFUSE_PROFILE_KERNELS=1. Costs nothing when off.
+  bool profile_kernels = false;
   // Testing aid: makes NVRTC fail, for real, on the kernels of matching groups, so that their
   // fallback runs. Comma-separated entries: "*" (every group) or a substring of the kernel name
   // ("tf_fused_1"); prefixed by "runtime:", an entry spares the kernel compiled when the
@@ -91,6 +94,11 @@ struct GroupStats {
   bool fell_back = false;     // its kernel failed: it runs its TorchScript ops through ATen
   std::string fallback_reason;  // the failure, when fell_back
   int64_t fallback_calls = 0;
+  // With profile_kernels: calls timed with CUDA events, their kernel milliseconds in total and
+  // per call (0 without profiling).
+  int64_t timed_calls = 0;
+  double total_ms = 0.0;
+  double mean_ms = 0.0;
 };
 
 struct Stats {
