@@ -35,7 +35,9 @@ void fuse_pointwise(PassContext& ctx) {
       if (p == c || p < 0 || c < 0) continue;
       if (set.has_reduction(p) || set.has_reduction(c)) continue;  // fuse_reductions decides those
       if (auto why = why_not_fuse(set, p, c)) {
-        ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why);
+        std::vector<int> both = set.members[p];
+        both.insert(both.end(), set.members[c].begin(), set.members[c].end());
+        ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why, both);
         continue;
       }
       set.merge(c, p);

@@ -142,13 +142,15 @@ void fuse_reductions(PassContext& ctx) {
     const auto schedule = rd.schedule();
     if (!schedule) {
       ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() +
-                 ", which are not one contiguous block of dims");
+                     ", which are not one contiguous block of dims",
+                 units.at(seed->origin));
       continue;
     }
     Growing g{set, set.make_cluster(units.at(seed->origin)), rd, *schedule, units};
     if (*schedule != Schedule::RowReduction && g.needs_passes()) {
       ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() + " and reads its own reduction (" +
-                 schedule_name(*schedule) + " schedules take one pass over the elements)");
+                     schedule_name(*schedule) + " schedules take one pass over the elements)",
+                 units.at(seed->origin));
       set.dissolve(g.cluster);
       continue;
     }
@@ -172,7 +174,8 @@ void fuse_reductions(PassContext& ctx) {
         if (auto why = g.try_join(origin)) {
           if (refused.insert({seed->id, origin}).second) {
             const ir::Node* first = ctx.graph.nodes()[units.at(origin).back()];
-            ctx.refuse("cannot fuse " + node_name(first) + " into the reduction group of " + node_name(seed) + ": " + *why);
+            ctx.refuse("cannot fuse " + node_name(first) + " into the reduction group of " + node_name(seed) + ": " + *why,
+                       units.at(origin));
           }
           continue;
         }

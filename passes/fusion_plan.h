@@ -2,6 +2,7 @@
 // record their decisions here and leave the IR graph untouched.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct FusionGroup {
 struct FusionPlan {
   std::vector<FusionGroup> groups;
   std::vector<std::string> refusals;  // every refused fusion, with its reason
+  std::map<int, std::vector<std::string>> refusals_by_node;  // IR node id -> the refusals naming it
 };
 
 // The IR with each node tagged by its group: "  %5 : f32[4] = add(%3, %4)   # group 0".

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "passes/fusion_plan.h"
 #include "src/ir.h"
@@ -16,8 +17,9 @@ struct PassContext {
   LogSwitches logs;
 
   PassContext(const ir::Graph& g, int min_size, LogSwitches l) : graph(g), min_group_size(min_size), logs(l) {}
-  // Records a refused fusion and logs it under the "fusion" switch.
-  void refuse(const std::string& why);
+  // Records a refused fusion and logs it under the "fusion" switch. `node_ids`: the IR nodes it
+  // concerns (strict mode names them when they end up unfused).
+  void refuse(const std::string& why, const std::vector<int>& node_ids);
 };
 
 }  // namespace torchfuse

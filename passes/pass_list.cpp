@@ -7,8 +7,9 @@
 
 namespace torchfuse {
 
-void PassContext::refuse(const std::string& why) {
+void PassContext::refuse(const std::string& why, const std::vector<int>& node_ids) {
   plan.refusals.push_back(why);
+  for (int id : node_ids) plan.refusals_by_node[id].push_back(why);
   if (logs.fusion) log_info("fusion: " + why);
 }
 

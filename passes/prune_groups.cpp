@@ -15,9 +15,12 @@ void prune_groups(PassContext& ctx) {
       kept.push_back(std::move(g));
       continue;
     }
+    std::vector<int> ids;
+    for (const ir::Node* n : g.nodes) ids.push_back(n->id);
     ctx.refuse("group of %" + std::to_string(g.nodes.back()->output()->id) + " (" + g.describe() +
-               ") left to ATen: " + std::to_string(g.nodes.size()) + " op(s), fewer than min_group_size " +
-               std::to_string(ctx.min_group_size));
+                   ") left to ATen: " + std::to_string(g.nodes.size()) + " op(s), fewer than min_group_size " +
+                   std::to_string(ctx.min_group_size),
+               ids);
   }
   ctx.plan.groups = std::move(kept);
 }

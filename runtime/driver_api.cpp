@@ -25,6 +25,26 @@ bool bind(void* lib, const char* name, F& fn, std::string& why) {
   return fn != nullptr;
 }
 
+// The name cuda.h maps `x` to (cuEventDestroy -> "cuEventDestroy_v2"): what libcuda exports.
+#define TORCHFUSE_CU_SYMBOL(x) TORCHFUSE_CU_STRINGIFY(x)
+#define TORCHFUSE_CU_STRINGIFY(x) #x
+
+// An optional entry point: the name cuda.h maps to, else the unversioned one, else null.
+template <typename F>
+void bind_optional(void* lib, const char* mapped, const char* plain, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, mapped));
+  if (!fn) fn = reinterpret_cast<F>(dlsym(lib, plain));
+}
+
+void bind_events(void* lib, DriverApi& a) {
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventCreate), "cuEventCreate", a.cuEventCreate);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventRecord), "cuEventRecord", a.cuEventRecord);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventQuery), "cuEventQuery", a.cuEventQuery);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventSynchronize), "cuEventSynchronize", a.cuEventSynchronize);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventElapsedTime), "cuEventElapsedTime", a.cuEventElapsedTime);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventDestroy), "cuEventDestroy", a.cuEventDestroy);
+}
+
 Loaded load() {
   Loaded l;
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -44,6 +64,7 @@ Loaded load() {
                      bind(lib, "cuGetErrorString", a.cuGetErrorString, l.why) &&
                      bind(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute, l.why);
   if (!bound) return l;
+  bind_events(lib, a);
   const CUresult r = a.cuInit(0);
   if (r != CUDA_SUCCESS) {
     l.why = "cuInit failed with code " + std::to_string(static_cast<int>(r));
@@ -66,12 +87,39 @@ const DriverApi* driver_api(std::string* why) {
   return loaded.ok ? &loaded.api : nullptr;
 }
 
-void check_cu(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return;
+bool DriverApi::has_events() const {
+  return cuEventCreate && cuEventRecord && cuEventQuery && cuEventSynchronize && cuEventElapsedTime && cuEventDestroy;
+}
+
+std::string cu_error_message(CUresult r, const char* what) {
   const char* msg = "unknown error";
   if (const DriverApi* api = driver_api()) api->cuGetErrorString(r, &msg);
-  throw Error(std::string("torchfuse: CUDA driver call ") + what + " failed: " + msg + " (code " +
-              std::to_string(static_cast<int>(r)) + ")");
+  return std::string("torchfuse: CUDA driver call ") + what + " failed: " + (msg ? msg : "unknown error") +
+         " (code " + std::to_string(static_cast<int>(r)) + ")";
+}
+
+void check_cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) throw Error(cu_error_message(r, what));
+}
+
+bool poisons_context(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_UNKNOWN:
+      return true;
+    default:
+      return false;
+  }
 }
 
 namespace {

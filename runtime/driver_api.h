@@ -22,12 +22,27 @@ struct DriverApi {
                              CUstream, void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  // CUDA events, for CompileOptions::profile_kernels. Null when the driver lacks them (then
+  // profiling is unavailable, everything else still works). decltype follows cuda.h, which may
+  // map a name to a versioned entry point (cuEventElapsedTime -> cuEventElapsedTime_v2).
+  decltype(&::cuEventCreate) cuEventCreate;
+  decltype(&::cuEventRecord) cuEventRecord;
+  decltype(&::cuEventQuery) cuEventQuery;
+  decltype(&::cuEventSynchronize) cuEventSynchronize;
+  decltype(&::cuEventElapsedTime) cuEventElapsedTime;
+  decltype(&::cuEventDestroy) cuEventDestroy;
+  bool has_events() const;
 };
 
 // The loaded API, or nullptr when no driver is installed or cuInit fails (reason in *why).
 const DriverApi* driver_api(std::string* why = nullptr);
 // Throws torchfuse::Error naming `what` and the driver's message when r is not CUDA_SUCCESS.
 void check_cu(CUresult r, const char* what);
+// "torchfuse: CUDA driver call <what> failed: <message> (code N)": what check_cu throws.
+std::string cu_error_message(CUresult r, const char* what);
+// Errors after which the CUDA context is unusable (an illegal address, a trap, a kernel fault
+// reported by a later call): nothing can run on the device any more, ATen included.
+bool poisons_context(CUresult r);
 
 // Per-device facts, cached.
 struct DeviceInfo {

@@ -1,9 +1,14 @@
 #include "runtime/fused_kernel.h"
 
 #include <c10/core/DeviceGuard.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "runtime/driver_api.h"
+#include "runtime/launch_util.h"
 #include "runtime/launchers.h"
 #include "src/error.h"
+#include "src/logging.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -63,11 +68,16 @@ void FusedKernel::shape_operands(CallInputs& call) const {
   }
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count) const {
+codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(int sm_count) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
   shape_operands(call);
   return plan_and_generate(group_, analysis(), call, sm_count, /*allow_vector=*/true).kernel;
+}
+
+codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count) const {
+  auto k = plain_profiled_kernel(sm_count);
+  return options_.fail.matches(k.name, /*runtime_variant=*/false) ? with_injected_failure(std::move(k)) : k;
 }
 
 codegen::GeneratedKernel FusedKernel::kernel_for(const std::string& key,
@@ -76,8 +86,82 @@ codegen::GeneratedKernel FusedKernel::kernel_for(const std::string& key,
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second;
   auto k = generate();
+  if (options_.fail.matches(k.name, /*runtime_variant=*/k.source != profiled_source_)) k = with_injected_failure(k);
   kernels_.emplace(key, k);
   return k;
+}
+
+void FusedKernel::prepare(int device) {
+  const auto plain = plain_profiled_kernel(device_info(device).sm_count);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    profiled_source_ = plain.source;
+  }
+  const bool inject = options_.fail.matches(plain.name, /*runtime_variant=*/false);
+  load_function(inject ? with_injected_failure(plain) : plain, plain.name, device, counters_.get());
+}
+
+// ---- fallback ----
+
+void FusedKernel::set_fallback(std::shared_ptr<torch::jit::Graph> graph) {
+  fallback_code_ = std::make_shared<torch::jit::Code>(std::move(graph), group_.kernel_name + "_fallback");
+}
+
+void FusedKernel::fail(const KernelFailure& failure, const std::string& when) {
+  TORCHFUSE_CHECK(!options_.strict, "torchfuse (strict): fusion group ", group_.kernel_name, " (", group_.describe(),
+                  ") cannot run fused ", when, ": ", failure.what());
+  TORCHFUSE_CHECK(fallback_code_ != nullptr, failure.what(), "\n(fusion group ", group_.kernel_name,
+                  " has no fallback: ", no_fallback_why_, ")");
+  fall_back(failure.what(), failure.kernel_source(), /*warn=*/true);
+}
+
+void FusedKernel::fall_back(const std::string& error, const std::string& kernel_source, bool warn) {
+  TORCHFUSE_INTERNAL_ASSERT(fallback_code_ != nullptr, group_.kernel_name, " has no fallback graph");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fell_back_) return;  // another thread's failure was first
+    fallback_reason_ = error;
+    fell_back_ = true;
+  }
+  if (!warn) return;
+  std::string message = "torchfuse: fusion group " + group_.kernel_name + " (" + group_.describe() +
+                        ") cannot run fused; from now on its TorchScript ops run through ATen (the rest of the "
+                        "graph stays fused):\n" + error;
+  if (error.find("--- kernel source ---") == std::string::npos) message += "\n--- kernel source ---\n" + kernel_source;
+  log_warn(message);
+}
+
+void FusedKernel::run_fallback(std::vector<c10::IValue>& stack) {
+  ++fallback_calls_;
+  const size_t n = group_.inputs.size();
+  TORCHFUSE_INTERNAL_ASSERT(stack.size() >= n, "stack holds ", stack.size(), " values, group needs ", n);
+  std::vector<c10::IValue> local(std::make_move_iterator(stack.end() - n), std::make_move_iterator(stack.end()));
+  stack.erase(stack.end() - n, stack.end());
+  torch::jit::InterpreterState(*fallback_code_).run(local);
+  TORCHFUSE_INTERNAL_ASSERT(local.size() == group_.outputs.size(), group_.kernel_name, "'s fallback returned ",
+                            local.size(), " values, the group has ", group_.outputs.size(), " outputs");
+  for (auto& v : local) stack.push_back(std::move(v));
+}
+
+GroupStats FusedKernel::stats() const {
+  GroupStats s;
+  s.kernel_name = group_.kernel_name;
+  s.description = group_.describe();
+  s.calls = calls_;
+  s.launches = launches_;
+  s.fallback_calls = fallback_calls_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.fell_back = fell_back_;
+    s.fallback_reason = fallback_reason_;
+  }
+  if (options_.profile) {
+    const KernelTimer::Totals t = timer_.totals();
+    s.timed_calls = t.calls;
+    s.total_ms = t.ms;
+    s.mean_ms = t.calls > 0 ? t.ms / static_cast<double>(t.calls) : 0.0;
+  }
+  return s;
 }
 
 std::vector<codegen::GeneratedKernel> FusedKernel::kernels() const {
@@ -133,11 +217,36 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
 }  // namespace
 
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
+  ++calls_;
+  if (fell_back_) return run_fallback(stack);
   CallInputs call = take_inputs(stack, group_);
   shape_operands(call);
   c10::DeviceGuard guard(call.device);
-  std::vector<at::Tensor> outputs = launch_group(*this, call);
+  std::vector<at::Tensor> outputs;
+  try {
+    outputs = launch_timed(call);
+  } catch (const KernelFailure& failure) {
+    fail(failure, "at run time");
+    // Nothing was launched for this call (or only a first kernel whose outputs are dropped): the
+    // fallback computes it from the same inputs.
+    for (auto& v : call.values) stack.push_back(std::move(v));
+    return run_fallback(stack);
+  }
   for (auto& t : outputs) stack.emplace_back(std::move(t));
+}
+
+std::vector<at::Tensor> FusedKernel::launch_timed(const CallInputs& call) {
+  if (!options_.profile) return launch_group(*this, call);
+  const KernelTimer::Mark mark = timer_.start(call.device);
+  std::vector<at::Tensor> outputs;
+  try {
+    outputs = launch_group(*this, call);
+  } catch (...) {
+    timer_.discard(mark);
+    throw;
+  }
+  timer_.stop(mark);
+  return outputs;
 }
 
 }  // namespace runtime

@@ -2,6 +2,10 @@
 // its outputs from the caching allocator, and launches its generated kernel(s) on the current
 // CUDA stream. Kernels are generated per compile-time layout (schedule choices, access kinds,
 // dtypes, vector and index width) and reused for every call whose layout has the same key.
+//
+// Fallback: when a kernel of the group cannot be built, loaded or launched (KernelFailure), the
+// group switches for good to its fallback, the group's own TorchScript ops run by the
+// interpreter, and the failure is logged once. Under strict the failure is an Error instead.
 #pragma once
 
 #include <atomic>
@@ -19,13 +23,28 @@
 #include "codegen/layout.h"
 #include "codegen/reduction_analysis.h"
 #include "passes/fusion_plan.h"
+#include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/kernel_timer.h"
+#include "torchfuse/torchfuse.h"
+
+namespace torch {
+namespace jit {
+struct Code;
+struct Graph;
+}  // namespace jit
+}  // namespace torch
 
 namespace torchfuse {
 namespace runtime {
 
+class KernelFailure;
+
 struct LaunchOptions {
   bool poison_outputs = false;
+  bool strict = false;   // a kernel failure is an Error, not a fallback
+  bool profile = false;  // time every call with CUDA events
+  FailureInjection fail;
 };
 
 // One call's inputs, as the launchers see them.
@@ -45,10 +64,26 @@ class FusedKernel {
   // Pops the group's inputs from `stack`, pushes its outputs.
   void run(std::vector<c10::IValue>& stack);
 
+  // The graph the group falls back to (build_fallback_graph), or why there is none.
+  void set_fallback(std::shared_ptr<torch::jit::Graph> graph);
+  void set_no_fallback(const std::string& why) { no_fallback_why_ = why; }
+  // Compiles the kernel for the profiled types on `device` (at specialization time, so that NVRTC
+  // does not run inside the graph). Throws KernelFailure.
+  void prepare(int device);
+  // A kernel of the group failed, when the specialization was built or at run time: under strict,
+  // or without a fallback, throws an Error naming the group; else falls back (logged once).
+  void fail(const KernelFailure& failure, const std::string& when);
+  // Switches to the fallback for good (tests call it directly, with warn = false).
+  void fall_back(const std::string& error, const std::string& kernel_source, bool warn);
+  bool fell_back() const { return fell_back_; }
+  // Counts, fallback state and (with profiling) kernel time; waits for pending timing events.
+  GroupStats stats() const;
+
   const FusionGroup& group() const { return group_; }
   // Analysis of a reduction group (null for pointwise groups).
   const codegen::ReductionAnalysis* analysis() const { return analysis_ ? &*analysis_ : nullptr; }
-  // The kernel for the profiled types, for a device with `sm_count` multiprocessors.
+  // The kernel for the profiled types, for a device with `sm_count` multiprocessors (with the
+  // injected failure, when debug_fail_kernels names it).
   codegen::GeneratedKernel kernel_for_profiled_types(int sm_count = 132) const;
   // Every kernel generated so far (one per layout key).
   std::vector<codegen::GeneratedKernel> kernels() const;
@@ -63,6 +98,11 @@ class FusedKernel {
  private:
   // Fills call.domain; per-row inputs given without the reduced dims get them back as size 1.
   void shape_operands(CallInputs& call) const;
+  codegen::GeneratedKernel plain_profiled_kernel(int sm_count) const;
+  // launch_group, between timing events when profiling.
+  std::vector<at::Tensor> launch_timed(const CallInputs& call);
+  // Runs the fallback graph on the group's inputs at the top of `stack`.
+  void run_fallback(std::vector<c10::IValue>& stack);
 
   std::shared_ptr<const void> owner_;
   FusionGroup group_;
@@ -71,7 +111,16 @@ class FusedKernel {
   std::shared_ptr<CompileCounters> counters_;
   mutable std::mutex mu_;
   std::map<std::string, codegen::GeneratedKernel> kernels_;  // by layout key
+  std::string profiled_source_;  // what prepare() compiled, without an injected failure
   std::atomic<int64_t> launches_{0};
+  std::atomic<int64_t> calls_{0};
+  // Fallback state; the reason is written once, before fell_back_ turns true.
+  std::shared_ptr<torch::jit::Code> fallback_code_;
+  std::string no_fallback_why_;
+  std::atomic<bool> fell_back_{false};
+  std::string fallback_reason_;
+  std::atomic<int64_t> fallback_calls_{0};
+  mutable KernelTimer timer_;
 };
 
 // The operands of a group as the layout planners see them, from profiled IR types.

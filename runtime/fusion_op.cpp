@@ -31,10 +31,19 @@ std::shared_ptr<FusedKernel> lookup(int64_t id) {
   return it->second;
 }
 
+thread_local std::exception_ptr last_op_error;
+
 // Called once per node when TorchScript builds the code that runs the graph.
 torch::jit::Operation create_operation(const torch::jit::Node* node) {
   std::shared_ptr<FusedKernel> kernel = lookup(node->i(kernel_id_attr()));
-  return [kernel](torch::jit::Stack& stack) { kernel->run(stack); };
+  return [kernel](torch::jit::Stack& stack) {
+    try {
+      kernel->run(stack);
+    } catch (const Error&) {
+      last_op_error = std::current_exception();
+      throw;
+    }
+  };
 }
 
 }  // namespace
@@ -47,6 +56,12 @@ c10::Symbol fusion_group_symbol() {
 c10::Symbol kernel_id_attr() {
   static const c10::Symbol s = c10::Symbol::attr("kernel_id");
   return s;
+}
+
+std::exception_ptr take_fusion_op_error() {
+  std::exception_ptr e = last_op_error;
+  last_op_error = nullptr;
+  return e;
 }
 
 void register_fusion_op() {

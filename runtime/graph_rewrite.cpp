@@ -24,15 +24,6 @@ torch::jit::Value* source_value(const Conversion& conv, const Replacements& repl
   return it == replaced.end() ? ts : it->second;
 }
 
-// The TorchScript nodes a group came from, in graph order.
-std::vector<torch::jit::Node*> source_nodes(const Conversion& conv, const FusionGroup& g) {
-  std::set<int> origins;
-  for (const ir::Node* n : g.nodes) origins.insert(n->origin);
-  std::vector<torch::jit::Node*> out;
-  for (int o : origins) out.push_back(conv.source_nodes.at(o));
-  return out;
-}
-
 // Nodes between the group's first and last node that read its outputs, directly or through
 // each other: they must run after the fusion node, which takes the place of the last one.
 std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::Node*>& group_nodes,
@@ -54,7 +45,7 @@ std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::N
 
 void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const FusionGroup& g, int64_t kernel_id,
                    Replacements& replaced) {
-  const auto group_nodes = source_nodes(conv, g);
+  const auto group_nodes = group_source_nodes(conv, g);
   std::vector<torch::jit::Value*> inputs;
   for (const ir::Value* v : g.inputs) inputs.push_back(source_value(conv, replaced, v));
   torch::jit::Node* fusion = graph.create(fusion_group_symbol(), inputs, g.outputs.size());
@@ -81,6 +72,14 @@ void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const Fusio
 }
 
 }  // namespace
+
+std::vector<torch::jit::Node*> group_source_nodes(const Conversion& conv, const FusionGroup& g) {
+  std::set<int> origins;
+  for (const ir::Node* n : g.nodes) origins.insert(n->origin);
+  std::vector<torch::jit::Node*> out;
+  for (int o : origins) out.push_back(conv.source_nodes.at(o));
+  return out;
+}
 
 void rewrite_graph(torch::jit::Graph& graph, const Conversion& conv, const FusionPlan& plan,
                    const std::vector<int64_t>& kernel_ids) {

@@ -11,6 +11,9 @@
 namespace torchfuse {
 namespace runtime {
 
+// The TorchScript nodes a group came from, in graph order.
+std::vector<torch::jit::Node*> group_source_nodes(const Conversion& conv, const FusionGroup& g);
+
 // Rewrites the graph `conv` was converted from, in place. kernel_ids[i] is the registered
 // FusedKernel of plan.groups[i].
 void rewrite_graph(torch::jit::Graph& graph, const Conversion& conv, const FusionPlan& plan,

@@ -20,32 +20,42 @@ void ParamPacker::scalar(const c10::IValue& v) {
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-namespace {
-
-void* current_stream(const c10::Device& device) {
+CUstream current_stream(const c10::Device& device) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
   c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
-  return impl.getStream(device).native_handle();
+  return static_cast<CUstream>(impl.getStream(device).native_handle());
 #else
   (void)device;
   throw Error("torchfuse: this LibTorch build cannot hand out CUDA streams (LibTorch >= 2.3 with CUDA is needed)");
 #endif
 }
 
-}  // namespace
+CUfunction load_function(const codegen::GeneratedKernel& kernel, const std::string& entry, int device,
+                         CompileCounters* counters) {
+  try {
+    return KernelCache::global().function(kernel, device, counters, entry);
+  } catch (const Error& e) {
+    // NVRTC and module load errors: nothing was launched.
+    throw KernelFailure(e.what(), kernel.source);
+  }
+}
 
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
             int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters) {
   TORCHFUSE_INTERNAL_ASSERT(blocks_x >= 1 && blocks_x <= std::numeric_limits<int32_t>::max() && blocks_y >= 1 &&
                                 blocks_y <= 65535,
                             "grid ", blocks_x, " x ", blocks_y, " for ", entry);
-  CUfunction fn = KernelCache::global().function(kernel, device.index(), counters, entry);
+  CUfunction fn = load_function(kernel, entry, device.index(), counters);
   void* args[] = {params.data()};
   make_context_current(device.index());
-  check_cu(driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y), 1,
-                                        static_cast<unsigned>(block), 1, 1, 0,
-                                        static_cast<CUstream>(current_stream(device)), args, nullptr),
-           "cuLaunchKernel");
+  const CUresult r = driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
+                                                  static_cast<unsigned>(blocks_y), 1, static_cast<unsigned>(block), 1,
+                                                  1, 0, current_stream(device), args, nullptr);
+  if (r == CUDA_SUCCESS) return;
+  // A launch-configuration error is the kernel's own; a fault reported here comes from an
+  // earlier kernel and has poisoned the context.
+  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, "cuLaunchKernel") + " (" + entry + ")", kernel.source);
+  check_cu(r, "cuLaunchKernel");
 }
 
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison) {

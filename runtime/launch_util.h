@@ -13,6 +13,7 @@
 #include "codegen/kernel.h"
 #include "codegen/layout.h"
 #include "runtime/kernel_cache.h"
+#include "torchfuse/torchfuse.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -41,7 +42,29 @@ class ParamPacker {
 
 bool aligned(const void* p, size_t bytes);
 
-// Launches `entry` of `kernel` on the current CUDA stream of `device`.
+// A synchronous failure to build, load or launch one kernel: an NVRTC error, a module load
+// error, a launch-configuration error. Nothing ran, the CUDA context is intact, and the group can
+// run its TorchScript ops instead. (An asynchronous fault of a kernel that did run, such as an
+// illegal address, poisons the context: it is a plain Error, since nothing can recover from it.)
+class KernelFailure : public Error {
+ public:
+  KernelFailure(const std::string& message, std::string kernel_source)
+      : Error(message), source_(std::move(kernel_source)) {}
+  const std::string& kernel_source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+// Entry `entry` of `kernel` loaded on `device` (compiled if needed). Throws KernelFailure.
+CUfunction load_function(const codegen::GeneratedKernel& kernel, const std::string& entry, int device,
+                         CompileCounters* counters);
+
+// PyTorch's current CUDA stream on `device` (LibTorch >= 2.3; older builds throw).
+CUstream current_stream(const c10::Device& device);
+
+// Launches `entry` of `kernel` on the current CUDA stream of `device`. Throws KernelFailure
+// when the kernel cannot be built, loaded or launched.
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
             int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters);
 

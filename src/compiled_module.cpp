@@ -1,5 +1,8 @@
 #include "src/compiled_module.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
@@ -12,10 +15,13 @@
 #include "codegen/nvrtc.h"
 #include "passes/pass_list.h"
 #include "runtime/driver_api.h"
+#include "runtime/fallback_graph.h"
 #include "runtime/fusion_op.h"
 #include "runtime/graph_rewrite.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/launch_util.h"
 #include "src/error.h"
+#include "src/strict.h"
 
 namespace torchfuse {
 
@@ -109,9 +115,39 @@ Specialization::~Specialization() {
 
 // ---- CompiledModuleImpl ----
 
+namespace {
+
+// Runs a rewritten graph. A torchfuse::Error of a fusion node reaches the caller as itself,
+// not as the std::runtime_error the interpreter wraps it in.
+c10::IValue run_rewritten(const torch::jit::Code& code, std::vector<c10::IValue> inputs) {
+  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+  runtime::take_fusion_op_error();  // drop a stale one
+  try {
+    torch::jit::InterpreterState(code).run(stack);
+  } catch (const std::exception&) {
+    if (std::exception_ptr own = runtime::take_fusion_op_error()) std::rethrow_exception(own);
+    throw;
+  }
+  return stack.at(0);
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
+}
+
+// The options with what the environment adds: profiling, injected failures.
+CompileOptions resolve_env(CompileOptions o) {
+  o.profile_kernels = o.profile_kernels || env_flag("TORCHFUSE_PROFILE_KERNELS");
+  o.debug_fail_kernels = runtime::FailureInjection::spec_from(o.debug_fail_kernels);
+  return o;
+}
+
+}  // namespace
+
 CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options)
     : graph_(std::move(graph)),
-      options_(std::move(options)),
+      options_(resolve_env(std::move(options))),
       logs_(LogSwitches::from_env_and(options_.logs)),
       eager_code_(graph_, "torchfuse_eager"),
       counters_(std::make_shared<runtime::CompileCounters>()),
@@ -183,14 +219,19 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   spec->ir_before = ir::to_string(ir_graph);
   if (logs_.graph) log_info("IR before fusion:\n" + spec->ir_before);
 
-  PassContext ctx(ir_graph, options_.min_group_size, logs_);
+  // Strict fuses lone ops too: a fusible op left to ATen would be an error.
+  PassContext ctx(ir_graph, options_.strict ? 1 : options_.min_group_size, logs_);
   run_fusion_passes(ctx);
   spec->plan = std::move(ctx.plan);
   spec->ir_after = to_string(ir_graph, spec->plan);
   if (logs_.graph) log_info("IR after fusion:\n" + spec->ir_after);
+  if (options_.strict) check_all_fused(*spec->conversion, spec->plan);
 
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
+  launch.strict = options_.strict;
+  launch.profile = options_.profile_kernels;
+  launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {
     auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
@@ -202,15 +243,43 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   return spec;
 }
 
-void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
+void CompiledModuleImpl::attach_fallbacks(Specialization& spec) const {
   for (const auto& k : spec.kernels) {
-    // Compile now, so that the first fused call does not pay for NVRTC inside the graph.
-    runtime::KernelCache::global().function(k->kernel_for_profiled_types(runtime::device_info(device).sm_count), device,
-                                            counters_.get());
-    spec.kernel_ids.push_back(runtime::register_kernel(k));
+    try {
+      k->set_fallback(runtime::build_fallback_graph(*spec.conversion, k->group()));
+    } catch (const std::exception& e) {
+      // Without a fallback a kernel failure stays an error; the fused path is unaffected.
+      k->set_no_fallback(e.what());
+    }
   }
+}
+
+void CompiledModuleImpl::finish(Specialization& spec) const {
+  for (const auto& k : spec.kernels) spec.kernel_ids.push_back(runtime::register_kernel(k));
   runtime::rewrite_graph(*spec.graph, *spec.conversion, spec.plan, spec.kernel_ids);
   spec.code = std::make_unique<torch::jit::Code>(spec.graph, "torchfuse_fused");
+}
+
+void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
+  attach_fallbacks(spec);
+  for (const auto& k : spec.kernels) {
+    // Compile now, so that the first fused call does not pay for NVRTC inside the graph.
+    try {
+      k->prepare(device);
+    } catch (const runtime::KernelFailure& failure) {
+      k->fail(failure, "when its specialization is built");
+    }
+  }
+  finish(spec);
+}
+
+c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>& inputs) {
+  check_arity(inputs);
+  std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
+  attach_fallbacks(*spec);
+  for (const auto& k : spec->kernels) k->fall_back("run_on_fallbacks", "", /*warn=*/false);
+  finish(*spec);
+  return run_rewritten(*spec->code, inputs);
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
@@ -242,6 +311,7 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
       for (const auto& iv : inputs)
         if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();
       std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
+      built->index = static_cast<int>(specs_.size());
       bind_to_cuda(*built, device);
       specs_[sig] = built;
       latest_ = built;
@@ -253,9 +323,7 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
     return forward_eager(std::move(inputs));
   }
   ++fused_calls_;
-  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
-  torch::jit::InterpreterState(*spec->code).run(stack);
-  return stack.at(0);
+  return run_rewritten(*spec->code, std::move(inputs));
 }
 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& inputs, bool compile_kernels) {
@@ -299,13 +367,23 @@ Stats CompiledModuleImpl::stats() const {
       for (const auto& k : spec->kernels) {
         s.kernel_launches += k->launches();
         s.kernel_variants += static_cast<int64_t>(k->kernels().size());
+        GroupStats g = k->stats();
+        g.specialization = spec->index;
+        s.fallback_groups += g.fell_back ? 1 : 0;
+        s.fallback_calls += g.fallback_calls;
+        s.groups.push_back(std::move(g));
       }
     }
   }
+  // Specializations in the order they were built, each one's groups in group order.
+  std::stable_sort(s.groups.begin(), s.groups.end(),
+                   [](const GroupStats& a, const GroupStats& b) { return a.specialization < b.specialization; });
   s.eager_calls = eager_calls_;
   s.fused_calls = fused_calls_;
   s.kernels_compiled = counters_->nvrtc_compiles;
-  s.kernel_cache_hits = counters_->memory_hits + counters_->disk_hits;
+  s.kernel_memory_hits = counters_->memory_hits;
+  s.kernel_disk_hits = counters_->disk_hits;
+  s.kernel_cache_hits = s.kernel_memory_hits + s.kernel_disk_hits;
   s.nvrtc_seconds = counters_->nvrtc_micros / 1e6;
   return s;
 }

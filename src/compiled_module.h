@@ -21,6 +21,7 @@ namespace torchfuse {
 
 // Everything built for one input signature.
 struct Specialization {
+  int index = 0;                           // in the order specializations were built
   std::shared_ptr<Conversion> conversion;  // owns the IR the kernels point into
   FusionPlan plan;
   std::string ir_before;
@@ -43,11 +44,20 @@ class CompiledModuleImpl {
   std::vector<KernelInfo> kernels() const;
   Stats stats() const;
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
+  // For tests without a GPU: builds the specialization for these inputs with every group on its
+  // fallback graph (no kernel compiled) and runs the rewritten graph, FusionGroup nodes included.
+  c10::IValue run_on_fallbacks(const std::vector<c10::IValue>& inputs);
 
  private:
-  // Profiles, converts and fuses the graph for these inputs (no GPU needed).
+  // Profiles, converts and fuses the graph for these inputs (no GPU needed). Under strict,
+  // throws when a fusible op is left unfused.
   std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result) const;
-  // Registers kernels, compiles them for the device and rewrites the graph.
+  // Gives every kernel its fallback graph; must run before the graph rewrite.
+  void attach_fallbacks(Specialization& spec) const;
+  // Registers the kernels and rewrites the graph into spec.code.
+  void finish(Specialization& spec) const;
+  // Compiles the kernels for the device (a failing group falls back), registers them and
+  // rewrites the graph.
   void bind_to_cuda(Specialization& spec, int device) const;
   bool runs_fused(const std::vector<c10::IValue>& inputs) const;
   void check_arity(const std::vector<c10::IValue>& inputs) const;

@@ -54,6 +54,27 @@ inline torchfuse::CompileOptions quiet_options(int min_group_size = 2) {
   return o;
 }
 
+// The message of the torchfuse::Error `fn` throws ("" when it throws none).
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const torchfuse::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Two fusion groups separated by a matmul: tf_fused_0 (mul -> tanh), tf_fused_1 (add -> relu -> mul).
+inline torch::jit::Module groups_around_matmul() {
+  return module_from(R"JIT(
+def forward(self, x, w):
+    a = torch.tanh(x * 2.0)
+    m = torch.matmul(a, w)
+    return torch.relu(m + 1.0) * a
+)JIT");
+}
+
 }  // namespace tftest
 
 #define REQUIRE_GPU() \

@@ -48,6 +48,21 @@ struct CompileOptions {
   bool debug_poison_outputs = false;
   // Architecture NVRTC targets when no GPU is present (explain() and offline checks), e.g. "sm_90".
   std::string offline_arch = "sm_90";
+  // Every op torchfuse can fuse must run fused. A specialization that leaves an elementwise op or
+  // a reduction to ATen (a legality refusal) is an Error naming the ops and the reasons, and so
+  // is a group whose kernel fails to build or launch (no fallback). Lone fusible ops become
+  // groups of their own (min_group_size is taken as 1). Opaque ops (matmul, conv, ops the
+  // converters do not take) run in ATen as always.
+  bool strict = false;
+  // Time every group's kernels with CUDA events; stats().groups reports the milliseconds. Also
+  // on with $TORCHFUSE_PROFILE_KERNELS=1. Costs nothing when off.
+  bool profile_kernels = false;
+  // Testing aid: makes NVRTC fail, for real, on the kernels of matching groups, so that their
+  // fallback runs. Comma-separated entries: "*" (every group) or a substring of the kernel name
+  // ("tf_fused_1"); prefixed by "runtime:", an entry spares the kernel compiled when the
+  // specialization is built and hits only variants generated later for new layouts. Also taken
+  // from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
+  std::string debug_fail_kernels;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -69,15 +84,37 @@ struct Explanation {
   std::vector<size_t> cubin_bytes;
 };
 
+// One fusion group of one specialization.
+struct GroupStats {
+  int specialization = 0;     // in the order specializations were built
+  std::string kernel_name;    // "tf_fused_0"
+  std::string description;    // its ops: "add -> gelu -> mul"
+  int64_t calls = 0;          // times the group ran (fused or on its fallback)
+  int64_t launches = 0;       // kernels launched (a split reduction launches 2 per call)
+  bool fell_back = false;     // its kernel failed: it runs its TorchScript ops through ATen
+  std::string fallback_reason;  // the failure, when fell_back
+  int64_t fallback_calls = 0;
+  // With profile_kernels: calls timed with CUDA events, their kernel milliseconds in total and
+  // per call (0 without profiling).
+  int64_t timed_calls = 0;
+  double total_ms = 0.0;
+  double mean_ms = 0.0;
+};
+
 struct Stats {
   int64_t specializations = 0;      // input signatures compiled
   int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
   int64_t fused_calls = 0;          // calls that ran the fused graph
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
-  int64_t kernel_cache_hits = 0;    // kernels found in the in-memory cache
+  int64_t kernel_cache_hits = 0;    // kernels found in a cache (memory or disk)
+  int64_t kernel_memory_hits = 0;   // ... in the process's memory
+  int64_t kernel_disk_hits = 0;     // ... on disk ($TORCHFUSE_CACHE_DIR)
   int64_t kernel_launches = 0;      // fused kernels launched
   int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
+  int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen
+  int64_t fallback_calls = 0;       // calls of such groups
+  std::vector<GroupStats> groups;   // every group of every specialization
 };
 
 class CompiledModuleImpl;

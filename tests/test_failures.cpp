@@ -1,0 +1,145 @@
+// Failure handling without a GPU: strict mode names the ops it would leave to ATen, injected
+// NVRTC failures carry the log and the source and are never cached, and every group's fallback
+// graph computes what eager computes.
+#include <torch/torch.h>
+
+#include "codegen/nvrtc.h"
+#include "runtime/failure_injection.h"
+#include "runtime/kernel_cache.h"
+#include "src/compiled_module.h"
+#include "tests/test_util.h"
+
+using tftest::contains_in_order;
+using tftest::module_from;
+using tftest::module_returning;
+
+namespace {
+
+torchfuse::CompileOptions strict_options() {
+  auto o = tftest::quiet_options();
+  o.strict = true;
+  return o;
+}
+
+// A reduction over non-contiguous dims stays in ATen: strict names it, with the reason.
+TEST(Strict, UnfusedReductionIsAnErrorNamingTheOp) {
+  auto m = module_returning("x", "torch.relu(x * 2.0) + x.var([0, 2], keepdim=True)");
+  const std::vector<c10::IValue> in{torch::randn({4, 5, 6})};
+  const auto relaxed = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+  ASSERT_FALSE(relaxed.refused.empty());
+  const std::string msg = tftest::error_of([&] { torchfuse::compile(m, strict_options()).explain(in); });
+  EXPECT_TRUE(contains_in_order(msg, {"torchfuse (strict): 1 op(s)", "aten::var -> %", "reduce_sum",
+                                      "refused: cannot fuse %", "not one contiguous block of dims"}));
+  // The elementwise ops fused; only the variance is named.
+  EXPECT_EQ(msg.find("aten::relu"), std::string::npos) << msg;
+}
+
+TEST(Strict, LoneOpsBecomeGroupsAndOpaqueOpsAreFine) {
+  const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
+  auto lone = module_returning("x, w", "torch.matmul(torch.relu(x), w)");
+  EXPECT_TRUE(torchfuse::compile(lone, tftest::quiet_options()).explain(in).kernels.empty());
+  const auto e = torchfuse::compile(lone, strict_options()).explain(in);
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(e.kernels[0].description, "relu");
+  EXPECT_TRUE(torchfuse::compile(module_returning("x, w", "torch.matmul(x, w)"), strict_options())
+                  .explain(in)
+                  .kernels.empty());
+}
+
+TEST(Strict, ARefusedMergeLeavesNoOpBehind) {
+  // The merge is refused (s would be computed over [8, 16]), but both sides become groups.
+  auto m = module_from("def forward(self, x, b):\n    s = torch.sigmoid(b) * 2.0\n    return (x + s, s)\n");
+  const auto e = torchfuse::compile(m, strict_options()).explain({torch::randn({8, 16}), torch::randn({16})});
+  EXPECT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  EXPECT_FALSE(e.refused.empty());
+}
+
+TEST(InjectedFailure, OnlyTheNamedKernelGetsIt) {
+  auto o = tftest::quiet_options();
+  o.debug_fail_kernels = "tf_fused_1";
+  const auto e = torchfuse::compile(tftest::groups_around_matmul(), o).explain({torch::randn({8, 8}), torch::randn({8, 8})});
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  EXPECT_EQ(e.kernels[1].description, "add -> relu -> mul");
+  EXPECT_EQ(e.kernels[0].source.find("#error"), std::string::npos);
+  EXPECT_EQ(e.kernels[1].source.rfind("#error torchfuse: injected failure", 0), 0u) << e.kernels[1].source;
+  // "runtime:" spares the kernels built with the specialization.
+  o.debug_fail_kernels = "runtime:*";
+  for (const auto& k : torchfuse::compile(tftest::groups_around_matmul(), o).explain({torch::randn({8, 8}), torch::randn({8, 8})}).kernels)
+    EXPECT_EQ(k.source.find("#error"), std::string::npos);
+}
+
+TEST(InjectedFailure, NvrtcFailsWithLogAndSource) {
+  auto o = tftest::quiet_options();
+  o.debug_fail_kernels = "*";
+  const std::string msg = tftest::error_of([&] {
+    torchfuse::compile(tftest::groups_around_matmul(), o).explain({torch::randn({8, 8}), torch::randn({8, 8})}, /*compile_kernels=*/true);
+  });
+  EXPECT_TRUE(contains_in_order(msg, {"NVRTC could not compile kernel tf_fused_0", "--- NVRTC log ---",
+                                      "injected failure", "--- kernel source ---", "#error", "extern \"C\""}));
+}
+
+TEST(InjectedFailure, MatchingRules) {
+  const auto f = torchfuse::runtime::FailureInjection::parse(" tf_fused_1 , runtime:tf_fused_2");
+  EXPECT_TRUE(f.matches("tf_fused_1", false));
+  EXPECT_TRUE(f.matches("tf_fused_1", true));
+  EXPECT_FALSE(f.matches("tf_fused_2", false));
+  EXPECT_TRUE(f.matches("tf_fused_2", true));
+  EXPECT_FALSE(f.matches("tf_fused_0", true));
+  EXPECT_TRUE(torchfuse::runtime::FailureInjection::parse("*").matches("anything", false));
+  EXPECT_TRUE(torchfuse::runtime::FailureInjection::parse("").empty());
+}
+
+TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
+  namespace rt = torchfuse::runtime;
+  torchfuse::codegen::GeneratedKernel plain;
+  plain.name = "tf_fused_0";
+  plain.source = "extern \"C\" __global__ void tf_fused_0(float* p) { p[threadIdx.x] = 1.0f; }\n";
+  const auto injected = rt::with_injected_failure(plain);
+  EXPECT_NE(rt::KernelCache::key(plain, "sm_90"), rt::KernelCache::key(injected, "sm_90"));
+  rt::CompileCounters counters;
+  // Asked twice, NVRTC fails twice: a failure is never stored as a cubin.
+  for (int i = 0; i < 2; ++i) {
+    const std::string msg = tftest::error_of([&] { rt::KernelCache::global().cubin(injected, "sm_90", &counters); });
+    EXPECT_NE(msg.find("injected failure"), std::string::npos) << "attempt " << i << ": " << msg;
+  }
+  EXPECT_EQ(counters.nvrtc_compiles, 0);
+  EXPECT_EQ(counters.memory_hits, 0);
+  EXPECT_EQ(counters.disk_hits, 0);
+}
+
+// ---- fallback graphs ----
+
+// Runs `m` with every fusion group on its fallback graph and compares with eager.
+void expect_fallbacks_match_eager(const torch::jit::Module& m, const std::vector<c10::IValue>& in, size_t groups) {
+  torchfuse::CompiledModuleImpl impl(torchfuse::prepare_module_graph(m), tftest::quiet_options());
+  const auto e = impl.explain(in, false);
+  ASSERT_EQ(e.kernels.size(), groups) << e.ir_after;
+  const auto report = torchfuse::compare_outputs(impl.forward_eager(in), impl.run_on_fallbacks(in));
+  EXPECT_TRUE(report.passed()) << report.to_string() << e.rewritten_graph;
+}
+
+TEST(FallbackGraph, GroupsAroundAMatmulMatchEager) {
+  expect_fallbacks_match_eager(tftest::groups_around_matmul(), {torch::randn({16, 16}), torch::randn({16, 16})}, 2);
+}
+
+TEST(FallbackGraph, ReductionsConstantsNumbersAndSeveralOutputs) {
+  auto m = module_from(R"JIT(
+def forward(self, x, w, b, mat, s: float):
+    h = torch.layer_norm(x * s, [32], w, b, 1e-5)
+    a = torch.softmax(h, -1)
+    y = torch.matmul(a, mat)
+    return (torch.gelu(y) + 1.0, y.sum(0) * 3.0, h, torch.exp(x - x.amax(-1, keepdim=True)))
+)JIT");
+  expect_fallbacks_match_eager(
+      m, {torch::randn({24, 32}), torch::randn({32}), torch::randn({32}), torch::randn({32, 32}), 0.75}, 4);
+}
+
+TEST(FallbackGraph, FrozenParametersAreInputs) {
+  torch::jit::Module m("WithParams");
+  m.register_parameter("w", torch::randn({32}), false);
+  m.register_parameter("b", torch::randn({32}), false);
+  m.define("def forward(self, x):\n    return torch.sigmoid(x * self.w + self.b) * x\n");
+  expect_fallbacks_match_eager(m, {torch::randn({8, 32})}, 1);
+}
+
+}  // namespace
