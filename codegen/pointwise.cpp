@@ -256,6 +256,7 @@ GeneratedKernel generate_pointwise(const FusionGroup& group, const PointwiseLayo
   b.line("");
   emit_kernel(b, group, layout);
   GeneratedKernel k;
+  k.id = next_kernel_id();
   k.name = group.kernel_name;
   k.source = b.str();
   k.block_size = kBlockSize;

@@ -305,6 +305,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
     rk.emit_body();
   }
   GeneratedKernel k;
+  k.id = next_kernel_id();
   k.name = g.kernel_name;
   k.source = b.str();
   k.block_size = l.block;

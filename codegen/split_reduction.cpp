@@ -232,6 +232,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
     emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
   }
   GeneratedKernel k;
+  k.id = next_kernel_id();
   k.name = g.kernel_name;
   k.source = b.str();
   k.block_size = block;
@@ -472,6 +473,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     emit_row_outputs(b, g, a, names, "true", "q");
   }
   GeneratedKernel k;
+  k.id = next_kernel_id();
   k.name = g.kernel_name;
   k.source = b.str();
   k.block_size = 256;

@@ -49,6 +49,7 @@ bool FailureInjection::matches(const std::string& kernel_name, bool runtime_vari
 
 codegen::GeneratedKernel with_injected_failure(codegen::GeneratedKernel kernel) {
   kernel.source = "#error torchfuse: injected failure (debug_fail_kernels)\n" + kernel.source;
+  kernel.id = 0;  // another source: no shared identity
   return kernel;
 }
 

@@ -80,15 +80,14 @@ codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count) co
   return options_.fail.matches(k.name, /*runtime_variant=*/false) ? with_injected_failure(std::move(k)) : k;
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for(const std::string& key,
-                                                 const std::function<codegen::GeneratedKernel()>& generate) {
+const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
+                                                        const std::function<codegen::GeneratedKernel()>& generate) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second;
   auto k = generate();
   if (options_.fail.matches(k.name, /*runtime_variant=*/k.source != profiled_source_)) k = with_injected_failure(k);
-  kernels_.emplace(key, k);
-  return k;
+  return kernels_.emplace(key, std::move(k)).first->second;  // map nodes never move: the reference stays valid
 }
 
 void FusedKernel::prepare(int device) {

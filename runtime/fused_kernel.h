@@ -90,7 +90,8 @@ class FusedKernel {
   int64_t launches() const { return launches_; }
 
   // Used by the launchers.
-  codegen::GeneratedKernel kernel_for(const std::string& key, const std::function<codegen::GeneratedKernel()>& generate);
+  // The kernel generated for layout `key` (kept for the kernel's lifetime; never copied per call).
+  const codegen::GeneratedKernel& kernel_for(const std::string& key, const std::function<codegen::GeneratedKernel()>& generate);
   CompileCounters* counters() const { return counters_.get(); }
   bool poison_outputs() const { return options_.poison_outputs; }
   void count_launches(int n) { launches_ += n; }

@@ -19,6 +19,8 @@ struct KernelCache::Impl {
   std::map<std::pair<std::string, int>, CUmodule> modules;                 // by (key, device)
   std::map<std::tuple<std::string, int, std::string>, CUfunction> functions;  // by (key, device, entry)
   std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
+  // The launch path's fast lookup: by (kernel id, device, entry), no source comparison.
+  std::map<std::tuple<uint64_t, int, std::string>, CUfunction> by_id;
   DiskCache disk{DiskCache::default_dir()};
 };
 
@@ -83,7 +85,15 @@ std::shared_ptr<const std::string> KernelCache::cubin(const codegen::GeneratedKe
 
 CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters,
                                  const std::string& entry_arg) {
-  const std::string entry = entry_arg.empty() ? kernel.name : entry_arg;
+  const std::string& entry = entry_arg.empty() ? kernel.name : entry_arg;
+  if (kernel.id != 0) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->by_id.find({kernel.id, ordinal, entry});
+    if (it != impl_->by_id.end()) {
+      if (counters) ++counters->memory_hits;
+      return it->second;
+    }
+  }
   const std::string arch = device_info(ordinal).arch();
   const std::string k = key(kernel, arch);
   CUmodule module = nullptr;
@@ -92,6 +102,7 @@ CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ord
     auto it = impl_->functions.find({k, ordinal, entry});
     if (it != impl_->functions.end()) {
       if (counters) ++counters->memory_hits;
+      if (kernel.id != 0) impl_->by_id.emplace(std::make_tuple(kernel.id, ordinal, entry), it->second);
       return it->second;
     }
     auto m = impl_->modules.find({k, ordinal});
@@ -111,7 +122,9 @@ CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ord
   CUfunction fn = nullptr;
   check_cu(api->cuModuleGetFunction(&fn, module, entry.c_str()), "cuModuleGetFunction");
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->functions.emplace(std::make_tuple(k, ordinal, entry), fn).first->second;
+  fn = impl_->functions.emplace(std::make_tuple(k, ordinal, entry), fn).first->second;
+  if (kernel.id != 0) impl_->by_id.emplace(std::make_tuple(kernel.id, ordinal, entry), fn);
+  return fn;
 }
 
 }  // namespace runtime

@@ -135,7 +135,7 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
   auto out = allocate_outputs(fk, c);
   const int64_t numel = l.numel();
   if (numel == 0) return out;
-  const auto kernel = fk.kernel_for("pw;" + l.key(), [&] { return codegen::generate_pointwise(fk.group(), l); });
+  const auto& kernel = fk.kernel_for("pw;" + l.key(), [&] { return codegen::generate_pointwise(fk.group(), l); });
   const bool vec_ok = pointwise_vectors_fit(l, c, out, false);
   ParamPacker p;
   p.i64(numel);
@@ -178,7 +178,7 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   auto out = allocate_outputs(fk, c);
   const int64_t rows = l.outer();
   if (rows == 0) return out;
-  const auto kernel = fk.kernel_for("row;" + l.key(), [&] { return codegen::generate_row_reduction(fk.group(), l); });
+  const auto& kernel = fk.kernel_for("row;" + l.key(), [&] { return codegen::generate_row_reduction(fk.group(), l); });
   ParamPacker p;
   p.i64(rows);
   p.i64(l.reduced());
@@ -216,7 +216,7 @@ std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   auto out = allocate_outputs(fk, c);
   const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
   if (O * I == 0) return out;
-  const auto kernel = fk.kernel_for("col;" + l.key(), [&] { return codegen::generate_column_reduction(fk.group(), l); });
+  const auto& kernel = fk.kernel_for("col;" + l.key(), [&] { return codegen::generate_column_reduction(fk.group(), l); });
   std::vector<at::Tensor> parts;
   for (const ir::Node* r : a.reductions) {
     if (l.split > 1) parts.push_back(partials(*r, l.split * O * I, c.device));
@@ -254,7 +254,7 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const auto l = full_layout(fk.group(), a, c);
   auto out = allocate_outputs(fk, c);
-  const auto kernel = fk.kernel_for("full;" + l.key(), [&] { return codegen::generate_full_reduction(fk.group(), l, kFullBlock); });
+  const auto& kernel = fk.kernel_for("full;" + l.key(), [&] { return codegen::generate_full_reduction(fk.group(), l, kFullBlock); });
   std::vector<at::Tensor> element_outputs;
   for (size_t k = 0; k < out.size(); ++k)
     if (!a.is_row(fk.group().outputs[k])) element_outputs.push_back(out[k]);

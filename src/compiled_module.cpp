@@ -167,16 +167,18 @@ void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) con
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& declared = graph_->inputs()[i]->type();
     const c10::IValue& v = inputs[i];
-    const std::string what = "torchfuse: forward input " + std::to_string(i) + " ('" +
-                             graph_->inputs()[i]->debugNameBase() + "') must be ";
+    // (Built only for a message: this runs on every call.)
+    auto what = [&] {
+      return "torchfuse: forward input " + std::to_string(i) + " ('" + graph_->inputs()[i]->debugNameBase() + "') must be ";
+    };
     if (declared->kind() == c10::TypeKind::TensorType) {
-      TORCHFUSE_CHECK(v.isTensor(), what, "a Tensor, got ", v.tagKind());
+      TORCHFUSE_CHECK(v.isTensor(), what(), "a Tensor, got ", v.tagKind());
     } else if (declared->kind() == c10::TypeKind::FloatType) {
-      TORCHFUSE_CHECK(v.isDouble() || v.isInt(), what, "a float, got ", v.tagKind());
+      TORCHFUSE_CHECK(v.isDouble() || v.isInt(), what(), "a float, got ", v.tagKind());
     } else if (declared->kind() == c10::TypeKind::IntType) {
-      TORCHFUSE_CHECK(v.isInt(), what, "an int, got ", v.tagKind());
+      TORCHFUSE_CHECK(v.isInt(), what(), "an int, got ", v.tagKind());
     } else if (declared->kind() == c10::TypeKind::BoolType) {
-      TORCHFUSE_CHECK(v.isBool(), what, "a bool, got ", v.tagKind());
+      TORCHFUSE_CHECK(v.isBool(), what(), "a bool, got ", v.tagKind());
     }
     if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().is_cuda()) continue;
     const c10::Device d = v.toTensor().device();
