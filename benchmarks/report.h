@@ -52,7 +52,8 @@ struct CompileTimeResult {
   double seconds = kNaN;        // torchfuse::compile() to the first result, synchronized
   double nvrtc_seconds = kNaN;  // stats().nvrtc_seconds after that first call
   int64_t kernels_compiled = 0;
-  int64_t kernel_cache_hits = 0;
+  int64_t kernel_cache_hits = 0;  // memory + disk
+  int64_t kernel_disk_hits = 0;   // cubins read from $TORCHFUSE_CACHE_DIR
 };
 
 struct BenchReport {
@@ -74,7 +75,8 @@ void print_case_row(const CaseResult& r, double copy_gbs, std::ostream& os);
 // Geometric means over cases where torchfuse ran and matched eager.
 void print_summary(const BenchReport& report, std::ostream& os);
 void print_latency(const LatencyResult& latency, std::ostream& os);
-void print_compile_times(const std::vector<CompileTimeResult>& times, std::ostream& os);
+// `cache_dir`: the kernel cache directory the process used, for the title ("off" when none).
+void print_compile_times(const std::vector<CompileTimeResult>& times, const std::string& cache_dir, std::ostream& os);
 
 // Throws std::runtime_error when the file cannot be written.
 void write_json(const BenchReport& report, const std::string& path);

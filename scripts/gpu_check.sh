@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # On a CUDA machine with pip PyTorch: builds torchfuse against it, runs the GPU tests, the demo and
 # the benchmark, writing logs under ${OUT:-gpu_out}. Prints a summary last.
-#   bash scripts/gpu_check.sh            # tests + demo + suite benchmark (torchfuse side)
+#   bash scripts/gpu_check.sh            # tests + demo + compile times + suite benchmark (torchfuse side)
 #   BENCH=0 bash scripts/gpu_check.sh    # skip the benchmark
+#   COMPILE_TIMES=0 ...                  # skip the cold/warm compile times
+# Compile times: torchfuse_bench --compile-time --no-suite runs twice, in two processes sharing a
+# fresh, empty $TORCHFUSE_CACHE_DIR: cold (NVRTC compiles everything) then warm (kernels come from
+# the disk cache). Logs: $OUT/compile_cold.log, $OUT/compile_warm.log; COMPILE_DTYPES picks the
+# dtypes (default float32,bfloat16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_out}
@@ -21,6 +26,14 @@ status=0
 "$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
+if [ "${COMPILE_TIMES:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
+  compile_cache=$(mktemp -d)
+  for run in cold warm; do
+    TORCHFUSE_CACHE_DIR="$compile_cache" "$BUILD_DIR"/benchmarks/torchfuse_bench --compile-time --no-suite --cases all \
+      --dtypes "${COMPILE_DTYPES:-float32,bfloat16}" >"$OUT/compile_$run.log" 2>&1 || status=1
+  done
+  rm -rf "$compile_cache"
+fi
 if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
   "$BUILD_DIR"/benchmarks/torchfuse_bench ${BENCH_ARGS:-} --json "$OUT/torchfuse_bench.json" >"$OUT/bench.log" 2>&1 || status=1
 fi
@@ -31,6 +44,12 @@ for f in cpu_tests gpu_tests gpu_reduction_tests; do
   grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
 done
 echo "demo: $(tail -1 "$OUT/demo.log")"
+for run in cold warm; do
+  [ -f "$OUT/compile_$run.log" ] || continue
+  echo "-- compile() to first result, $run process --"
+  sed -n '/^Compile time/,/^(the first row/p' "$OUT/compile_$run.log" | grep -v '^(the first row'
+  grep -E '^torchfuse_bench|no CUDA' "$OUT/compile_$run.log"
+done
 [ -f "$OUT/bench.log" ] && tail -40 "$OUT/bench.log"
 echo "SUMMARY: $([ $status = 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status

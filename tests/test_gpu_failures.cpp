@@ -1,0 +1,330 @@
+// GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC
+// failures (when the specialization is built and at run time), strict mode, cold vs warm
+// processes sharing a disk cache, one module on 4 threads with their own streams, a second
+// device, and per-group kernel timing. Skipped when no CUDA device is present.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "tests/test_util.h"
+
+using tftest::module_from;
+
+namespace {
+
+torch::Tensor rnd(std::vector<int64_t> sizes, c10::Device device = c10::Device(c10::kCUDA, 0)) {
+  return torch::randn(sizes, torch::TensorOptions().device(device));
+}
+
+// Options that make NVRTC fail on `kernels` (debug_fail_kernels).
+torchfuse::CompileOptions failing(const std::string& kernels, bool strict = false) {
+  auto o = tftest::quiet_options();
+  o.debug_fail_kernels = kernels;
+  o.strict = strict;
+  return o;
+}
+
+const torchfuse::GroupStats* group_named(const torchfuse::Stats& s, const std::string& name) {
+  for (const auto& g : s.groups)
+    if (g.kernel_name == name) return &g;
+  return nullptr;
+}
+
+void expect_matches_eager(torchfuse::CompiledModule& c, const std::vector<c10::IValue>& in, const std::string& label) {
+  const auto report = torchfuse::compare_with_eager(c, in);
+  EXPECT_TRUE(report.passed()) << label << "\n" << report.to_string();
+}
+
+TEST(GpuFallback, InjectedCompileFailureFallsBackForThatGroupOnly) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_fused_1"));
+  constexpr int kCalls = 3;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  // Logged once, with NVRTC's log and the source.
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_1"), 1) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"injected failure", "--- kernel source ---", "#error"}));
+  const auto s = c.stats();
+  EXPECT_EQ(s.fallback_groups, 1);
+  EXPECT_EQ(s.fallback_calls, kCalls);
+  EXPECT_EQ(s.fused_calls, kCalls);
+  EXPECT_EQ(s.eager_calls, 0);
+  const auto* fused = group_named(s, "tf_fused_0");
+  const auto* fallen = group_named(s, "tf_fused_1");
+  ASSERT_TRUE(fused && fallen) << s.groups.size() << " groups";
+  EXPECT_FALSE(fused->fell_back);
+  EXPECT_EQ(fused->launches, kCalls);
+  EXPECT_TRUE(fallen->fell_back);
+  EXPECT_EQ(fallen->launches, 0);
+  EXPECT_EQ(fallen->fallback_calls, kCalls);
+  EXPECT_NE(fallen->fallback_reason.find("injected failure"), std::string::npos) << fallen->fallback_reason;
+  // The graph keeps both fusion nodes: the fallback lives behind the node.
+  EXPECT_EQ(tftest::fusion_nodes(c.graph_for({rnd({64, 64}), rnd({64, 64})})), 2);
+}
+
+TEST(GpuFallback, StrictMakesTheFailureAnError) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_fused_1", /*strict=*/true));
+  const std::string msg = tftest::error_of([&] { c.forward({rnd({64, 64}), rnd({64, 64})}); });
+  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_fused_1 (add -> relu -> mul)",
+                                              "injected failure"}));
+  EXPECT_EQ(c.stats().specializations, 0);
+  EXPECT_EQ(c.stats().fallback_groups, 0);
+}
+
+// Rows of 64 and of 8192 elements need different row schedules: the second is a kernel variant
+// generated at run time, which "runtime:" makes fail.
+torch::jit::Module row_softmax() { return module_from("def forward(self, x):\n    return torch.softmax(x * 2.0, -1)\n"); }
+
+TEST(GpuFallback, RuntimeVariantFailureFallsBackAndStays) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(row_softmax(), failing("runtime:*"));
+  expect_matches_eager(c, {rnd({32, 64})}, "short rows");
+  const auto before = c.stats();
+  ASSERT_EQ(before.fallback_groups, 0);
+  ASSERT_EQ(before.kernel_launches, 1);
+  testing::internal::CaptureStderr();
+  expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
+  expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
+  const auto after = c.stats();
+  EXPECT_EQ(after.specializations, 1);
+  EXPECT_EQ(after.fallback_groups, 1);
+  EXPECT_EQ(after.fallback_calls, 2);
+  EXPECT_EQ(after.kernel_launches, 1);
+  EXPECT_GE(after.kernel_variants, 2);
+}
+
+TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(row_softmax(), failing("runtime:*", /*strict=*/true));
+  expect_matches_eager(c, {rnd({32, 64})}, "short rows");
+  const std::string msg = tftest::error_of([&] { c.forward({rnd({32, 8192})}); });
+  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_fused_0", "at run time",
+                                              "injected failure"}));
+  expect_matches_eager(c, {rnd({32, 64})}, "short rows after the error");
+  EXPECT_EQ(c.stats().fallback_groups, 0);
+  EXPECT_EQ(c.stats().kernel_launches, 2);
+}
+
+// ---- cold vs warm process ----
+
+constexpr const char* kChildStatsEnv = "TORCHFUSE_TEST_CHILD_STATS";
+constexpr const char* kChildTest = "GpuCacheChild.CompileRunAndWriteStats";
+
+// Pointwise, row reduction and column reduction groups.
+torch::jit::Module three_schedules() {
+  return module_from(R"JIT(
+def forward(self, x, w, b, y):
+    n = torch.layer_norm(x * 2.0, [256], w, b, 1e-5)
+    c = x.sum(0) * 0.5
+    p = torch.sigmoid(y) * y + 1.0
+    return (n, c, p)
+)JIT");
+}
+
+std::vector<c10::IValue> three_schedules_inputs() {
+  return {rnd({512, 256}), rnd({256}), rnd({256}), rnd({64, 100})};
+}
+
+// Started by GpuCache.ColdThenWarmProcess in a process of its own; a no-op otherwise.
+TEST(GpuCacheChild, CompileRunAndWriteStats) {
+  const char* stats_path = std::getenv(kChildStatsEnv);
+  if (!stats_path) GTEST_SKIP() << "runs only when started by GpuCache.ColdThenWarmProcess";
+  REQUIRE_GPU();
+  const auto in = three_schedules_inputs();
+  torch::cuda::synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  auto c = torchfuse::compile(three_schedules(), tftest::quiet_options());
+  const auto out = c.forward(in);
+  torch::cuda::synchronize();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), out, c.forward_eager(tftest::upcast(in)));
+  ASSERT_TRUE(report.passed()) << report.to_string();
+  ASSERT_EQ(tftest::fusion_nodes(c.graph_for(in)), 3) << c.graph_for(in);
+  const auto s = c.stats();
+  std::ofstream f(stats_path);
+  f << "kernels_compiled " << s.kernels_compiled << "\nkernel_disk_hits " << s.kernel_disk_hits
+    << "\nkernel_memory_hits " << s.kernel_memory_hits << "\nfirst_result_ms " << ms << "\n";
+  ASSERT_TRUE(f.good()) << "cannot write " << stats_path;
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs the child test in a new process with the cache dir; its stats by name.
+std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run) {
+  const std::string stats = dir + "/" + run + ".stats";
+  const std::string log = dir + "/" + run + ".log";
+  const std::string cmd = "TORCHFUSE_CACHE_DIR='" + dir + "/cache' " + kChildStatsEnv + "='" + stats + "' '" + exe +
+                          "' --gtest_filter=" + kChildTest + " >'" + log + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << run << " process failed:\n" << read_file(log);
+  std::map<std::string, double> values;
+  std::istringstream in(read_file(stats));
+  std::string key;
+  double value = 0;
+  while (in >> key >> value) values[key] = value;
+  EXPECT_EQ(values.size(), 4u) << run << " process wrote no stats:\n" << read_file(log);
+  return values;
+}
+
+TEST(GpuCache, ColdThenWarmProcess) {
+  REQUIRE_GPU();
+  const std::string exe = self_exe();
+  ASSERT_FALSE(exe.empty());
+  char tmpl[] = "/tmp/torchfuse-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto cold = run_child(exe, dir, "cold");
+  auto warm = run_child(exe, dir, "warm");
+  std::filesystem::remove_all(dir);
+  EXPECT_GT(cold["kernels_compiled"], 0);
+  EXPECT_EQ(cold["kernel_disk_hits"], 0);
+  EXPECT_EQ(warm["kernels_compiled"], 0);
+  EXPECT_GT(warm["kernel_disk_hits"], 0);
+  EXPECT_EQ(warm["kernel_disk_hits"], cold["kernels_compiled"]);
+  std::cout << "compile() to first result: cold process " << cold["first_result_ms"] << " ms ("
+            << cold["kernels_compiled"] << " NVRTC compilations), warm process " << warm["first_result_ms"]
+            << " ms (" << warm["kernel_disk_hits"] << " disk hits)\n";
+}
+
+// ---- concurrency ----
+
+TEST(GpuConcurrency, FourThreadsOnTheirOwnStreams) {
+  REQUIRE_GPU();
+  auto m = module_from(R"JIT(
+def forward(self, x, w, b):
+    h = torch.layer_norm(x, [128], w, b, 1e-5)
+    return (torch.softmax(torch.gelu(h) * 2.0, -1), torch.sigmoid(x) * x + 1.0)
+)JIT");
+  auto c = torchfuse::compile(m, tftest::quiet_options());
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 25;
+  std::mutex mu;
+  std::vector<std::string> problems;
+  auto work = [&](int t) {
+    try {
+      const c10::Device device(c10::kCUDA, 0);
+      const c10::Stream stream =
+          c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStreamFromGlobalPool(device, false);
+      c10::StreamGuard guard(stream);
+      const auto w = rnd({128});
+      const auto b = rnd({128});
+      for (int i = 0; i < kIterations; ++i) {
+        const std::vector<c10::IValue> in{rnd({8 + 24 * t + i, 128}), w, b};
+        const auto expected = c.forward_eager(in);  // on this thread's stream, like the fused call
+        const auto actual = c.forward(in);
+        const auto report = torchfuse::compare_outputs(expected, actual);
+        if (!report.passed()) {
+          std::lock_guard<std::mutex> lock(mu);
+          problems.push_back("thread " + std::to_string(t) + " iteration " + std::to_string(i) + "\n" +
+                             report.to_string());
+        }
+      }
+      stream.synchronize();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      problems.push_back("thread " + std::to_string(t) + ": " + e.what());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
+  for (auto& th : threads) th.join();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first:\n" << (problems.empty() ? "" : problems[0]);
+  const auto s = c.stats();
+  EXPECT_EQ(s.fused_calls, kThreads * kIterations);
+  EXPECT_EQ(s.eager_calls, 0);
+  EXPECT_EQ(s.specializations, 1);
+  EXPECT_EQ(s.fallback_groups, 0);
+}
+
+// ---- a second device ----
+
+TEST(GpuDevices, CompiledOnDevice0ThenCalledOnDevice1) {
+  REQUIRE_GPU();
+  const int devices = static_cast<int>(torch::cuda::device_count());
+  if (devices < 2) GTEST_SKIP() << "needs 2 CUDA devices, found " << devices;
+  auto c = torchfuse::compile(three_schedules(), tftest::quiet_options());
+  const c10::Device d1(c10::kCUDA, 1);
+  expect_matches_eager(c, three_schedules_inputs(), "cuda:0");
+  const std::vector<c10::IValue> in1{rnd({512, 256}, d1), rnd({256}, d1), rnd({256}, d1), rnd({64, 100}, d1)};
+  expect_matches_eager(c, in1, "cuda:1");
+  const auto out = c.forward(in1);
+  torch::cuda::synchronize();
+  for (const auto& v : out.toTuple()->elements()) EXPECT_EQ(v.toTensor().device(), d1);
+  const auto s = c.stats();
+  EXPECT_EQ(s.specializations, 2);  // the device is part of the guard
+  EXPECT_EQ(s.fallback_groups, 0);
+  EXPECT_EQ(s.eager_calls, 0);
+}
+
+// ---- kernel timing ----
+
+TEST(GpuProfile, PerGroupLaunchesAndTimes) {
+  REQUIRE_GPU();
+  auto m = module_from(R"JIT(
+def forward(self, x, y):
+    return (torch.softmax(x * 2.0, -1), torch.gelu(y) + 1.0)
+)JIT");
+  auto o = tftest::quiet_options();
+  o.profile_kernels = true;
+  auto c = torchfuse::compile(m, o);
+  constexpr int kCalls = 10;
+  for (int i = 0; i < kCalls; ++i) {
+    const std::vector<c10::IValue> in{rnd({256, 1000}), rnd({64, 333})};
+    if (i == 0) expect_matches_eager(c, in, "profiled");
+    else c.forward(in);
+  }
+  const auto s = c.stats();
+  ASSERT_EQ(s.groups.size(), 2u);
+  int64_t launches = 0;
+  for (const auto& g : s.groups) {
+    SCOPED_TRACE(g.kernel_name + " (" + g.description + ")");
+    EXPECT_EQ(g.calls, kCalls);
+    EXPECT_EQ(g.launches, kCalls);
+    EXPECT_EQ(g.timed_calls, kCalls);
+    EXPECT_GT(g.total_ms, 0.0);
+    EXPECT_NEAR(g.mean_ms, g.total_ms / kCalls, 1e-9);
+    EXPECT_FALSE(g.fell_back);
+    launches += g.launches;
+  }
+  EXPECT_EQ(launches, s.kernel_launches);
+
+  // Off by default: nothing timed.
+  auto plain = torchfuse::compile(m, tftest::quiet_options());
+  plain.forward({rnd({256, 1000}), rnd({64, 333})});
+  for (const auto& g : plain.stats().groups) {
+    EXPECT_EQ(g.timed_calls, 0);
+    EXPECT_EQ(g.total_ms, 0.0);
+  }
+}
+
+}  // namespace
