@@ -21,6 +21,38 @@ int ReductionAnalysis::level_of(const ir::Value* v) const {
   return it == level.end() ? 0 : it->second;
 }
 
+namespace {
+
+bool transcendental(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::Exp: case ir::OpKind::Log: case ir::OpKind::Tanh: case ir::OpKind::Sigmoid: case ir::OpKind::Erf:
+    case ir::OpKind::Gelu: case ir::OpKind::GeluTanh: case ir::OpKind::Silu: case ir::OpKind::Pow: return true;
+    default: return false;
+  }
+}
+
+// Does computing element value `v` inside the group take a transcendental op?
+bool costly(const FusionGroup& g, const ReductionAnalysis& a, const ir::Value* v) {
+  const ir::Node* n = v->producer;
+  if (!n || a.is_row(v) || std::find(g.nodes.begin(), g.nodes.end(), n) == g.nodes.end()) return false;
+  if (transcendental(n->kind)) return true;
+  return std::any_of(n->inputs.begin(), n->inputs.end(), [&](const ir::Value* in) { return costly(g, a, in); });
+}
+
+// What the row schedule's cache policies need (ReductionAnalysis::cache_needs).
+RowCacheNeeds cache_needs_of(const FusionGroup& g, const ReductionAnalysis& a) {
+  RowCacheNeeds needs;
+  for (const ir::Value* v : a.cached) {
+    needs.values_bytes += static_cast<int>(std::max<size_t>(4, c10::elementSize(register_dtype(v->type.dtype))));
+    needs.costly_recompute = needs.costly_recompute || costly(g, a, v);
+  }
+  for (size_t k = 0; k < g.inputs.size(); ++k)
+    if (a.reread_inputs.count(g.inputs[k])) needs.reread_inputs.push_back(k);
+  return needs;
+}
+
+}  // namespace
+
 ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
   ReductionAnalysis a;
   const ir::Node* first = nullptr;
@@ -85,39 +117,10 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
     for (const ir::Value* v : a.pass_values(g, p, false)) ++passes_reading[v];
   for (const ir::Value* v : g.inputs)
     if (passes_reading[v] > 1) a.reread_inputs.insert(v);
+  a.cache_needs = cache_needs_of(g, a);
   return a;
 }
 
-namespace {
-
-bool transcendental(ir::OpKind k) {
-  switch (k) {
-    case ir::OpKind::Exp: case ir::OpKind::Log: case ir::OpKind::Tanh: case ir::OpKind::Sigmoid: case ir::OpKind::Erf:
-    case ir::OpKind::Gelu: case ir::OpKind::GeluTanh: case ir::OpKind::Silu: case ir::OpKind::Pow: return true;
-    default: return false;
-  }
-}
-
-// Does computing element value `v` inside the group take a transcendental op?
-bool costly(const FusionGroup& g, const ReductionAnalysis& a, const ir::Value* v) {
-  const ir::Node* n = v->producer;
-  if (!n || a.is_row(v) || std::find(g.nodes.begin(), g.nodes.end(), n) == g.nodes.end()) return false;
-  if (transcendental(n->kind)) return true;
-  return std::any_of(n->inputs.begin(), n->inputs.end(), [&](const ir::Value* in) { return costly(g, a, in); });
-}
-
-}  // namespace
-
-RowCacheNeeds row_cache_needs(const FusionGroup& g, const ReductionAnalysis& a) {
-  RowCacheNeeds needs;
-  for (const ir::Value* v : a.cached) {
-    needs.values_bytes += static_cast<int>(std::max<size_t>(4, c10::elementSize(register_dtype(v->type.dtype))));
-    needs.costly_recompute = needs.costly_recompute || costly(g, a, v);
-  }
-  for (size_t k = 0; k < g.inputs.size(); ++k)
-    if (a.reread_inputs.count(g.inputs[k])) needs.reread_inputs.push_back(k);
-  return needs;
-}
 
 std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup& g, int pass) const {
   std::vector<const ir::Value*> t;

@@ -14,6 +14,12 @@
 namespace torchfuse {
 namespace codegen {
 
+// What a cached row schedule keeps per element, under each cache policy (see RowCachePolicy).
+struct RowCacheNeeds {
+  int values_bytes = 0;               // keeping every re-read value: register bytes per element
+  std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
+  bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
+};
 struct ReductionAnalysis {
   ReductionDomain rd;
   std::map<const ir::Value*, int> level;
@@ -24,6 +30,7 @@ struct ReductionAnalysis {
   int passes = 0;                              // element passes (levels 0 .. passes-1)
   std::set<const ir::Value*> cached;           // element values a later pass reads back
   std::set<const ir::Value*> reread_inputs;    // group inputs several passes read (nothing cached)
+  RowCacheNeeds cache_needs;                   // for the row schedule's planner (computed once here)
 
   bool is_row(const ir::Value* v) const { return per_row.count(v) > 0; }
   int level_of(const ir::Value* v) const;
@@ -42,13 +49,6 @@ struct ReductionAnalysis {
 
 ReductionAnalysis analyze_reduction_group(const FusionGroup& g);
 
-// What a cached row schedule keeps per element, under each cache policy (see RowCachePolicy).
-struct RowCacheNeeds {
-  int values_bytes = 0;               // keeping every re-read value: register bytes per element
-  std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
-  bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
-};
-RowCacheNeeds row_cache_needs(const FusionGroup& g, const ReductionAnalysis& a);
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -45,7 +45,7 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
                                           int sm_count, bool allow_vector) {
-  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, codegen::row_cache_needs(g, a),
+  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
                                         sm_count, allow_vector);
 }
 
