@@ -168,6 +168,12 @@ __device__ __forceinline__ float tf_exp_shifted(float x) {
 }
 __device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+// n / d for 0 <= n < 2^31, with d's multiplier and shift precomputed on the host and packed as
+// multiplier << 32 | shift (codegen::fast_divider): a multiply-high, an add and a shift instead
+// of a 32-bit integer division's ~20 instructions.
+__device__ __forceinline__ unsigned tf_fast_div(unsigned n, unsigned long long d) {
+  return (__umulhi(n, (unsigned)(d >> 32)) + n) >> (unsigned)(d & 63u);
+}
 // Python-style floor division of floats, as ATen's div(rounding_mode='floor').
 template <typename T> __device__ __forceinline__ T tf_div_floor(T a, T b) {
   if (b == T(0)) return a / b;
@@ -207,6 +213,27 @@ template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_bl
 // ---- end of prelude ----
 )CUDA";
   return text;
+}
+
+uint64_t fast_divider(int64_t d) {
+  TORCHFUSE_INTERNAL_ASSERT(d >= 1 && d < (int64_t{1} << 31), "fast_divider(", d, ")");
+  uint64_t shift = 0;
+  while ((uint64_t{1} << shift) < static_cast<uint64_t>(d)) ++shift;
+  const uint64_t m = ((uint64_t{1} << 32) * ((uint64_t{1} << shift) - static_cast<uint64_t>(d))) / static_cast<uint64_t>(d) + 1;
+  TORCHFUSE_INTERNAL_ASSERT(m <= 0xffffffffull, "fast_divider(", d, "): multiplier out of range");
+  return m << 32 | shift;
+}
+
+void emit_divmod(SourceBuilder& b, bool index64, const std::string& c, const std::string& size_expr,
+                 const std::string& div_expr) {
+  if (index64) {
+    b.line("const tf_index " + c + " = rem % " + size_expr + ";");
+    b.line("rem /= " + size_expr + ";");
+    return;
+  }
+  b.line("const tf_index q_" + c + " = (tf_index)tf_fast_div((unsigned)rem, " + div_expr + ");");
+  b.line("const tf_index " + c + " = rem - q_" + c + " * " + size_expr + ";");
+  b.line("rem = q_" + c + ";");
 }
 
 }  // namespace codegen

@@ -39,5 +39,14 @@ void emit_operand_param(class SourceBuilder& b, size_t k, bool is_number, c10::S
 // Helpers every kernel may use: storage types, conversions, vector types, gelu, ...
 const std::string& prelude();
 
+// The prelude's tf_fast_div argument for divisor d (1 <= d < 2^31): the multiplier m and shift s
+// with n / d == (umulhi(n, m) + n) >> s for every 0 <= n < 2^31, packed as m << 32 | s.
+uint64_t fast_divider(int64_t d);
+
+// Emits `c = rem % size; rem /= size;` for 32-bit indices through tf_fast_div (`div_expr` names
+// the packed divider, `size_expr` the size), and as plain division for 64-bit ones.
+void emit_divmod(class SourceBuilder& b, bool index64, const std::string& c, const std::string& size_expr,
+                 const std::string& div_expr);
+
 }  // namespace codegen
 }  // namespace torchfuse

@@ -47,6 +47,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   b.line("long long numel;");
   b.line("long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors");
   b.line("long long size[" + rank + "];");
+  if (!l.index64) b.line("unsigned long long size_div[" + rank + "];  // tf_fast_div of each size");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
@@ -76,10 +77,8 @@ void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vec
   const size_t rank = l.sizes.size();
   b.line("tf_index rem = i;");
   for (size_t d = rank; d-- > 1;) {
-    const std::string c = "c" + std::to_string(d);
-    const std::string size = "(tf_index)p.size[" + std::to_string(d) + "]";
-    b.line("const tf_index " + c + " = rem % " + size + ";");
-    b.line("rem /= " + size + ";");
+    const std::string dd = std::to_string(d);
+    emit_divmod(b, l.index64, "c" + dd, "(tf_index)p.size[" + dd + "]", "p.size_div[" + dd + "]");
   }
   b.line("const tf_index c0 = rem;");
   for (size_t k = 0; k < inputs.size(); ++k) {

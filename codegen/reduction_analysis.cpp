@@ -42,10 +42,12 @@ bool costly(const FusionGroup& g, const ReductionAnalysis& a, const ir::Value* v
 // What the row schedule's cache policies need (ReductionAnalysis::cache_needs).
 RowCacheNeeds cache_needs_of(const FusionGroup& g, const ReductionAnalysis& a) {
   RowCacheNeeds needs;
+  auto bytes = [](const ir::Value* v) { return static_cast<int>(std::max<size_t>(4, c10::elementSize(register_dtype(v->type.dtype)))); };
   for (const ir::Value* v : a.cached) {
-    needs.values_bytes += static_cast<int>(std::max<size_t>(4, c10::elementSize(register_dtype(v->type.dtype))));
+    needs.values_bytes += bytes(v);
     needs.costly_recompute = needs.costly_recompute || costly(g, a, v);
   }
+  for (const ir::Value* v : a.cached_first) needs.first_pass_bytes += bytes(v);
   for (size_t k = 0; k < g.inputs.size(); ++k)
     if (a.reread_inputs.count(g.inputs[k])) needs.reread_inputs.push_back(k);
   return needs;
@@ -111,10 +113,11 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
   for (const ir::Node* r : a.reductions) a.passes = std::max(a.passes, a.level_of(r->inputs[0]) + 1);
   for (const ir::Value* out : g.outputs)
     if (!a.is_row(out)) a.passes = std::max(a.passes, a.level_of(out) + 1);
-  a.cached = a.cached_values(g);
+  a.cached = a.cached_values(g, Reuse::Values);
+  a.cached_first = a.cached_values(g, Reuse::FirstPass);
   std::map<const ir::Value*, int> passes_reading;
   for (int p = 0; p < a.passes; ++p)
-    for (const ir::Value* v : a.pass_values(g, p, false)) ++passes_reading[v];
+    for (const ir::Value* v : a.pass_values(g, p, Reuse::None)) ++passes_reading[v];
   for (const ir::Value* v : g.inputs)
     if (passes_reading[v] > 1) a.reread_inputs.insert(v);
   a.cache_needs = cache_needs_of(g, a);
@@ -131,12 +134,22 @@ std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup&
   return t;
 }
 
-std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& g, int pass, bool use_cache) const {
-  // Values computed by earlier passes (when caching, they are read back instead of recomputed).
+bool ReductionAnalysis::reusable(const ir::Value* v, Reuse reuse) const {
+  switch (reuse) {
+    case Reuse::None: return false;
+    case Reuse::Values: return true;
+    case Reuse::FirstPass: return level_of(v) == 0;
+  }
+  return false;
+}
+
+std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& g, int pass, Reuse reuse) const {
+  // Reusable values computed by earlier passes: read back instead of recomputed.
   std::set<const ir::Value*> earlier;
-  if (use_cache) {
+  if (reuse != Reuse::None) {
     for (int p = 0; p < pass; ++p) {
-      for (const ir::Value* v : pass_values(g, p, true)) earlier.insert(v);
+      for (const ir::Value* v : pass_values(g, p, reuse))
+        if (reusable(v, reuse)) earlier.insert(v);
     }
   }
   std::vector<const ir::Value*> order;
@@ -157,20 +170,20 @@ std::vector<const ir::Value*> ReductionAnalysis::pass_values(const FusionGroup& 
   return order;
 }
 
-std::map<const ir::Value*, int> ReductionAnalysis::first_passes(const FusionGroup& g, bool use_cache) const {
+std::map<const ir::Value*, int> ReductionAnalysis::first_passes(const FusionGroup& g, Reuse reuse) const {
   std::map<const ir::Value*, int> first;
   for (int p = 0; p < passes; ++p)
-    for (const ir::Value* v : pass_values(g, p, use_cache)) first.emplace(v, p);
+    for (const ir::Value* v : pass_values(g, p, reuse)) first.emplace(v, p);
   return first;
 }
 
-std::set<const ir::Value*> ReductionAnalysis::cached_values(const FusionGroup& g) const {
+std::set<const ir::Value*> ReductionAnalysis::cached_values(const FusionGroup& g, Reuse reuse) const {
   std::set<const ir::Value*> cached;
   std::set<const ir::Value*> earlier;
   for (int p = 0; p < passes; ++p) {
-    const auto values = pass_values(g, p, true);
+    const auto values = pass_values(g, p, reuse);
     for (const ir::Value* v : values)
-      if (earlier.count(v)) cached.insert(v);
+      if (earlier.count(v) && reusable(v, reuse)) cached.insert(v);
     earlier.insert(values.begin(), values.end());
   }
   return cached;

@@ -14,9 +14,15 @@
 namespace torchfuse {
 namespace codegen {
 
+// Which element values computed by an earlier pass a later pass reads back (from registers)
+// instead of recomputing: none, every one, or only those of the first pass (the values no
+// reduction result feeds; everything after the first reduction is recomputed from them).
+enum class Reuse { None, Values, FirstPass };
+
 // What a cached row schedule keeps per element, under each cache policy (see RowCachePolicy).
 struct RowCacheNeeds {
   int values_bytes = 0;               // keeping every re-read value: register bytes per element
+  int first_pass_bytes = 0;           // keeping only the first pass's re-read values
   std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
   bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
 };
@@ -28,7 +34,8 @@ struct ReductionAnalysis {
   std::vector<const ir::Node*> row_nodes;      // pointwise nodes on per-row values, in order
   std::vector<const ir::Node*> element_nodes;  // pointwise nodes per element, in order
   int passes = 0;                              // element passes (levels 0 .. passes-1)
-  std::set<const ir::Value*> cached;           // element values a later pass reads back
+  std::set<const ir::Value*> cached;           // element values a later pass reads back (Reuse::Values)
+  std::set<const ir::Value*> cached_first;     // the same under Reuse::FirstPass
   std::set<const ir::Value*> reread_inputs;    // group inputs several passes read (nothing cached)
   RowCacheNeeds cache_needs;                   // for the row schedule's planner (computed once here)
 
@@ -37,14 +44,16 @@ struct ReductionAnalysis {
   // Element values needed in pass L: the inputs of reductions of level L, and element outputs
   // of level L.
   std::vector<const ir::Value*> pass_targets(const FusionGroup& g, int pass) const;
+  // Can a later pass read `v` back under `reuse` (if an earlier pass computed it)?
+  bool reusable(const ir::Value* v, Reuse reuse) const;
   // Element values read in a pass after the one that computes them (cached mode keeps them in
   // registers), given the element values each pass evaluates.
-  std::set<const ir::Value*> cached_values(const FusionGroup& g) const;
-  // Element values pass L evaluates: its targets and their ancestors, stopping at values an
-  // earlier pass computed when `use_cache`.
-  std::vector<const ir::Value*> pass_values(const FusionGroup& g, int pass, bool use_cache) const;
+  std::set<const ir::Value*> cached_values(const FusionGroup& g, Reuse reuse) const;
+  // Element values pass L evaluates: its targets and their ancestors, stopping at reusable
+  // values an earlier pass computed.
+  std::vector<const ir::Value*> pass_values(const FusionGroup& g, int pass, Reuse reuse) const;
   // The first pass that evaluates each element value.
-  std::map<const ir::Value*, int> first_passes(const FusionGroup& g, bool use_cache) const;
+  std::map<const ir::Value*, int> first_passes(const FusionGroup& g, Reuse reuse) const;
 };
 
 ReductionAnalysis analyze_reduction_group(const FusionGroup& g);

@@ -77,9 +77,9 @@ int input_index(const FusionGroup& g, const ir::Value* v) {
 
 
 void PassEmitter::emit(int pass, const std::function<void(size_t, const std::string&)>& store) {
-  const auto first = a.first_passes(g, use_cache);
-  for (const ir::Value* v : a.pass_values(g, pass, use_cache)) {
-    const bool from_cache = use_cache && first.at(v) < pass;
+  const auto first = a.first_passes(g, reuse);
+  for (const ir::Value* v : a.pass_values(g, pass, reuse)) {
+    const bool from_cache = first.at(v) < pass && a.reusable(v, reuse);
     if (from_cache) {
       const std::string slot = cache_slot(v);
       TORCHFUSE_INTERNAL_ASSERT(!slot.empty(), "%", v->id, " is read in a later pass but has no cache slot");
@@ -95,7 +95,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
     } else {
       emit_pointwise(b, *v->producer, names, reciprocals);
     }
-    if (use_cache) {
+    if (reuse != Reuse::None) {
       const std::string slot = cache_slot(v);
       if (!slot.empty()) b.line(slot + " = " + names[v] + ";");
     }

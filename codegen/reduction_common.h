@@ -32,7 +32,7 @@ struct PassEmitter {
   std::function<std::string(size_t k)> load;
   // Lvalue of the register cache slot of `v` for the current element ("" when not cached).
   std::function<std::string(const ir::Value*)> cache_slot;
-  bool use_cache = false;
+  Reuse reuse = Reuse::None;  // which earlier-pass values are read back through cache_slot
   // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
   std::string accumulator_suffix;
   bool wide_sums = false;  // see accumulator_dtype

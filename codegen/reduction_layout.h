@@ -14,6 +14,10 @@
 namespace torchfuse {
 namespace codegen {
 
+// Column schedule: blocks of 256 threads resident per multiprocessor (the kernel's launch bounds
+// hold it to 64 registers per thread so that they fit) and the grid the split aims for.
+constexpr int kColumnBlocksPerSm = 4;
+
 struct SegmentedOperand {
   Access access = Access::Strided;  // Scalar, Uniform, InnerBroadcast (per row), InnerContig, Strided
   c10::ScalarType dtype = c10::ScalarType::Float;
@@ -35,6 +39,7 @@ struct ReductionLayout {
   int chunks_per_thread = 1;  // cached mode: vectors each thread keeps on chip
   bool cached = true;         // row kept in registers across passes; false: re-read per pass
   bool cache_inputs = false;  // cached mode keeps the re-read inputs as loaded (not every value)
+  bool cache_first_pass = false;  // cached mode keeps only first-pass values (Reuse::FirstPass)
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
   bool index64 = false;

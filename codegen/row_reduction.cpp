@@ -21,6 +21,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   b.line("long long rows;");
   b.line("long long cols;");
   b.line("long long outer_size[" + A + "];");
+  if (!l.index64) b.line("unsigned long long outer_div[" + A + "];  // tf_fast_div of each outer size");
   b.line("long long red_size[" + R + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
@@ -40,7 +41,8 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   b.line(std::string("// ") + (l.cached ? "cached" : "looped") + " mode: " + str(l.threads_per_row) +
          " threads per row, block " + str(l.block) + ", vector width " + str(l.vec) +
          (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") +
-         (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") + "; " + str(a.passes) +
+         (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
+         (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     b.line("// " + input_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
@@ -62,8 +64,8 @@ void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
     if (d == 0) {
       b.line("const tf_index " + c + " = rem;");
     } else {
-      b.line("const tf_index " + c + " = rem % (tf_index)p.outer_size[" + str(static_cast<int64_t>(d)) + "];");
-      b.line("rem /= (tf_index)p.outer_size[" + str(static_cast<int64_t>(d)) + "];");
+      const std::string dd = str(static_cast<int64_t>(d));
+      emit_divmod(b, l.index64, c, "(tf_index)p.outer_size[" + dd + "]", "p.outer_div[" + dd + "]");
     }
     coords[d] = c;
   }
@@ -120,8 +122,11 @@ struct RowKernel {
     return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + reduction_functor(*r) + ", smem_" + acc + ")";
   }
 
-  // Element values are kept in registers across passes (cached mode, unless only inputs are).
-  bool use_value_cache() const { return l.cached && !l.cache_inputs; }
+  // Which element values are kept in registers across passes (cached mode, unless only inputs are).
+  Reuse reuse() const {
+    if (!l.cached || l.cache_inputs) return Reuse::None;
+    return l.cache_first_pass ? Reuse::FirstPass : Reuse::Values;
+  }
   // Input k is kept in registers as loaded (vectors `kept<k>[chunk]`).
   bool keeps_input(size_t k) const { return l.cached && l.cache_inputs && a.reread_inputs.count(g.inputs[k]); }
 
@@ -129,13 +134,13 @@ struct RowKernel {
   // pass loads them into their registers, every pass reads them there).
   void emit_vector_loads(int pass, const std::string& j0) {
     if (l.vec == 1) return;
-    const auto values = a.pass_values(g, pass, use_value_cache());
-    const auto first = a.first_passes(g, use_value_cache());
+    const auto values = a.pass_values(g, pass, reuse());
+    const auto first = a.first_passes(g, reuse());
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (l.inputs[k].access != Access::InnerContig) continue;
       const ir::Value* v = g.inputs[k];
       if (std::find(values.begin(), values.end(), v) == values.end()) continue;
-      if (use_value_cache() && cached.count(v) && first.at(v) < pass) continue;
+      if (cached.count(v) && first.at(v) < pass) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
       const std::string from_memory = "*reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + ro" + kk + " + " + j0 + ")";
@@ -162,7 +167,7 @@ struct RowKernel {
                      if (!cached.count(v)) return "";
                      return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
                    },
-                   use_value_cache()};
+                   reuse()};
     pe.wide_sums = !l.cached;
     pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
@@ -213,7 +218,7 @@ struct RowKernel {
   }
 
   void emit_row_phase(int level) {
-    PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+    PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
     pe.reciprocals = &reciprocals;
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
       b.line("if (row_ok && tl == 0) " + output_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -298,7 +303,9 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   emit_params(b, g, l);
   b.line("");
   emit_red_offset_helpers(b, g, l);
-  RowKernel rk{b, g, l, a, l.cached && !l.cache_inputs ? a.cached : std::set<const ir::Value*>{}, {}, {}};
+  std::set<const ir::Value*> cached;
+  if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
+  RowKernel rk{b, g, l, a, cached, {}, {}};
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + g.kernel_name + "(const " +
                      g.kernel_name + "_params p)");

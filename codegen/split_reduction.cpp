@@ -1,5 +1,7 @@
 #include "codegen/split_reduction.h"
 
+#include <functional>
+
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
 #include "src/error.h"
@@ -16,6 +18,7 @@ void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const Red
   for (const ir::Node* r : a.reductions) {
     b.line(register_type(accumulator_dtype(*r, true)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
   }
+  b.line("unsigned int* counters;  // finished blocks per split reduction (zero between launches)");
 }
 
 // Local __restrict__ copies of the params' pointers. `Inputs`: the layout's operands (each with
@@ -31,22 +34,38 @@ void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs
   }
 }
 
-// Block-wide reduction of every accumulator into red<id> (all threads get it).
-void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block) {
+// Block-wide reduction of every accumulator (acc<k><suffix>) into red<id><suffix> (all threads get it).
+void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block,
+                       const std::string& suffix = "") {
   for (const ir::Node* r : a.reductions) {
-    const std::string acc = accumulator_name(a, r);
+    const std::string acc = accumulator_name(a, r) + suffix;
     const std::string t = register_type(accumulator_dtype(*r, true));
     b.line("__shared__ " + t + " smem_" + acc + "[" + str(block / 32) + "];");
-    const std::string name = "red" + str(r->output()->id);
+    const std::string name = "red" + str(r->output()->id) + suffix;
     b.line("const " + t + " " + name + " = tf_block_reduce<" + str(block / 32) + ">(" + acc + ", " +
            reduction_functor(*r) + ", smem_" + acc + ");");
     names[r->output()] = name;
   }
 }
 
+// Blocks sharing one reduction count themselves in `counter` after writing their partials; all
+// but the last to arrive return. The last one sees every partial (the fences order the writes
+// before the count, and the count before its reads) and puts the counter back to zero for the
+// next launch on the stream (runtime::stream_counters).
+void emit_last_block_gate(SourceBuilder& b, const std::string& counter, const std::string& arrivals) {
+  b.line("__shared__ bool tf_last;");
+  b.line("__threadfence();");
+  b.line("__syncthreads();");
+  b.line("if (threadIdx.x == 0) tf_last = atomicAdd(" + counter + ", 1u) == " + arrivals + " - 1u;");
+  b.line("__syncthreads();");
+  b.line("if (!tf_last) return;");
+  b.line("__threadfence();");
+  b.line("if (threadIdx.x == 0) *(" + counter + ") = 0u;");
+}
+
 void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, ValueNames& names,
                       const std::string& guard, const std::string& index) {
-  PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+  PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
   for (int level = 1; level <= a.passes; ++level) {
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
       b.line("if (" + guard + ") " + output_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -64,7 +83,7 @@ void emit_row_inputs_full(SourceBuilder& b, const FusionGroup& g, const Pointwis
     b.line(register_type(g.inputs[k]->type.dtype) + " rin" + str(static_cast<int64_t>(k)) + " = " + e + ";");
     if (a.is_row(g.inputs[k])) names[g.inputs[k]] = "rin" + str(static_cast<int64_t>(k));
   }
-  PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+  PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
   pe.emit_row_phase(0, [&](size_t, const std::string&) {});
 }
 
@@ -73,7 +92,6 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   b.open("struct " + g.kernel_name + "_params");
   b.line("long long numel;");
   b.line("long long vec_ok;");
-  b.line("long long num_partials;");
   b.line("long long size[" + R + "];");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
@@ -103,7 +121,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   for (size_t k = 0; k < g.outputs.size(); ++k)
     if (!a.is_row(g.outputs[k])) element_outputs.push_back(k);
   const std::string slot = vector_path ? "[u]" : "";
-  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, false};
+  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, Reuse::None};
   pe.wide_sums = true;
   if (vector_path) {
     // Each thread loads `unroll` vectors a block apart before accumulating them in order.
@@ -179,8 +197,8 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (full reduction): " + g.describe());
-  b.line("// blocks reduce grid-strided slices to partials; " + g.kernel_name +
-         "_combine adds them in block order (one block: finished in place)");
+  b.line("// blocks reduce grid-strided slices to partials; the last block to finish adds them in block order"
+         " (one block: finished in place)");
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");
   emit_full_params(b, g, l, a);
@@ -206,29 +224,22 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
     emit_full_element_loop(b, g, l, a, names, false);
     if (l.vec > 1) b.close();
     emit_block_reduce(b, a, names, block);
-    b.open("if (gridDim.x > 1)");
+    b.open("if (gridDim.x == 1)");
+    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
+    b.line("return;");
+    b.close();
     for (const ir::Node* r : a.reductions) {
       b.line("if (threadIdx.x == 0) p.part_" + accumulator_name(a, r) + "[blockIdx.x] = red" + str(r->output()->id) + ";");
     }
-    b.line("return;");
-    b.close();
-    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
-  }
-  b.line("");
-  {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(kCombineBlock) + ") " + g.kernel_name +
-                     "_combine(const " + g.kernel_name + "_params p)");
-    emit_restrict_pointers(b, g, l.inputs);
-    ValueNames names;
-    names[nullptr] = "(double)p.numel";  // N
-    emit_row_inputs_full(b, g, l, a, names);
+    emit_last_block_gate(b, "p.counters", "gridDim.x");
+    // The last block adds every block's partial, in a fixed order.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + " = " + reduction_identity(*r, true) + ";");
-      b.line("for (tf_index q = threadIdx.x; q < (tf_index)p.num_partials; q += blockDim.x) " + acc + " = " +
-             reduction_functor(*r) + "(" + acc + ", p.part_" + acc + "[q]);");
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + "_all = " + reduction_identity(*r, true) + ";");
+      b.line("for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) " + acc + "_all = " + reduction_functor(*r) + "(" +
+             acc + "_all, __ldcg(p.part_" + acc + " + q));");
     }
-    emit_block_reduce(b, a, names, kCombineBlock);
+    emit_block_reduce(b, a, names, block, "_all");
     emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
   }
   GeneratedKernel k;
@@ -333,7 +344,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     ValueNames names;
     names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "lane");
-    PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, false, "[lane]", true};
+    PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, Reuse::None, "[lane]", true};
     pe.emit(0, [&](size_t k, const std::string& e) {
       b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
              store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -375,7 +386,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction): " + g.describe());
   b.line("// 32 threads x " + vec + " columns along the kept inner dims, 8 threads along the reduced dim; " +
-         std::string(l.split > 1 ? "blocks split the reduced dim, " + g.kernel_name + "_combine adds the partials in order"
+         std::string(l.split > 1 ? "blocks split the reduced dim, the last block of each tile adds the partials in order"
                                  : "one block per output tile"));
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");
@@ -395,12 +406,12 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = " + e + ";");
       names[g.inputs[k]] = "rin" + kk;
     }
-    PassEmitter pe{b, g, a, names, nullptr, nullptr, false};
+    PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
     pe.emit_row_phase(0, [&](size_t, const std::string&) {});
   };
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "(const " + g.kernel_name +
-                     "_params p)");
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256, " + str(kColumnBlocksPerSm) + ") " + g.kernel_name +
+                     "(const " + g.kernel_name + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
@@ -426,51 +437,64 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
     }
     b.line("__syncthreads();");
-    b.line("if (ty != 0 || !ok) return;");
-    b.line("#pragma unroll");
-    auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
-    ValueNames names;
-    names[nullptr] = "(double)p.red";  // N
-    for (const ir::Node* r : a.reductions) {
-      const std::string acc = accumulator_name(a, r);
-      const std::string t = register_type(accumulator_dtype(*r, true));
-      b.line(t + " total_" + acc + " = " + acc + "[lane];");
-      b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
-             "[y][tx * " + vec + " + lane]);");
-      names[r->output()] = "total_" + acc;
-    }
-    b.open("if (p.split > 1)");
-    for (const ir::Node* r : a.reductions) {
-      const std::string acc = accumulator_name(a, r);
-      b.line("p.part_" + acc + "[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_" + acc + ";");
-    }
-    b.line("continue;");
+    // Thread (0, tx) adds the block's 8 partial rows of its columns in order, then `finish`es
+    // each lane with the totals.
+    auto totals = [&](const std::function<void(ValueNames&)>& finish) {
+      auto guard = b.scope("if (ty == 0 && ok)");
+      b.line("#pragma unroll");
+      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+      ValueNames names;
+      names[nullptr] = "(double)p.red";  // N
+      for (const ir::Node* r : a.reductions) {
+        const std::string acc = accumulator_name(a, r);
+        const std::string t = register_type(accumulator_dtype(*r, true));
+        b.line(t + " total_" + acc + " = " + acc + "[lane];");
+        b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
+               "[y][tx * " + vec + " + lane]);");
+        names[r->output()] = "total_" + acc;
+      }
+      finish(names);
+    };
+    auto outputs = [&](ValueNames& names) {
+      row_inputs(names, "lane");
+      emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i + lane");
+    };
+    b.open("if (p.split == 1)");
+    totals(outputs);
+    b.line("return;");
     b.close();
-    row_inputs(names, "lane");
-    emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i + lane");
-  }
-  b.line("");
-  {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "_combine(const " +
-                     g.kernel_name + "_params p)");
-    emit_restrict_pointers(b, g, l.inputs);
-    b.line("const tf_index q = (tf_index)blockIdx.x * blockDim.x + threadIdx.x;");
-    b.line("if (q >= (tf_index)p.outer * (tf_index)p.inner) return;");
-    b.line("const tf_index o = q / (tf_index)p.inner;");
-    b.line("const tf_index i = q % (tf_index)p.inner;");
-    emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
-    emit_segment(b, l, l.inner_sizes, "inner", "i", "i");
-    ValueNames names;
-    names[nullptr] = "(double)p.red";  // N
-    row_inputs(names, "");
+    totals([&](ValueNames&) {
+      for (const ir::Node* r : a.reductions) {
+        const std::string acc = accumulator_name(a, r);
+        b.line("p.part_" + acc + "[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_" + acc + ";");
+      }
+    });
+    emit_last_block_gate(b, "(p.counters + blockIdx.x)", "(unsigned)p.split");
+    // The tile's last block adds the split partial rows: thread (ty, tx) those of rows ty, ty + 8,
+    // ... in order, then the 8 sums combine in order as above.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r, true)) + " " + acc + " = p.part_" + acc + "[q];");
-      b.line("for (tf_index s = 1; s < (tf_index)p.split; ++s) " + acc + " = " + reduction_functor(*r) + "(" + acc +
-             ", p.part_" + acc + "[s * (tf_index)p.outer * (tf_index)p.inner + q]);");
-      names[r->output()] = acc;
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
     }
-    emit_row_outputs(b, g, a, names, "true", "q");
+    {
+      auto rows = b.scope("for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8)");
+      b.line("#pragma unroll");
+      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+      for (const ir::Node* r : a.reductions) {
+        const std::string acc = accumulator_name(a, r);
+        b.line(acc + "[lane] = " + reduction_functor(*r) + "(" + acc + "[lane], __ldcg(p.part_" + acc +
+               " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane));");
+      }
+    }
+    b.line("__syncthreads();");
+    for (const ir::Node* r : a.reductions) {
+      const std::string acc = accumulator_name(a, r);
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
+    }
+    b.line("__syncthreads();");
+    totals(outputs);
   }
   GeneratedKernel k;
   k.id = next_kernel_id();

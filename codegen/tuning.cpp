@@ -25,8 +25,9 @@ int parse_int(const std::string& name, const std::string& value, int lo, int hi)
 RowCachePolicy parse_policy(const std::string& value) {
   if (value == "values") return RowCachePolicy::Values;
   if (value == "inputs") return RowCachePolicy::Inputs;
+  if (value == "first") return RowCachePolicy::FirstPass;
   if (value == "auto") return RowCachePolicy::Auto;
-  TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: row_cache must be values, inputs or auto, got '", value, "'");
+  TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: row_cache must be values, inputs, first or auto, got '", value, "'");
 }
 
 }  // namespace

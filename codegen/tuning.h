@@ -12,6 +12,7 @@ namespace codegen {
 enum class RowCachePolicy {
   Values,  // every such value, in registers as float
   Inputs,  // only the group inputs they derive from, as loaded (16-bit types stay packed); the rest is recomputed
+  FirstPass,  // only values of the first pass (before any reduction result); later ones are recomputed
   Auto,    // Inputs for 16-bit inputs where that pays (see prefer_inputs in reduction_layout.cpp)
 };
 

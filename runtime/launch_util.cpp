@@ -1,6 +1,9 @@
 #include "runtime/launch_util.h"
 
 #include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -56,6 +59,22 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   // earlier kernel and has poisoned the context.
   if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, "cuLaunchKernel") + " (" + entry + ")", kernel.source);
   check_cu(r, "cuLaunchKernel");
+}
+
+void* stream_counters(const c10::Device& device, int64_t n) {
+  // Never destroyed: freeing CUDA memory after the runtime's own teardown at exit is unsafe.
+  static std::mutex mutex;
+  static auto* buffers = new std::map<std::pair<int, CUstream>, at::Tensor>();
+  const std::pair<int, CUstream> key{device.index(), current_stream(device)};
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& t = (*buffers)[key];
+  if (!t.defined() || t.numel() < n) {
+    // The old buffer, if any, goes back to the caching allocator in stream order: kernels already
+    // queued on this stream finish with it before anything reuses it.
+    const int64_t size = std::max<int64_t>(n, t.defined() ? 2 * t.numel() : 1024);
+    t = at::zeros({size}, at::TensorOptions().dtype(at::kInt).device(device));
+  }
+  return t.data_ptr();
 }
 
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison) {

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "codegen/cuda_types.h"
 #include "codegen/pointwise.h"
 #include "codegen/reduction_common.h"
 #include "codegen/reduction_layout.h"
@@ -128,6 +129,13 @@ bool pack_operand(ParamPacker& p, Access access, const c10::IValue& v) {
   return access != Access::Uniform;
 }
 
+// The tf_fast_div dividers of a size array (as long as its `array` packing; sizes of 0 or 1
+// divide nothing the kernel reaches, and pack the divider of 1).
+void pack_dividers(ParamPacker& p, const std::vector<int64_t>& sizes) {
+  if (sizes.empty()) p.i64(static_cast<int64_t>(codegen::fast_divider(1)));
+  for (int64_t s : sizes) p.i64(static_cast<int64_t>(codegen::fast_divider(std::max<int64_t>(s, 1))));
+}
+
 // ---- pointwise ----
 
 std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
@@ -141,6 +149,7 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
   p.i64(numel);
   p.i64(vec_ok ? 1 : 0);
   for (int64_t s : l.sizes) p.i64(s);
+  if (!l.index64) pack_dividers(p, l.sizes);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
     if (pack_operand(p, op.access, c.values[k]) && has_strides(op.access)) p.array(op.strides, 0);
@@ -183,6 +192,7 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   p.i64(rows);
   p.i64(l.reduced());
   p.array(l.outer_sizes, 1);
+  if (!l.index64) pack_dividers(p, l.outer_sizes);
   p.array(l.red_sizes, 1);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
@@ -238,13 +248,10 @@ std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
-  launch(kernel, kernel.name, c.device, ceil_div(I, 32 * l.vec) * O, l.split, 256, p, fk.counters());
-  int launches = 1;
-  if (l.split > 1) {
-    launch(kernel, kernel.name + "_combine", c.device, ceil_div(O * I, 256), 1, 256, p, fk.counters());
-    ++launches;
-  }
-  fk.count_launches(launches);
+  const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
+  p.ptr(l.split > 1 ? stream_counters(c.device, tiles) : nullptr);
+  launch(kernel, kernel.name, c.device, tiles, l.split, 256, p, fk.counters());
+  fk.count_launches(1);
   return out;
 }
 
@@ -268,7 +275,6 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   ParamPacker p;
   p.i64(numel);
   p.i64(vec_ok ? 1 : 0);
-  p.i64(blocks);
   for (int64_t s : l.sizes) p.i64(s);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
@@ -276,13 +282,9 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
   }
   for (const auto& t : out) p.ptr(t.data_ptr());
   for (const auto& t : parts) p.ptr(t.data_ptr());
+  p.ptr(blocks > 1 ? stream_counters(c.device, 1) : nullptr);
   launch(kernel, kernel.name, c.device, blocks, 1, kFullBlock, p, fk.counters());
-  int launches = 1;
-  if (blocks > 1) {
-    launch(kernel, kernel.name + "_combine", c.device, 1, 1, codegen::kCombineBlock, p, fk.counters());
-    ++launches;
-  }
-  fk.count_launches(launches);
+  fk.count_launches(1);
   return out;
 }
 

@@ -13,7 +13,7 @@ namespace tftest {
 struct SuitePattern {
   std::string name;
   std::string source;
-  int kernels;  // kernels torchfuse launches per call (a split reduction adds its combine step)
+  int kernels;  // kernels torchfuse launches per call
 };
 
 inline const std::vector<SuitePattern>& suite_patterns() {
@@ -31,9 +31,9 @@ inline const std::vector<SuitePattern>& suite_patterns() {
       {"add_layernorm",
        "def forward(self, x, r, w, b):\n    h = x + r\n    return (h, torch.layer_norm(h, [{C}], w, b, 1e-5))\n", 1},
       {"attn_softmax_mask", "def forward(self, s, mask):\n    return torch.softmax(s * 0.125 + mask, dim=-1)\n", 1},
-      {"col_sum", "def forward(self, x):\n    return x.sum(dim=0)\n", 2},
+      {"col_sum", "def forward(self, x):\n    return x.sum(dim=0)\n", 1},
       {"logsumexp_rows", "def forward(self, x):\n    return torch.logsumexp(x, dim=1)\n", 1},
-      {"mean_sq_full", "def forward(self, x):\n    return (x * x).mean()\n", 2},
+      {"mean_sq_full", "def forward(self, x):\n    return (x * x).mean()\n", 1},
   };
   return p;
 }

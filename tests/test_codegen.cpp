@@ -1,5 +1,7 @@
 // Codegen: the source builder, literals, layouts, and every generated kernel through NVRTC for
 // sm_90 (no GPU needed).
+#include <random>
+
 #include "codegen/cuda_types.h"
 #include "codegen/layout.h"
 #include "codegen/nvrtc.h"
@@ -160,6 +162,50 @@ TEST(Codegen, SizesAreArgumentsNotConstants) {
   ASSERT_EQ(small.kernels.size(), 1u);
   EXPECT_EQ(small.kernels[0].source, large.kernels[0].source);
   EXPECT_EQ(small.kernels[0].source.find("48"), std::string::npos);
+}
+
+// tf_fast_div's arithmetic, on the host: (umulhi(n, m) + n) >> s must be n / d for every
+// 0 <= n < 2^31. Checked at the edges (multiples of d and their neighbours, the largest n) and
+// on random n, for small divisors, powers of two and their neighbours, and random divisors.
+TEST(FastDivider, MatchesIntegerDivision) {
+  auto divide = [](uint32_t n, uint64_t packed) {
+    const uint64_t m = packed >> 32, s = packed & 63u;
+    const uint64_t hi = (uint64_t{n} * m) >> 32;
+    return static_cast<uint32_t>((hi + n) >> s);
+  };
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= 4100; ++d) divisors.push_back(d);
+  for (int e = 12; e < 31; ++e) {
+    for (int64_t d : {(int64_t{1} << e) - 1, int64_t{1} << e, (int64_t{1} << e) + 1}) divisors.push_back(d);
+  }
+  divisors.push_back(50257);
+  divisors.push_back((int64_t{1} << 31) - 1);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> any(0, 0x7fffffffu);
+  for (int i = 0; i < 2000; ++i) divisors.push_back(std::max<uint32_t>(1, any(rng)));
+  for (int64_t d : divisors) {
+    const uint64_t packed = cg::fast_divider(d);
+    std::vector<uint32_t> ns = {0, 1, 0x7fffffffu, 0x7ffffffeu};
+    for (uint32_t k : {1u, 2u, 3u, 1000u, 0x7fffffffu / static_cast<uint32_t>(d)}) {
+      const uint64_t multiple = uint64_t{k} * static_cast<uint64_t>(d);
+      if (multiple > 0x7fffffffu) continue;
+      ns.push_back(static_cast<uint32_t>(multiple));
+      ns.push_back(static_cast<uint32_t>(multiple - 1));
+      if (multiple < 0x7fffffffu) ns.push_back(static_cast<uint32_t>(multiple + 1));
+    }
+    for (int i = 0; i < 64; ++i) ns.push_back(any(rng));
+    for (uint32_t n : ns) {
+      ASSERT_EQ(divide(n, packed), n / static_cast<uint32_t>(d)) << "n = " << n << ", d = " << d;
+    }
+  }
+}
+
+TEST(FastDivider, BroadcastIndexUsesIt) {
+  auto m = module_returning("x, b", "torch.relu(x + b) * 2.0");
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain({torch::randn({8, 16}), torch::randn({16})});
+  ASSERT_EQ(e.kernels.size(), 1u);
+  EXPECT_TRUE(contains_in_order(e.kernels[0].source, {"unsigned long long size_div[2];", "tf_fast_div((unsigned)rem, p.size_div[1])"}))
+      << e.kernels[0].source;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -224,6 +225,56 @@ TEST(GpuCache, ColdThenWarmProcess) {
 }
 
 // ---- concurrency ----
+
+// Split column and full reductions count finished blocks in counters private to each stream;
+// the last block of each reduction resets its counter. Many calls on one stream, and four
+// threads with their own streams at once, must all see whole, correct reductions.
+TEST(GpuConcurrency, SplitReductionsOnManyStreams) {
+  REQUIRE_GPU();
+  auto m = module_from(R"JIT(
+def forward(self, x):
+    return (x.sum(0) * 0.5, (x * x).mean())
+)JIT");
+  auto c = torchfuse::compile(m, tftest::quiet_options());
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 30;
+  const torchfuse::Tolerance tol{1e-4, 1e-4};
+  std::mutex mu;
+  std::vector<std::string> problems;
+  auto work = [&](int t, bool own_stream) {
+    try {
+      const c10::Device device(c10::kCUDA, 0);
+      std::optional<c10::StreamGuard> guard;
+      if (own_stream) guard.emplace(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStreamFromGlobalPool(device, false));
+      for (int i = 0; i < kIterations; ++i) {
+        // 4096+ rows of 256 columns: few column tiles, so the reduced dim splits across blocks.
+        const std::vector<c10::IValue> in{rnd({4096 + 320 * t + 17 * i, 256})};
+        const auto expected = c.forward_eager(in);
+        const auto actual = c.forward(in);
+        const auto report = torchfuse::compare_outputs(expected, actual, &tol);
+        if (!report.passed()) {
+          std::lock_guard<std::mutex> lock(mu);
+          problems.push_back("thread " + std::to_string(t) + " iteration " + std::to_string(i) + "\n" + report.to_string());
+        }
+      }
+      torch::cuda::synchronize();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      problems.push_back("thread " + std::to_string(t) + ": " + e.what());
+    }
+  };
+  work(0, false);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t, true);
+  for (auto& th : threads) th.join();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first:\n" << (problems.empty() ? "" : problems[0]);
+  const auto s = c.stats();
+  EXPECT_EQ(s.fused_calls, (kThreads + 1) * kIterations);
+  EXPECT_EQ(s.fallback_groups, 0);
+  // One kernel per reduction group and call: the partials combine inside it.
+  EXPECT_EQ(s.kernel_launches, 2 * (kThreads + 1) * kIterations);
+}
 
 TEST(GpuConcurrency, FourThreadsOnTheirOwnStreams) {
   REQUIRE_GPU();

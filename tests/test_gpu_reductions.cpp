@@ -110,10 +110,11 @@ TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
 
 TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
   REQUIRE_GPU();
-  // Both row cache policies and several unrolls, on sizes that leave partial unroll steps,
+  // Every row cache policy, several team sizes and unrolls, on sizes that leave partial unroll steps,
   // partial vectors per row and partial column tiles.
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1,chunk_sums=0,row_waves=1",
-                         "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5,pointwise_waves=1,row_waves=2"};
+                         "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5,pointwise_waves=1,row_waves=2",
+                         "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (const auto& p : tftest::suite_patterns()) {

@@ -50,7 +50,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("pointwise_unrol=2").find("unknown knob 'pointwise_unrol'"), std::string::npos);
   EXPECT_NE(message("pointwise_unroll=0").find("must be in [1, 8]"), std::string::npos);
   EXPECT_NE(message("column_unroll=two").find("is not an integer"), std::string::npos);
-  EXPECT_NE(message("row_cache=some").find("values, inputs or auto"), std::string::npos);
+  EXPECT_NE(message("row_cache=some").find("values, inputs, first or auto"), std::string::npos);
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
 }
 
