@@ -64,8 +64,15 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;  // in the sum pass and the output pass
 
+  // f32 keeps the first pass's values (x) and computes exp in both later passes.
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos) << src;
+  EXPECT_NE(src.find("first-pass values kept"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
+
+  cg::ScopedTuning values(with("row_cache=values"));
+  src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
 
@@ -76,9 +83,12 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
 }
 
 TEST(FastExp, OnlyAfterSubtractingTheMaxOfTheSameValues) {
-  // exp(x - max(x)) <= 1: one ex2.approx; exp of anything else keeps expf.
+  // exp(x - max(x)) <= 1: ex2.approx (f32 softmax computes it in the sum pass and again in the
+  // output pass); exp of anything else keeps expf.
   const std::vector<c10::IValue> x = {torch::randn({8, 256})};
-  EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x)), "tf_exp_shifted("), 1);
+  const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x));
+  EXPECT_EQ(tftest::count_occurrences(softmax, "tf_exp_shifted("), 2) << softmax;
+  EXPECT_EQ(softmax.find("expf("), std::string::npos) << softmax;
   EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x)), "tf_exp_shifted("), 1);
   const std::string other = body(kernel_source(module_returning("x", "torch.exp(x - x.amax(-1, keepdim=True) + 1.0).sum(-1)"), x));
   EXPECT_EQ(other.find("tf_exp_shifted("), std::string::npos) << other;
@@ -97,6 +107,29 @@ TEST(RowDivision, OneReciprocalPerRowThenMultiplies) {
   const std::string elementwise = body(kernel_source(module_returning("x, y", "(x / y).sum(-1)"),
                                                      {torch::randn({8, 256}), torch::randn({8, 256})}));
   EXPECT_EQ(elementwise.find("rcp"), std::string::npos) << elementwise;
+}
+
+TEST(RowCache, FirstPassRowsOf128Threads) {
+  // f32 rows keep only the first pass's values: for layer norm x, not x - mean as well; 128
+  // threads per row with up to 8 vectors each.
+  const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  auto in = [](int64_t cols) {
+    return std::vector<c10::IValue>{torch::randn({4, cols}), torch::randn({cols}), torch::randn({cols})};
+  };
+  std::string src = kernel_source(m, in(4096));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"128 threads per row", "first-pass values kept", "float cache0[32];"})) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
+  // Rows of 1024 take 2 vectors per thread; rows of 8192 take 256 threads of 8 vectors.
+  const auto m1024 = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 1024));
+  src = kernel_source(m1024, in(1024));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 128 threads per row", "2 vectors per thread"})) << src;
+  const auto m8192 = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 8192));
+  src = kernel_source(m8192, in(8192));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "8 vectors per thread"})) << src;
+  // row_team=0 plans first-pass rows from row_vectors like the others.
+  cg::ScopedTuning team(with("row_team=0"));
+  src = kernel_source(m, in(4096));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "4 vectors per thread"})) << src;
 }
 
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
@@ -136,10 +169,12 @@ TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
 }
 
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
+  // Rows that keep every value (first-pass rows aim for tuning().row_team threads instead).
   const auto m = module_returning("x", "torch.softmax(x, -1)");
+  cg::ScopedTuning values(with("row_cache=values"));
   EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("256 threads per row, block 256, vector width 4, 4 vectors"),
             std::string::npos);
-  cg::ScopedTuning two(with("row_vectors=2"));
+  cg::ScopedTuning two(with("row_cache=values,row_vectors=2"));
   EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("512 threads per row, block 512, vector width 4, 2 vectors"),
             std::string::npos);
 }
