@@ -102,6 +102,21 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   b.close(";");
 }
 
+// Every element input is 16-bit (fp16/bf16). Float sums of one vector's lanes before the double
+// accumulator then save a float-to-double conversion per element at an error far below the
+// inputs' own rounding; 32-bit inputs keep per-element double sums (f32 column chunks strayed
+// from eager on col_sum).
+template <typename Inputs>
+bool sixteen_bit_elements(const Inputs& inputs) {
+  bool any = false;
+  for (const auto& in : inputs) {
+    if (in.access == Access::Scalar || in.access == Access::Uniform) continue;
+    if (c10::elementSize(in.dtype) != 2) return false;
+    any = true;
+  }
+  return any;
+}
+
 // `slot` indexes the per-unroll vector arrays ("" without unroll).
 std::string full_load(const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
   const auto& in = l.inputs[k];
@@ -123,6 +138,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   const std::string slot = vector_path ? "[u]" : "";
   PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, Reuse::None};
   pe.wide_sums = true;
+  pe.chunk_sums = vector_path && sixteen_bit_elements(l.inputs);
   if (vector_path) {
     // Each thread loads `unroll` vectors a block apart before accumulating them in order.
     const std::string U = str(l.unroll);
@@ -148,13 +164,17 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
         }
         continue;
       }
-      b.line("#pragma unroll");
-      auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
-      b.line("const tf_index i = i0 + lane;");
-      b.line("(void)i;");
-      pe.emit(0, [&](size_t k, const std::string& e) {
-        b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
-      });
+      if (pe.chunk_sums) declare_chunk_sums(b, a, 0);
+      {
+        b.line("#pragma unroll");
+        auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
+        b.line("const tf_index i = i0 + lane;");
+        b.line("(void)i;");
+        pe.emit(0, [&](size_t k, const std::string& e) {
+          b.line(output_name(k) + "[i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+        });
+      }
+      if (pe.chunk_sums) flush_chunk_sums(b, a, 0);
     }
     return;
   }
@@ -338,6 +358,8 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
              input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk + ");");
     }
   };
+  // 16-bit inputs add the unrolled rows of each column in float before the double accumulator.
+  const bool chunked = l.unroll > 1 && l.vec > 1 && sixteen_bit_elements(l.inputs);
   auto accumulate = [&] {
     b.line("#pragma unroll");
     auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
@@ -345,6 +367,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "lane");
     PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, Reuse::None, "[lane]", true};
+    pe.chunk_sums = chunked;
     pe.emit(0, [&](size_t k, const std::string& e) {
       b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
              store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -365,13 +388,32 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
   }
   for (int phase = 0; phase < 2; ++phase) {
-    b.line("#pragma unroll");
-    auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
-    b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;");
-    b.line("if (r >= (tf_index)p.red) break;");
-    emit_segment(b, l, l.red_sizes, "red", "r", "r");
-    if (phase == 0) vector_loads(false);
-    else accumulate();
+    if (phase == 1 && chunked) {
+      for (const ir::Node* r : a.reductions) {
+        if (!chunkable_sum(*r)) continue;
+        const std::string chunk = "chunk_" + accumulator_name(a, r);
+        b.line("float " + chunk + "[" + vec + "];");
+        b.line("#pragma unroll");
+        b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + chunk + "[lane] = 0.0f;");
+      }
+    }
+    {
+      b.line("#pragma unroll");
+      auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
+      b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;");
+      b.line("if (r >= (tf_index)p.red) break;");
+      emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      if (phase == 0) vector_loads(false);
+      else accumulate();
+    }
+    if (phase == 1 && chunked) {
+      for (const ir::Node* r : a.reductions) {
+        if (!chunkable_sum(*r)) continue;
+        const std::string acc = accumulator_name(a, r);
+        b.line("#pragma unroll");
+        b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] += (double)chunk_" + acc + "[lane];");
+      }
+    }
   }
 }
 

@@ -168,6 +168,21 @@ TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
   EXPECT_EQ(plain.find("chunk_acc"), std::string::npos) << plain;
 }
 
+TEST(ChunkSums, SixteenBitColumnAndFullSumsAddVectorsInFloatFirst) {
+  const auto col = module_returning("x", "x.sum(0)");
+  const auto full = module_returning("x", "(x * x).mean()");
+  for (auto t : {c10::kBFloat16, c10::kHalf}) {
+    const std::string c = body(kernel_source(col, {torch::randn({4096, 512}).to(t)}));
+    EXPECT_TRUE(tftest::contains_in_order(c, {"float chunk_acc0[8];", "chunk_acc0[lane] += ", "acc0[lane] += (double)chunk_acc0[lane];"}))
+        << c;
+    const std::string f = body(kernel_source(full, {torch::randn({4096, 512}).to(t)}));
+    EXPECT_TRUE(tftest::contains_in_order(f, {"float chunk_acc0 = 0.0f;", "chunk_acc0 += ", "acc0 += (double)chunk_acc0;"})) << f;
+  }
+  // f32 inputs keep a double add per element.
+  EXPECT_EQ(body(kernel_source(col, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
+  EXPECT_EQ(body(kernel_source(full, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
+}
+
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
   // Rows that keep every value (first-pass rows aim for tuning().row_team threads instead).
   const auto m = module_returning("x", "torch.softmax(x, -1)");
