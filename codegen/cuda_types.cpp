@@ -210,6 +210,55 @@ template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_bl
   __syncthreads();
   return r;
 }
+#if __CUDA_ARCH__ >= 900
+// Thread-block clusters (rows too long for one block): this block's rank in its cluster, a
+// barrier over the whole cluster that orders shared-memory writes before it against reads after
+// it, and a load from another block's shared memory (the same variable, in block `rank`).
+__device__ __forceinline__ unsigned tf_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void tf_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned tf_cluster_address(const void* smem, unsigned rank) {
+  unsigned long long local;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(local) : "l"(smem));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)local), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ unsigned tf_cluster_load32(const void* smem, unsigned rank) {
+  unsigned bits;
+  asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(bits) : "r"(tf_cluster_address(smem, rank)) : "memory");
+  return bits;
+}
+__device__ __forceinline__ unsigned long long tf_cluster_load64(const void* smem, unsigned rank) {
+  unsigned long long bits;
+  asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(bits) : "r"(tf_cluster_address(smem, rank)) : "memory");
+  return bits;
+}
+__device__ __forceinline__ float tf_cluster_load(const float* smem, unsigned rank) { return __uint_as_float(tf_cluster_load32(smem, rank)); }
+__device__ __forceinline__ double tf_cluster_load(const double* smem, unsigned rank) {
+  return __longlong_as_double((long long)tf_cluster_load64(smem, rank));
+}
+__device__ __forceinline__ long long tf_cluster_load(const long long* smem, unsigned rank) { return (long long)tf_cluster_load64(smem, rank); }
+__device__ __forceinline__ int tf_cluster_load(const int* smem, unsigned rank) { return (int)tf_cluster_load32(smem, rank); }
+// Reduces across the C blocks (WARPS warps each) of a cluster; every thread of each gets the
+// same result, combined in rank order. `slot` is a shared variable of this reduction's own; the
+// last barrier keeps it (and the block) alive until every block has read it.
+template <int WARPS, int C, typename T, typename Op> __device__ __forceinline__ T tf_cluster_reduce(T v, Op op, T* smem, T* slot) {
+  v = tf_block_reduce<WARPS>(v, op, smem);
+  if (threadIdx.x == 0) *slot = v;
+  tf_cluster_sync();
+  T r = tf_cluster_load(slot, 0);
+#pragma unroll
+  for (int c = 1; c < C; ++c) r = op(r, tf_cluster_load(slot, c));
+  tf_cluster_sync();
+  return r;
+}
+#endif
 // ---- end of prelude ----
 )CUDA";
   return text;

@@ -56,7 +56,7 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
 // kept): about `per_thread` vectors per thread but at least `min_threads` threads (as far as the
 // row has vectors), a warp (or part of one) per row for short rows, a block per row for longer
 // ones, more threads while the cached part would not fit; looped when it never fits.
-void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_threads) {
+void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_threads, int max_cluster) {
   const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
   const int per_element = std::max(4, bytes);
   auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * per_element <= int64_t{4} * cache_budget(l.block); };
@@ -72,6 +72,17 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
   set_team(tpr);
   while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
   l.cached = bytes == 0 || (fits() && l.chunks_per_thread <= 16);
+  l.cluster = 1;
+  // Too long for one block: a cluster of up to max_cluster blocks of kClusterBlock threads
+  // shares the row, each keeping its slice (see row_reduction.cpp).
+  for (int c = 2; !l.cached && c <= max_cluster; c *= 2) {
+    set_team(kClusterBlock);
+    l.chunks_per_thread = static_cast<int>((chunks + int64_t{kClusterBlock} * c - 1) / (int64_t{kClusterBlock} * c));
+    if (fits() && l.chunks_per_thread <= 16) {
+      l.cached = true;
+      l.cluster = c;
+    }
+  }
   if (!l.cached) {
     // Looped: every pass re-reads the row; no more threads than the row has vectors.
     set_team(std::min(1024, std::max(64, next_pow2(chunks))));
@@ -108,17 +119,17 @@ RowCachePolicy auto_policy(const ReductionLayout& values_layout, const Reduction
 // First-pass rows aim for tuning().row_team threads and at most 8 vectors per thread (H200 f32:
 // 128 threads beat 64 to 512 on rows of 1024 and 4096; softmax, layer norm, rms norm and
 // add + layer norm 0-1% faster, attention 2.5%, logsumexp 5%).
-void plan_first_pass_team(ReductionLayout& l, int bytes) {
+void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster) {
   if (tuning().row_team == 0) {
-    plan_team(l, bytes, tuning().row_vectors, 0);
+    plan_team(l, bytes, tuning().row_vectors, 0, max_cluster);
     return;
   }
-  plan_team(l, bytes, 8, tuning().row_team);
+  plan_team(l, bytes, 8, tuning().row_team, max_cluster);
 }
 
-void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
+void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max_cluster) {
   ReductionLayout values = l;
-  plan_team(values, needs.values_bytes, tuning().row_vectors, 0);
+  plan_team(values, needs.values_bytes, tuning().row_vectors, 0, max_cluster);
   values.cache_inputs = false;
   values.cache_first_pass = false;
   RowCachePolicy policy = tuning().row_cache;
@@ -131,8 +142,8 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs) {
     l = values;
     return;
   }
-  if (policy == RowCachePolicy::FirstPass) plan_first_pass_team(l, bytes);
-  else plan_team(l, bytes, tuning().row_vectors, 0);
+  if (policy == RowCachePolicy::FirstPass) plan_first_pass_team(l, bytes, max_cluster);
+  else plan_team(l, bytes, tuning().row_vectors, 0, max_cluster);
   l.cache_inputs = l.cached && policy == RowCachePolicy::Inputs;
   l.cache_first_pass = l.cached && policy == RowCachePolicy::FirstPass;
 }
@@ -148,7 +159,7 @@ std::string ReductionLayout::key() const {
                   std::to_string(red_sizes.size()) + ";B" + std::to_string(inner_sizes.size()) +
                   ";vec=" + std::to_string(vec) + ";tpr=" + std::to_string(threads_per_row) +
                   ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
-                  ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) + ";first=" + std::to_string(cache_first_pass) + ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
+                  ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) + ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) + ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
                   ";idx=" + (index64 ? "64" : "32") + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   return k;
@@ -156,7 +167,7 @@ std::string ReductionLayout::key() const {
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, int sm_count, bool allow_vector) {
+                                      const RowCacheNeeds& cache, int sm_count, int max_cluster, bool allow_vector) {
   TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
                             "plan_reduction_layout for ", schedule_name(schedule));
   TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
@@ -213,7 +224,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   if (schedule == Schedule::RowReduction) {
     l.vec = allow_vector && l.red_sizes.size() == 1 ? static_cast<int>(std::min<size_t>(8, 16 / widest)) : 1;
     if (l.reduced() % l.vec != 0) l.vec = 1;
-    choose_row_schedule(l, cache);
+    choose_row_schedule(l, cache, max_cluster);
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the

@@ -17,6 +17,8 @@ namespace codegen {
 // Column schedule: blocks of 256 threads resident per multiprocessor (the kernel's launch bounds
 // hold it to 64 registers per thread so that they fit) and the grid the split aims for.
 constexpr int kColumnBlocksPerSm = 4;
+// Row schedule with clusters: threads per block (two blocks fit one multiprocessor).
+constexpr int kClusterBlock = 512;
 
 struct SegmentedOperand {
   Access access = Access::Strided;  // Scalar, Uniform, InnerBroadcast (per row), InnerContig, Strided
@@ -40,6 +42,7 @@ struct ReductionLayout {
   bool cached = true;         // row kept in registers across passes; false: re-read per pass
   bool cache_inputs = false;  // cached mode keeps the re-read inputs as loaded (not every value)
   bool cache_first_pass = false;  // cached mode keeps only first-pass values (Reuse::FirstPass)
+  int cluster = 1;            // row schedule: blocks of a thread-block cluster sharing each row
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
   bool index64 = false;
@@ -54,7 +57,8 @@ struct ReductionLayout {
 // contiguous block). `cache` is what the row schedule must keep per element to read it again.
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, int sm_count, bool allow_vector = true);
+                                      const RowCacheNeeds& cache, int sm_count, int max_cluster = 1,
+                                      bool allow_vector = true);
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -38,8 +38,9 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
 
 void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a) {
   b.line("// torchfuse fusion group " + str(g.id) + " (row reduction): " + g.describe());
-  b.line(std::string("// ") + (l.cached ? "cached" : "looped") + " mode: " + str(l.threads_per_row) +
-         " threads per row, block " + str(l.block) + ", vector width " + str(l.vec) +
+  b.line(std::string("// ") + (l.cached ? "cached" : "looped") + " mode: " + str(int64_t{l.threads_per_row} * l.cluster) +
+         " threads per row" + (l.cluster > 1 ? " (a cluster of " + str(l.cluster) + " blocks)" : "") + ", block " + str(l.block) +
+         ", vector width " + str(l.vec) +
          (l.cached ? ", " + str(l.chunks_per_thread) + " vectors per thread" : "") +
          (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
          (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
@@ -116,6 +117,10 @@ struct RowKernel {
 
   std::string team_reduce(const ir::Node* r) {
     const std::string acc = accumulator_name(a, r);
+    if (l.cluster > 1) {
+      return "tf_cluster_reduce<" + str(l.block / 32) + ", " + str(l.cluster) + ">(" + acc + ", " + reduction_functor(*r) +
+             ", smem_" + acc + ", &slot_" + acc + ")";
+    }
     if (l.threads_per_row <= 32) {
       return "tf_warp_reduce<" + str(l.threads_per_row) + ">(" + acc + ", " + reduction_functor(*r) + ")";
     }
@@ -185,7 +190,7 @@ struct RowKernel {
     }
     auto outer = b.scope(loop);
     if (l.cached) {
-      b.line("const tf_index j0 = ((tf_index)k * " + str(l.threads_per_row) + " + tl) * " + vec + ";");
+      b.line("const tf_index j0 = ((tf_index)k * " + str(int64_t{l.threads_per_row} * l.cluster) + " + tl) * " + vec + ";");
       b.open("if (row_ok && j0 < (tf_index)p.cols)");
     } else {
       b.open("if (row_ok)");
@@ -228,13 +233,20 @@ struct RowKernel {
   void emit_body() {
     names[nullptr] = "(double)p.cols";  // N
     const int rpb = l.block / l.threads_per_row;
-    b.line("const int team = threadIdx.x / " + str(l.threads_per_row) + ";");
-    b.line("const int tl = threadIdx.x % " + str(l.threads_per_row) + ";");
+    if (l.cluster > 1) {
+      // The row's team is the whole cluster: thread tl of C * block, one row per cluster.
+      b.line("const int team = 0;");
+      b.line("const int tl = (int)tf_cluster_rank() * " + str(l.block) + " + (int)threadIdx.x;");
+    } else {
+      b.line("const int team = threadIdx.x / " + str(l.threads_per_row) + ";");
+      b.line("const int tl = threadIdx.x % " + str(l.threads_per_row) + ";");
+    }
     b.line("(void)team;");
     if (l.threads_per_row > 32) {
       for (const ir::Node* r : a.reductions) {
-        b.line("__shared__ " + register_type(accumulator_dtype(*r, !l.cached)) + " smem_" + accumulator_name(a, r) + "[" +
-               str(l.block / 32) + "];");
+        const std::string t = register_type(accumulator_dtype(*r, !l.cached));
+        b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(l.block / 32) + "];");
+        if (l.cluster > 1) b.line("__shared__ " + t + " slot_" + accumulator_name(a, r) + ";");
       }
     }
     for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -244,8 +256,9 @@ struct RowKernel {
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
     }
-    auto rows = b.scope("for (tf_index row0 = (tf_index)blockIdx.x * " + str(rpb) + "; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * " +
-                        str(rpb) + ")");
+    const std::string first_row = l.cluster > 1 ? "(tf_index)(blockIdx.x / " + str(l.cluster) + ")" : "(tf_index)blockIdx.x * " + str(rpb);
+    const std::string row_step = l.cluster > 1 ? "(tf_index)(gridDim.x / " + str(l.cluster) + ")" : "(tf_index)gridDim.x * " + str(rpb);
+    auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step + ")");
     b.line("const tf_index row = row0 + team;");
     b.line("const bool row_ok = row < (tf_index)p.rows;");
     emit_row_offsets(b, l);

@@ -25,6 +25,10 @@ struct Tuning {
                              // H200: f32 gelu 6%, swiglu 5%, bf16 swiglu 7% faster than 1 round, bf16 gelu 4% slower)
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
+  // Rows too long for one block's registers: at most this many blocks of a thread-block cluster
+  // share one row, each keeping its slice and exchanging partial reductions through distributed
+  // shared memory (1: none; such rows loop over global memory instead).
+  int row_cluster = 8;
   int row_team = 128;        // threads per row first-pass rows aim for (0: from row_vectors; see reduction_layout.cpp)
   int row_waves = 0;           // cached rows: grid-stride rounds of a full device (0: one block per row
                               // team; measured H200: 4-10% faster than 1 round on the suite's rows)

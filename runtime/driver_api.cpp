@@ -2,10 +2,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "codegen/tuning.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -43,6 +45,7 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventSynchronize), "cuEventSynchronize", a.cuEventSynchronize);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventElapsedTime), "cuEventElapsedTime", a.cuEventElapsedTime);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventDestroy), "cuEventDestroy", a.cuEventDestroy);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuLaunchKernelEx), "cuLaunchKernelEx", a.cuLaunchKernelEx);
 }
 
 Loaded load() {
@@ -162,6 +165,11 @@ DeviceState& device_state(int ordinal) {
 }  // namespace
 
 const DeviceInfo& device_info(int ordinal) { return device_state(ordinal).info; }
+
+int max_cluster(const DeviceInfo& info) {
+  if (info.cc_major < 9 || require_api().cuLaunchKernelEx == nullptr) return 1;
+  return std::max(1, codegen::tuning().row_cluster);
+}
 
 void make_context_current(int ordinal) {
   check_cu(require_api().cuCtxSetCurrent(device_state(ordinal).primary), "cuCtxSetCurrent");

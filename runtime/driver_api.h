@@ -32,6 +32,9 @@ struct DriverApi {
   decltype(&::cuEventElapsedTime) cuEventElapsedTime;
   decltype(&::cuEventDestroy) cuEventDestroy;
   bool has_events() const;
+  // Launches with attributes (thread-block clusters); null on drivers before CUDA 12, where no
+  // schedule asks for clusters (max_cluster() is 1).
+  decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
 };
 
 // The loaded API, or nullptr when no driver is installed or cuInit fails (reason in *why).
@@ -54,6 +57,9 @@ struct DeviceInfo {
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
 };
 const DeviceInfo& device_info(int ordinal);
+// Largest thread-block cluster a row schedule may use on the device: tuning().row_cluster on
+// compute capability 9.0 and newer with a driver that launches clusters, else 1 (none).
+int max_cluster(const DeviceInfo& info);
 // Makes the device's primary context (the one PyTorch uses) current on this thread.
 void make_context_current(int ordinal);
 

@@ -77,6 +77,38 @@ void* stream_counters(const c10::Device& device, int64_t n) {
   return t.data_ptr();
 }
 
+void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x, int cluster,
+                      int block, ParamPacker& params, CompileCounters* counters) {
+  TORCHFUSE_INTERNAL_ASSERT(cluster >= 1 && blocks_x >= cluster && blocks_x % cluster == 0 &&
+                                blocks_x <= std::numeric_limits<int32_t>::max(),
+                            "grid ", blocks_x, " in clusters of ", cluster, " for ", kernel.name);
+  const DriverApi* api = driver_api();
+  TORCHFUSE_INTERNAL_ASSERT(api && api->cuLaunchKernelEx, "cluster launch without cuLaunchKernelEx");
+  CUfunction fn = load_function(kernel, kernel.name, device.index(), counters);
+  void* args[] = {params.data()};
+  make_context_current(device.index());
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(blocks_x);
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(block);
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = 0;
+  config.hStream = current_stream(device);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  const CUresult r = api->cuLaunchKernelEx(&config, fn, args, nullptr);
+  if (r == CUDA_SUCCESS) return;
+  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, "cuLaunchKernelEx") + " (" + kernel.name + ")", kernel.source);
+  check_cu(r, "cuLaunchKernelEx");
+}
+
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison) {
   at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(dtype).device(device));
   if (!poison) return t;

@@ -67,6 +67,9 @@ CUstream current_stream(const c10::Device& device);
 // when the kernel cannot be built, loaded or launched.
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
             int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters);
+// The same with thread-block clusters of `cluster` consecutive blocks along x (blocks_x a multiple).
+void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x, int cluster,
+                      int block, ParamPacker& params, CompileCounters* counters);
 
 // An uninitialized output (poisoned when asked).
 // At least n zeroed 32-bit counters private to the current CUDA stream of `device`. Split

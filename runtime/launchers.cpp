@@ -1,6 +1,7 @@
 #include "runtime/launchers.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <ATen/ATen.h>
 
@@ -45,9 +46,9 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 }
 
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
-                                          int sm_count, bool allow_vector) {
+                                          int sm_count, int max_cluster, bool allow_vector) {
   return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
-                                        sm_count, allow_vector);
+                                        sm_count, max_cluster, allow_vector);
 }
 
 // Row schedule's vector loads need each row start and pointer aligned to the vector.
@@ -182,8 +183,9 @@ int64_t looped_blocks_per_sm(const codegen::ReductionLayout& l, const DeviceInfo
 std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, true);
-  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, false);
+  const int cluster_limit = max_cluster(info);
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, true);
+  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, false);
   auto out = allocate_outputs(fk, c);
   const int64_t rows = l.outer();
   if (rows == 0) return out;
@@ -210,9 +212,15 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
                              : tune.row_waves == 0 ? (int64_t{1} << 30)
                                                    : full_device * tune.row_waves;
+  fk.count_launches(1);
+  if (l.cluster > 1) {
+    // A cluster per row (the kernel strides over rows by the grid's clusters).
+    const int64_t clusters = std::min<int64_t>(rows, std::numeric_limits<int32_t>::max() / l.cluster);
+    launch_clustered(kernel, c.device, clusters * l.cluster, l.cluster, l.block, p, fk.counters());
+    return out;
+  }
   const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
   launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
-  fk.count_launches(1);
   return out;
 }
 
@@ -221,8 +229,8 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
 std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, true);
-  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, false);
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, 1, true);
+  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, 1, false);
   auto out = allocate_outputs(fk, c);
   const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
   if (O * I == 0) return out;
@@ -291,18 +299,18 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
 }  // namespace
 
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
-                                int sm_count, bool allow_vector) {
+                                int sm_count, int max_cluster, bool allow_vector) {
   switch (g.schedule) {
     case Schedule::Pointwise: {
       const auto l = pointwise_layout(g, nullptr, call);
       return {"pw;" + l.key(), codegen::generate_pointwise(g, l)};
     }
     case Schedule::RowReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, allow_vector);
+      const auto l = reduction_layout(g, *a, call, sm_count, max_cluster, allow_vector);
       return {"row;" + l.key(), codegen::generate_row_reduction(g, l)};
     }
     case Schedule::ColumnReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, allow_vector);
+      const auto l = reduction_layout(g, *a, call, sm_count, 1, allow_vector);
       return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
     }
     case Schedule::FullReduction: {

@@ -158,6 +158,7 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
 }
 
 TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
+  cg::ScopedTuning no_cluster(with("row_cluster=1"));  // looped rows, not a cluster per row
   const std::string full = kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})});
   EXPECT_NE(full.find("looped mode"), std::string::npos) << full;
   const std::string src = body(full);
@@ -181,6 +182,30 @@ TEST(ChunkSums, SixteenBitColumnAndFullSumsAddVectorsInFloatFirst) {
   // f32 inputs keep a double add per element.
   EXPECT_EQ(body(kernel_source(col, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
   EXPECT_EQ(body(kernel_source(full, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
+}
+
+TEST(RowCluster, LongRowsShareAClusterOnSm90) {
+  // Rows of 65536 f32 do not fit one block's registers: on sm_90 a cluster of 4 blocks of 512
+  // threads keeps the row (8 vectors per thread) and reduces through distributed shared memory.
+  const auto m = module_returning("x", "torch.softmax(x, -1)");
+  const std::vector<c10::IValue> in = {torch::randn({2, 65536})};
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+  ASSERT_EQ(e.kernels.size(), 1u);
+  const std::string& src = e.kernels[0].source;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 2048 threads per row (a cluster of 4 blocks), block 512",
+                                              "8 vectors per thread", "const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;",
+                                              "__shared__ float slot_acc0;",
+                                              "row0 = (tf_index)(blockIdx.x / 4)", "(tf_index)k * 2048 + tl",
+                                              "tf_cluster_reduce<16, 4>(acc0, tf_max_op(), smem_acc0, &slot_acc0)"}))
+      << src;
+  ASSERT_EQ(e.cubin_bytes.size(), 1u);
+  EXPECT_GT(e.cubin_bytes[0], 0u);
+  // Without clusters (older GPUs, or row_cluster=1) the row loops over global memory.
+  auto o = tftest::quiet_options();
+  o.offline_arch = "sm_80";
+  EXPECT_NE(torchfuse::compile(m, o).explain(in).kernels[0].source.find("looped mode"), std::string::npos);
+  cg::ScopedTuning off(with("row_cluster=1"));
+  EXPECT_NE(kernel_source(m, in).find("looped mode"), std::string::npos);
 }
 
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
