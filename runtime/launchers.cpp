@@ -212,15 +212,15 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
                              : tune.row_waves == 0 ? (int64_t{1} << 30)
                                                    : full_device * tune.row_waves;
-  fk.count_launches(1);
   if (l.cluster > 1) {
     // A cluster per row (the kernel strides over rows by the grid's clusters).
     const int64_t clusters = std::min<int64_t>(rows, std::numeric_limits<int32_t>::max() / l.cluster);
     launch_clustered(kernel, c.device, clusters * l.cluster, l.cluster, l.block, p, fk.counters());
-    return out;
+  } else {
+    const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
+    launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
   }
-  const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(rows, rows_per_block), max_blocks));
-  launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters());
+  fk.count_launches(1);
   return out;
 }
 

@@ -169,13 +169,12 @@ TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
   EXPECT_EQ(plain.find("chunk_acc"), std::string::npos) << plain;
 }
 
-TEST(ChunkSums, SixteenBitColumnAndFullSumsAddVectorsInFloatFirst) {
+TEST(ChunkSums, SixteenBitFullSumsAddVectorsInFloatFirst) {
   const auto col = module_returning("x", "x.sum(0)");
   const auto full = module_returning("x", "(x * x).mean()");
   for (auto t : {c10::kBFloat16, c10::kHalf}) {
-    const std::string c = body(kernel_source(col, {torch::randn({4096, 512}).to(t)}));
-    EXPECT_TRUE(tftest::contains_in_order(c, {"float chunk_acc0[8];", "chunk_acc0[lane] += ", "acc0[lane] += (double)chunk_acc0[lane];"}))
-        << c;
+    // Columns add each element in double (chunks measured slower there).
+    EXPECT_EQ(body(kernel_source(col, {torch::randn({4096, 512}).to(t)})).find("chunk_acc"), std::string::npos);
     const std::string f = body(kernel_source(full, {torch::randn({4096, 512}).to(t)}));
     EXPECT_TRUE(tftest::contains_in_order(f, {"float chunk_acc0 = 0.0f;", "chunk_acc0 += ", "acc0 += (double)chunk_acc0;"})) << f;
   }
@@ -200,6 +199,8 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
       << src;
   ASSERT_EQ(e.cubin_bytes.size(), 1u);
   EXPECT_GT(e.cubin_bytes[0], 0u);
+  // bf16 rows keep values or packed inputs, and loop (a cluster measured slower for them).
+  EXPECT_NE(kernel_source(m, {torch::randn({2, 65536}).to(c10::kBFloat16)}).find("looped mode"), std::string::npos);
   // Without clusters (older GPUs, or row_cluster=1) the row loops over global memory.
   auto o = tftest::quiet_options();
   o.offline_arch = "sm_80";
