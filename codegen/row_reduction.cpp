@@ -1,5 +1,7 @@
 #include "codegen/row_reduction.h"
 
+#include <algorithm>
+
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
 #include "codegen/tuning.h"
@@ -275,7 +277,10 @@ struct RowKernel {
       b.line(register_type(g.inputs[k]->type.dtype) + " " + name + " = " + e + ";");
       names[g.inputs[k]] = name;
     }
-    for (const ir::Value* v : cached) {
+    // In id order: the source (and with it the kernel cache key) must not depend on pointer values.
+    std::vector<const ir::Value*> by_id(cached.begin(), cached.end());
+    std::sort(by_id.begin(), by_id.end(), [](const ir::Value* x, const ir::Value* y) { return x->id < y->id; });
+    for (const ir::Value* v : by_id) {
       b.line(register_type(v->type.dtype) + " cache" + str(v->id) + "[" + str(l.chunks_per_thread * l.vec) + "];");
     }
     for (size_t k = 0; k < g.inputs.size(); ++k) {

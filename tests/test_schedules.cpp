@@ -150,7 +150,10 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   const auto m = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   const std::vector<c10::IValue> in = {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16),
                                        torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)};
-  EXPECT_EQ(kernel_source(m, in).find("inputs kept as loaded"), std::string::npos);
+  const std::string src = kernel_source(m, in);
+  EXPECT_EQ(src.find("inputs kept as loaded"), std::string::npos);
+  // Both kept values, declared in id order (never pointer order: the source is the cache key).
+  EXPECT_TRUE(tftest::contains_in_order(src, {"float cache7[", "float cache10["})) << src;
   // logsumexp keeps x either way: as loaded it takes half the registers and recomputes nothing.
   const std::string lse = kernel_source(module_from(tftest::suite_pattern("logsumexp_rows").source),
                                         {torch::randn({8, 1024}).to(c10::kBFloat16)});
