@@ -94,11 +94,9 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
 // recomputation. Measured (H100, H200): it pays for 16-bit inputs when the recomputation is cheap
 // (rms norm, logsumexp: +4-15%) or when the values would take over 32 registers per thread
 // (bf16 softmax, layer norm: +20-30%); recomputing exp where the values fit (bf16 attention
-// softmax, 1024 columns) lost 20%, and every f32 case lost 4-7%.
-bool prefer_inputs(const ReductionLayout& values_layout, const ReductionLayout& l, const RowCacheNeeds& needs) {
-  const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(),
-                                     [&](size_t k) { return c10::elementSize(l.inputs[k].dtype) == 2; });
-  if (!all_16bit) return false;
+// softmax, 1024 columns) lost 20%, and every f32 case lost 4-7%. For rows whose re-read inputs
+// are all 16-bit (auto_policy).
+bool prefer_inputs(const ReductionLayout& values_layout, const RowCacheNeeds& needs) {
   if (!values_layout.cached || !needs.costly_recompute) return true;
   const int64_t value_registers = int64_t{values_layout.chunks_per_thread} * values_layout.vec * needs.values_bytes / 4;
   return value_registers > 32;
@@ -113,7 +111,7 @@ RowCachePolicy auto_policy(const ReductionLayout& values_layout, const Reduction
   const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(),
                                      [&](size_t k) { return c10::elementSize(l.inputs[k].dtype) == 2; });
   if (!all_16bit) return RowCachePolicy::FirstPass;
-  return prefer_inputs(values_layout, l, needs) ? RowCachePolicy::Inputs : RowCachePolicy::Values;
+  return prefer_inputs(values_layout, needs) ? RowCachePolicy::Inputs : RowCachePolicy::Values;
 }
 
 // First-pass rows aim for tuning().row_team threads and at most 8 vectors per thread (H200 f32:
