@@ -102,12 +102,11 @@ void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   b.close(";");
 }
 
-// Every element input is 16-bit (fp16/bf16). Float sums of one vector's lanes before the double
-// accumulator then save a float-to-double conversion per element at an error far below the
-// inputs' own rounding; 32-bit inputs keep per-element double sums (f32 column chunks strayed
-// from eager on col_sum).
-template <typename Inputs>
-bool sixteen_bit_elements(const Inputs& inputs) {
+// Every element input of a full reduction is 16-bit (fp16/bf16). Float sums of one vector's lanes
+// before the double accumulator then save a float-to-double conversion per element at an error
+// far below the inputs' own rounding; 32-bit inputs keep per-element double sums (f32 column
+// chunks strayed from eager on col_sum).
+bool sixteen_bit_elements(const std::vector<OperandLayout>& inputs) {
   bool any = false;
   for (const auto& in : inputs) {
     if (in.access == Access::Scalar || in.access == Access::Uniform) continue;

@@ -71,13 +71,13 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
 void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x, int cluster,
                       int block, ParamPacker& params, CompileCounters* counters);
 
-// An uninitialized output (poisoned when asked).
 // At least n zeroed 32-bit counters private to the current CUDA stream of `device`. Split
 // reductions count their finished blocks there; the last block to finish combines the partials
 // and puts its counter back to zero, so the launches of one stream, which run in order, share
 // them. Grown (with a fresh zeroed buffer, on that stream) when n exceeds what the stream has.
 void* stream_counters(const c10::Device& device, int64_t n);
 
+// An uninitialized output (poisoned when asked).
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison);
 
 }  // namespace runtime
