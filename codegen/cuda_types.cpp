@@ -193,10 +193,50 @@ struct tf_sum_op { template <typename T> __device__ __forceinline__ T operator()
 struct tf_max_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return tf_maximum(a, b); } };
 struct tf_min_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return tf_minimum(a, b); } };
 
+// Online softmax (codegen::OnlineSum): a running max m and the sum s of exp(v - m) over the
+// values seen. m starts at the lowest finite float, so that a -inf value adds exp(-inf) = 0;
+// tf_online_max gives -inf back for rows of -inf (the only ones left with s == 0: the max
+// itself adds exp(0) = 1).
+struct tf_max_sum { float m; float s; };
+// Folds N values in at once: their max first, one rescale, then N independent exps (no branch
+// and no dependence between the values, so the loads before it stay batched).
+template <int N> __device__ __forceinline__ void tf_online_add(tf_max_sum& a, const float (&v)[N]) {
+  float m = a.m;
+#pragma unroll
+  for (int i = 0; i < N; ++i) m = tf_maximum(m, v[i]);
+  float s = a.s * tf_exp_shifted(a.m - m);
+#pragma unroll
+  for (int i = 0; i < N; ++i) s += tf_exp_shifted(v[i] - m);
+  a = tf_max_sum{m, s};
+}
+struct tf_max_sum_op {
+  __device__ __forceinline__ tf_max_sum operator()(tf_max_sum a, tf_max_sum b) const {
+    const float m = tf_maximum(a.m, b.m);
+    return tf_max_sum{m, a.s * tf_exp_shifted(a.m - m) + b.s * tf_exp_shifted(b.m - m)};
+  }
+};
+__device__ __forceinline__ float tf_online_max(tf_max_sum a) { return a.s == 0.0f ? -__int_as_float(0x7f800000) : a.m; }
+// sum(exp(v - shift)) with shift = the max, or (masked, as logsumexp) 0 where the max is
+// infinite: where it is not finite, the terms are known without the rescaled sum.
+__device__ __forceinline__ float tf_online_sum(tf_max_sum a, bool masked) {
+  const float m = tf_online_max(a);
+  if (fabsf(m) <= 3.40282347e38f) return a.s;
+  if (!masked || m != m) return __int_as_float(0x7fc00000);  // inf - inf, or NaN values
+  return m > 0.0f ? __int_as_float(0x7f800000) : 0.0f;      // exp(+inf), or only exp(-inf) terms
+}
+
+// One shuffle step of a team reduction, for plain values and online pairs.
+template <typename T> __device__ __forceinline__ T tf_shfl_xor(T v, int offset, int width) {
+  return __shfl_xor_sync(0xffffffffu, v, offset, width);
+}
+__device__ __forceinline__ tf_max_sum tf_shfl_xor(tf_max_sum v, int offset, int width) {
+  return tf_max_sum{__shfl_xor_sync(0xffffffffu, v.m, offset, width), __shfl_xor_sync(0xffffffffu, v.s, offset, width)};
+}
+
 // Reduces across a team of W consecutive lanes (W a power of two <= 32); every lane gets the result.
 template <int W, typename T, typename Op> __device__ __forceinline__ T tf_warp_reduce(T v, Op op) {
 #pragma unroll
-  for (int offset = W / 2; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset, W));
+  for (int offset = W / 2; offset > 0; offset >>= 1) v = op(v, tf_shfl_xor(v, offset, W));
   return v;
 }
 // Reduces across the whole block (WARPS warps); every thread gets the result.
@@ -245,6 +285,9 @@ __device__ __forceinline__ double tf_cluster_load(const double* smem, unsigned r
 }
 __device__ __forceinline__ long long tf_cluster_load(const long long* smem, unsigned rank) { return (long long)tf_cluster_load64(smem, rank); }
 __device__ __forceinline__ int tf_cluster_load(const int* smem, unsigned rank) { return (int)tf_cluster_load32(smem, rank); }
+__device__ __forceinline__ tf_max_sum tf_cluster_load(const tf_max_sum* smem, unsigned rank) {
+  return tf_max_sum{tf_cluster_load(&smem->m, rank), tf_cluster_load(&smem->s, rank)};
+}
 // Reduces across the C blocks (WARPS warps each) of a cluster; every thread of each gets the
 // same result, combined in rank order. `slot` is a shared variable of this reduction's own; the
 // last barrier keeps it (and the block) alive until every block has read it.

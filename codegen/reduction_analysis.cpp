@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
+#include <optional>
 
 #include "codegen/cuda_types.h"
 #include "src/error.h"
@@ -19,6 +21,27 @@ bool is_literal(const ir::Value* v) { return v->constant.has_value() || v->reduc
 int ReductionAnalysis::level_of(const ir::Value* v) const {
   auto it = level.find(v);
   return it == level.end() ? 0 : it->second;
+}
+
+const OnlineSum* ReductionAnalysis::online_sum(const ir::Node* r) const {
+  auto it = online.find(r);
+  return it == online.end() ? nullptr : &it->second;
+}
+
+int ReductionAnalysis::accumulate_pass(const ir::Node* r) const {
+  const OnlineSum* o = online_sum(r);
+  return level_of((o ? o->max : r)->inputs[0]);
+}
+
+const ir::Node* ReductionAnalysis::duplicate_of(const ir::Node* r) const {
+  auto it = duplicates.find(r);
+  return it == duplicates.end() ? nullptr : it->second;
+}
+
+RowRewrites row_rewrites(bool online_sums) { return RowRewrites{online_sums, true}; }
+
+bool ReductionAnalysis::absorbed_max(const ir::Node* r) const {
+  return std::any_of(online.begin(), online.end(), [&](const auto& kv) { return kv.second.max == r; });
 }
 
 namespace {
@@ -39,6 +62,54 @@ bool costly(const FusionGroup& g, const ReductionAnalysis& a, const ir::Value* v
   return std::any_of(n->inputs.begin(), n->inputs.end(), [&](const ir::Value* in) { return costly(g, a, in); });
 }
 
+bool in_group(const FusionGroup& g, const ir::Node* n) {
+  return n && std::find(g.nodes.begin(), g.nodes.end(), n) != g.nodes.end();
+}
+
+// Computed and kept in float registers (f32, f16 and bf16 values alike).
+bool float_registers(const ir::Node& n) {
+  const auto compute = n.compute_dtype == c10::ScalarType::Undefined ? n.output()->type.dtype : n.compute_dtype;
+  return register_dtype(compute) == c10::ScalarType::Float && register_dtype(n.output()->type.dtype) == c10::ScalarType::Float;
+}
+
+bool is_constant(const ir::Value* v, double c) { return v->constant.has_value() && v->constant->toDouble() == c; }
+
+// The max reduction that shift `m` is: its result, or where(|max| == inf, 0, max) as
+// convert_logsumexp builds it (`masked`); nullptr for anything else.
+const ir::Node* shift_max(const FusionGroup& g, const ir::Value* m, bool* masked) {
+  *masked = false;
+  const ir::Node* n = m->producer;
+  if (!in_group(g, n)) return nullptr;
+  if (n->kind == ir::OpKind::ReduceMax) return n;
+  if (n->kind != ir::OpKind::Where || !is_constant(n->inputs[1], 0.0)) return nullptr;
+  const ir::Node* r = n->inputs[2]->producer;
+  const ir::Node* eq = n->inputs[0]->producer;
+  if (!in_group(g, r) || r->kind != ir::OpKind::ReduceMax || !in_group(g, eq) || eq->kind != ir::OpKind::Eq) return nullptr;
+  const ir::Node* abs = eq->inputs[0]->producer;
+  if (!in_group(g, abs) || abs->kind != ir::OpKind::Abs || abs->inputs[0] != r->output() ||
+      !is_constant(eq->inputs[1], std::numeric_limits<double>::infinity())) {
+    return nullptr;
+  }
+  *masked = true;
+  return r;
+}
+
+// Is sum reduction `s` of the form sum(exp(f - shift(max(f)))), all in float registers?
+std::optional<OnlineSum> online_pair(const FusionGroup& g, const ir::Node& s) {
+  if (s.kind != ir::OpKind::ReduceSum || register_dtype(s.output()->type.dtype) != c10::ScalarType::Float) return std::nullopt;
+  const ir::Node* e = s.inputs[0]->producer;
+  if (!in_group(g, e) || e->kind != ir::OpKind::Exp || !float_registers(*e)) return std::nullopt;
+  const ir::Node* d = e->inputs[0]->producer;
+  if (!in_group(g, d) || d->kind != ir::OpKind::Sub || !float_registers(*d)) return std::nullopt;
+  OnlineSum pair;
+  pair.max = shift_max(g, d->inputs[1], &pair.masked);
+  if (!pair.max || pair.max->inputs[0] != d->inputs[0] || pair.max->dims != s.dims ||
+      register_dtype(pair.max->output()->type.dtype) != c10::ScalarType::Float) {
+    return std::nullopt;
+  }
+  return pair;
+}
+
 // What the row schedule's cache policies need (ReductionAnalysis::cache_needs).
 RowCacheNeeds cache_needs_of(const FusionGroup& g, const ReductionAnalysis& a) {
   RowCacheNeeds needs;
@@ -55,7 +126,7 @@ RowCacheNeeds cache_needs_of(const FusionGroup& g, const ReductionAnalysis& a) {
 
 }  // namespace
 
-ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
+ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewrites) {
   ReductionAnalysis a;
   const ir::Node* first = nullptr;
   for (const ir::Node* n : g.nodes)
@@ -81,8 +152,20 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
       if (!is_literal(in)) lvl = std::max(lvl, a.level_of(in));
     }
     if (ir::is_reduction(n->kind)) {
-      a.reductions.push_back(n);
       a.level[n->output()] = lvl + 1;
+      for (const ir::Node* r : a.reductions) {
+        if (!rewrites.share_duplicates || a.duplicate_of(r) || r->kind != n->kind || r->inputs[0] != n->inputs[0] || r->dims != n->dims) continue;
+        a.duplicates[n] = r;
+        a.level[n->output()] = a.level_of(r->output());
+        break;
+      }
+      a.reductions.push_back(n);
+      auto pair = rewrites.online_sums && !a.duplicate_of(n) ? online_pair(g, *n) : std::nullopt;
+      if (pair && a.duplicate_of(pair->max)) pair->max = a.duplicate_of(pair->max);
+      if (pair && !a.is_row(pair->max->inputs[0]) && !is_literal(pair->max->inputs[0]) && !a.absorbed_max(pair->max)) {
+        a.online[n] = *pair;
+        a.level[n->output()] = a.level_of(pair->max->output());
+      }
       a.per_row.insert(n->output());
       derived.insert(n->output());
       continue;
@@ -110,7 +193,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
       a.element_nodes.push_back(n);
     }
   }
-  for (const ir::Node* r : a.reductions) a.passes = std::max(a.passes, a.level_of(r->inputs[0]) + 1);
+  for (const ir::Node* r : a.reductions) a.passes = std::max(a.passes, a.accumulate_pass(r) + 1);
   for (const ir::Value* out : g.outputs)
     if (!a.is_row(out)) a.passes = std::max(a.passes, a.level_of(out) + 1);
   a.cached = a.cached_values(g, Reuse::Values);
@@ -127,8 +210,10 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g) {
 
 std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup& g, int pass) const {
   std::vector<const ir::Value*> t;
-  for (const ir::Node* r : reductions)
-    if (level_of(r->inputs[0]) == pass && !is_row(r->inputs[0])) t.push_back(r->inputs[0]);
+  for (const ir::Node* r : reductions) {
+    // An online sum reads its max's input, which the max already targets.
+    if (!online.count(r) && level_of(r->inputs[0]) == pass && !is_row(r->inputs[0])) t.push_back(r->inputs[0]);
+  }
   for (const ir::Value* out : g.outputs)
     if (!is_row(out) && level_of(out) == pass) t.push_back(out);
   return t;

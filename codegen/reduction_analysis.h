@@ -26,6 +26,15 @@ struct RowCacheNeeds {
   std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
   bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
 };
+// An online softmax sum (row schedules): sum(exp(f - m)) where m = max(f) over the same row, or
+// that max with infinities masked to 0 (logsumexp). Both accumulate in the pass that computes f,
+// as a running max and a sum rescaled whenever the max grows (tf_online_add), and one team
+// reduction combines the pairs: the sum takes no pass of its own.
+struct OnlineSum {
+  const ir::Node* max = nullptr;  // the max reduction the pair also computes
+  bool masked = false;            // the shift is where(|m| == inf, 0, m)
+};
+
 struct ReductionAnalysis {
   ReductionDomain rd;
   std::map<const ir::Value*, int> level;
@@ -38,9 +47,23 @@ struct ReductionAnalysis {
   std::set<const ir::Value*> cached_first;     // the same under Reuse::FirstPass
   std::set<const ir::Value*> reread_inputs;    // group inputs several passes read (nothing cached)
   RowCacheNeeds cache_needs;                   // for the row schedule's planner (computed once here)
+  std::map<const ir::Node*, OnlineSum> online;  // online sums, by their sum node (lookups only)
+  // Reductions of the same kind, input and dims as an earlier one (logsumexp without keepdim
+  // takes the max twice): no accumulator, the earlier one's result (lookups only).
+  std::map<const ir::Node*, const ir::Node*> duplicates;
 
   bool is_row(const ir::Value* v) const { return per_row.count(v) > 0; }
   int level_of(const ir::Value* v) const;
+  // The pass in which reduction `r` accumulates (an online sum: its max's pass).
+  int accumulate_pass(const ir::Node* r) const;
+  // The online sum, if any, for reduction `r`.
+  const OnlineSum* online_sum(const ir::Node* r) const;
+  // Is max reduction `r` computed by an online sum's pair (it has no accumulator of its own)?
+  bool absorbed_max(const ir::Node* r) const;
+  // The earlier reduction `r` repeats, or nullptr.
+  const ir::Node* duplicate_of(const ir::Node* r) const;
+  // Does `r` accumulate into an accumulator of its own (not absorbed, not a duplicate)?
+  bool has_accumulator(const ir::Node* r) const { return !absorbed_max(r) && !duplicate_of(r); }
   // Element values needed in pass L: the inputs of reductions of level L, and element outputs
   // of level L.
   std::vector<const ir::Value*> pass_targets(const FusionGroup& g, int pass) const;
@@ -56,7 +79,14 @@ struct ReductionAnalysis {
   std::map<const ir::Value*, int> first_passes(const FusionGroup& g, Reuse reuse) const;
 };
 
-ReductionAnalysis analyze_reduction_group(const FusionGroup& g);
+// What the row schedule can do that the split ones (one pass, no team pairs) do not.
+struct RowRewrites {
+  bool online_sums = false;       // pair softmax sums with their max (OnlineSum)
+  bool share_duplicates = false;  // reduce once for reductions that repeat (duplicates)
+};
+RowRewrites row_rewrites(bool online_sums);  // both where the schedule is a row one
+
+ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewrites = {});
 
 
 }  // namespace codegen

@@ -51,6 +51,22 @@ std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* r) {
   return "acc" + std::to_string(it - a.reductions.begin());
 }
 
+std::string accumulator_type(const ReductionAnalysis& a, const ir::Node* r, bool wide) {
+  return a.online_sum(r) ? "tf_max_sum" : register_type(accumulator_dtype(*r, wide));
+}
+
+std::string accumulator_identity(const ReductionAnalysis& a, const ir::Node* r, bool wide) {
+  // The running max starts at the lowest finite float, not -inf, so that exp(v - max) of a -inf
+  // value is exp(-inf) = 0, not NaN (tf_online_max recovers -inf).
+  return a.online_sum(r) ? "tf_max_sum{-3.40282347e38f, 0.0f}" : reduction_identity(*r, wide);
+}
+
+std::string accumulator_functor(const ReductionAnalysis& a, const ir::Node* r) {
+  return a.online_sum(r) ? "tf_max_sum_op()" : reduction_functor(*r);
+}
+
+std::string online_values(const ir::Node* sum) { return "ol" + std::to_string(sum->output()->id); }
+
 bool chunkable_sum(const ir::Node& r) {
   return r.kind == ir::OpKind::ReduceSum && accumulator_dtype(r, true) == c10::ScalarType::Double &&
          register_dtype(r.output()->type.dtype) == c10::ScalarType::Float;
@@ -58,13 +74,13 @@ bool chunkable_sum(const ir::Node& r) {
 
 void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass) {
   for (const ir::Node* r : a.reductions) {
-    if (a.level_of(r->inputs[0]) == pass && chunkable_sum(*r)) b.line("float chunk_" + accumulator_name(a, r) + " = 0.0f;");
+    if (a.accumulate_pass(r) == pass && !a.online_sum(r) && chunkable_sum(*r)) b.line("float chunk_" + accumulator_name(a, r) + " = 0.0f;");
   }
 }
 
 void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass) {
   for (const ir::Node* r : a.reductions) {
-    if (a.level_of(r->inputs[0]) != pass || !chunkable_sum(*r)) continue;
+    if (a.accumulate_pass(r) != pass || a.online_sum(r) || !chunkable_sum(*r)) continue;
     const std::string acc = accumulator_name(a, r);
     b.line(acc + " += (double)chunk_" + acc + ";");
   }
@@ -101,7 +117,13 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
     }
   }
   for (const ir::Node* r : a.reductions) {
-    if (a.level_of(r->inputs[0]) != pass) continue;
+    if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+    if (const OnlineSum* o = a.online_sum(r)) {
+      TORCHFUSE_INTERNAL_ASSERT(!online_slot.empty(), "online sum %", r->output()->id, " in a schedule without online slots");
+      b.line(online_values(r) + online_slot + " = " + operand(o->max->inputs[0], c10::ScalarType::Float, names) +
+             ";  // max -> %" + std::to_string(o->max->output()->id) + ", online sum -> %" + std::to_string(r->output()->id));
+      continue;
+    }
     if (chunk_sums && wide_sums && chunkable_sum(*r)) {
       const std::string chunk = "chunk_" + accumulator_name(a, r) + accumulator_suffix;
       b.line(chunk + " += " + operand(r->inputs[0], c10::ScalarType::Float, names) + ";  // " + ir::op_name(r->kind) +

@@ -20,7 +20,14 @@ namespace codegen {
 c10::ScalarType accumulator_dtype(const ir::Node& reduction, bool wide);
 std::string reduction_identity(const ir::Node& reduction, bool wide);
 std::string reduction_functor(const ir::Node& reduction);
+// The accumulator's register type, identity and team functor, online sums included (their
+// max has no accumulator: absorbed_max).
+std::string accumulator_type(const ReductionAnalysis& a, const ir::Node* reduction, bool wide);
+std::string accumulator_identity(const ReductionAnalysis& a, const ir::Node* reduction, bool wide);
+std::string accumulator_functor(const ReductionAnalysis& a, const ir::Node* reduction);
 // "acc<k>" for the k-th reduction of the analysis.
+// The array an online sum's values are collected in ("ol" and the sum's id).
+std::string online_values(const ir::Node* sum);
 std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* reduction);
 
 struct PassEmitter {
@@ -43,6 +50,9 @@ struct PassEmitter {
   // Row phases compute 1 / v once per row for per-row float divisors of element divisions
   // (softmax's sum); element passes multiply by it. Shared across the passes of one kernel.
   ValueNames* reciprocals = nullptr;
+  // Index of the current element in the arrays ("ol" + online_values(sum)) where the schedule
+  // collects the values of online sums before folding them in (tf_online_add).
+  std::string online_slot;
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.

@@ -160,8 +160,10 @@ std::string ReductionLayout::key() const {
                   std::to_string(red_sizes.size()) + ";B" + std::to_string(inner_sizes.size()) +
                   ";vec=" + std::to_string(vec) + ";tpr=" + std::to_string(threads_per_row) +
                   ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
-                  ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) + ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) + ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
-                  ";idx=" + (index64 ? "64" : "32") + ";in=";
+                  ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) +
+                  ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
+                  ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
+                  ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   return k;
 }
@@ -225,6 +227,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   if (schedule == Schedule::RowReduction) {
     l.vec = allow_vector && l.red_sizes.size() == 1 ? static_cast<int>(std::min<size_t>(8, 16 / widest)) : 1;
     if (l.reduced() % l.vec != 0) l.vec = 1;
+    l.online = tuning().online_softmax != 0;
     choose_row_schedule(l, cache, max_cluster);
     return l;
   }

@@ -45,6 +45,7 @@ struct ReductionLayout {
   int cluster = 1;            // row schedule: blocks of a thread-block cluster sharing each row
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
+  bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
   bool index64 = false;
 
   int64_t outer() const;

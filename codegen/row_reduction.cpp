@@ -47,6 +47,15 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
          (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
          (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
+  for (const ir::Node* r : a.reductions) {
+    if (const ir::Node* d = a.duplicate_of(r)) {
+      b.line("// %" + str(r->output()->id) + " is %" + str(d->output()->id) + " again (the same reduction of the same values)");
+    }
+    if (const OnlineSum* o = a.online_sum(r)) {
+      b.line("// %" + str(o->max->output()->id) + " and %" + str(r->output()->id) +
+             " accumulate together: a running max and the sum of exp(v - max), rescaled as the max grows");
+    }
+  }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     b.line("// " + input_name(k) + " = %" + str(g.inputs[k]->id) + " " + ir::dtype_short_name(l.inputs[k].dtype) + ", " +
            access_name(l.inputs[k].access));
@@ -120,13 +129,13 @@ struct RowKernel {
   std::string team_reduce(const ir::Node* r) {
     const std::string acc = accumulator_name(a, r);
     if (l.cluster > 1) {
-      return "tf_cluster_reduce<" + str(l.block / 32) + ", " + str(l.cluster) + ">(" + acc + ", " + reduction_functor(*r) +
+      return "tf_cluster_reduce<" + str(l.block / 32) + ", " + str(l.cluster) + ">(" + acc + ", " + accumulator_functor(a, r) +
              ", smem_" + acc + ", &slot_" + acc + ")";
     }
     if (l.threads_per_row <= 32) {
-      return "tf_warp_reduce<" + str(l.threads_per_row) + ">(" + acc + ", " + reduction_functor(*r) + ")";
+      return "tf_warp_reduce<" + str(l.threads_per_row) + ">(" + acc + ", " + accumulator_functor(a, r) + ")";
     }
-    return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + reduction_functor(*r) + ", smem_" + acc + ")";
+    return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + accumulator_functor(a, r) + ", smem_" + acc + ")";
   }
 
   // Which element values are kept in registers across passes (cached mode, unless only inputs are).
@@ -178,6 +187,7 @@ struct RowKernel {
     pe.wide_sums = !l.cached;
     pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
+    pe.online_slot = l.cached ? "[k * " + str(l.vec) + " + lane]" : "[lane]";
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
@@ -204,6 +214,7 @@ struct RowKernel {
       b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
     }
     if (pe.chunk_sums) declare_chunk_sums(b, a, pass);
+    if (!l.cached) declare_online_values(pass, l.vec);
     b.line("#pragma unroll");
     {
       auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
@@ -212,6 +223,7 @@ struct RowKernel {
       pe.emit(pass, [&](size_t k, const std::string& e) { b.line("o" + str(static_cast<int64_t>(k)) + "[lane] = " + e + ";"); });
     }
     if (pe.chunk_sums) flush_chunk_sums(b, a, pass);
+    if (!l.cached) fold_online_values(pass);
     for (size_t k : element_outputs) {
       const std::string kk = str(static_cast<int64_t>(k));
       const auto dt = g.outputs[k]->type.dtype;
@@ -232,6 +244,37 @@ struct RowKernel {
     });
   }
 
+  // Arrays collecting the values of the pass's online sums: a vector's lanes (looped rows) or all
+  // of this thread's values (cached rows; -inf where no element is: it adds exp(-inf) = 0).
+  void declare_online_values(int pass, int count) {
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) != pass || !a.online_sum(r)) continue;
+      b.line("float " + online_values(r) + "[" + str(count) + "];");
+      if (!l.cached) continue;
+      b.line("#pragma unroll");
+      b.line("for (int i = 0; i < " + str(count) + "; ++i) " + online_values(r) + "[i] = -__int_as_float(0x7f800000);");
+    }
+  }
+  void fold_online_values(int pass) {
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) == pass && a.online_sum(r)) b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
+    }
+  }
+
+  // An online pair's team result: the max (-inf where every value was -inf) and the sum.
+  void emit_online_result(const ir::Node* r) {
+    const OnlineSum& o = *a.online_sum(r);
+    const std::string pair = "ms" + str(r->output()->id);
+    b.line("const tf_max_sum " + pair + " = " + team_reduce(r) + ";");
+    const std::string m = "red" + str(o.max->output()->id);
+    const std::string s = "red" + str(r->output()->id);
+    b.line("const float " + m + " = tf_online_max(" + pair + ");  // %" + str(o.max->output()->id));
+    b.line("const float " + s + " = tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ");  // %" +
+           str(r->output()->id));
+    names[o.max->output()] = m;
+    names[r->output()] = s;
+  }
+
   void emit_body() {
     names[nullptr] = "(double)p.cols";  // N
     const int rpb = l.block / l.threads_per_row;
@@ -246,7 +289,8 @@ struct RowKernel {
     b.line("(void)team;");
     if (l.threads_per_row > 32) {
       for (const ir::Node* r : a.reductions) {
-        const std::string t = register_type(accumulator_dtype(*r, !l.cached));
+        if (!a.has_accumulator(r)) continue;
+        const std::string t = accumulator_type(a, r, !l.cached);
         b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(l.block / 32) + "];");
         if (l.cluster > 1) b.line("__shared__ " + t + " slot_" + accumulator_name(a, r) + ";");
       }
@@ -292,17 +336,26 @@ struct RowKernel {
       emit_row_phase(pass);
       if (pass == a.passes) break;
       for (const ir::Node* r : a.reductions) {
-        if (a.level_of(r->inputs[0]) != pass) continue;
-        b.line(register_type(accumulator_dtype(*r, !l.cached)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, !l.cached) + ";");
+        if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+        b.line(accumulator_type(a, r, !l.cached) + " " + accumulator_name(a, r) + " = " + accumulator_identity(a, r, !l.cached) + ";");
       }
+      if (l.cached) declare_online_values(pass, l.chunks_per_thread * l.vec);
       emit_pass(pass);
+      if (l.cached) fold_online_values(pass);
       for (const ir::Node* r : a.reductions) {
-        if (a.level_of(r->inputs[0]) != pass) continue;
+        if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+        if (a.online_sum(r)) {
+          emit_online_result(r);
+          continue;
+        }
         const std::string name = "red" + str(r->output()->id);
         const auto out = register_dtype(r->output()->type.dtype);
         b.line("const " + register_type(out) + " " + name + " = (" + register_type(out) + ")" + team_reduce(r) + ";  // %" +
                str(r->output()->id));
         names[r->output()] = name;
+      }
+      for (const ir::Node* r : a.reductions) {
+        if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
       }
     }
   }
@@ -311,7 +364,7 @@ struct RowKernel {
 }  // namespace
 
 GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayout& l) {
-  const ReductionAnalysis a = analyze_reduction_group(g);
+  const ReductionAnalysis a = analyze_reduction_group(g, row_rewrites(l.online));
   SourceBuilder b;
   b.raw(prelude());
   b.line("");

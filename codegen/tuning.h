@@ -40,6 +40,9 @@ struct Tuning {
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   int full_unroll = 1;       // vectors each thread loads before accumulating (full reductions)
+  // Row schedules accumulate sum(exp(x - max(x))) in the pass that computes max(x), as a running
+  // max and a rescaled sum (see OnlineSum in reduction_analysis.h); 0: a pass of its own.
+  int online_softmax = 1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

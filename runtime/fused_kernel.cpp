@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "codegen/tuning.h"
 #include "runtime/driver_api.h"
 #include "runtime/launch_util.h"
 #include "runtime/launchers.h"
@@ -29,7 +30,12 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
 FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
                          std::shared_ptr<CompileCounters> counters)
     : owner_(std::move(owner)), group_(std::move(group)), options_(options), counters_(std::move(counters)) {
-  if (group_.schedule != Schedule::Pointwise) analysis_ = codegen::analyze_reduction_group(group_);
+  if (group_.schedule != Schedule::Pointwise) {
+    // The planner's view of the row schedule's passes, as generate_row_reduction will see them.
+    const bool row = group_.schedule == Schedule::RowReduction;
+    analysis_ = codegen::analyze_reduction_group(
+        group_, row ? codegen::row_rewrites(codegen::tuning().online_softmax != 0) : codegen::RowRewrites{});
+  }
 }
 
 void FusedKernel::shape_operands(CallInputs& call) const {

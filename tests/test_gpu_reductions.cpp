@@ -114,7 +114,7 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
   // partial vectors per row and partial column tiles.
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1,chunk_sums=0,row_waves=1",
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5,pointwise_waves=1,row_waves=2",
-                         "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2"};
+                         "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (const auto& p : tftest::suite_patterns()) {
@@ -186,6 +186,32 @@ TEST(GpuReductions, InfinityRowsAndNaNMatchEager) {
   for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)", "torch.log_softmax(x, -1)", "x.amax(-1)",
                         "x.sum(-1)", "torch.layer_norm(x, [300])"}) {
     expect_matches_eager(module_returning("x", e), make, e, 1);
+  }
+}
+
+TEST(GpuReductions, OnlineSoftmaxEdgeRowsInEverySchedule) {
+  REQUIRE_GPU();
+  // The online max and sum (OnlineSum) in warp teams (200), block teams (4096), clusters (f32
+  // 65536 on sm_90) and looped rows (bf16 65536), on rows whose max grows at every value (a
+  // rescale each time), falls, is -inf, +inf, NaN or the lowest float, and on a row with one -inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t cols : {200, 4096, 65536}) {
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      auto make = [&] {
+        auto x = torch::randn({8, cols}, torch::kCUDA) * 20.0;
+        x[0].copy_(torch::linspace(-30.0, 30.0, cols, torch::kCUDA));
+        x[1].copy_(torch::linspace(30.0, -30.0, cols, torch::kCUDA));
+        x[2].fill_(-inf);
+        x[3][cols - 1] = inf;
+        x[4][cols / 2] = std::numeric_limits<double>::quiet_NaN();
+        x[5].fill_(-std::numeric_limits<float>::max());
+        x[6][cols / 3] = -inf;
+        return std::vector<c10::IValue>{x.to(dtype)};
+      };
+      for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)", "torch.log_softmax(x, -1)"}) {
+        expect_matches_eager(module_returning("x", e), make, std::string(e) + " " + std::to_string(cols) + " " + c10::toString(dtype), 1);
+      }
+    }
   }
 }
 

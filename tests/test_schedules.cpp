@@ -55,8 +55,10 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
-  // x and exp(x - max) are both read again: 8 bytes per element as floats, 2 keeping bf16 x as
-  // loaded. In f32 keeping x would save half, at the price of computing exp twice: values win.
+  // Three-pass softmax (online_softmax=0): x and exp(x - max) are both read again: 8 bytes per
+  // element as floats, 2 keeping bf16 x as loaded. In f32 keeping x would save half, at the
+  // price of computing exp twice: values win.
+  cg::ScopedTuning three(with("online_softmax=0"));
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
   std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
@@ -71,25 +73,45 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
 
-  cg::ScopedTuning values(with("row_cache=values"));
+  cg::ScopedTuning values(with("online_softmax=0,row_cache=values"));
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
 
-  cg::ScopedTuning inputs(with("row_cache=inputs"));
+  cg::ScopedTuning inputs(with("online_softmax=0,row_cache=inputs"));
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
 }
 
+TEST(RowCache, OnlineSoftmaxKeepsOnlyX) {
+  // With the sum accumulated beside the max, only x is read again (by the output pass): bf16
+  // keeps it as loaded, f32 as the first pass's values; exp is computed once, in the output pass.
+  const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
+  std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
+  EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
+  src = kernel_source(m, {torch::randn({8, 4096})});
+  EXPECT_NE(src.find("first-pass values kept"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
+}
+
 TEST(FastExp, OnlyAfterSubtractingTheMaxOfTheSameValues) {
-  // exp(x - max(x)) <= 1: ex2.approx (f32 softmax computes it in the sum pass and again in the
-  // output pass); exp of anything else keeps expf.
+  // exp(x - max(x)) <= 1: ex2.approx (three-pass f32 softmax computes it in the sum pass and
+  // again in the output pass; online sums call it inside tf_online_add); exp of anything else
+  // keeps expf.
   const std::vector<c10::IValue> x = {torch::randn({8, 256})};
+  {
+    cg::ScopedTuning three(with("online_softmax=0"));
+    const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x));
+    EXPECT_EQ(tftest::count_occurrences(softmax, "tf_exp_shifted("), 2) << softmax;
+    EXPECT_EQ(softmax.find("expf("), std::string::npos) << softmax;
+    EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x)), "tf_exp_shifted("), 1);
+  }
   const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x));
-  EXPECT_EQ(tftest::count_occurrences(softmax, "tf_exp_shifted("), 2) << softmax;
+  EXPECT_EQ(tftest::count_occurrences(softmax, "tf_exp_shifted("), 1) << softmax;
   EXPECT_EQ(softmax.find("expf("), std::string::npos) << softmax;
-  EXPECT_EQ(tftest::count_occurrences(body(kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x)), "tf_exp_shifted("), 1);
   const std::string other = body(kernel_source(module_returning("x", "torch.exp(x - x.amax(-1, keepdim=True) + 1.0).sum(-1)"), x));
   EXPECT_EQ(other.find("tf_exp_shifted("), std::string::npos) << other;
   EXPECT_NE(other.find("expf("), std::string::npos) << other;
@@ -145,8 +167,9 @@ TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
 }
 
 TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
-  // Rows of 1024: the values of the masked softmax fit in 32 registers per thread, and keeping
-  // only s and mask would compute exp twice.
+  // Three-pass softmax: on rows of 1024 the values of the masked softmax fit in 32 registers per
+  // thread, and keeping only s and mask would compute exp twice.
+  cg::ScopedTuning three(with("online_softmax=0"));
   const auto m = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   const std::vector<c10::IValue> in = {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16),
                                        torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)};
@@ -155,20 +178,29 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   // Both kept values, declared in id order (never pointer order: the source is the cache key).
   EXPECT_TRUE(tftest::contains_in_order(src, {"float cache7[", "float cache10["})) << src;
   // logsumexp keeps x either way: as loaded it takes half the registers and recomputes nothing.
-  const std::string lse = kernel_source(module_from(tftest::suite_pattern("logsumexp_rows").source),
-                                        {torch::randn({8, 1024}).to(c10::kBFloat16)});
+  const auto lse_module = module_from(tftest::suite_pattern("logsumexp_rows").source);
+  const std::string lse = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_NE(lse.find("inputs kept as loaded"), std::string::npos) << lse;
+  // Online, logsumexp takes one pass and keeps nothing.
+  cg::ScopedTuning online(with(""));
+  const std::string one = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
+  EXPECT_TRUE(tftest::contains_in_order(one, {"1 pass(es)", "tf_online_add("})) << one;
+  EXPECT_EQ(body(one).find("kept"), std::string::npos) << one;
 }
 
 TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
   cg::ScopedTuning no_cluster(with("row_cluster=1"));  // looped rows, not a cluster per row
-  const std::string full = kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})});
+  const auto m = module_returning("x", "x / x.sum(-1, keepdim=True)");
+  const std::string full = kernel_source(m, {torch::randn({2, 65536})});
   EXPECT_NE(full.find("looped mode"), std::string::npos) << full;
   const std::string src = body(full);
-  EXPECT_TRUE(tftest::contains_in_order(src, {"float chunk_acc1 = 0.0f;", "chunk_acc1 += ", "acc1 += (double)chunk_acc1;"}))
+  EXPECT_TRUE(tftest::contains_in_order(src, {"float chunk_acc0 = 0.0f;", "chunk_acc0 += ", "acc0 += (double)chunk_acc0;"}))
       << src;
-  cg::ScopedTuning off(with("chunk_sums=0"));
-  const std::string plain = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})}));
+  // Online softmax sums add in float pairs (no double accumulator to chunk for).
+  const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})}));
+  EXPECT_EQ(softmax.find("chunk_acc"), std::string::npos) << softmax;
+  cg::ScopedTuning off(with("row_cluster=1,chunk_sums=0"));
+  const std::string plain = body(kernel_source(m, {torch::randn({2, 65536})}));
   EXPECT_EQ(plain.find("chunk_acc"), std::string::npos) << plain;
 }
 
@@ -196,9 +228,9 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
   const std::string& src = e.kernels[0].source;
   EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 2048 threads per row (a cluster of 4 blocks), block 512",
                                               "8 vectors per thread", "const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;",
-                                              "__shared__ float slot_acc0;",
+                                              "__shared__ tf_max_sum slot_acc1;",
                                               "row0 = (tf_index)(blockIdx.x / 4)", "(tf_index)k * 2048 + tl",
-                                              "tf_cluster_reduce<16, 4>(acc0, tf_max_op(), smem_acc0, &slot_acc0)"}))
+                                              "tf_cluster_reduce<16, 4>(acc1, tf_max_sum_op(), smem_acc1, &slot_acc1)"}))
       << src;
   ASSERT_EQ(e.cubin_bytes.size(), 1u);
   EXPECT_GT(e.cubin_bytes[0], 0u);
@@ -210,6 +242,64 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
   EXPECT_NE(torchfuse::compile(m, o).explain(in).kernels[0].source.find("looped mode"), std::string::npos);
   cg::ScopedTuning off(with("row_cluster=1"));
   EXPECT_NE(kernel_source(m, in).find("looped mode"), std::string::npos);
+}
+
+TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
+  // softmax: the max and the sum of exp(x - max) in one pass (a running max, the sum rescaled as
+  // it grows), the output in a second; logsumexp in one pass; each pair a single team reduction.
+  const std::vector<c10::IValue> x = {torch::randn({8, 4096})};
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  std::string src = kernel_source(softmax, x);
+  EXPECT_TRUE(tftest::contains_in_order(
+      src, {"2 pass(es) over each row", "%3 and %6 accumulate together", "tf_max_sum acc1 = tf_max_sum{-3.40282347e38f, 0.0f};",
+            "tf_online_add(acc1, ", "const tf_max_sum ms", " = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);",
+            " = tf_online_max(ms", " = tf_online_sum(ms", ", false);"}))
+      << src;
+  EXPECT_EQ(body(src).find("acc0"), std::string::npos) << src;  // the max has no accumulator of its own
+  EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;  // the output pass
+  src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x);
+  EXPECT_TRUE(tftest::contains_in_order(src, {"1 pass(es) over each row", "%12 is %3 again", "tf_online_add(acc1, ", ", true);"}))
+      << src;
+  // Its second max (the one without keepdim) is the first one's result: one team reduction.
+  EXPECT_EQ(tftest::count_occurrences(body(src), "_reduce<"), 1) << src;
+  src = kernel_source(module_returning("x", "torch.log_softmax(x, -1)"), {torch::randn({8, 256}).to(c10::kBFloat16)});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"2 pass(es) over each row", "tf_online_add(acc1, ", "tf_warp_reduce<"})) << src;
+
+  // Not the pattern: a shift that is not the max, or the max of other values.
+  src = kernel_source(module_returning("x", "torch.exp(x - x.amax(-1, keepdim=True) + 1.0).sum(-1)"), x);
+  EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
+  EXPECT_NE(src.find("2 pass(es)"), std::string::npos) << src;
+  src = kernel_source(module_returning("x, y", "torch.exp(y - x.amax(-1, keepdim=True)).sum(-1)"), {x[0], torch::randn({8, 4096})});
+  EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
+
+  cg::ScopedTuning off(with("online_softmax=0"));
+  src = kernel_source(softmax, x);
+  EXPECT_NE(src.find("3 pass(es)"), std::string::npos) << src;
+  EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
+  src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x);
+  EXPECT_EQ(tftest::count_occurrences(body(src), "_reduce<"), 2) << src;  // the max (once) and the sum
+}
+
+TEST(OnlineSoftmax, EveryTeamKindCompiles) {
+  // Warp teams, block teams, clusters (sm_90) and looped rows, in f32 and bf16, through NVRTC.
+  struct Case {
+    std::vector<int64_t> shape;
+    c10::ScalarType dtype;
+    const char* schedule;
+  };
+  for (const auto& c : {Case{{8, 256}, c10::kFloat, "tf_warp_reduce<"}, Case{{8, 4096}, c10::kBFloat16, "tf_block_reduce<"},
+                        Case{{2, 65536}, c10::kFloat, "tf_cluster_reduce<"}, Case{{2, 65536}, c10::kBFloat16, "looped mode"}}) {
+    for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)"}) {
+      const std::vector<c10::IValue> in = {torch::randn(c.shape).to(c.dtype)};
+      const auto ex = torchfuse::compile(module_returning("x", e), tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+      ASSERT_EQ(ex.kernels.size(), 1u) << e;
+      const std::string& src = ex.kernels[0].source;
+      EXPECT_NE(body(src).find("tf_online_add("), std::string::npos) << src;
+      if (std::string(e).find("softmax") != std::string::npos) EXPECT_NE(src.find(c.schedule), std::string::npos) << src;
+      ASSERT_EQ(ex.cubin_bytes.size(), 1u);
+      EXPECT_GT(ex.cubin_bytes[0], 0u) << src;
+    }
+  }
 }
 
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
