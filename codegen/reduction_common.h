@@ -53,6 +53,9 @@ struct PassEmitter {
   // Index of the current element in the arrays ("ol" + online_values(sum)) where the schedule
   // collects the values of online sums before folding them in (tf_online_add).
   std::string online_slot;
+  // Online sums whose values the schedule reads back from its register cache after the pass: the
+  // pass only takes their running max (the exps come after it).
+  std::set<const ir::Node*> online_after_pass;
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.

@@ -128,6 +128,12 @@ void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster) {
 }
 
 void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max_cluster) {
+  if (needs.values_bytes == 0 && needs.reread_inputs.empty()) {
+    // Read once (logsumexp with its online sum, plain row sums): nothing to keep, so each thread
+    // can have more loads in flight.
+    plan_team(l, 0, tuning().row_single_pass_vectors, 0, 1);
+    return;
+  }
   ReductionLayout values = l;
   plan_team(values, needs.values_bytes, tuning().row_vectors, 0, 1);
   values.cache_inputs = false;

@@ -187,7 +187,9 @@ struct RowKernel {
     pe.wide_sums = !l.cached;
     pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
-    pe.online_slot = l.cached ? "[k * " + str(l.vec) + " + lane]" : "[lane]";
+    pe.online_slot = "[lane]";
+    for (const ir::Node* r : a.reductions)
+      if (a.accumulate_pass(r) == pass && from_cache_after_pass(r)) pe.online_after_pass.insert(r);
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
@@ -202,7 +204,7 @@ struct RowKernel {
     }
     auto outer = b.scope(loop);
     if (l.cached) {
-      b.line("const tf_index j0 = ((tf_index)k * " + str(int64_t{l.threads_per_row} * l.cluster) + " + tl) * " + vec + ";");
+      b.line("const tf_index j0 = " + chunk_start() + ";");
       b.open("if (row_ok && j0 < (tf_index)p.cols)");
     } else {
       b.open("if (row_ok)");
@@ -214,7 +216,7 @@ struct RowKernel {
       b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
     }
     if (pe.chunk_sums) declare_chunk_sums(b, a, pass);
-    if (!l.cached) declare_online_values(pass, l.vec);
+    declare_online_values(pass);
     b.line("#pragma unroll");
     {
       auto lanes = b.scope("for (int lane = 0; lane < " + vec + "; ++lane)");
@@ -223,7 +225,7 @@ struct RowKernel {
       pe.emit(pass, [&](size_t k, const std::string& e) { b.line("o" + str(static_cast<int64_t>(k)) + "[lane] = " + e + ";"); });
     }
     if (pe.chunk_sums) flush_chunk_sums(b, a, pass);
-    if (!l.cached) fold_online_values(pass);
+    fold_online_vectors(pass);
     for (size_t k : element_outputs) {
       const std::string kk = str(static_cast<int64_t>(k));
       const auto dt = g.outputs[k]->type.dtype;
@@ -244,20 +246,48 @@ struct RowKernel {
     });
   }
 
-  // Arrays collecting the values of the pass's online sums: a vector's lanes (looped rows) or all
-  // of this thread's values (cached rows; -inf where no element is: it adds exp(-inf) = 0).
-  void declare_online_values(int pass, int count) {
+  // Cached mode: the first element of this thread's chunk k.
+  std::string chunk_start() const {
+    return "((tf_index)k * " + str(int64_t{l.threads_per_row} * l.cluster) + " + tl) * " + str(l.vec);
+  }
+
+  // Online sums come in two ways. Where their values stay in the register cache anyway, the
+  // pass takes the thread's max and the exps come after it, from the cache: one exp per value,
+  // no rescale. Otherwise each vector is folded in as it is computed (its max, one rescale, its
+  // exps: tf_online_add), so that no extra registers hold the values.
+  bool from_cache_after_pass(const ir::Node* r) const {
+    const OnlineSum* o = a.online_sum(r);
+    return o && l.cached && cached.count(o->max->inputs[0]);
+  }
+  void declare_online_values(int pass) {
     for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) != pass || !a.online_sum(r)) continue;
-      b.line("float " + online_values(r) + "[" + str(count) + "];");
-      if (!l.cached) continue;
-      b.line("#pragma unroll");
-      b.line("for (int i = 0; i < " + str(count) + "; ++i) " + online_values(r) + "[i] = -__int_as_float(0x7f800000);");
+      if (a.accumulate_pass(r) == pass && a.online_sum(r) && !from_cache_after_pass(r)) {
+        b.line("float " + online_values(r) + "[" + str(l.vec) + "];");
+      }
     }
   }
-  void fold_online_values(int pass) {
+  void fold_online_vectors(int pass) {
     for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) == pass && a.online_sum(r)) b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
+      if (a.accumulate_pass(r) == pass && a.online_sum(r) && !from_cache_after_pass(r)) {
+        b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
+      }
+    }
+  }
+  void add_online_exps_from_cache(int pass) {
+    std::vector<const ir::Node*> sums;
+    for (const ir::Node* r : a.reductions)
+      if (a.accumulate_pass(r) == pass && from_cache_after_pass(r)) sums.push_back(r);
+    if (sums.empty()) return;
+    b.line("#pragma unroll");
+    auto chunks = b.scope("for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)");
+    b.line("const tf_index j0 = " + chunk_start() + ";");
+    auto valid = b.scope("if (row_ok && j0 < (tf_index)p.cols)");
+    b.line("#pragma unroll");
+    auto lanes = b.scope("for (int lane = 0; lane < " + str(l.vec) + "; ++lane)");
+    for (const ir::Node* r : sums) {
+      const std::string acc = accumulator_name(a, r);
+      const std::string v = "cache" + str(a.online_sum(r)->max->inputs[0]->id) + "[k * " + str(l.vec) + " + lane]";
+      b.line(acc + ".s += tf_exp_shifted(" + v + " - " + acc + ".m);  // online sum -> %" + str(r->output()->id));
     }
   }
 
@@ -339,9 +369,8 @@ struct RowKernel {
         if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
         b.line(accumulator_type(a, r, !l.cached) + " " + accumulator_name(a, r) + " = " + accumulator_identity(a, r, !l.cached) + ";");
       }
-      if (l.cached) declare_online_values(pass, l.chunks_per_thread * l.vec);
       emit_pass(pass);
-      if (l.cached) fold_online_values(pass);
+      add_online_exps_from_cache(pass);
       for (const ir::Node* r : a.reductions) {
         if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
         if (a.online_sum(r)) {

@@ -46,6 +46,7 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "pointwise_waves") t.pointwise_waves = parse_int(name, value, 0, 64);
     else if (name == "row_cache") t.row_cache = parse_policy(value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
+    else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
     else if (name == "row_team") t.row_team = parse_int(name, value, 0, 1024);
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);

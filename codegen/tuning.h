@@ -25,6 +25,7 @@ struct Tuning {
                              // H200: f32 gelu 6%, swiglu 5%, bf16 swiglu 7% faster than 1 round, bf16 gelu 4% slower)
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
+  int row_single_pass_vectors = 16;  // the same for rows read once (nothing kept across passes)
   // Rows too long for one block's registers: at most this many blocks of a thread-block cluster
   // share one row, each keeping its slice and exchanging partial reductions through distributed
   // shared memory (1: none; such rows loop over global memory instead).
