@@ -209,10 +209,13 @@ template <int N> __device__ __forceinline__ void tf_online_add(tf_max_sum& a, co
   for (int i = 0; i < N; ++i) s += tf_exp_shifted(v[i] - m);
   a = tf_max_sum{m, s};
 }
+// Combines two pairs with one exp: the pair with the larger max keeps its sum as is.
 struct tf_max_sum_op {
   __device__ __forceinline__ tf_max_sum operator()(tf_max_sum a, tf_max_sum b) const {
-    const float m = tf_maximum(a.m, b.m);
-    return tf_max_sum{m, a.s * tf_exp_shifted(a.m - m) + b.s * tf_exp_shifted(b.m - m)};
+    const bool b_larger = a.m < b.m;
+    const float m = tf_maximum(a.m, b.m);  // NaN stays
+    const float lo = b_larger ? a.m : b.m;
+    return tf_max_sum{m, (b_larger ? b.s : a.s) + (b_larger ? a.s : b.s) * tf_exp_shifted(lo - m)};
   }
 };
 __device__ __forceinline__ float tf_online_max(tf_max_sum a) { return a.s == 0.0f ? -__int_as_float(0x7f800000) : a.m; }
@@ -225,19 +228,22 @@ __device__ __forceinline__ float tf_online_sum(tf_max_sum a, bool masked) {
   return m > 0.0f ? __int_as_float(0x7f800000) : 0.0f;      // exp(+inf), or only exp(-inf) terms
 }
 
-// One shuffle step of a team reduction, for plain values and online pairs.
-template <typename T> __device__ __forceinline__ T tf_shfl_xor(T v, int offset, int width) {
-  return __shfl_xor_sync(0xffffffffu, v, offset, width);
-}
-__device__ __forceinline__ tf_max_sum tf_shfl_xor(tf_max_sum v, int offset, int width) {
-  return tf_max_sum{__shfl_xor_sync(0xffffffffu, v.m, offset, width), __shfl_xor_sync(0xffffffffu, v.s, offset, width)};
-}
-
 // Reduces across a team of W consecutive lanes (W a power of two <= 32); every lane gets the result.
 template <int W, typename T, typename Op> __device__ __forceinline__ T tf_warp_reduce(T v, Op op) {
 #pragma unroll
-  for (int offset = W / 2; offset > 0; offset >>= 1) v = op(v, tf_shfl_xor(v, offset, W));
+  for (int offset = W / 2; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset, W));
   return v;
+}
+// Online pairs across a warp team: the max first, then each lane rescales its sum once and the
+// sums are added (one exp per lane instead of one per shuffle step).
+template <int W> __device__ __forceinline__ tf_max_sum tf_warp_reduce(tf_max_sum v, tf_max_sum_op) {
+  float m = v.m;
+#pragma unroll
+  for (int offset = W / 2; offset > 0; offset >>= 1) m = tf_maximum(m, __shfl_xor_sync(0xffffffffu, m, offset, W));
+  float s = v.s * tf_exp_shifted(v.m - m);
+#pragma unroll
+  for (int offset = W / 2; offset > 0; offset >>= 1) s += __shfl_xor_sync(0xffffffffu, s, offset, W);
+  return tf_max_sum{m, s};
 }
 // Reduces across the whole block (WARPS warps); every thread gets the result.
 template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_block_reduce(T v, Op op, T* smem) {

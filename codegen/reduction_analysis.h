@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct ReductionAnalysis {
   std::set<const ir::Value*> cached_first;     // the same under Reuse::FirstPass
   std::set<const ir::Value*> reread_inputs;    // group inputs several passes read (nothing cached)
   RowCacheNeeds cache_needs;                   // for the row schedule's planner (computed once here)
+  // Row groups with softmax sums: the cache needs of the same group with online sums (set by
+  // the caller from that analysis); the planner picks online sums by row length.
+  std::optional<RowCacheNeeds> online_cache_needs;
   std::map<const ir::Node*, OnlineSum> online;  // online sums, by their sum node (lookups only)
   // Reductions of the same kind, input and dims as an earlier one (logsumexp without keepdim
   // takes the max twice): no accumulator, the earlier one's result (lookups only).

@@ -176,7 +176,8 @@ std::string ReductionLayout::key() const {
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, int sm_count, int max_cluster, bool allow_vector) {
+                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache, int sm_count,
+                                      int max_cluster, bool allow_vector) {
   TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
                             "plan_reduction_layout for ", schedule_name(schedule));
   TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
@@ -233,8 +234,13 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   if (schedule == Schedule::RowReduction) {
     l.vec = allow_vector && l.red_sizes.size() == 1 ? static_cast<int>(std::min<size_t>(8, 16 / widest)) : 1;
     if (l.reduced() % l.vec != 0) l.vec = 1;
-    l.online = tuning().online_softmax != 0;
-    choose_row_schedule(l, cache, max_cluster);
+    // Online sums save a team reduction and, where nothing else is read again, a pass; on short
+    // cached rows their extra per-row work lost (H200 rows of 1024, attention softmax: f32 270 ->
+    // 299 us, bf16 170 -> 177-210), on rows of 4096 and more they won or tied (logsumexp f32
+    // 85 -> 75, bf16 59 -> 50; softmax bf16 88 -> 84, f32 134 -> 135; rows of 65536 f32 194 ->
+    // 176, bf16 129 -> 116).
+    l.online = online_cache && l.reduced() >= tuning().online_min_row;
+    choose_row_schedule(l, l.online ? *online_cache : cache, max_cluster);
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the

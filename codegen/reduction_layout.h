@@ -55,11 +55,13 @@ struct ReductionLayout {
 };
 
 // Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
-// contiguous block). `cache` is what the row schedule must keep per element to read it again.
+// contiguous block). `cache` is what the row schedule must keep per element to read it again;
+// `online_cache` the same with online softmax sums, where the group has any (rows of at least
+// tuning().online_min_row elements use them: ReductionLayout::online).
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, int sm_count, int max_cluster = 1,
-                                      bool allow_vector = true);
+                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache, int sm_count,
+                                      int max_cluster = 1, bool allow_vector = true);
 
 }  // namespace codegen
 }  // namespace torchfuse

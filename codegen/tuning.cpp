@@ -55,6 +55,7 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 1, 8);
     else if (name == "online_softmax") t.online_softmax = parse_int(name, value, 0, 1);
+    else if (name == "online_min_row") t.online_min_row = parse_int(name, value, 1, 1 << 30);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
   }
   return t;

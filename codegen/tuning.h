@@ -44,6 +44,7 @@ struct Tuning {
   // Row schedules accumulate sum(exp(x - max(x))) in the pass that computes max(x), as a running
   // max and a rescaled sum (see OnlineSum in reduction_analysis.h); 0: a pass of its own.
   int online_softmax = 1;
+  int online_min_row = 4096;  // ...on rows of at least this many elements (see plan_reduction_layout)
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -31,10 +31,14 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
                          std::shared_ptr<CompileCounters> counters)
     : owner_(std::move(owner)), group_(std::move(group)), options_(options), counters_(std::move(counters)) {
   if (group_.schedule != Schedule::Pointwise) {
-    // The planner's view of the row schedule's passes, as generate_row_reduction will see them.
+    // The planner's view of the row schedule: without online sums, and with them where the group
+    // has any (it picks one per row length; generate_row_reduction analyzes the same way).
     const bool row = group_.schedule == Schedule::RowReduction;
-    analysis_ = codegen::analyze_reduction_group(
-        group_, row ? codegen::row_rewrites(codegen::tuning().online_softmax != 0) : codegen::RowRewrites{});
+    analysis_ = codegen::analyze_reduction_group(group_, row ? codegen::row_rewrites(false) : codegen::RowRewrites{});
+    if (row && codegen::tuning().online_softmax != 0) {
+      const auto online = codegen::analyze_reduction_group(group_, codegen::row_rewrites(true));
+      if (!online.online.empty()) analysis_->online_cache_needs = online.cache_needs;
+    }
   }
 }
 

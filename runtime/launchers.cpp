@@ -48,7 +48,8 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
                                           int sm_count, int max_cluster, bool allow_vector) {
   return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
-                                        sm_count, max_cluster, allow_vector);
+                                        a.online_cache_needs ? &*a.online_cache_needs : nullptr, sm_count, max_cluster,
+                                        allow_vector);
 }
 
 // Row schedule's vector loads need each row start and pointer aligned to the vector.

@@ -114,7 +114,8 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
   // partial vectors per row and partial column tiles.
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1,chunk_sums=0,row_waves=1",
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5,pointwise_waves=1,row_waves=2",
-                         "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0"};
+                         "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0",
+                         "online_min_row=1", "online_min_row=1,row_cache=inputs,row_vectors=8"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (const auto& p : tftest::suite_patterns()) {
@@ -194,6 +195,7 @@ TEST(GpuReductions, OnlineSoftmaxEdgeRowsInEverySchedule) {
   // The online max and sum (OnlineSum) in warp teams (200), block teams (4096), clusters (f32
   // 65536 on sm_90) and looped rows (bf16 65536), on rows whose max grows at every value (a
   // rescale each time), falls, is -inf, +inf, NaN or the lowest float, and on a row with one -inf.
+  torchfuse::codegen::ScopedTuning any_row(torchfuse::codegen::parse_tuning("online_min_row=1"));
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t cols : {200, 4096, 65536}) {
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {

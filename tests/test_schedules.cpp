@@ -185,8 +185,8 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   const auto lse_module = module_from(tftest::suite_pattern("logsumexp_rows").source);
   const std::string lse = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_NE(lse.find("inputs kept as loaded"), std::string::npos) << lse;
-  // Online, logsumexp takes one pass and keeps nothing.
-  cg::ScopedTuning online(with(""));
+  // Online (on rows this short only when asked), logsumexp takes one pass and keeps nothing.
+  cg::ScopedTuning online(with("online_min_row=1024"));
   const std::string one = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_TRUE(tftest::contains_in_order(one, {"1 pass(es)", "tf_online_add("})) << one;
   EXPECT_EQ(body(one).find("kept"), std::string::npos) << one;
@@ -267,8 +267,15 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
       << src;
   // Its second max (the one without keepdim) is the first one's result: one team reduction.
   EXPECT_EQ(tftest::count_occurrences(body(src), "_reduce<"), 1) << src;
-  src = kernel_source(module_returning("x", "torch.log_softmax(x, -1)"), {torch::randn({8, 256}).to(c10::kBFloat16)});
-  EXPECT_TRUE(tftest::contains_in_order(src, {"2 pass(es) over each row", "tf_online_add(acc1, ", "tf_warp_reduce<"})) << src;
+  // Shorter rows keep a pass for the sum (online_min_row), unless told otherwise.
+  const auto log_softmax = module_returning("x", "torch.log_softmax(x, -1)");
+  const std::vector<c10::IValue> short_rows = {torch::randn({8, 256}).to(c10::kBFloat16)};
+  EXPECT_NE(kernel_source(log_softmax, short_rows).find("3 pass(es) over each row"), std::string::npos);
+  {
+    cg::ScopedTuning short_online(with("online_min_row=256"));
+    src = kernel_source(log_softmax, short_rows);
+    EXPECT_TRUE(tftest::contains_in_order(src, {"2 pass(es) over each row", "tf_online_add(acc1, ", "tf_warp_reduce<"})) << src;
+  }
 
   // Not the pattern: a shift that is not the max, or the max of other values.
   src = kernel_source(module_returning("x", "torch.exp(x - x.amax(-1, keepdim=True) + 1.0).sum(-1)"), x);
@@ -287,6 +294,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
 
 TEST(OnlineSoftmax, EveryTeamKindCompiles) {
   // Warp teams, block teams, clusters (sm_90) and looped rows, in f32 and bf16, through NVRTC.
+  cg::ScopedTuning any_row(with("online_min_row=1"));
   struct Case {
     std::vector<int64_t> shape;
     c10::ScalarType dtype;
