@@ -144,6 +144,19 @@ template <typename T> __device__ __forceinline__ T tf_maximum(T a, T b) {
 template <typename T> __device__ __forceinline__ T tf_minimum(T a, T b) {
   return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
 }
+#if __CUDA_ARCH__ >= 800
+// One instruction each for float (sm_80+), NaN-propagating like the templates above.
+template <> __device__ __forceinline__ float tf_maximum(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <> __device__ __forceinline__ float tf_minimum(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 
 // GELU, exact and tanh-approximated, and SiLU: the formulas ATen's CUDA kernels use.
 __device__ __forceinline__ float tf_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
