@@ -209,8 +209,9 @@ TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
 }
 
 TEST(ChunkSums, SixteenBitFullSumsAddVectorsInFloatFirst) {
-  const auto col = module_returning("x", "x.sum(0)");
-  const auto full = module_returning("x", "(x * x).mean()");
+  // Sums of 16-bit values with an f32 result add each vector in float before the double sum.
+  const auto col = module_returning("x", "x.float().sum(0)");
+  const auto full = module_returning("x", "(x.float() * x.float()).mean()");
   for (auto t : {c10::kBFloat16, c10::kHalf}) {
     // Columns add each element in double (chunks measured slower there).
     EXPECT_EQ(body(kernel_source(col, {torch::randn({4096, 512}).to(t)})).find("chunk_acc"), std::string::npos);
@@ -220,6 +221,19 @@ TEST(ChunkSums, SixteenBitFullSumsAddVectorsInFloatFirst) {
   // f32 inputs keep a double add per element.
   EXPECT_EQ(body(kernel_source(col, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
   EXPECT_EQ(body(kernel_source(full, {torch::randn({4096, 512})})).find("chunk_acc"), std::string::npos);
+}
+
+TEST(WideSums, SixteenBitResultsAccumulateInFloat) {
+  // A bf16 or fp16 sum keeps 8 or 11 bits: float accumulators (as eager's), f32 sums double.
+  for (const char* e : {"x.sum(0)", "(x * x).mean()"}) {
+    const auto m = module_returning("x", e);
+    for (auto t : {c10::kBFloat16, c10::kHalf}) {
+      const std::string src = body(kernel_source(m, {torch::randn({4096, 512}).to(t)}));
+      EXPECT_EQ(src.find("double acc"), std::string::npos) << e << "\n" << src;
+      EXPECT_NE(src.find("float acc"), std::string::npos) << e << "\n" << src;
+    }
+    EXPECT_NE(body(kernel_source(m, {torch::randn({4096, 512})})).find("double acc"), std::string::npos) << e;
+  }
 }
 
 TEST(RowCluster, LongRowsShareAClusterOnSm90) {
