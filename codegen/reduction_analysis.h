@@ -29,8 +29,9 @@ struct RowCacheNeeds {
 };
 // An online softmax sum (row schedules): sum(exp(f - m)) where m = max(f) over the same row, or
 // that max with infinities masked to 0 (logsumexp). Both accumulate in the pass that computes f,
-// as a running max and a sum rescaled whenever the max grows (tf_online_add), and one team
-// reduction combines the pairs: the sum takes no pass of its own.
+// as a running max and the sum of exp(f - that max) (row_reduction.cpp: after the pass from the
+// register cache, or folded in per vector with a rescale), and one team reduction combines the
+// pairs: the sum takes no pass of its own.
 struct OnlineSum {
   const ir::Node* max = nullptr;  // the max reduction the pair also computes
   bool masked = false;            // the shift is where(|m| == inf, 0, m)

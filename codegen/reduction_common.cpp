@@ -122,8 +122,6 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
   for (const ir::Node* r : a.reductions) {
     if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
     if (const OnlineSum* o = a.online_sum(r)) {
-      TORCHFUSE_INTERNAL_ASSERT(!online_slot.empty() || online_after_pass.count(r), "online sum %", r->output()->id,
-                                " in a schedule without online slots");
       const std::string v = operand(o->max->inputs[0], c10::ScalarType::Float, names);
       if (online_after_pass.count(r)) {
         const std::string acc = accumulator_name(a, r) + accumulator_suffix;
@@ -131,7 +129,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
                " (online sum -> %" + std::to_string(r->output()->id) + " after the pass)");
         continue;
       }
-      b.line(online_values(r) + online_slot + " = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
+      b.line(online_values(r) + "[lane] = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
       continue;
     }
     if (chunk_sums && wide_sums && chunkable_sum(*r)) {

@@ -50,11 +50,10 @@ struct PassEmitter {
   // Row phases compute 1 / v once per row for per-row float divisors of element divisions
   // (softmax's sum); element passes multiply by it. Shared across the passes of one kernel.
   ValueNames* reciprocals = nullptr;
-  // Index of the current element in the arrays ("ol" + online_values(sum)) where the schedule
-  // collects the values of online sums before folding them in (tf_online_add).
-  std::string online_slot;
   // Online sums whose values the schedule reads back from its register cache after the pass: the
-  // pass only takes their running max (the exps come after it).
+  // pass only takes their running max (the exps come after it). The pass puts the values of the
+  // other online sums in the schedule's per-vector arrays (online_values(sum)[lane]), which the
+  // schedule folds in after each vector (tf_online_add).
   std::set<const ir::Node*> online_after_pass;
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each

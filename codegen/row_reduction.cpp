@@ -53,7 +53,7 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
     }
     if (const OnlineSum* o = a.online_sum(r)) {
       b.line("// %" + str(o->max->output()->id) + " and %" + str(r->output()->id) +
-             " accumulate together: a running max and the sum of exp(v - max), rescaled as the max grows");
+             " accumulate together: a running max and the sum of exp(v - max)");
     }
   }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
@@ -187,7 +187,6 @@ struct RowKernel {
     pe.wide_sums = !l.cached;
     pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
-    pe.online_slot = "[lane]";
     for (const ir::Node* r : a.reductions)
       if (a.accumulate_pass(r) == pass && from_cache_after_pass(r)) pe.online_after_pass.insert(r);
     std::vector<size_t> element_outputs;
