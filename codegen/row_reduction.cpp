@@ -187,8 +187,7 @@ struct RowKernel {
     pe.wide_sums = !l.cached;
     pe.chunk_sums = !l.cached && tuning().chunk_sums;
     pe.reciprocals = &reciprocals;
-    for (const ir::Node* r : a.reductions)
-      if (a.accumulate_pass(r) == pass && from_cache_after_pass(r)) pe.online_after_pass.insert(r);
+    for (const ir::Node* r : online_sums(pass, /*from_cache=*/true)) pe.online_after_pass.insert(r);
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
@@ -254,28 +253,27 @@ struct RowKernel {
   // pass takes the thread's max and the exps come after it, from the cache: one exp per value,
   // no rescale. Otherwise each vector is folded in as it is computed (its max, one rescale, its
   // exps: tf_online_add), so that no extra registers hold the values.
-  bool from_cache_after_pass(const ir::Node* r) const {
-    const OnlineSum* o = a.online_sum(r);
-    return o && l.cached && cached.count(o->max->inputs[0]);
+  // The online sums accumulating in `pass` that take their exps from the cache after it
+  // (`from_cache`), or the others, in group order.
+  std::vector<const ir::Node*> online_sums(int pass, bool from_cache) const {
+    std::vector<const ir::Node*> sums;
+    for (const ir::Node* r : a.reductions) {
+      const OnlineSum* o = a.online_sum(r);
+      if (!o || a.accumulate_pass(r) != pass) continue;
+      if ((l.cached && cached.count(o->max->inputs[0])) == from_cache) sums.push_back(r);
+    }
+    return sums;
   }
   void declare_online_values(int pass) {
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) == pass && a.online_sum(r) && !from_cache_after_pass(r)) {
-        b.line("float " + online_values(r) + "[" + str(l.vec) + "];");
-      }
-    }
+    for (const ir::Node* r : online_sums(pass, false)) b.line("float " + online_values(r) + "[" + str(l.vec) + "];");
   }
   void fold_online_vectors(int pass) {
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) == pass && a.online_sum(r) && !from_cache_after_pass(r)) {
-        b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
-      }
+    for (const ir::Node* r : online_sums(pass, false)) {
+      b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
     }
   }
   void add_online_exps_from_cache(int pass) {
-    std::vector<const ir::Node*> sums;
-    for (const ir::Node* r : a.reductions)
-      if (a.accumulate_pass(r) == pass && from_cache_after_pass(r)) sums.push_back(r);
+    const std::vector<const ir::Node*> sums = online_sums(pass, true);
     if (sums.empty()) return;
     b.line("#pragma unroll");
     auto chunks = b.scope("for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)");

@@ -95,17 +95,23 @@ std::vector<c10::IValue> suite_inputs(const std::string& name, c10::ScalarType t
   return {rnd({rows, cols}, t)};
 }
 
-TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
-  REQUIRE_GPU();
+// Every suite pattern in f32 and bf16 against eager, with its kernel count: `rows` x `cols`
+// (attention softmax: `attn_rows` x `attn_cols`).
+void expect_suite_patterns_match(int64_t rows, int64_t cols, int64_t attn_rows, int64_t attn_cols, const std::string& tag) {
   for (const auto& p : tftest::suite_patterns()) {
+    const bool attn = p.name == "attn_softmax_mask";
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
-      const int64_t rows = p.name == "attn_softmax_mask" ? 1024 : 4096;
-      const int64_t cols = p.name == "attn_softmax_mask" ? 1024 : 4096;
-      expect_matches_eager(module_from(tftest::with_row_length(p.source, cols)),
-                           [&] { return suite_inputs(p.name, dtype, rows, cols); },
-                           p.name + " " + c10::toString(dtype), p.kernels);
+      const int64_t r = attn ? attn_rows : rows;
+      const int64_t c = attn ? attn_cols : cols;
+      expect_matches_eager(module_from(tftest::with_row_length(p.source, c)), [&] { return suite_inputs(p.name, dtype, r, c); },
+                           p.name + " " + c10::toString(dtype) + tag, p.kernels);
     }
   }
+}
+
+TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
+  REQUIRE_GPU();
+  expect_suite_patterns_match(4096, 4096, 1024, 1024, "");
 }
 
 TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
@@ -118,15 +124,7 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                          "online_min_row=1", "online_min_row=1,row_cache=inputs,row_vectors=8"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
-    for (const auto& p : tftest::suite_patterns()) {
-      for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
-        const int64_t rows = p.name == "attn_softmax_mask" ? 136 : 1000;
-        const int64_t cols = p.name == "attn_softmax_mask" ? 200 : 1048;
-        expect_matches_eager(module_from(tftest::with_row_length(p.source, cols)),
-                             [&] { return suite_inputs(p.name, dtype, rows, cols); },
-                             p.name + " " + c10::toString(dtype) + " [" + spec + "]", p.kernels);
-      }
-    }
+    expect_suite_patterns_match(1000, 1048, 136, 200, std::string(" [") + spec + "]");
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
       expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
