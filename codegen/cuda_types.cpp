@@ -59,6 +59,16 @@ std::string store_convert(const std::string& expr, c10::ScalarType dtype) {
   return expr;
 }
 
+std::vector<std::string> pack_vector(const std::string& var, const std::string& regs, c10::ScalarType dtype, int vec) {
+  const std::string vt = "tf_vec<" + storage_type(dtype) + ", " + std::to_string(vec) + ">";
+  if ((dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16) && vec % 2 == 0) {
+    return {"const " + vt + " " + var + " = tf_pack<" + storage_type(dtype) + ">(" + regs + ");"};
+  }
+  return {vt + " " + var + ";", "#pragma unroll",
+          "for (int lane = 0; lane < " + std::to_string(vec) + "; ++lane) " + var + ".v[lane] = " +
+              store_convert(regs + "[lane]", dtype) + ";"};
+}
+
 namespace {
 
 std::string float_literal(float f) {
@@ -133,6 +143,33 @@ __device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
   return h;
 }
 
+// Two floats as one word of 16-bit values (lo in the lower half): one conversion on sm_80+.
+__device__ __forceinline__ unsigned tf_pack2(tf_half, float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+  return u;
+#else
+  return tf_float_to_half(lo).bits | static_cast<unsigned>(tf_float_to_half(hi).bits) << 16;
+#endif
+}
+__device__ __forceinline__ unsigned tf_pack2(tf_bf16, float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+  return u;
+#else
+  return tf_float_to_bf16(lo).bits | static_cast<unsigned>(tf_float_to_bf16(hi).bits) << 16;
+#endif
+}
+// Float lanes (an even number) to a vector of 16-bit values, a pair per conversion.
+template <typename T, int N> __device__ __forceinline__ tf_vec<T, N> tf_pack(const float (&r)[N]) {
+  union { tf_vec<T, N> v; unsigned w[N / 2]; } u;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) u.w[i] = tf_pack2(T{}, r[2 * i], r[2 * i + 1]);
+  return u.v;
+}
+
 // A float rounded to the nearest fp16/bf16 value, kept as float.
 __device__ __forceinline__ float tf_round_half(float f) { return tf_to_float(tf_float_to_half(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_to_float(tf_float_to_bf16(f)); }
@@ -179,6 +216,21 @@ __device__ __forceinline__ float tf_exp_shifted(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
+// Fast math (docs/architecture.md): forms with one ex2.approx and one rcp.approx. Relative
+// error below 2^-17 for |x| < 88 (the exp's argument rounding, |x| * log2(e) * 2^-24, is the
+// largest part), far under the half ulp (2^-9 bf16, 2^-11 fp16) that eager rounds these
+// results to when their dtype is 16-bit.
+__device__ __forceinline__ float tf_rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float tf_exp_fast(float x) { return tf_exp_shifted(x); }
+__device__ __forceinline__ float tf_sigmoid_fast(float x) { return tf_rcp_approx(1.0f + tf_exp_shifted(-x)); }
+__device__ __forceinline__ float tf_silu_fast(float x) { return x * tf_sigmoid_fast(x); }
+// 1 + tanh(u) = 2 / (1 + exp(-2u)): no cancellation where tanh(u) is near -1 (the tanh form of
+// GELU at negative inputs), a few float ulps everywhere else; used for every float dtype.
+__device__ __forceinline__ float tf_one_plus_tanh(float u) { return 2.0f * tf_rcp_approx(1.0f + tf_exp_shifted(-2.0f * u)); }
 __device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // n / d for 0 <= n < 2^31, with d's multiplier and shift precomputed on the host and packed as

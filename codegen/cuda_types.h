@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <c10/core/Scalar.h>
 #include <c10/core/ScalarType.h>
@@ -24,6 +25,9 @@ std::string convert(const std::string& expr, c10::ScalarType from, c10::ScalarTy
 std::string load_convert(const std::string& expr, c10::ScalarType dtype);
 // Register value narrowed to the storage type of `dtype` (round to nearest even for fp16/bf16).
 std::string store_convert(const std::string& expr, c10::ScalarType dtype);
+// Statements declaring `var`, a tf_vec of `vec` lanes of `dtype`, from the register array `regs`
+// (16-bit types convert two lanes per instruction).
+std::vector<std::string> pack_vector(const std::string& var, const std::string& regs, c10::ScalarType dtype, int vec);
 
 // A number as a literal of register dtype `as`: 0.5f, 0.5, 3LL, true; inf and nan spelled with
 // bit patterns; printed locale-independently and exactly.

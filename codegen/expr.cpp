@@ -1,6 +1,7 @@
 #include "codegen/expr.h"
 
 #include "codegen/cuda_types.h"
+#include "codegen/tuning.h"
 #include "src/error.h"
 #include "src/literal.h"
 
@@ -141,6 +142,37 @@ bool exp_of_shifted_max(const ir::Node& n) {
   return r && r->kind == OpKind::ReduceMax && r->inputs[0] == sub->inputs[0];
 }
 
+bool is_16bit(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
+
+// Fast math (docs/architecture.md): exp, sigmoid and SiLU whose results eager rounds to 16 bits
+// take the ex2.approx / rcp.approx forms (relative error below 2^-17).
+std::optional<std::string> fast_unary(const ir::Node& n, c10::ScalarType out, const std::string& a) {
+  if (!is_16bit(out)) return std::nullopt;
+  switch (n.kind) {
+    case OpKind::Exp: return "tf_exp_fast(" + a + ")";
+    case OpKind::Sigmoid: return "tf_sigmoid_fast(" + a + ")";
+    case OpKind::Silu: return "tf_silu_fast(" + a + ")";
+    default: return std::nullopt;
+  }
+}
+
+// 1 + tanh(u) (either operand order) as 2 / (1 + exp(-2u)), for any float dtype: the tanh form of
+// GELU writes it so, and it costs an ex2 and a reciprocal instead of tanhf. The tanh stays
+// emitted for its other uses (NVRTC drops it where there are none).
+std::optional<std::string> one_plus_tanh(const ir::Node& n, const ValueNames& names) {
+  if (n.kind != OpKind::Add) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value* t = n.inputs[i];
+    const ir::Value* c = n.inputs[1 - i];
+    if (!c->constant || c->constant->toDouble() != 1.0) continue;
+    if (!t->producer || t->producer->kind != OpKind::Tanh) continue;
+    const ir::Value* u = t->producer->inputs[0];
+    if (!u->constant && !names.count(u)) continue;  // u not in a register here (a later pass)
+    return "tf_one_plus_tanh(" + operand(u, c10::ScalarType::Float, names) + ")";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, const ValueNames* reciprocals) {
@@ -160,8 +192,13 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, cons
            operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
   } else if (compute == c10::ScalarType::Float && exp_of_shifted_max(n)) {
     expr = "tf_exp_shifted(" + operand(n.inputs[0], compute, names) + ")";
+  } else if (auto fast = compute == c10::ScalarType::Float && tuning().fast_math ? one_plus_tanh(n, names) : std::nullopt) {
+    expr = *fast;
   } else if (n.inputs.size() == 1) {
-    expr = unary_expr(n.kind, compute, operand(n.inputs[0], compute, names));
+    const std::string a = operand(n.inputs[0], compute, names);
+    std::optional<std::string> fast;
+    if (compute == c10::ScalarType::Float && tuning().fast_math) fast = fast_unary(n, out, a);
+    expr = fast ? *fast : unary_expr(n.kind, compute, a);
   } else {
     const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> special;

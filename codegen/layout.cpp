@@ -31,7 +31,7 @@ int64_t PointwiseLayout::numel() const {
 std::string PointwiseLayout::key() const {
   std::string k = "rank=" + std::to_string(sizes.size()) + ";vec=" + std::to_string(vec) +
                   ";unroll=" + std::to_string(unroll) +
-                  ";idx=" + (index64 ? "64" : "32") + ";in=";
+                  ";idx=" + (index64 ? "64" : "32") + ";fast=" + std::to_string(fast_math) + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   k += ";out=";
   for (auto o : outputs) k += std::string(c10::toString(o)) + ",";
@@ -134,6 +134,7 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
   const bool strided = std::any_of(layout.inputs.begin(), layout.inputs.end(),
                                    [](const OperandLayout& in) { return in.access == Access::Strided; });
   layout.unroll = layout.vec > 1 && !strided ? tuning().pointwise_unroll : 1;
+  layout.fast_math = tuning().fast_math != 0;
   // 32-bit indices when every offset, and the grid-stride loop's last step, fit in int.
   const int64_t slack = max_threads * std::max(layout.vec, layout.unroll);
   layout.index64 = largest_offset + slack >= std::numeric_limits<int32_t>::max();

@@ -43,6 +43,7 @@ struct PointwiseLayout {
   int vec = 1;                         // elements per vector access on the fast path
   int unroll = 1;                      // vectors each thread loads before computing (fast path)
   bool index64 = false;                // 64-bit index math needed
+  bool fast_math = true;               // tuning().fast_math when planned (it changes the source)
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.
   std::string key() const;

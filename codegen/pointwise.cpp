@@ -160,10 +160,7 @@ void emit_vector_compute_store(SourceBuilder& b, const FusionGroup& g, const Poi
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     const std::string kk = std::to_string(k);
     const std::string vt = "tf_vec<" + storage_type(l.outputs[k]) + ", " + vec + ">";
-    b.line(vt + " o" + kk + ";");
-    b.line("#pragma unroll");
-    b.line("for (int lane = 0; lane < " + vec + "; ++lane) o" + kk + ".v[lane] = " +
-           store_convert("r" + kk + "[lane]", l.outputs[k]) + ";");
+    for (const auto& line : pack_vector("o" + kk, "r" + kk, l.outputs[k], l.vec)) b.line(line);
     b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + i) = o" + kk + ";");
   }
 }

@@ -52,6 +52,17 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
   return bytes;
 }
 
+// Looped: every pass re-reads the row, `tpr` threads per row (one block).
+void set_looped(ReductionLayout& l, int tpr) {
+  l.threads_per_row = tpr;
+  l.block = tpr;
+  l.chunks_per_thread = 1;
+  l.cached = false;
+  l.cache_inputs = false;
+  l.cache_first_pass = false;
+  l.cluster = 1;
+}
+
 // The team for a row whose cached part takes `bytes` register bytes per element (0: nothing
 // kept): about `per_thread` vectors per thread but at least `min_threads` threads (as far as the
 // row has vectors), a warp (or part of one) per row for short rows, a block per row for longer
@@ -83,11 +94,8 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
       l.cluster = c;
     }
   }
-  if (!l.cached) {
-    // Looped: every pass re-reads the row; no more threads than the row has vectors.
-    set_team(std::min(1024, std::max(64, next_pow2(chunks))));
-    l.chunks_per_thread = 1;
-  }
+  // No more threads than the row has vectors.
+  if (!l.cached) set_looped(l, std::min(1024, std::max(64, next_pow2(chunks))));
 }
 
 // Keeping only the inputs (16-bit ones packed) instead of every re-read value (as floats) costs
@@ -155,6 +163,8 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
   l.cache_first_pass = l.cached && policy == RowCachePolicy::FirstPass;
 }
 
+
+
 }  // namespace
 
 int64_t ReductionLayout::outer() const { return product(outer_sizes); }
@@ -169,7 +179,8 @@ std::string ReductionLayout::key() const {
                   ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) +
                   ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
                   ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
-                  ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") + ";in=";
+                  ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
+                  ";fast=" + std::to_string(fast_math) + ";minb=" + std::to_string(min_blocks) + ";in=";
   for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
   return k;
 }
@@ -188,6 +199,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 
   ReductionLayout l;
   l.schedule = schedule;
+  l.fast_math = tuning().fast_math != 0;
   std::vector<std::vector<int64_t>> sa, sr, sb;
   const int64_t lo = dims.front();
   const int64_t hi = dims.back() + 1;
@@ -241,6 +253,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // 176, bf16 129 -> 116).
     l.online = online_cache && l.reduced() >= tuning().online_min_row;
     choose_row_schedule(l, l.online ? *online_cache : cache, max_cluster);
+    l.min_blocks = tuning().row_min_blocks;
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the

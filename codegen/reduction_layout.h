@@ -47,6 +47,8 @@ struct ReductionLayout {
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
   bool index64 = false;
+  bool fast_math = true;      // tuning().fast_math when planned (it changes the source)
+  int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
 
   int64_t outer() const;
   int64_t reduced() const;

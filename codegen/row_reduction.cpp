@@ -228,9 +228,7 @@ struct RowKernel {
       const std::string kk = str(static_cast<int64_t>(k));
       const auto dt = g.outputs[k]->type.dtype;
       const std::string vt = "tf_vec<" + storage_type(dt) + ", " + vec + ">";
-      b.line(vt + " s" + kk + ";");
-      b.line("#pragma unroll");
-      b.line("for (int lane = 0; lane < " + vec + "; ++lane) s" + kk + ".v[lane] = " + store_convert("o" + kk + "[lane]", dt) + ";");
+      for (const auto& line : pack_vector("s" + kk, "o" + kk, dt, l.vec)) b.line(line);
       b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + row * (tf_index)p.cols + j0) = s" + kk + ";");
     }
     b.close();
@@ -404,7 +402,8 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
   RowKernel rk{b, g, l, a, cached, {}, {}};
   {
-    auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + g.kernel_name + "(const " +
+    auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) +
+                     (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + g.kernel_name + "(const " +
                      g.kernel_name + "_params p)");
     rk.emit_body();
   }

@@ -50,12 +50,15 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
     else if (name == "row_team") t.row_team = parse_int(name, value, 0, 1024);
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);
-    else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 2);
+    else if (name == "row_rounds") t.row_rounds = parse_int(name, value, 0, 64);
+    else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 32);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 1, 8);
     else if (name == "online_softmax") t.online_softmax = parse_int(name, value, 0, 1);
     else if (name == "online_min_row") t.online_min_row = parse_int(name, value, 1, 1 << 30);
+    else if (name == "row_min_blocks") t.row_min_blocks = parse_int(name, value, 0, 32);
+    else if (name == "fast_math") t.fast_math = parse_int(name, value, 0, 1);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
   }
   return t;

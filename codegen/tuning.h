@@ -31,11 +31,13 @@ struct Tuning {
   // shared memory (1: none; such rows loop over global memory instead).
   int row_cluster = 8;
   int row_team = 128;        // threads per row first-pass rows aim for (0: from row_vectors; see reduction_layout.cpp)
-  int row_waves = 0;           // cached rows: grid-stride rounds of a full device (0: one block per row
-                              // team; measured H200: 4-10% faster than 1 round on the suite's rows)
-  // Looped rows: blocks per multiprocessor (0: 2 where the rows in flight fill at most 3/4 of L2,
-  // so that the passes' re-reads still hit it, else 1; measured H200 rows of 65536: bf16 11%
-  // faster with 2, f32 3% slower).
+  int row_waves = 0;           // cached rows: grid-stride rounds of a full device (0: by row_rounds;
+                              // measured H200: 4-10% faster than 1 round on the suite's rows)
+  int row_rounds = 0;         // cached rows: row teams each block takes in turn (0: 2 for rows of
+                              // 16-bit inputs, else 1; see cached_row_rounds in runtime/launchers.cpp)
+  // Looped rows: blocks per multiprocessor (0: as many as fill its threads while the rows in
+  // flight fill at most 3/4 of L2, so that the passes' re-reads still hit it; measured H200 rows
+  // of 65536 (1024-thread blocks): bf16 11% faster with 2 than 1, f32 3% slower).
   int looped_blocks_per_sm = 0;
   int column_unroll = 8;     // rows each thread loads before accumulating (column schedule)
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
@@ -45,6 +47,12 @@ struct Tuning {
   // max and a rescaled sum (see OnlineSum in reduction_analysis.h); 0: a pass of its own.
   int online_softmax = 1;
   int online_min_row = 4096;  // ...on rows of at least this many elements (see plan_reduction_layout)
+  // Row kernels ask NVRTC for registers that let this many blocks share a multiprocessor
+  // (__launch_bounds__'s second argument; 0: no request).
+  int row_min_blocks = 0;
+  // Cheaper forms of exp, sigmoid, SiLU and 1 + tanh where they are accurate enough (see
+  // docs/architecture.md, "Fast math"); 0: the CUDA math library's everywhere.
+  int fast_math = 1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -6,6 +6,7 @@
 #include "codegen/layout.h"
 #include "codegen/nvrtc.h"
 #include "codegen/source_builder.h"
+#include "codegen/tuning.h"
 #include "tests/test_util.h"
 
 using tftest::contains_in_order;
@@ -150,8 +151,51 @@ TEST(Codegen, HalfAndBf16StayInStorageTypeWithFloatMath) {
   const auto e = torchfuse::compile(m, tftest::quiet_options()).explain({x, x});
   ASSERT_EQ(e.kernels.size(), 1u);
   EXPECT_TRUE(contains_in_order(e.kernels[0].source,
-                                {"const tf_bf16* in0;", "float t0 = tf_sigmoid(in0);", "tf_vec<tf_bf16, 8>",
-                                 "tf_float_to_bf16(r0[lane])"}));
+                                {"const tf_bf16* in0;", "float t0 = tf_sigmoid_fast(in0);", "tf_vec<tf_bf16, 8>",
+                                 "const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);", "tf_float_to_bf16(r0)"}));
+}
+
+// Fast math: exp, sigmoid and SiLU take their ex2/rcp forms only where eager rounds the result to
+// 16 bits; 1 + tanh(u) becomes tf_one_plus_tanh in every float dtype; fast_math=0 turns both off.
+// Every kernel compiles through NVRTC.
+TEST(Codegen, FastMathWhereEagerRoundsTo16Bits) {
+  struct Case {
+    const char* expr;
+    c10::ScalarType dtype;
+    const char* expect;  // in the source
+    const char* absent;  // not in the source
+  };
+  const Case cases[] = {
+      {"torch.sigmoid(x) * x", c10::kFloat, "= tf_sigmoid(", "_fast("},
+      {"torch.sigmoid(x) * x", c10::kBFloat16, "= tf_sigmoid_fast(", "= tf_sigmoid("},
+      {"torch.exp(x) * 2.0", c10::kFloat, "= expf(", "_fast("},
+      {"torch.exp(x) * 2.0", c10::kBFloat16, "= tf_exp_fast(", "expf("},
+      {"torch.silu(x) * x", c10::kBFloat16, "= tf_silu_fast(", "= tf_silu("},
+      {"torch.silu(x) * x", c10::kFloat, "= tf_silu(", "_fast("},
+      {"0.5 * x * (1 + torch.tanh(0.8 * x))", c10::kFloat, "= tf_one_plus_tanh(", "+ 1.0f)"},
+      {"0.5 * x * (torch.tanh(0.8 * x) + 1.0)", c10::kBFloat16, "= tf_one_plus_tanh(", "+ 1.0f)"},
+      {"x * (torch.tanh(x) + 2.0)", c10::kFloat, "+ 2.0f)", "tf_one_plus_tanh("},
+  };
+  const auto options = tftest::quiet_options(1);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.expr) + " " + c10::toString(c.dtype));
+    const std::vector<c10::IValue> in{torch::randn({8, 64}).to(c.dtype)};
+    const auto fast = torchfuse::compile(module_returning("x", c.expr), options).explain(in, /*compile_kernels=*/true);
+    ASSERT_EQ(fast.kernels.size(), 1u);
+    // The generated part (the prelude defines every helper).
+    auto body = [](const std::string& source) { return source.substr(source.find("_compute(")); };
+    const std::string& src = fast.kernels[0].source;
+    EXPECT_NE(body(src).find(c.expect), std::string::npos) << src;
+    EXPECT_EQ(body(src).find(c.absent), std::string::npos) << src;
+    ASSERT_EQ(fast.cubin_bytes.size(), 1u);
+    EXPECT_GT(fast.cubin_bytes[0], 0u) << src;
+
+    torchfuse::codegen::ScopedTuning off(torchfuse::codegen::parse_tuning("fast_math=0"));
+    const auto plain = torchfuse::compile(module_returning("x", c.expr), options).explain(in);
+    ASSERT_EQ(plain.kernels.size(), 1u);
+    EXPECT_EQ(body(plain.kernels[0].source).find("_fast("), std::string::npos) << plain.kernels[0].source;
+    EXPECT_EQ(body(plain.kernels[0].source).find("tf_one_plus_tanh("), std::string::npos) << plain.kernels[0].source;
+  }
 }
 
 TEST(Codegen, SizesAreArgumentsNotConstants) {

@@ -1,6 +1,8 @@
 // GPU tests: every op and many chains, fp32/fp16/bf16, broadcasting, scalars, non-contiguous
 // inputs, huge tensors; compiled against eager on fresh random inputs with poisoned outputs.
 // Skipped when no CUDA device is present.
+#include <cmath>
+
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -177,6 +179,30 @@ TEST(GpuChains, MatchEagerInEveryDtype) {
     for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
       expect_matches_eager(module_from(c.source), [&] { return c.inputs(dtype); }, c.kernels,
                            c.name + " " + c10::toString(dtype));
+    }
+  }
+}
+
+// Fast math (ex2/rcp forms of exp, sigmoid, SiLU where eager rounds to 16 bits; 1 + tanh(u) as
+// 2 / (1 + exp(-2u)) in every dtype) on values from tiny to overflowing, infinities and NaN.
+TEST(GpuChains, FastMathMatchesEagerAtEdgeValues) {
+  REQUIRE_GPU();
+  const char* exprs[] = {"torch.exp(x) * 0.5", "torch.sigmoid(x) * 2.0", "torch.silu(x) * 1.5",
+                         "0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x * x * x)))",
+                         "x * (torch.tanh(x * 3.0) + 1.0)"};
+  auto inputs = [](c10::ScalarType t) {
+    auto x = torch::randn({64, 128}, torch::kCUDA) * 6.0;
+    const std::vector<double> edges = {0.0, -0.0, 1e-30, -1e-30, 1e-4, -1e-4, 10.0, -10.0, 20.0, -20.0,
+                                       50.0, -50.0, 88.0, -88.0, 89.0, -89.0, 100.0, -100.0, 1e30, -1e30,
+                                       INFINITY, -INFINITY, NAN};
+    auto flat = x.view({-1});
+    for (size_t i = 0; i < edges.size(); ++i) flat[static_cast<int64_t>(i * 131)] = edges[i];
+    return std::vector<c10::IValue>{x.to(t)};
+  };
+  for (const char* expr : exprs) {
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      expect_matches_eager(module_returning("x", expr), [&] { return inputs(dtype); }, 1,
+                           std::string(expr) + " " + c10::toString(dtype));
     }
   }
 }

@@ -31,11 +31,18 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_waves, 0);
   EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
   EXPECT_EQ(d.row_vectors, 4);
-  const cg::Tuning t = cg::parse_tuning("pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8");
+  EXPECT_EQ(d.row_rounds, 0);
+  EXPECT_EQ(d.row_min_blocks, 0);
+  EXPECT_EQ(d.fast_math, 1);
+  const cg::Tuning t = cg::parse_tuning(
+      "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
   EXPECT_EQ(t.full_unroll, 8);
+  EXPECT_EQ(t.row_rounds, 3);
+  EXPECT_EQ(t.row_min_blocks, 16);
+  EXPECT_EQ(t.fast_math, 0);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -52,6 +59,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("column_unroll=two").find("is not an integer"), std::string::npos);
   EXPECT_NE(message("row_cache=some").find("values, inputs, first or auto"), std::string::npos);
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
+  EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
@@ -153,9 +161,16 @@ TEST(RowCache, FirstPassRowsOf128Threads) {
   src = kernel_source(m8192, in(8192));
   EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "8 vectors per thread"})) << src;
   // row_team=0 plans first-pass rows from row_vectors like the others.
-  cg::ScopedTuning team(with("row_team=0"));
+  {
+    cg::ScopedTuning team(with("row_team=0"));
+    src = kernel_source(m, in(4096));
+    EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "4 vectors per thread"})) << src;
+  }
+  // row_min_blocks asks for registers that fit that many blocks.
+  EXPECT_NE(kernel_source(m, in(4096)).find("__launch_bounds__(128) "), std::string::npos);
+  cg::ScopedTuning min_blocks(with("row_min_blocks=12"));
   src = kernel_source(m, in(4096));
-  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "4 vectors per thread"})) << src;
+  EXPECT_NE(src.find("__launch_bounds__(128, 12) "), std::string::npos) << src;
 }
 
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
