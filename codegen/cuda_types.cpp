@@ -143,6 +143,13 @@ __device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
   return h;
 }
 
+// Starts bringing `bytes` (a multiple of 16, from a 16-byte-aligned address) of global memory
+// into L2 without waiting for it (sm_90+; nothing before).
+__device__ __forceinline__ void tf_prefetch_l2(const void* p, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" : : "l"(p), "r"(bytes) : "memory");
+#endif
+}
 // Two floats as one word of 16-bit values (lo in the lower half): one conversion on sm_80+.
 __device__ __forceinline__ unsigned tf_pack2(tf_half, float lo, float hi) {
 #if __CUDA_ARCH__ >= 800
@@ -388,15 +395,15 @@ uint64_t fast_divider(int64_t d) {
 }
 
 void emit_divmod(SourceBuilder& b, bool index64, const std::string& c, const std::string& size_expr,
-                 const std::string& div_expr) {
+                 const std::string& div_expr, const std::string& rem) {
   if (index64) {
-    b.line("const tf_index " + c + " = rem % " + size_expr + ";");
-    b.line("rem /= " + size_expr + ";");
+    b.line("const tf_index " + c + " = " + rem + " % " + size_expr + ";");
+    b.line(rem + " /= " + size_expr + ";");
     return;
   }
-  b.line("const tf_index q_" + c + " = (tf_index)tf_fast_div((unsigned)rem, " + div_expr + ");");
-  b.line("const tf_index " + c + " = rem - q_" + c + " * " + size_expr + ";");
-  b.line("rem = q_" + c + ";");
+  b.line("const tf_index q_" + c + " = (tf_index)tf_fast_div((unsigned)" + rem + ", " + div_expr + ");");
+  b.line("const tf_index " + c + " = " + rem + " - q_" + c + " * " + size_expr + ";");
+  b.line(rem + " = q_" + c + ";");
 }
 
 }  // namespace codegen

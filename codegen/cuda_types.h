@@ -47,10 +47,11 @@ const std::string& prelude();
 // with n / d == (umulhi(n, m) + n) >> s for every 0 <= n < 2^31, packed as m << 32 | s.
 uint64_t fast_divider(int64_t d);
 
-// Emits `c = rem % size; rem /= size;` for 32-bit indices through tf_fast_div (`div_expr` names
-// the packed divider, `size_expr` the size), and as plain division for 64-bit ones.
+// Emits `c = rem % size; rem /= size;` (the variable `rem` by default) for 32-bit indices through
+// tf_fast_div (`div_expr` names the packed divider, `size_expr` the size), and as plain division
+// for 64-bit ones.
 void emit_divmod(class SourceBuilder& b, bool index64, const std::string& c, const std::string& size_expr,
-                 const std::string& div_expr);
+                 const std::string& div_expr, const std::string& rem = "rem");
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -66,18 +66,19 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   }
 }
 
-// Offsets of each input's row start: the row index decomposed over the kept dims.
-void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
+// Offsets of each input's row start (`prefix`ro<k>): the row index `row` decomposed over the
+// kept dims.
+void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l, const std::string& row, const std::string& prefix) {
   const size_t A = l.outer_sizes.size();
-  b.line("tf_index rem = row_ok ? row : 0;");
+  b.line("tf_index " + prefix + "rem = " + row + ";");
   std::vector<std::string> coords(std::max<size_t>(A, 1), "0");
   for (size_t d = A; d-- > 0;) {
-    const std::string c = "a" + str(static_cast<int64_t>(d));
+    const std::string c = prefix + "a" + str(static_cast<int64_t>(d));
     if (d == 0) {
-      b.line("const tf_index " + c + " = rem;");
+      b.line("const tf_index " + c + " = " + prefix + "rem;");
     } else {
       const std::string dd = str(static_cast<int64_t>(d));
-      emit_divmod(b, l.index64, c, "(tf_index)p.outer_size[" + dd + "]", "p.outer_div[" + dd + "]");
+      emit_divmod(b, l.index64, c, "(tf_index)p.outer_size[" + dd + "]", "p.outer_div[" + dd + "]", prefix + "rem");
     }
     coords[d] = c;
   }
@@ -88,7 +89,21 @@ void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l) {
     for (size_t d = 0; d < A; ++d) {
       off += (d ? " + " : "") + coords[d] + " * (tf_index)p." + input_name(k) + "_outer_stride[" + str(static_cast<int64_t>(d)) + "]";
     }
-    b.line("const tf_index ro" + str(static_cast<int64_t>(k)) + " = " + (off.empty() ? "0" : off) + ";");
+    b.line("const tf_index " + prefix + "ro" + str(static_cast<int64_t>(k)) + " = " + (off.empty() ? "0" : off) + ";");
+  }
+}
+
+// Row prefetch (ReductionLayout::prefetch): lane 0 of each team starts bringing the row it takes
+// next into L2 (one bulk prefetch per row-contiguous input), so that its loads find it there.
+void emit_next_row_prefetch(SourceBuilder& b, const ReductionLayout& l, const std::string& row_step) {
+  b.line("// L2 prefetch of the row this team takes next");
+  auto s = b.scope("if (tl == 0 && row + " + row_step + " < (tf_index)p.rows)");
+  emit_row_offsets(b, l, "row + " + row_step, "n");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (l.inputs[k].access != Access::InnerContig) continue;
+    const std::string kk = str(static_cast<int64_t>(k));
+    b.line("tf_prefetch_l2(" + input_name(k) + " + nro" + kk + ", (unsigned)p.cols * " +
+           str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u);");
   }
 }
 
@@ -332,7 +347,8 @@ struct RowKernel {
     auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step + ")");
     b.line("const tf_index row = row0 + team;");
     b.line("const bool row_ok = row < (tf_index)p.rows;");
-    emit_row_offsets(b, l);
+    emit_row_offsets(b, l, "row_ok ? row : 0", "");
+    if (l.prefetch) emit_next_row_prefetch(b, l, row_step);
     // Per-row inputs: one value per row.
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       const auto& in = l.inputs[k];

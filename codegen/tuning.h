@@ -50,6 +50,10 @@ struct Tuning {
   // Row kernels ask NVRTC for registers that let this many blocks share a multiprocessor
   // (__launch_bounds__'s second argument; 0: no request).
   int row_min_blocks = 0;
+  // Cached rows: each team prefetches the row it takes next into L2 (sm_90+) while it works on
+  // the current one (1: every cached row, 0: none, -1: where measured to pay, see
+  // choose_row_prefetch in reduction_layout.cpp; those take 4 rows per block).
+  int row_prefetch = -1;
   // Cheaper forms of exp, sigmoid, SiLU and 1 + tanh where they are accurate enough (see
   // docs/architecture.md, "Fast math"); 0: the CUDA math library's everywhere.
   int fast_math = 1;

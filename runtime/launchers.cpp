@@ -186,13 +186,15 @@ int64_t looped_blocks_per_sm(const codegen::ReductionLayout& l, const DeviceInfo
   return blocks;
 }
 
-// Row teams each block of a cached row schedule takes in turn (tuning().row_rounds; 0: 2 for
-// block-wide teams over rows read more than once whose inputs are all 16-bit, else 1). Measured
+// Row teams each block of a cached row schedule takes in turn (tuning().row_rounds; 0: 4 where
+// rows are prefetched, 2 for block-wide teams over rows read more than once whose inputs are all
+// 16-bit, else 1). Measured
 // on H200 with 2 against 1 (bf16, 64-128 threads per row): layer norm 82.7 -> 79.7 us, attention
 // softmax 161.9 -> 159.6, rms norm 72.4 -> 71.7, softmax 79.1 -> 78.9; but logsumexp (one pass)
 // 45.7 -> 46.6, and f32 rows 1-2% slower (layer norm 134.2 -> 137.5).
 int64_t cached_row_rounds(const codegen::ReductionLayout& l, const codegen::ReductionAnalysis& a) {
   if (codegen::tuning().row_rounds > 0) return codegen::tuning().row_rounds;
+  if (l.prefetch) return 4;  // rows prefetched into L2 (see choose_row_prefetch)
   const auto& needs = l.online && a.online_cache_needs ? *a.online_cache_needs : a.cache_needs;
   const bool read_once = needs.values_bytes == 0 && needs.reread_inputs.empty();
   if (l.threads_per_row < l.block || read_once) return 1;

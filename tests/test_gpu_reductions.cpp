@@ -122,7 +122,8 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=3,full_unroll=5,pointwise_waves=1,row_waves=2",
                          "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0",
                          "online_min_row=1", "online_min_row=1,row_cache=inputs,row_vectors=8",
-                         "row_rounds=3,row_min_blocks=16,fast_math=0", "row_rounds=1,row_cache=inputs"};
+                         "row_rounds=3,row_min_blocks=16,fast_math=0", "row_rounds=1,row_cache=inputs",
+                         "row_prefetch=1,row_rounds=4"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     expect_suite_patterns_match(1000, 1048, 136, 200, std::string(" [") + spec + "]");

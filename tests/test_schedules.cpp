@@ -34,6 +34,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_rounds, 0);
   EXPECT_EQ(d.row_min_blocks, 0);
   EXPECT_EQ(d.fast_math, 1);
+  EXPECT_EQ(d.row_prefetch, -1);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0");
   EXPECT_EQ(t.pointwise_unroll, 4);
@@ -171,6 +172,29 @@ TEST(RowCache, FirstPassRowsOf128Threads) {
   cg::ScopedTuning min_blocks(with("row_min_blocks=12"));
   src = kernel_source(m, in(4096));
   EXPECT_NE(src.find("__launch_bounds__(128, 12) "), std::string::npos) << src;
+}
+
+// Block-wide teams over 16-bit rows of at most 2 KB (bf16 attention softmax) prefetch the row they
+// take next into L2; rows of 4096 and f32 rows do not; row_prefetch=0/1 overrides.
+TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
+  const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
+  auto attn_in = [](c10::ScalarType t) {
+    return std::vector<c10::IValue>{torch::randn({2, 2, 8, 1024}).to(t), torch::randn({1, 1, 8, 1024}).to(t)};
+  };
+  const std::string prefetch = "tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);";
+  std::string src = body(kernel_source(attn, attn_in(c10::kBFloat16)));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"L2 prefetch of the row this team takes next", prefetch})) << src;
+  EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kFloat))).find("tf_prefetch_l2("), std::string::npos);
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const std::vector<c10::IValue> rows4096{torch::randn({4, 4096}).to(c10::kBFloat16)};
+  EXPECT_EQ(body(kernel_source(softmax, rows4096)).find("tf_prefetch_l2("), std::string::npos);
+  {
+    cg::ScopedTuning off(with("row_prefetch=0"));
+    EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kBFloat16))).find("tf_prefetch_l2("), std::string::npos);
+  }
+  cg::ScopedTuning on(with("row_prefetch=1"));
+  src = body(kernel_source(softmax, rows4096));
+  EXPECT_NE(src.find(prefetch), std::string::npos) << src;
 }
 
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
