@@ -50,6 +50,7 @@ struct ReductionLayout {
   bool fast_math = true;      // tuning().fast_math when planned (it changes the source)
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
+  int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
 
   int64_t outer() const;
   int64_t reduced() const;

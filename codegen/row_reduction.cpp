@@ -47,6 +47,10 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
          (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
          (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
+  if (l.cached && l.cluster == 1) {
+    b.line("// each block takes " + str(l.rounds) + " row team(s) in turn" +
+           (l.prefetch ? ", prefetching the next one's row into L2" : ""));
+  }
   for (const ir::Node* r : a.reductions) {
     if (const ir::Node* d = a.duplicate_of(r)) {
       b.line("// %" + str(r->output()->id) + " is %" + str(d->output()->id) + " again (the same reduction of the same values)");

@@ -34,7 +34,7 @@ struct Tuning {
   int row_waves = 0;           // cached rows: grid-stride rounds of a full device (0: by row_rounds;
                               // measured H200: 4-10% faster than 1 round on the suite's rows)
   int row_rounds = 0;         // cached rows: row teams each block takes in turn (0: 2 for rows of
-                              // 16-bit inputs, else 1; see cached_row_rounds in runtime/launchers.cpp)
+                              // 16-bit inputs, else 1; see choose_row_rounds in reduction_layout.cpp)
   // Looped rows: blocks per multiprocessor (0: as many as fill its threads while the rows in
   // flight fill at most 3/4 of L2, so that the passes' re-reads still hit it; measured H200 rows
   // of 65536 (1024-thread blocks): bf16 11% faster with 2 than 1, f32 3% slower).

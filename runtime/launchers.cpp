@@ -186,23 +186,6 @@ int64_t looped_blocks_per_sm(const codegen::ReductionLayout& l, const DeviceInfo
   return blocks;
 }
 
-// Row teams each block of a cached row schedule takes in turn (tuning().row_rounds; 0: 4 where
-// rows are prefetched, 2 for block-wide teams over rows read more than once whose inputs are all
-// 16-bit, else 1). Measured
-// on H200 with 2 against 1 (bf16, 64-128 threads per row): layer norm 82.7 -> 79.7 us, attention
-// softmax 161.9 -> 159.6, rms norm 72.4 -> 71.7, softmax 79.1 -> 78.9; but logsumexp (one pass)
-// 45.7 -> 46.6, and f32 rows 1-2% slower (layer norm 134.2 -> 137.5).
-int64_t cached_row_rounds(const codegen::ReductionLayout& l, const codegen::ReductionAnalysis& a) {
-  if (codegen::tuning().row_rounds > 0) return codegen::tuning().row_rounds;
-  if (l.prefetch) return 4;  // rows prefetched into L2 (see choose_row_prefetch)
-  const auto& needs = l.online && a.online_cache_needs ? *a.online_cache_needs : a.cache_needs;
-  const bool read_once = needs.values_bytes == 0 && needs.reread_inputs.empty();
-  if (l.threads_per_row < l.block || read_once) return 1;
-  for (const auto& op : l.inputs)
-    if ((op.access == Access::InnerContig || op.access == Access::Strided) && c10::elementSize(op.dtype) != 2) return 1;
-  return 2;
-}
-
 std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
@@ -229,12 +212,12 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const int rows_per_block = l.block / l.threads_per_row;
   // Looped rows are re-read by every pass: few blocks per multiprocessor keep the rows in flight
   // small enough for the re-reads to hit L2. Cached rows: `row_waves` grid-stride rounds of a
-  // full device, or (0) cached_row_rounds teams of rows per block, the hardware balancing the tail.
+  // full device, or (0) l.rounds teams of rows per block, the hardware balancing the tail.
   const codegen::Tuning& tune = codegen::tuning();
   const int64_t full_device = int64_t{info.sm_count} * (2048 / l.block);
   const int64_t teams = ceil_div(rows, rows_per_block);
   const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
-                             : tune.row_waves == 0 ? ceil_div(teams, cached_row_rounds(l, a))
+                             : tune.row_waves == 0 ? ceil_div(teams, int64_t{l.rounds})
                                                    : full_device * tune.row_waves;
   if (l.cluster > 1) {
     // A cluster per row (the kernel strides over rows by the grid's clusters).

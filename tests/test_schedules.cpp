@@ -175,19 +175,29 @@ TEST(RowCache, FirstPassRowsOf128Threads) {
 }
 
 // Block-wide teams over 16-bit rows of at most 2 KB (bf16 attention softmax) prefetch the row they
-// take next into L2; rows of 4096 and f32 rows do not; row_prefetch=0/1 overrides.
+// take next into L2 and take 4 rows per block; rows of 4096 and f32 rows do not; row_prefetch=0/1
+// overrides.
 TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
   const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   auto attn_in = [](c10::ScalarType t) {
     return std::vector<c10::IValue>{torch::randn({2, 2, 8, 1024}).to(t), torch::randn({1, 1, 8, 1024}).to(t)};
   };
   const std::string prefetch = "tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);";
-  std::string src = body(kernel_source(attn, attn_in(c10::kBFloat16)));
-  EXPECT_TRUE(tftest::contains_in_order(src, {"L2 prefetch of the row this team takes next", prefetch})) << src;
-  EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kFloat))).find("tf_prefetch_l2("), std::string::npos);
+  std::string src = kernel_source(attn, attn_in(c10::kBFloat16));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"each block takes 4 row team(s) in turn, prefetching the next one's row",
+                                              "L2 prefetch of the row this team takes next", prefetch}))
+      << src;
+  src = kernel_source(attn, attn_in(c10::kFloat));
+  EXPECT_NE(src.find("each block takes 1 row team(s) in turn\n"), std::string::npos) << src;
+  EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
+  // bf16 rows of 4096 read more than once: two rows per block, no prefetch; read once: one.
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const std::vector<c10::IValue> rows4096{torch::randn({4, 4096}).to(c10::kBFloat16)};
-  EXPECT_EQ(body(kernel_source(softmax, rows4096)).find("tf_prefetch_l2("), std::string::npos);
+  src = kernel_source(softmax, rows4096);
+  EXPECT_NE(src.find("each block takes 2 row team(s) in turn\n"), std::string::npos) << src;
+  EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
+  src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), rows4096);
+  EXPECT_NE(src.find("each block takes 1 row team(s) in turn\n"), std::string::npos) << src;
   {
     cg::ScopedTuning off(with("row_prefetch=0"));
     EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kBFloat16))).find("tf_prefetch_l2("), std::string::npos);
