@@ -62,17 +62,6 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
   return bytes;
 }
 
-// Looped: every pass re-reads the row, `tpr` threads per row (one block).
-void set_looped(ReductionLayout& l, int tpr) {
-  l.threads_per_row = tpr;
-  l.block = tpr;
-  l.chunks_per_thread = 1;
-  l.cached = false;
-  l.cache_inputs = false;
-  l.cache_first_pass = false;
-  l.cluster = 1;
-}
-
 // The team for a row whose cached part takes `bytes` register bytes per element (0: nothing
 // kept): about `per_thread` vectors per thread but at least `min_threads` threads (as far as the
 // row has vectors), a warp (or part of one) per row for short rows, a block per row for longer
@@ -104,8 +93,11 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
       l.cluster = c;
     }
   }
-  // No more threads than the row has vectors.
-  if (!l.cached) set_looped(l, std::min(1024, std::max(64, next_pow2(chunks))));
+  if (!l.cached) {
+    // Looped: every pass re-reads the row; no more threads than the row has vectors.
+    set_team(std::min(1024, std::max(64, next_pow2(chunks))));
+    l.chunks_per_thread = 1;
+  }
 }
 
 // Keeping only the inputs (16-bit ones packed) instead of every re-read value (as floats) costs
@@ -172,8 +164,6 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
   l.cache_inputs = l.cached && policy == RowCachePolicy::Inputs;
   l.cache_first_pass = l.cached && policy == RowCachePolicy::FirstPass;
 }
-
-
 
 // Whether each team prefetches its next row into L2 (tuning().row_prefetch; -1: by measurement).
 // Measured on H200 with 2 / 4 / 8 rows per block: bf16 attention softmax (rows of 1024, 2 KB,
@@ -287,10 +277,11 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // 85 -> 75, bf16 59 -> 50; softmax bf16 88 -> 84, f32 134 -> 135; rows of 65536 f32 194 ->
     // 176, bf16 129 -> 116).
     l.online = online_cache && l.reduced() >= tuning().online_min_row;
-    choose_row_schedule(l, l.online ? *online_cache : cache, max_cluster);
+    const RowCacheNeeds& needs = l.online ? *online_cache : cache;
+    choose_row_schedule(l, needs, max_cluster);
     l.min_blocks = tuning().row_min_blocks;
-    l.prefetch = choose_row_prefetch(l, l.online ? *online_cache : cache);
-    l.rounds = choose_row_rounds(l, l.online ? *online_cache : cache);
+    l.prefetch = choose_row_prefetch(l, needs);
+    l.rounds = choose_row_rounds(l, needs);
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
