@@ -59,6 +59,21 @@ std::string store_convert(const std::string& expr, c10::ScalarType dtype) {
   return expr;
 }
 
+std::string vector_load(const std::string& vt, const std::string& addr, LoadHint hint) {
+  const std::string ptr = "reinterpret_cast<const " + vt + "*>(" + addr + ")";
+  switch (hint) {
+    case LoadHint::EvictFirst: return "tf_load_once(" + ptr + ")";
+    case LoadHint::EvictLast: return "tf_load_keep(" + ptr + ")";
+    case LoadHint::None: break;
+  }
+  return "*" + ptr;
+}
+
+std::string vector_store(const std::string& vt, const std::string& addr, const std::string& value, bool evict_first) {
+  const std::string ptr = "reinterpret_cast<" + vt + "*>(" + addr + ")";
+  return evict_first ? "tf_store_once(" + ptr + ", " + value + ");" : "*" + ptr + " = " + value + ";";
+}
+
 std::vector<std::string> pack_vector(const std::string& var, const std::string& regs, c10::ScalarType dtype, int vec) {
   const std::string vt = "tf_vec<" + storage_type(dtype) + ", " + std::to_string(vec) + ">";
   if ((dtype == c10::ScalarType::Half || dtype == c10::ScalarType::BFloat16) && vec % 2 == 0) {
@@ -148,6 +163,64 @@ __device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
 __device__ __forceinline__ void tf_prefetch_l2(const void* p, unsigned bytes) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" : : "l"(p), "r"(bytes) : "memory");
+#endif
+}
+// Loads and stores with an L2 eviction priority (sm_80+ cache policies; plain accesses before),
+// for what a kernel streams (codegen/cache_hints.h): tf_load_once and tf_store_once for elements
+// touched for the last time (evicted before other lines), tf_load_keep for rows a later pass
+// reads again (evicted after them). V is a 2-, 4-, 8- or 16-byte value. Loads take the
+// read-only path: only inputs, which no kernel writes, go through them.
+template <bool Last> __device__ __forceinline__ unsigned long long tf_l2_policy() {
+  unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+  if constexpr (Last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+  return policy;
+}
+template <typename V> union tf_words { V v; unsigned short h; unsigned w[4]; };
+template <bool Last, typename V> __device__ __forceinline__ V tf_load_hinted(const V* p) {
+  static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, "tf_load_hinted: size");
+#if __CUDA_ARCH__ >= 800
+  const unsigned long long policy = tf_l2_policy<Last>();
+  tf_words<V> u;
+  if constexpr (sizeof(V) == 16) {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(u.w[0]), "=r"(u.w[1]), "=r"(u.w[2]), "=r"(u.w[3]) : "l"(p), "l"(policy));
+  } else if constexpr (sizeof(V) == 8) {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(u.w[0]), "=r"(u.w[1]) : "l"(p), "l"(policy));
+  } else if constexpr (sizeof(V) == 4) {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u.w[0]) : "l"(p), "l"(policy));
+  } else {
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(u.h) : "l"(p), "l"(policy));
+  }
+  return u.v;
+#else
+  return *p;
+#endif
+}
+template <typename V> __device__ __forceinline__ V tf_load_once(const V* p) { return tf_load_hinted<false>(p); }
+template <typename V> __device__ __forceinline__ V tf_load_keep(const V* p) { return tf_load_hinted<true>(p); }
+template <typename V> __device__ __forceinline__ void tf_store_once(V* p, const V& v) {
+  static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, "tf_store_once: size");
+#if __CUDA_ARCH__ >= 800
+  const unsigned long long policy = tf_l2_policy<false>();
+  tf_words<V> u;
+  u.v = v;
+  if constexpr (sizeof(V) == 16) {
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                 : : "l"(p), "r"(u.w[0]), "r"(u.w[1]), "r"(u.w[2]), "r"(u.w[3]), "l"(policy) : "memory");
+  } else if constexpr (sizeof(V) == 8) {
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;"
+                 : : "l"(p), "r"(u.w[0]), "r"(u.w[1]), "l"(policy) : "memory");
+  } else if constexpr (sizeof(V) == 4) {
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.u32 [%0], %1, %2;" : : "l"(p), "r"(u.w[0]), "l"(policy) : "memory");
+  } else {
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.u16 [%0], %1, %2;" : : "l"(p), "h"(u.h), "l"(policy) : "memory");
+  }
+#else
+  *p = v;
 #endif
 }
 // Two floats as one word of 16-bit values (lo in the lower half): one conversion on sm_80+.

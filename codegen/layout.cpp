@@ -31,8 +31,11 @@ int64_t PointwiseLayout::numel() const {
 std::string PointwiseLayout::key() const {
   std::string k = "rank=" + std::to_string(sizes.size()) + ";vec=" + std::to_string(vec) +
                   ";unroll=" + std::to_string(unroll) +
-                  ";idx=" + (index64 ? "64" : "32") + ";fast=" + std::to_string(fast_math) + ";in=";
-  for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
+                  ";idx=" + (index64 ? "64" : "32") + ";fast=" + std::to_string(fast_math) + ";hints=" + std::to_string(hints.evict_loads) +
+                  std::to_string(hints.evict_stores) + ";in=";
+  for (const auto& in : inputs) {
+    k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared," : ",");
+  }
   k += ";out=";
   for (auto o : outputs) k += std::string(c10::toString(o)) + ",";
   return k;
@@ -74,6 +77,12 @@ void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
     sizes_out.push_back(domain[d]);
     for (size_t k = 0; k < strides.size(); ++k) strides_out[k].push_back(strides[k][d]);
   }
+}
+
+bool has_broadcast_dim(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  for (size_t d = 0; d < sizes.size() && d < strides.size(); ++d)
+    if (strides[d] == 0 && sizes[d] > 1) return true;
+  return false;
 }
 
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs) {
@@ -125,6 +134,7 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
     else if (s.back() == 0) ol.access = Access::InnerBroadcast;
     else ol.access = Access::Strided;
     if (ol.access != Access::Linear && ol.access != Access::Uniform) ol.strides = s;
+    ol.shared = has_broadcast_dim(sizes, s);
     largest_offset = std::max(largest_offset, max_offset(sizes, s) + 1);
     layout.inputs.push_back(ol);
   }

@@ -9,6 +9,8 @@
 
 #include <c10/core/ScalarType.h>
 
+#include "codegen/cache_hints.h"
+
 namespace torchfuse {
 namespace codegen {
 
@@ -34,6 +36,7 @@ struct OperandLayout {
   Access access = Access::Linear;
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::vector<int64_t> strides;  // per coalesced dim (tensors that are not Linear/Uniform)
+  bool shared = false;           // an element serves several indices (stride 0 over a dim of size > 1)
 };
 
 struct PointwiseLayout {
@@ -44,6 +47,7 @@ struct PointwiseLayout {
   int unroll = 1;                      // vectors each thread loads before computing (fast path)
   bool index64 = false;                // 64-bit index math needed
   bool fast_math = true;               // tuning().fast_math when planned (it changes the source)
+  CacheHints hints;                    // L2 hints on its vector loads and stores (set by the launcher)
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.
   std::string key() const;
@@ -59,6 +63,9 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
 void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
                    const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
                    std::vector<std::vector<int64_t>>& strides_out);
+
+// Does some element serve several indices: a stride 0 over a dim of size > 1?
+bool has_broadcast_dim(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 
 // Elements per 16-byte access for the widest vector-accessed operand.
 int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vector<c10::ScalarType>& outputs);

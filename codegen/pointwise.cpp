@@ -137,7 +137,8 @@ void emit_vector_loads(SourceBuilder& b, const PointwiseLayout& l, const std::st
     std::string rhs;
     if (in.access == Access::Linear || in.access == Access::InnerContig) {
       lhs = declare ? "const " + vt + " v" + kk : "v" + kk + slot;
-      rhs = "*reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + " + (in.access == Access::Linear ? "i" : "off" + kk) + ")";
+      const std::string addr = input_name(k) + " + " + (in.access == Access::Linear ? "i" : "off" + kk);
+      rhs = vector_load(vt, addr, l.hints.evict_loads && !in.shared ? LoadHint::EvictFirst : LoadHint::None);
     } else if (in.access == Access::InnerBroadcast) {
       lhs = declare ? "const " + register_type(in.dtype) + " b" + kk : "b" + kk + slot;
       rhs = load_convert(input_name(k) + "[off" + kk + "]", in.dtype);
@@ -161,7 +162,7 @@ void emit_vector_compute_store(SourceBuilder& b, const FusionGroup& g, const Poi
     const std::string kk = std::to_string(k);
     const std::string vt = "tf_vec<" + storage_type(l.outputs[k]) + ", " + vec + ">";
     for (const auto& line : pack_vector("o" + kk, "r" + kk, l.outputs[k], l.vec)) b.line(line);
-    b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + i) = o" + kk + ";");
+    b.line(vector_store(vt, output_name(k) + " + i", "o" + kk, l.hints.evict_stores));
   }
 }
 

@@ -205,8 +205,11 @@ std::string ReductionLayout::key() const {
                   ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
                   ";fast=" + std::to_string(fast_math) + ";minb=" + std::to_string(min_blocks) +
-                  ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";in=";
-  for (const auto& in : inputs) k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + ",";
+                  ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";hints=" + std::to_string(hints.evict_loads) +
+                  std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + ";in=";
+  for (const auto& in : inputs) {
+    k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared," : ",");
+  }
   return k;
 }
 
@@ -256,6 +259,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     else if (op.red_strides.size() == 1 && op.red_strides[0] == 1) op.access = Access::InnerContig;
     else op.access = Access::Strided;
     if (op.access == Access::InnerContig) widest = std::max(widest, c10::elementSize(in.dtype));
+    op.shared = has_broadcast_dim(l.outer_sizes, op.outer_strides) || has_broadcast_dim(l.inner_sizes, op.inner_strides);
     int64_t off = 1;
     auto add = [&](const std::vector<int64_t>& sizes, const std::vector<int64_t>& st) {
       for (size_t d = 0; d < sizes.size(); ++d) off += (sizes[d] - 1) * std::abs(st[d]);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cache_hints.h"
 #include "codegen/layout.h"
 #include "codegen/reduction_analysis.h"
 #include "passes/fusion_plan.h"
@@ -26,6 +27,7 @@ struct SegmentedOperand {
   std::vector<int64_t> outer_strides;  // segment A
   std::vector<int64_t> red_strides;    // segment R
   std::vector<int64_t> inner_strides;  // segment B (column schedule)
+  bool shared = false;  // an element serves several rows/columns (stride 0 over a kept dim of size > 1)
 };
 
 struct ReductionLayout {
@@ -51,6 +53,7 @@ struct ReductionLayout {
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
   int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
+  CacheHints hints;           // L2 hints on its vector loads and stores (set by the launcher)
 
   int64_t outer() const;
   int64_t reduced() const;

@@ -165,25 +165,41 @@ struct RowKernel {
   // Input k is kept in registers as loaded (vectors `kept<k>[chunk]`).
   bool keeps_input(size_t k) const { return l.cached && l.cache_inputs && a.reread_inputs.count(g.inputs[k]); }
 
+  // Does `pass` read vector input k: from memory, or (kept inputs, after the first pass that
+  // loads them into their registers) from there?
+  bool reads_vectors(size_t k, int pass) const {
+    if (l.vec == 1 || l.inputs[k].access != Access::InnerContig) return false;
+    const ir::Value* v = g.inputs[k];
+    const auto values = a.pass_values(g, pass, reuse());
+    if (std::find(values.begin(), values.end(), v) == values.end()) return false;
+    return !cached.count(v) || a.first_passes(g, reuse()).at(v) >= pass;
+  }
+  bool loads_from_memory(size_t k, int pass) const {
+    if (!reads_vectors(k, pass)) return false;
+    return !keeps_input(k) || a.first_passes(g, reuse()).at(g.inputs[k]) == pass;
+  }
+  // The L2 hint for input k's loads in `pass`: evict first after its last load (where no other
+  // row reads its elements), evict last before a later pass reads them again.
+  LoadHint load_hint(size_t k, int pass) const {
+    if (l.inputs[k].shared) return LoadHint::None;
+    for (int later = pass + 1; later < a.passes; ++later)
+      if (loads_from_memory(k, later)) return l.hints.keep_loads ? LoadHint::EvictLast : LoadHint::None;
+    return l.hints.evict_loads ? LoadHint::EvictFirst : LoadHint::None;
+  }
+
   // Loads one pass needs, as vectors: inputs first read in this pass (kept inputs: the first
   // pass loads them into their registers, every pass reads them there).
   void emit_vector_loads(int pass, const std::string& j0) {
-    if (l.vec == 1) return;
-    const auto values = a.pass_values(g, pass, reuse());
-    const auto first = a.first_passes(g, reuse());
     for (size_t k = 0; k < g.inputs.size(); ++k) {
-      if (l.inputs[k].access != Access::InnerContig) continue;
-      const ir::Value* v = g.inputs[k];
-      if (std::find(values.begin(), values.end(), v) == values.end()) continue;
-      if (cached.count(v) && first.at(v) < pass) continue;
+      if (!reads_vectors(k, pass)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
-      const std::string from_memory = "*reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + ro" + kk + " + " + j0 + ")";
+      const std::string from_memory = vector_load(vt, input_name(k) + " + ro" + kk + " + " + j0, load_hint(k, pass));
       if (!keeps_input(k)) {
         b.line("const " + vt + " v" + kk + " = " + from_memory + ";");
         continue;
       }
-      if (first.at(v) == pass) b.line("kept" + kk + "[k] = " + from_memory + ";");
+      if (loads_from_memory(k, pass)) b.line("kept" + kk + "[k] = " + from_memory + ";");
       b.line("const " + vt + " v" + kk + " = kept" + kk + "[k];");
     }
   }
@@ -248,7 +264,7 @@ struct RowKernel {
       const auto dt = g.outputs[k]->type.dtype;
       const std::string vt = "tf_vec<" + storage_type(dt) + ", " + vec + ">";
       for (const auto& line : pack_vector("s" + kk, "o" + kk, dt, l.vec)) b.line(line);
-      b.line("*reinterpret_cast<" + vt + "*>(" + output_name(k) + " + row * (tf_index)p.cols + j0) = s" + kk + ";");
+      b.line(vector_store(vt, output_name(k) + " + row * (tf_index)p.cols + j0", "s" + kk, l.hints.evict_stores));
     }
     b.close();
   }

@@ -159,7 +159,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
           if (l.inputs[k].access != Access::Linear) continue;
           const std::string kk = str(static_cast<int64_t>(k));
           const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + ">";
-          b.line("v" + kk + "[u] = *reinterpret_cast<const " + vt + "*>(" + input_name(k) + " + i0);");
+          b.line("v" + kk + "[u] = " + vector_load(vt, input_name(k) + " + i0", l.hints.evict_loads ? LoadHint::EvictFirst : LoadHint::None) + ";");
         }
         continue;
       }
@@ -353,8 +353,9 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
       const auto& in = l.inputs[k];
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = "tf_vec<" + storage_type(in.dtype) + ", " + vec + ">";
-      b.line((declare ? "const " + vt + " v" + kk : "v" + kk + slot) + " = *reinterpret_cast<const " + vt + "*>(" +
-             input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk + ");");
+      const std::string addr = input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk;
+      b.line((declare ? "const " + vt + " v" + kk : "v" + kk + slot) + " = " +
+             vector_load(vt, addr, l.hints.evict_loads && !in.shared ? LoadHint::EvictFirst : LoadHint::None) + ";");
     }
   };
   auto accumulate = [&] {

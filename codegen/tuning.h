@@ -57,6 +57,9 @@ struct Tuning {
   // Cheaper forms of exp, sigmoid, SiLU and 1 + tanh where they are accurate enough (see
   // docs/architecture.md, "Fast math"); 0: the CUDA math library's everywhere.
   int fast_math = 1;
+  // L2 cache hints on the loads and stores a kernel streams (sm_80+; see choose_cache_hints in
+  // codegen/cache_hints.cpp): -1 where measured to pay, 0 none, 1 every kernel.
+  int cache_hints = -1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -33,8 +33,24 @@ std::vector<c10::ScalarType> element_output_dtypes(const FusionGroup& g, const c
 
 bool has_strides(Access a) { return a == Access::InnerContig || a == Access::InnerBroadcast || a == Access::Strided; }
 
+// Every input a kernel streams (element by element, no element shared between threads) is 16-bit.
+template <typename Operand>
+bool streams_16bit(const std::vector<Operand>& inputs) {
+  bool any = false;
+  for (const auto& in : inputs) {
+    if (in.access == Access::Scalar || in.access == Access::Uniform || in.access == Access::InnerBroadcast || in.shared)
+      continue;
+    if (c10::elementSize(in.dtype) != 2) return false;
+    any = true;
+  }
+  return any;
+}
+
 codegen::PointwiseLayout pointwise_layout(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& c) {
-  return codegen::plan_pointwise_layout(c.domain, c.shapes, element_output_dtypes(g, a), kMaxGridThreads);
+  const auto outputs = element_output_dtypes(g, a);
+  auto l = codegen::plan_pointwise_layout(c.domain, c.shapes, outputs, kMaxGridThreads);
+  l.hints = codegen::choose_cache_hints({false, !outputs.empty(), streams_16bit(l.inputs)});
+  return l;
 }
 
 // A full reduction iterates like a pointwise kernel, with its own unroll.
@@ -47,9 +63,12 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
                                           int sm_count, int max_cluster, bool allow_vector) {
-  return codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
-                                        a.online_cache_needs ? &*a.online_cache_needs : nullptr, sm_count, max_cluster,
-                                        allow_vector);
+  auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
+                                          a.online_cache_needs ? &*a.online_cache_needs : nullptr, sm_count, max_cluster,
+                                          allow_vector);
+  const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
+  l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs)});
+  return l;
 }
 
 // Row schedule's vector loads need each row start and pointer aligned to the vector.

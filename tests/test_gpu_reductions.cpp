@@ -123,7 +123,7 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                          "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0",
                          "online_min_row=1", "online_min_row=1,row_cache=inputs,row_vectors=8",
                          "row_rounds=3,row_min_blocks=16,fast_math=0", "row_rounds=1,row_cache=inputs",
-                         "row_prefetch=1,row_rounds=4"};
+                         "row_prefetch=1,row_rounds=4", "cache_hints=1,row_cache=inputs"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     expect_suite_patterns_match(1000, 1048, 136, 200, std::string(" [") + spec + "]");
@@ -135,6 +135,37 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                            [&] { return std::vector<c10::IValue>{rnd({3, 333, 8}, dtype)}; }, "pointwise tail " + tag, 1);
       expect_matches_eager(module_returning("x", "x.sum(0) * 2.0"),
                            [&] { return std::vector<c10::IValue>{rnd({7, 64}, dtype)}; }, "short column " + tag);
+    }
+  }
+}
+
+// L2 cache hints change no result: with none, with all, and with the default on rows that loop
+// (no clusters: f32 loops too), on kernels that only read, and on a mixed-dtype pointwise kernel
+// whose hinted loads take every vector size.
+TEST(GpuReductions, CacheHintsMatchEager) {
+  REQUIRE_GPU();
+  for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1"}) {
+    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({16, 65536}, dtype)}; }, "softmax 65536 " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.layer_norm(x, [65536])"),
+                           [&] { return std::vector<c10::IValue>{rnd({16, 65536}, dtype)}; }, "layer_norm 65536 " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.logsumexp(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({64, 4096}, dtype)}; }, "logsumexp " + tag, 1);
+      expect_matches_eager(module_returning("x", "x.sum(0) * 2.0"),
+                           [&] { return std::vector<c10::IValue>{rnd({1000, 520}, dtype)}; }, "column sum " + tag);
+      expect_matches_eager(module_returning("x", "(x * x).mean()"),
+                           [&] { return std::vector<c10::IValue>{rnd({777, 336}, dtype)}; }, "mean of squares " + tag);
+    }
+    for (int64_t cols : {256, 333}) {
+      expect_matches_eager(module_returning("m, x, y, z", "torch.where(m, x, y.double() + z.double())"),
+                           [&] {
+                             return std::vector<c10::IValue>{rnd({3, cols}, c10::kFloat) > 0, rnd({3, cols}, c10::kDouble),
+                                                             rnd({3, cols}, c10::kFloat), rnd({3, cols}, c10::kBFloat16)};
+                           },
+                           "mixed dtypes " + std::to_string(cols) + " [" + spec + "]", 1);
     }
   }
 }

@@ -35,8 +35,10 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_min_blocks, 0);
   EXPECT_EQ(d.fast_math, 1);
   EXPECT_EQ(d.row_prefetch, -1);
+  EXPECT_EQ(d.cache_hints, -1);
   const cg::Tuning t = cg::parse_tuning(
-      "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0");
+      "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
+      "cache_hints=0");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -44,6 +46,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.row_rounds, 3);
   EXPECT_EQ(t.row_min_blocks, 16);
   EXPECT_EQ(t.fast_math, 0);
+  EXPECT_EQ(t.cache_hints, 0);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -61,6 +64,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("row_cache=some").find("values, inputs, first or auto"), std::string::npos);
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
   EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
+  EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
@@ -421,9 +425,71 @@ TEST(Unroll, ColumnAndFullReductionsLoadSeveralRowsFirst) {
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast", "v0[u].v[lane]"})) << src;
 }
 
+// Which loads and stores carry an L2 eviction hint (codegen/cache_hints.cpp), by how the kernel
+// moves its data.
+TEST(CacheHints, ByHowTheKernelMovesItsData) {
+  const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  const std::string once_bf16 = "tf_load_once(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0";
+  // Kernels that only read, over 16-bit inputs: evict-first loads. Over f32: none.
+  const auto lse = module_returning("x", "torch.logsumexp(x, -1)");
+  EXPECT_NE(body(kernel_source(lse, {bf16({4, 4096})})).find(once_bf16), std::string::npos);
+  EXPECT_EQ(body(kernel_source(lse, {torch::randn({4, 4096})})).find("tf_load_"), std::string::npos);
+  EXPECT_NE(body(kernel_source(module_returning("x", "x.sum(0)"), {bf16({512, 256})})).find(once_bf16), std::string::npos);
+  EXPECT_NE(body(kernel_source(module_returning("x", "(x * x).mean()"), {bf16({512, 256})})).find(once_bf16),
+            std::string::npos);
+  // Kernels that write element outputs (rows kept on chip, pointwise): none.
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::vector<c10::IValue> ln_in{bf16({4, 4096}), bf16({4096}), bf16({4096})};
+  std::string src = body(kernel_source(ln, ln_in));
+  EXPECT_EQ(src.find("tf_load_"), std::string::npos) << src;
+  EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
+  EXPECT_EQ(body(kernel_source(module_returning("x", "torch.tanh(x) + 1.0"), {bf16({64, 256})})).find("tf_load_"),
+            std::string::npos);
+  // Looped rows: evict-last loads before the last pass, evict-first in it and for the output.
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const std::vector<c10::IValue> long_rows{bf16({4, 65536})};
+  src = body(kernel_source(softmax, long_rows));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0", once_bf16,
+                                              "tf_store_once(reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0"}))
+      << src;
+  {
+    cg::ScopedTuning none(with("cache_hints=0"));
+    src = body(kernel_source(softmax, long_rows));
+    EXPECT_EQ(src.find("tf_load_"), std::string::npos) << src;
+    EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
+  }
+  // All hints: still none on operands whose elements serve several rows (the weights).
+  cg::ScopedTuning all(with("cache_hints=1"));
+  src = body(kernel_source(ln, ln_in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {once_bf16, "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
+                                              "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2", "tf_store_once("}))
+      << src;
+  const auto bias = module_returning("x, b", "(x + b) * 2.0");
+  src = body(kernel_source(bias, {torch::randn({64, 256}), torch::randn({256})}));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_load_once(reinterpret_cast<const tf_vec<float, 4>*>(in0 + i)",
+                                              "= *reinterpret_cast<const tf_vec<float, 4>*>(in1 + off1)", "tf_store_once("}))
+      << src;
+}
+
+// Hinted loads of every vector size (2, 4, 8 and 16 bytes: a double iteration reads bools, bf16,
+// floats and doubles two at a time) compile through NVRTC.
+TEST(CacheHints, EveryVectorSizeCompiles) {
+  cg::ScopedTuning all(with("cache_hints=1"));
+  const auto m = module_returning("m, x, y, z", "torch.where(m, x, y.double() + z.double())");
+  const std::vector<c10::IValue> in{torch::randn({64, 256}) > 0, torch::randn({64, 256}).to(c10::kDouble),
+                                    torch::randn({64, 256}), torch::randn({64, 256}).to(c10::kBFloat16)};
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, true);
+  ASSERT_EQ(e.kernels.size(), 1u);
+  EXPECT_GT(e.cubin_bytes.at(0), 0u);
+  EXPECT_TRUE(tftest::contains_in_order(
+      e.kernels[0].source, {"tf_load_once(reinterpret_cast<const tf_vec<float, 2>*>(in0", "tf_vec<tf_bf16, 2>*>(in1",
+                            "tf_vec<bool, 2>*>(in2", "tf_vec<double, 2>*>(in3", "tf_store_once("}))
+      << e.kernels[0].source;
+}
+
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
-                         "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5", ""};
+                         "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1", ""};
   for (const char* spec : specs) {
     cg::ScopedTuning t(with(spec));
     for (const auto& p : tftest::suite_patterns()) {

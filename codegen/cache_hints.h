@@ -1,0 +1,26 @@
+// L2 cache hints for what a kernel streams: which of its vector loads and stores ask L2 (sm_80+)
+// to evict their lines before others, or, for rows a later pass reads again, after them.
+#pragma once
+
+namespace torchfuse {
+namespace codegen {
+
+struct CacheHints {
+  bool evict_loads = false;   // the last load of each element no other thread reads: evict first
+  bool keep_loads = false;    // loads of rows a later pass reads again (looped rows): evict last
+  bool evict_stores = false;  // vector stores of element outputs: evict first
+};
+
+// What decides the hints: how a kernel moves its data.
+struct KernelTraffic {
+  bool rereads_rows = false;     // a looped row schedule: later passes re-read each row through L2
+  bool element_outputs = false;  // writes outputs element by element (not only per-row or scalar results)
+  bool inputs_16bit = false;     // every input it streams (reads element by element, unshared) is 16-bit
+};
+
+// The hints for a kernel, from tuning().cache_hints: -1 the measured rules (cache_hints.cpp),
+// 0 none, 1 all three.
+CacheHints choose_cache_hints(const KernelTraffic& traffic);
+
+}  // namespace codegen
+}  // namespace torchfuse
