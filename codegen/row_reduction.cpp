@@ -1,6 +1,8 @@
 #include "codegen/row_reduction.h"
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
@@ -144,6 +146,10 @@ struct RowKernel {
   std::set<const ir::Value*> cached;
   ValueNames names;
   ValueNames reciprocals;  // per-row 1 / divisor registers (PassEmitter::reciprocals)
+  // Under reuse(): the element values each pass evaluates, and the first pass evaluating each
+  // (ReductionAnalysis::pass_values / first_passes), computed once for the whole kernel.
+  std::vector<std::vector<const ir::Value*>> values_of_pass;
+  std::map<const ir::Value*, int> first_pass;
 
   std::string team_reduce(const ir::Node* r) {
     const std::string acc = accumulator_name(a, r);
@@ -170,13 +176,13 @@ struct RowKernel {
   bool reads_vectors(size_t k, int pass) const {
     if (l.vec == 1 || l.inputs[k].access != Access::InnerContig) return false;
     const ir::Value* v = g.inputs[k];
-    const auto values = a.pass_values(g, pass, reuse());
+    const auto& values = values_of_pass.at(pass);
     if (std::find(values.begin(), values.end(), v) == values.end()) return false;
-    return !cached.count(v) || a.first_passes(g, reuse()).at(v) >= pass;
+    return !cached.count(v) || first_pass.at(v) >= pass;
   }
   bool loads_from_memory(size_t k, int pass) const {
     if (!reads_vectors(k, pass)) return false;
-    return !keeps_input(k) || a.first_passes(g, reuse()).at(g.inputs[k]) == pass;
+    return !keeps_input(k) || first_pass.at(g.inputs[k]) == pass;
   }
   // The L2 hint for input k's loads in `pass`: evict first after its last load (where no other
   // row reads its elements), evict last before a later pass reads them again.
@@ -436,7 +442,9 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   emit_red_offset_helpers(b, g, l);
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
-  RowKernel rk{b, g, l, a, cached, {}, {}};
+  RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}};
+  for (int pass = 0; pass < a.passes; ++pass) rk.values_of_pass.push_back(a.pass_values(g, pass, rk.reuse()));
+  rk.first_pass = a.first_passes(g, rk.reuse());
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) +
                      (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + g.kernel_name + "(const " +
