@@ -165,6 +165,39 @@ __device__ __forceinline__ void tf_prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" : : "l"(p), "r"(bytes) : "memory");
 #endif
 }
+#if __CUDA_ARCH__ >= 900
+// Staged rows (sm_90+): bulk copies of whole rows from global into shared memory, each signalling
+// completion on an mbarrier. The barrier counts one arrival (the thread that issues the copies,
+// announcing their bytes); its phase completes when every announced byte has landed.
+__device__ __forceinline__ unsigned tf_smem_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void tf_mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" : : "r"(tf_smem_address(bar)) : "memory");
+}
+// Makes initialized barriers visible to the bulk copies (the async proxy); a __syncthreads follows.
+__device__ __forceinline__ void tf_mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" : : : "memory");
+}
+__device__ __forceinline__ void tf_mbar_expect_bytes(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" : : "r"(tf_smem_address(bar)), "r"(bytes) : "memory");
+}
+// Waits until the barrier's phase of the given parity (0, 1, 0, ... for its 1st, 2nd, 3rd use)
+// completes; the copies' data is visible to the waiting threads after it.
+__device__ __forceinline__ void tf_mbar_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done) : "r"(tf_smem_address(bar)), "r"(parity) : "memory");
+  } while (!done);
+}
+// Orders the block's earlier shared-memory accesses (made visible to this thread by a
+// __syncthreads) before the bulk copies this thread issues next, which may overwrite them.
+__device__ __forceinline__ void tf_bulk_fence() { asm volatile("fence.proxy.async.shared::cta;" : : : "memory"); }
+// `bytes` (a multiple of 16) from a 16-byte-aligned global address into shared memory.
+__device__ __forceinline__ void tf_bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               : : "r"(tf_smem_address(dst)), "l"(src), "r"(bytes), "r"(tf_smem_address(bar)) : "memory");
+}
+#endif
 // Loads and stores with an L2 eviction priority (sm_80+ cache policies; plain accesses before),
 // for what a kernel streams (codegen/cache_hints.h): tf_load_once and tf_store_once for elements
 // touched for the last time (evicted before other lines), tf_load_keep for rows a later pass

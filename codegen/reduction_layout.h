@@ -28,6 +28,7 @@ struct SegmentedOperand {
   std::vector<int64_t> red_strides;    // segment R
   std::vector<int64_t> inner_strides;  // segment B (column schedule)
   bool shared = false;  // an element serves several rows/columns (stride 0 over a kept dim of size > 1)
+  bool staged = false;  // staged rows: this input's row is copied into shared memory (ReductionLayout::stages)
 };
 
 struct ReductionLayout {
@@ -53,22 +54,36 @@ struct ReductionLayout {
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
   int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
+  // Staged rows (sm_90+): the inputs read again live in shared memory, one bulk copy per row and
+  // input, in a ring of this many buffers: the block's next stages - 1 row groups load while it
+  // works on one; 0: not staged (see row_reduction.cpp).
+  int stages = 0;
   CacheHints hints;           // L2 hints on its vector loads and stores (set by the launcher)
 
   int64_t outer() const;
   int64_t reduced() const;
   int64_t inner() const;
   std::string key() const;
+  // Staged rows: shared-memory bytes one row team's inputs take (every staged input's row), and
+  // the dynamic shared memory a block needs.
+  int64_t staged_bytes_per_column() const;
+  int64_t staged_row_bytes() const { return staged_bytes_per_column() * reduced(); }
+  int64_t staged_block_bytes() const { return staged_row_bytes() * stages * (block / threads_per_row); }
 };
+
+// Staged rows keep the dynamic shared memory of a block within this (the multiprocessor's 228 KB,
+// less the block's static shared memory and the 1 KB the hardware reserves per block).
+constexpr int64_t kMaxStagedBlockBytes = 220 * 1024;
 
 // Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
 // contiguous block). `cache` is what the row schedule must keep per element to read it again;
 // `online_cache` the same with online softmax sums, where the group has any (rows of at least
-// tuning().online_min_row elements use them: ReductionLayout::online).
+// tuning().online_min_row elements use them: ReductionLayout::online). `bulk_copies`: the device
+// has them (sm_90+), so rows may be staged in shared memory.
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache, int sm_count,
-                                      int max_cluster = 1, bool allow_vector = true);
+                                      int max_cluster = 1, bool allow_vector = true, bool bulk_copies = false);
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -49,7 +49,10 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
          (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
          (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
-  if (l.cached && l.cluster == 1) {
+  if (l.stages > 0) {
+    b.line("// staged: the inputs read again are copied into shared memory, one bulk copy per row and input; " +
+           str(l.stages) + " buffer(s), the block's next " + str(l.stages - 1) + " row group(s) loading while it works on one");
+  } else if (l.cached && l.cluster == 1) {
     b.line("// each block takes " + str(l.rounds) + " row team(s) in turn" +
            (l.prefetch ? ", prefetching the next one's row into L2" : ""));
   }
@@ -113,6 +116,38 @@ void emit_next_row_prefetch(SourceBuilder& b, const ReductionLayout& l, const st
   }
 }
 
+// Staged rows: each input's byte offset inside a team's shared-memory row (the staged inputs'
+// rows one after the other, in input order), as an expression of p.cols.
+std::string staged_offset(const ReductionLayout& l, size_t k) {
+  int64_t bytes_per_col = 0;
+  for (size_t i = 0; i < k; ++i)
+    if (l.inputs[i].staged) bytes_per_col += static_cast<int64_t>(c10::elementSize(l.inputs[i].dtype));
+  return "(unsigned)p.cols * " + str(bytes_per_col) + "u";
+}
+
+// Staged rows: the device function that starts copying the rows of the row teams that begin at
+// row0 into one buffer (`buf`, a block's teams one after the other), announcing their bytes on its
+// barrier. Run by one thread.
+void emit_stage_function(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
+  if (l.stages == 0) return;
+  const int rpb = l.block / l.threads_per_row;
+  auto f = b.scope("__device__ __forceinline__ void " + g.kernel_name + "_stage(const " + g.kernel_name +
+                   "_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar)");
+  b.line("const unsigned team_bytes = (unsigned)p.cols * " + str(l.staged_bytes_per_column()) + "u;");
+  b.line("const tf_index left = (tf_index)p.rows - row0;");
+  b.line("const int teams = left < " + str(rpb) + " ? (int)left : " + str(rpb) + ";");
+  b.line("tf_mbar_expect_bytes(bar, (unsigned)teams * team_bytes);");
+  b.line("tf_bulk_fence();");
+  auto t = b.scope("for (int t = 0; t < teams; ++t)");
+  emit_row_offsets(b, l, "row0 + t", "s");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!l.inputs[k].staged) continue;
+    const std::string kk = str(static_cast<int64_t>(k));
+    b.line("tf_bulk_load(buf + (unsigned)t * team_bytes + " + staged_offset(l, k) + ", p." + input_name(k) + " + sro" + kk +
+           ", (unsigned)p.cols * " + str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u, bar);");
+  }
+}
+
 // Offset of column j inside a row for input k.
 std::string red_offset(const ReductionLayout& l, size_t k, const std::string& j) {
   const auto& in = l.inputs[k];
@@ -169,7 +204,9 @@ struct RowKernel {
     return l.cache_first_pass ? Reuse::FirstPass : Reuse::Values;
   }
   // Input k is kept in registers as loaded (vectors `kept<k>[chunk]`).
-  bool keeps_input(size_t k) const { return l.cached && l.cache_inputs && a.reread_inputs.count(g.inputs[k]); }
+  bool keeps_input(size_t k) const {
+    return l.cached && l.cache_inputs && !l.inputs[k].staged && a.reread_inputs.count(g.inputs[k]);
+  }
 
   // Does `pass` read vector input k: from memory, or (kept inputs, after the first pass that
   // loads them into their registers) from there?
@@ -181,7 +218,7 @@ struct RowKernel {
     return !cached.count(v) || first_pass.at(v) >= pass;
   }
   bool loads_from_memory(size_t k, int pass) const {
-    if (!reads_vectors(k, pass)) return false;
+    if (!reads_vectors(k, pass) || l.inputs[k].staged) return false;
     return !keeps_input(k) || first_pass.at(g.inputs[k]) == pass;
   }
   // The L2 hint for input k's loads in `pass`: evict first after its last load (where no other
@@ -200,6 +237,10 @@ struct RowKernel {
       if (!reads_vectors(k, pass)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
+      if (l.inputs[k].staged) {
+        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + j0);");
+        continue;
+      }
       const std::string from_memory = vector_load(vt, input_name(k) + " + ro" + kk + " + " + j0, load_hint(k, pass));
       if (!keeps_input(k)) {
         b.line("const " + vt + " v" + kk + " = " + from_memory + ";");
@@ -368,11 +409,17 @@ struct RowKernel {
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
     }
+    if (l.stages > 0) {
+      b.line("__shared__ __align__(8) unsigned long long stage_bar[" + str(l.stages) + "];");
+      b.line("extern __shared__ __align__(128) unsigned char stage_smem[];");
+    }
     const std::string first_row = l.cluster > 1 ? "(tf_index)(blockIdx.x / " + str(l.cluster) + ")" : "(tf_index)blockIdx.x * " + str(rpb);
     const std::string row_step = l.cluster > 1 ? "(tf_index)(gridDim.x / " + str(l.cluster) + ")" : "(tf_index)gridDim.x * " + str(rpb);
+    if (l.stages > 0) emit_staging_start(first_row, row_step);
     auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step + ")");
     b.line("const tf_index row = row0 + team;");
     b.line("const bool row_ok = row < (tf_index)p.rows;");
+    if (l.stages > 0) emit_staged_rows(row_step);
     emit_row_offsets(b, l, "row_ok ? row : 0", "");
     if (l.prefetch) emit_next_row_prefetch(b, l, row_step);
     // Per-row inputs: one value per row.
@@ -424,6 +471,54 @@ struct RowKernel {
         if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
       }
     }
+    if (l.stages > 0) emit_staged_row_end();
+  }
+
+  // Staged rows: a ring of l.stages buffers, one barrier each. Before the loop, the block's first
+  // l.stages - 1 row groups start loading into buffers 0, 1, ...
+  void emit_staging_start(const std::string& first_row, const std::string& row_step) {
+    const std::string S = str(l.stages);
+    b.line("const unsigned stage_block_bytes = (unsigned)p.cols * " + str(l.staged_bytes_per_column()) + "u * " +
+           str(l.block / l.threads_per_row) + "u;");
+    {
+      auto init = b.scope("if (threadIdx.x == 0)");
+      for (int s = 0; s < l.stages; ++s) b.line("tf_mbar_init(&stage_bar[" + str(s) + "]);");
+      b.line("tf_mbar_init_fence();");
+    }
+    b.line("__syncthreads();");
+    if (l.stages > 1) {
+      auto ahead = b.scope("for (int s = 0; s < " + str(l.stages - 1) + "; ++s)");
+      b.line("const tf_index ahead = " + first_row + " + (tf_index)s * " + row_step + ";");
+      b.line("if (threadIdx.x == 0 && ahead < (tf_index)p.rows) " + g.kernel_name +
+             "_stage(p, ahead, stage_smem + (unsigned)s * stage_block_bytes, &stage_bar[s]);");
+    }
+    b.line("unsigned stage_it = 0;  // row groups this block has taken");
+  }
+  // At the top of each row group: the group l.stages - 1 ahead starts loading into the buffer the
+  // previous group used (its readers finished before the __syncthreads that ended it); then this
+  // group's copies are waited for (the k-th use of a barrier completes its phase of parity k % 2),
+  // and each staged input's row gets a pointer.
+  void emit_staged_rows(const std::string& row_step) {
+    const std::string S = str(l.stages);
+    b.line("const unsigned stage_buf = stage_it % " + S + "u;");
+    b.line("const unsigned stage_next = (stage_it + " + str(l.stages - 1) + "u) % " + S + "u;");
+    b.line("const tf_index stage_row = row0 + (tf_index)" + str(l.stages - 1) + " * " + row_step + ";");
+    b.line("if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) " + g.kernel_name +
+           "_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);");
+    b.line("tf_mbar_wait(&stage_bar[stage_buf], (stage_it / " + S + "u) & 1u);");
+    b.line("unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * " +
+           str(l.staged_bytes_per_column()) + "u;");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!l.inputs[k].staged) continue;
+      const std::string kk = str(static_cast<int64_t>(k));
+      const std::string t = storage_type(l.inputs[k].dtype);
+      b.line("const " + t + "* const stage" + kk + " = reinterpret_cast<const " + t + "*>(stage_team + " + staged_offset(l, k) + ");");
+    }
+  }
+  // At the end of each row group: every thread is done with its buffer.
+  void emit_staged_row_end() {
+    b.line("__syncthreads();  // this row group's buffer is free again");
+    b.line("++stage_it;");
   }
 };
 
@@ -440,6 +535,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   emit_params(b, g, l);
   b.line("");
   emit_red_offset_helpers(b, g, l);
+  emit_stage_function(b, g, l);
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
   RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}};

@@ -60,6 +60,11 @@ struct Tuning {
   // L2 cache hints on the loads and stores a kernel streams (sm_80+; see choose_cache_hints in
   // codegen/cache_hints.cpp): -1 where measured to pay, 0 none, 1 every kernel.
   int cache_hints = -1;
+  // Rows read more than once (sm_90+): the inputs read again are staged in shared memory, one bulk
+  // copy per row, the next row's copy in flight while the block works on the current one (see
+  // choose_row_staging in reduction_layout.cpp): -1 where measured to pay, 0 never, N > 0 wherever
+  // possible, with up to N buffers per block (at least 2 fit where a multiprocessor holds two blocks).
+  int row_stage = -1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -46,6 +46,8 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventElapsedTime), "cuEventElapsedTime", a.cuEventElapsedTime);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventDestroy), "cuEventDestroy", a.cuEventDestroy);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuLaunchKernelEx), "cuLaunchKernelEx", a.cuLaunchKernelEx);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.cuOccupancyMaxActiveBlocksPerMultiprocessor);
 }
 
 Loaded load() {
@@ -169,6 +171,10 @@ const DeviceInfo& device_info(int ordinal) { return device_state(ordinal).info; 
 int max_cluster(const DeviceInfo& info) {
   if (info.cc_major < 9 || require_api().cuLaunchKernelEx == nullptr) return 1;
   return std::max(1, codegen::tuning().row_cluster);
+}
+
+bool has_bulk_copies(const DeviceInfo& info) {
+  return info.cc_major >= 9 && require_api().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
 }
 
 void make_context_current(int ordinal) {

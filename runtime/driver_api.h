@@ -35,6 +35,8 @@ struct DriverApi {
   // Launches with attributes (thread-block clusters); null on drivers before CUDA 12, where no
   // schedule asks for clusters (max_cluster() is 1).
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
+  // Blocks of a kernel resident per multiprocessor (staged rows size their grid by it).
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) cuOccupancyMaxActiveBlocksPerMultiprocessor;
 };
 
 // The loaded API, or nullptr when no driver is installed or cuInit fails (reason in *why).
@@ -60,6 +62,9 @@ const DeviceInfo& device_info(int ordinal);
 // Largest thread-block cluster a row schedule may use on the device: tuning().row_cluster on
 // compute capability 9.0 and newer with a driver that launches clusters, else 1 (none).
 int max_cluster(const DeviceInfo& info);
+// Whether row schedules may stage rows in shared memory with bulk copies: compute capability 9.0
+// and newer, with a driver that answers occupancy queries (the launch sizes its grid by them).
+bool has_bulk_copies(const DeviceInfo& info);
 // Makes the device's primary context (the one PyTorch uses) current on this thread.
 void make_context_current(int ordinal);
 

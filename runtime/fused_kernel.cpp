@@ -78,15 +78,15 @@ void FusedKernel::shape_operands(CallInputs& call) const {
   }
 }
 
-codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(int sm_count, int max_cluster) const {
+codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(int sm_count, int max_cluster, bool bulk_copies) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
   shape_operands(call);
-  return plan_and_generate(group_, analysis(), call, sm_count, max_cluster, /*allow_vector=*/true).kernel;
+  return plan_and_generate(group_, analysis(), call, sm_count, max_cluster, /*allow_vector=*/true, bulk_copies).kernel;
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count, int max_cluster) const {
-  auto k = plain_profiled_kernel(sm_count, max_cluster);
+codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count, int max_cluster, bool bulk_copies) const {
+  auto k = plain_profiled_kernel(sm_count, max_cluster, bulk_copies);
   return options_.fail.matches(k.name, /*runtime_variant=*/false) ? with_injected_failure(std::move(k)) : k;
 }
 
@@ -101,7 +101,8 @@ const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
 }
 
 void FusedKernel::prepare(int device) {
-  const auto plain = plain_profiled_kernel(device_info(device).sm_count, max_cluster(device_info(device)));
+  const DeviceInfo& info = device_info(device);
+  const auto plain = plain_profiled_kernel(info.sm_count, max_cluster(info), has_bulk_copies(info));
   {
     std::lock_guard<std::mutex> lock(mu_);
     profiled_source_ = plain.source;

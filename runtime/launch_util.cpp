@@ -1,5 +1,6 @@
 #include "runtime/launch_util.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -43,17 +44,51 @@ CUfunction load_function(const codegen::GeneratedKernel& kernel, const std::stri
   }
 }
 
+namespace {
+
+// Kernels may use more than 48 KB of shared memory (static and dynamic) only after asking for it.
+void allow_shared_bytes(CUfunction fn, int64_t shared_bytes, const codegen::GeneratedKernel& kernel) {
+  if (shared_bytes == 0) return;
+  const CUresult r = driver_api()->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                      static_cast<int>(shared_bytes));
+  if (r != CUDA_SUCCESS && !poisons_context(r)) {
+    throw KernelFailure(cu_error_message(r, "cuFuncSetAttribute") + " (" + kernel.name + ", " +
+                            std::to_string(shared_bytes) + " bytes of shared memory)",
+                        kernel.source);
+  }
+  check_cu(r, "cuFuncSetAttribute");
+}
+
+}  // namespace
+
+int resident_blocks(const codegen::GeneratedKernel& kernel, const c10::Device& device, int block, int64_t shared_bytes,
+                    CompileCounters* counters) {
+  const DriverApi* api = driver_api();
+  TORCHFUSE_INTERNAL_ASSERT(api && api->cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                            "occupancy query without cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  CUfunction fn = load_function(kernel, kernel.name, device.index(), counters);
+  make_context_current(device.index());
+  allow_shared_bytes(fn, shared_bytes, kernel);
+  int blocks = 0;
+  check_cu(api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, block, static_cast<size_t>(shared_bytes)),
+           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return std::max(1, blocks);
+}
+
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
-            int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters) {
+            int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters,
+            int64_t shared_bytes) {
   TORCHFUSE_INTERNAL_ASSERT(blocks_x >= 1 && blocks_x <= std::numeric_limits<int32_t>::max() && blocks_y >= 1 &&
                                 blocks_y <= 65535,
                             "grid ", blocks_x, " x ", blocks_y, " for ", entry);
   CUfunction fn = load_function(kernel, entry, device.index(), counters);
   void* args[] = {params.data()};
   make_context_current(device.index());
+  allow_shared_bytes(fn, shared_bytes, kernel);
   const CUresult r = driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
                                                   static_cast<unsigned>(blocks_y), 1, static_cast<unsigned>(block), 1,
-                                                  1, 0, current_stream(device), args, nullptr);
+                                                  1, static_cast<unsigned>(shared_bytes), current_stream(device), args,
+                                                  nullptr);
   if (r == CUDA_SUCCESS) return;
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.

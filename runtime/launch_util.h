@@ -65,8 +65,14 @@ CUstream current_stream(const c10::Device& device);
 
 // Launches `entry` of `kernel` on the current CUDA stream of `device`. Throws KernelFailure
 // when the kernel cannot be built, loaded or launched.
+// `shared_bytes`: the block's dynamic shared memory.
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
-            int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters);
+            int64_t blocks_x, int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters,
+            int64_t shared_bytes = 0);
+// Blocks of `kernel` (`block` threads, `shared_bytes` of dynamic shared memory) that one
+// multiprocessor of `device` holds at once; at least 1.
+int resident_blocks(const codegen::GeneratedKernel& kernel, const c10::Device& device, int block, int64_t shared_bytes,
+                    CompileCounters* counters);
 // The same with thread-block clusters of `cluster` consecutive blocks along x (blocks_x a multiple).
 void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x, int cluster,
                       int block, ParamPacker& params, CompileCounters* counters);

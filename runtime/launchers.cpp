@@ -62,10 +62,10 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 }
 
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
-                                          int sm_count, int max_cluster, bool allow_vector) {
+                                          int sm_count, int max_cluster, bool allow_vector, bool bulk_copies) {
   auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
                                           a.online_cache_needs ? &*a.online_cache_needs : nullptr, sm_count, max_cluster,
-                                          allow_vector);
+                                          allow_vector, bulk_copies);
   const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
   l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs)});
   return l;
@@ -209,8 +209,9 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
   const int cluster_limit = max_cluster(info);
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, true);
-  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, false);
+  const bool bulk = has_bulk_copies(info);
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, true, bulk);
+  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, false, bulk);
   auto out = allocate_outputs(fk, c);
   const int64_t rows = l.outer();
   if (rows == 0) return out;
@@ -238,7 +239,19 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
                              : tune.row_waves == 0 ? ceil_div(teams, int64_t{l.rounds})
                                                    : full_device * tune.row_waves;
-  if (l.cluster > 1) {
+  if (l.stages > 0) {
+    // Staged rows with one buffer: a block per row group, the hardware overlapping one block's
+    // copy with another's work. With a ring of buffers: as many blocks as the device holds at
+    // once (times `row_waves`, where set), each taking its row groups in turn.
+    const int64_t smem = l.staged_block_bytes();
+    int64_t blocks = teams;
+    if (l.stages > 1) {
+      const int per_sm = resident_blocks(kernel, c.device, l.block, smem, fk.counters());
+      blocks = std::min(teams, int64_t{info.sm_count} * per_sm * std::max(1, tune.row_waves));
+    }
+    blocks = std::max<int64_t>(1, blocks);
+    launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters(), smem);
+  } else if (l.cluster > 1) {
     // A cluster per row (the kernel strides over rows by the grid's clusters).
     const int64_t clusters = std::min<int64_t>(rows, std::numeric_limits<int32_t>::max() / l.cluster);
     launch_clustered(kernel, c.device, clusters * l.cluster, l.cluster, l.block, p, fk.counters());
@@ -255,8 +268,8 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
 std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, 1, true);
-  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, 1, false);
+  auto l = reduction_layout(fk.group(), a, c, info.sm_count, 1, true, false);
+  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, 1, false, false);
   auto out = allocate_outputs(fk, c);
   const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
   if (O * I == 0) return out;
@@ -325,18 +338,18 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
 }  // namespace
 
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
-                                int sm_count, int max_cluster, bool allow_vector) {
+                                int sm_count, int max_cluster, bool allow_vector, bool bulk_copies) {
   switch (g.schedule) {
     case Schedule::Pointwise: {
       const auto l = pointwise_layout(g, nullptr, call);
       return {"pw;" + l.key(), codegen::generate_pointwise(g, l)};
     }
     case Schedule::RowReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, max_cluster, allow_vector);
+      const auto l = reduction_layout(g, *a, call, sm_count, max_cluster, allow_vector, bulk_copies);
       return {"row;" + l.key(), codegen::generate_row_reduction(g, l)};
     }
     case Schedule::ColumnReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, 1, allow_vector);
+      const auto l = reduction_layout(g, *a, call, sm_count, 1, allow_vector, false);
       return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
     }
     case Schedule::FullReduction: {

@@ -123,7 +123,8 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                          "row_cache=first,row_vectors=8", "row_cache=first,row_vectors=2", "online_softmax=0",
                          "online_min_row=1", "online_min_row=1,row_cache=inputs,row_vectors=8",
                          "row_rounds=3,row_min_blocks=16,fast_math=0", "row_rounds=1,row_cache=inputs",
-                         "row_prefetch=1,row_rounds=4", "cache_hints=1,row_cache=inputs"};
+                         "row_prefetch=1,row_rounds=4", "cache_hints=1,row_cache=inputs", "row_stage=2",
+                         "row_stage=1,row_vectors=1", "row_stage=4,row_waves=2"};
   for (const char* spec : specs) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     expect_suite_patterns_match(1000, 1048, 136, 200, std::string(" [") + spec + "]");
@@ -166,6 +167,69 @@ TEST(GpuReductions, CacheHintsMatchEager) {
                                                              rnd({3, cols}, c10::kFloat), rnd({3, cols}, c10::kBFloat16)};
                            },
                            "mixed dtypes " + std::to_string(cols) + " [" + spec + "]", 1);
+    }
+  }
+}
+
+// Staged rows (row_stage; sm_90): one to four buffers, teams of one block and several per block
+// with a partial last group of rows, two staged inputs, rows of outer dims that do not coalesce,
+// one buffer where rows are long (bf16 rows of 32768 and 65536), grids with fewer rows than
+// blocks, and rows that cannot be staged.
+TEST(GpuReductions, StagedRowsMatchEager) {
+  REQUIRE_GPU();
+  // The default: 16-bit rows of 4096 to 8192 elements are staged with one buffer.
+  for (auto dtype : kDtypes) {
+    for (int64_t cols : {4096, 8192}) {
+      const std::string tag = std::to_string(cols) + " " + c10::toString(dtype);
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({37, cols}, dtype)}; }, "default softmax " + tag, 1);
+      expect_matches_eager(module_returning("x, w, b", "torch.layer_norm(x, [" + std::to_string(cols) + "], w, b, 1e-5)"),
+                           [&] { return std::vector<c10::IValue>{rnd({3, 7, cols}, dtype), rnd({cols}, dtype), rnd({cols}, dtype)}; },
+                           "default layer_norm " + tag, 1);
+    }
+  }
+  for (const char* spec : {"row_stage=2", "row_stage=1,row_vectors=8", "row_stage=4,row_waves=3"}) {
+    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
+      for (int64_t rows : {3, 37, 1000}) {
+        expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                             [&] { return std::vector<c10::IValue>{rnd({rows, 2056}, dtype)}; },
+                             "softmax " + std::to_string(rows) + "x2056 " + tag, 1);
+      }
+      expect_matches_eager(module_returning("x, w, b", "torch.layer_norm(x, [96], w, b, 1e-5)"),
+                           [&] {
+                             return std::vector<c10::IValue>{rnd({5, 6, 96}, dtype).transpose(0, 1), rnd({96}, dtype),
+                                                             rnd({96}, dtype)};
+                           },
+                           "layer_norm over uncoalesced rows " + tag, 1);
+      expect_matches_eager(module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 1048)),
+                           [&] {
+                             return std::vector<c10::IValue>{rnd({333, 1048}, dtype), rnd({333, 1048}, dtype),
+                                                             rnd({1048}, dtype), rnd({1048}, dtype)};
+                           },
+                           "add_layernorm " + tag, 1);
+      expect_matches_eager(module_returning("s, m", "torch.softmax(s * 0.125 + m, dim=-1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({3, 5, 7, 1024}, dtype), rnd({1, 1, 7, 1024}, dtype)}; },
+                           "masked softmax 105 rows " + tag, 1);
+      expect_matches_eager(module_returning("x, w", "torch.rms_norm(x, [200], w, 1e-6)"),
+                           [&] { return std::vector<c10::IValue>{rnd({77, 200}, dtype), rnd({200}, dtype)}; },
+                           "rms_norm 200 " + tag, 1);
+      for (int64_t cols : {32768, 65536}) {
+        expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                             [&] { return std::vector<c10::IValue>{rnd({300, cols}, dtype)}; },
+                             "softmax " + std::to_string(cols) + " " + tag, 1);
+        expect_matches_eager(module_returning("x", "torch.layer_norm(x, [" + std::to_string(cols) + "])"),
+                             [&] { return std::vector<c10::IValue>{rnd({9, cols}, dtype)}; },
+                             "layer_norm " + std::to_string(cols) + " " + tag, 1);
+      }
+      // Not staged: a row start off the 16-byte grid (vec 1), and a bf16 input beside an f32 one.
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({40, 1028}, dtype).slice(1, 1, 1025)}; },
+                           "unaligned softmax " + tag, 1);
+      expect_matches_eager(module_returning("x, y", "torch.softmax(x + y.float(), -1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({40, 512}, c10::kFloat), rnd({40, 512}, dtype)}; },
+                           "mixed dtypes " + tag, 1);
     }
   }
 }

@@ -36,6 +36,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.fast_math, 1);
   EXPECT_EQ(d.row_prefetch, -1);
   EXPECT_EQ(d.cache_hints, -1);
+  EXPECT_EQ(d.row_stage, -1);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
       "cache_hints=0");
@@ -65,13 +66,14 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
   EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
   EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
+  EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   // Three-pass softmax (online_softmax=0): x and exp(x - max) are both read again: 8 bytes per
   // element as floats, 2 keeping bf16 x as loaded. In f32 keeping x would save half, at the
-  // price of computing exp twice: values win.
-  cg::ScopedTuning three(with("online_softmax=0"));
+  // price of computing exp twice: values win. (Registers: rows not staged in shared memory.)
+  cg::ScopedTuning three(with("online_softmax=0,row_stage=0"));
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
   std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
@@ -194,19 +196,23 @@ TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
   src = kernel_source(attn, attn_in(c10::kFloat));
   EXPECT_NE(src.find("each block takes 1 row team(s) in turn\n"), std::string::npos) << src;
   EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
-  // bf16 rows of 4096 read more than once: two rows per block, no prefetch; read once: one.
+  // bf16 rows of 4096 read more than once (kept in registers, not staged in shared memory): two
+  // rows per block, no prefetch; read once: one.
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const std::vector<c10::IValue> rows4096{torch::randn({4, 4096}).to(c10::kBFloat16)};
-  src = kernel_source(softmax, rows4096);
-  EXPECT_NE(src.find("each block takes 2 row team(s) in turn\n"), std::string::npos) << src;
-  EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
+  {
+    cg::ScopedTuning registers(with("row_stage=0"));
+    src = kernel_source(softmax, rows4096);
+    EXPECT_NE(src.find("each block takes 2 row team(s) in turn\n"), std::string::npos) << src;
+    EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
+  }
   src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), rows4096);
   EXPECT_NE(src.find("each block takes 1 row team(s) in turn\n"), std::string::npos) << src;
   {
     cg::ScopedTuning off(with("row_prefetch=0"));
     EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kBFloat16))).find("tf_prefetch_l2("), std::string::npos);
   }
-  cg::ScopedTuning on(with("row_prefetch=1"));
+  cg::ScopedTuning on(with("row_prefetch=1,row_stage=0"));
   src = body(kernel_source(softmax, rows4096));
   EXPECT_NE(src.find(prefetch), std::string::npos) << src;
 }
@@ -313,6 +319,91 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
   EXPECT_NE(torchfuse::compile(m, o).explain(in).kernels[0].source.find("looped mode"), std::string::npos);
   cg::ScopedTuning off(with("row_cluster=1"));
   EXPECT_NE(kernel_source(m, in).find("looped mode"), std::string::npos);
+}
+
+// Staged rows (row_stage, sm_90): the inputs read again come into shared memory by bulk copies,
+// with a ring of buffers the next rows' copies issued before this row's wait; every pass reads
+// them there, the weights stay global loads. Rows too long for shared memory, unvectorized rows and sm_80 are not staged.
+TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
+  cg::ScopedTuning stage(with("row_stage=2"));
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
+  std::string src = kernel_source(ln, ln_in);
+  EXPECT_TRUE(tftest::contains_in_order(
+      src, {"staged: the inputs read again", "2 buffer(s)", "tf_mbar_expect_bytes(bar, (unsigned)teams * team_bytes);",
+            "tf_bulk_load(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 4u, bar);",
+            "tf_mbar_init(&stage_bar[1]);", "__syncthreads();", "for (int s = 0; s < 1; ++s)",
+            "tf_fused_0_stage(p, ahead, stage_smem + (unsigned)s * stage_block_bytes, &stage_bar[s]);",
+            "const unsigned stage_buf = stage_it % 2u;", "const unsigned stage_next = (stage_it + 1u) % 2u;",
+            "const tf_index stage_row = row0 + (tf_index)1 * (tf_index)gridDim.x * 1;",
+            "tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);",
+            "tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 2u) & 1u);",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "tf_block_reduce",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "tf_block_reduce",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "*reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);",
+            "__syncthreads();  // this row group's buffer is free again", "++stage_it;"}))
+      << src;
+  EXPECT_EQ(body(src).find("in0 + ro0"), std::string::npos) << src;  // x never comes from global memory in a pass
+  // Two staged inputs (x and r), one after the other in each team's row; bf16 rows of 4096.
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
+  auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  src = kernel_source(add_ln, {b16({4, 4096}), b16({4, 4096}), b16({4096}), b16({4096})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"const unsigned team_bytes = (unsigned)p.cols * 4u;",
+                                              "p.in0 + sro0, (unsigned)p.cols * 2u, bar);",
+                                              "(unsigned)p.cols * 2u, p.in1 + sro1, (unsigned)p.cols * 2u, bar);",
+                                              "stage1 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 2u);"}))
+      << src;
+  // bf16 rows of 65536 (128 KB): one buffer, each row group loaded when the block takes it.
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  src = kernel_source(softmax, {b16({4, 65536})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"1024 threads per row", "1 buffer(s)", "const tf_index stage_row = row0 + (tf_index)0 *",
+                                              "tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);",
+                                              "__syncthreads();  // this row group's buffer is free again"}))
+      << src;
+  EXPECT_EQ(src.find("tf_mbar_init(&stage_bar[1])"), std::string::npos) << src;
+  // An attention mask broadcast over the batch serves many rows: it stays a global load.
+  const auto attn = module_from(tftest::with_row_length(tftest::suite_pattern("attn_softmax_mask").source, 1024));
+  src = kernel_source(attn, {b16({2, 2, 8, 1024}), b16({1, 1, 8, 1024})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"const unsigned team_bytes = (unsigned)p.cols * 2u;", "p.in0 + sro0",
+                                              "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);",
+                                              "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);"}))
+      << src;
+  EXPECT_EQ(src.find("p.in1 + sro1"), std::string::npos) << src;
+  // Three buffers where asked for and they fit.
+  {
+    cg::ScopedTuning three(with("row_stage=3"));
+    EXPECT_TRUE(tftest::contains_in_order(kernel_source(ln, ln_in), {"3 buffer(s)", "for (int s = 0; s < 2; ++s)",
+                                                                     "(stage_it / 3u) & 1u"}));
+  }
+  // Not staged: f32 rows of 65536 (256 KB), rows that are not whole vectors, sm_80, row_stage=0.
+  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 65536})}).find("tf_bulk_load(buf"), std::string::npos);
+  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 1030})}).find("tf_bulk_load(buf"), std::string::npos);
+  auto o = tftest::quiet_options();
+  o.offline_arch = "sm_80";
+  EXPECT_EQ(torchfuse::compile(ln, o).explain(ln_in).kernels.at(0).source.find("tf_bulk_load(buf"), std::string::npos);
+  cg::ScopedTuning off(with("row_stage=0"));
+  EXPECT_EQ(kernel_source(ln, ln_in).find("tf_bulk_load(buf"), std::string::npos);
+}
+
+// Which rows are staged by default (row_stage=-1): 16-bit rows of 4096 to 8192 elements, one
+// buffer; not f32 rows, not shorter or longer 16-bit rows, not where a register cache is asked for.
+TEST(RowStaging, ByDefaultSixteenBitRowsOf4096To8192) {
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  auto staged = [&](const torch::Tensor& x) {
+    const std::string src = kernel_source(softmax, {x});
+    return src.find("tf_bulk_load(buf") != std::string::npos && src.find("1 buffer(s)") != std::string::npos;
+  };
+  auto b16 = [](int64_t cols) { return torch::randn({4, cols}).to(c10::kBFloat16); };
+  EXPECT_TRUE(staged(b16(4096)));
+  EXPECT_TRUE(staged(b16(8192)));
+  EXPECT_FALSE(staged(b16(2048)));
+  EXPECT_FALSE(staged(b16(16384)));
+  EXPECT_FALSE(staged(torch::randn({4, 4096})));
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::string src = kernel_source(ln, {b16(4096), torch::randn({4096}).to(c10::kBFloat16), torch::randn({4096}).to(c10::kBFloat16)});
+  EXPECT_NE(src.find("tf_bulk_load(buf"), std::string::npos) << src;
+  cg::ScopedTuning values(with("row_cache=values"));
+  EXPECT_FALSE(staged(b16(4096)));
 }
 
 TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
@@ -459,7 +550,7 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
     EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
   }
   // All hints: still none on operands whose elements serve several rows (the weights).
-  cg::ScopedTuning all(with("cache_hints=1"));
+  cg::ScopedTuning all(with("cache_hints=1,row_stage=0"));
   src = body(kernel_source(ln, ln_in));
   EXPECT_TRUE(tftest::contains_in_order(src, {once_bf16, "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
                                               "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2", "tf_store_once("}))
@@ -489,7 +580,8 @@ TEST(CacheHints, EveryVectorSizeCompiles) {
 
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
-                         "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1", ""};
+                         "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1",
+                         "row_stage=1,row_vectors=2", "row_stage=3", ""};
   for (const char* spec : specs) {
     cg::ScopedTuning t(with(spec));
     for (const auto& p : tftest::suite_patterns()) {
