@@ -42,6 +42,9 @@ const char* kUsage = R"(usage: torchfuse_bench [options]
   --no-suite        skip the suite timings (use with --latency / --compile-time; with
                     --compile-time alone nothing else runs, not even the copy-bandwidth measurement)
   --torchfuse-only  time torchfuse alone (still checked against eager): quick tuning runs
+  --row-length N    off-suite shapes: the cases over rows of 4096 (softmax_manual, layernorm_manual,
+                    rmsnorm_manual, add_layernorm, col_sum, logsumexp_rows) with rows of N, as many
+                    elements in all, reported as <case>@N; other cases are an error
   --list            print the case names and exit
 Exit status: 0; 1 when torchfuse failed on a case or its output did not match eager;
 2 on bad arguments.
@@ -60,6 +63,7 @@ struct Options {
   bool compile_time = false;
   bool list = false;
   bool torchfuse_only = false;  // time torchfuse alone (tuning runs)
+  int64_t row_length = 0;       // --row-length (0: the suite's shapes)
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -120,9 +124,14 @@ Options parse_args(int argc, char** argv) {
       opt.torchfuse_only = true;
     } else if (arg == "--list") {
       opt.list = true;
+    } else if (arg == "--row-length") {
+      opt.row_length = std::stoll(value());
     } else {
       throw std::invalid_argument("unknown argument '" + arg + "'");
     }
+  }
+  if (opt.row_length != 0) {
+    for (auto& c : opt.cases) c = tb::with_row_length(c, opt.row_length);
   }
   return opt;
 }

@@ -93,6 +93,26 @@ const std::vector<SuiteCase>& suite_cases() {
   return cases;
 }
 
+SuiteCase with_row_length(const SuiteCase& c, int64_t cols) {
+  constexpr int64_t kRows = 16384, kCols = 4096;
+  if (c.shapes.empty() || c.shapes[0] != std::vector<int64_t>{kRows, kCols}) {
+    throw std::invalid_argument("case '" + c.name + "' has no rows of 4096 to resize");
+  }
+  if (cols < 1 || (kRows * kCols) % cols != 0) {
+    throw std::invalid_argument("--row-length " + std::to_string(cols) + " does not divide 16384 x 4096 elements");
+  }
+  SuiteCase r = c;
+  r.name = c.name + "@" + std::to_string(cols);
+  for (auto& shape : r.shapes) {
+    for (auto& d : shape) d = d == kCols ? cols : d == kRows ? kRows * kCols / cols : d;
+  }
+  const std::string literal = "[" + std::to_string(kCols) + "]";  // add_layernorm's normalized shape
+  for (size_t at = r.source.find(literal); at != std::string::npos; at = r.source.find(literal, at)) {
+    r.source.replace(at, literal.size(), "[" + std::to_string(cols) + "]");
+  }
+  return r;
+}
+
 SuiteCase latency_case() { return {"gelu_tanh_64x1024", kGeluTanh, {{64, 1024}}}; }
 
 torch::jit::Module make_module(const SuiteCase& c) {

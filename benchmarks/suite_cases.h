@@ -18,6 +18,11 @@ struct SuiteCase {
 // The twelve suite cases, in SUITE.md's order.
 const std::vector<SuiteCase>& suite_cases();
 
+// A case over rows of 4096 (the 16384 x 4096 ones) with rows of `cols` instead, as many elements
+// in all (16384 * 4096 / cols rows), named "<name>@<cols>". Throws std::invalid_argument for a
+// case without such rows, or a `cols` that does not divide the element count.
+SuiteCase with_row_length(const SuiteCase& c, int64_t cols);
+
 // The small-tensor latency test: the tanh-GELU chain on a 64x1024 input.
 SuiteCase latency_case();
 

@@ -195,13 +195,15 @@ int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
 // works on the current ones. Every pass, the first included, reads those inputs from shared
 // memory. Needs bulk copies (sm_90+), vectorized rows whose staged inputs have 16-byte vectors
 // (rows of whole 16-byte units, 16-byte aligned), and rows that fit the shared memory.
-// By default (tuning().row_stage -1) only rows of 4096 to 8192 16-bit elements are staged, with
-// one buffer. Measured on H200 against the register-cached rows (rows of 4096, in one run each,
-// twice): bf16 layer norm 80.3 -> 72.4 us, softmax 79.4 -> 71.7, rms norm 72.2 -> 71.6, add +
-// layer norm 139.0 -> 137.7; but bf16 attention softmax (rows of 1024) 142.6 -> 208.7, bf16 rows
-// of 65536 102.4 -> 109.2, and every f32 row of 4096 slower or even (layer norm 134.2 -> 136.2,
-// attention 269.5 -> 283.0, add + layer norm 264.0 -> 268.9). Rows of 8192 were not measured.
-// Two to four buffers, each block taking its rows in turn, were slower still.
+// By default (tuning().row_stage -1) rows of 2048 to 32768 16-bit elements are staged, with one
+// buffer. Measured on H200 against the register-cached rows (torchfuse_bench --row-length, the
+// same element count at each length; docs/performance.md), bf16 layer norm, softmax, rms norm and
+// add + layer norm were faster at every length from 2048 to 32768 (softmax 83.5 -> 71.0 us at
+// 2048, 79.4 -> 71.7 at 4096, 94.1 -> 78.7 at 16384; layer norm 145.5 -> 84.0 at 32768); at 1024
+// softmax lost (72.9 -> 78.8) and attention softmax too (142.6 -> 208.7), at 65536 softmax lost
+// (102.4 -> 109.2). f32 rows lost or tied at most lengths (add + layer norm 264.0 -> 268.9 at
+// 4096, 287.1 -> 308.7 at 16384). Two to four buffers, each block taking its rows in turn, were
+// slower still.
 bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
   const int knob = tuning().row_stage;
   if (!bulk_copies || knob == 0 || read_once(needs) || l.vec == 1) return false;
@@ -218,7 +220,7 @@ bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool 
   const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(), [&](size_t k) {
     return l.inputs[k].shared || c10::elementSize(l.inputs[k].dtype) == 2;
   });
-  return all_16bit && l.reduced() >= 4096 && l.reduced() <= 8192;
+  return all_16bit && l.reduced() >= 2048 && l.reduced() <= 32768;
 }
 
 void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {

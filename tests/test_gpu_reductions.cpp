@@ -177,9 +177,9 @@ TEST(GpuReductions, CacheHintsMatchEager) {
 // blocks, and rows that cannot be staged.
 TEST(GpuReductions, StagedRowsMatchEager) {
   REQUIRE_GPU();
-  // The default: 16-bit rows of 4096 to 8192 elements are staged with one buffer.
+  // The default: 16-bit rows of 2048 to 32768 elements are staged with one buffer.
   for (auto dtype : kDtypes) {
-    for (int64_t cols : {4096, 8192}) {
+    for (int64_t cols : {2048, 8192, 32768}) {
       const std::string tag = std::to_string(cols) + " " + c10::toString(dtype);
       expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
                            [&] { return std::vector<c10::IValue>{rnd({37, cols}, dtype)}; }, "default softmax " + tag, 1);

@@ -385,19 +385,20 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   EXPECT_EQ(kernel_source(ln, ln_in).find("tf_bulk_load(buf"), std::string::npos);
 }
 
-// Which rows are staged by default (row_stage=-1): 16-bit rows of 4096 to 8192 elements, one
+// Which rows are staged by default (row_stage=-1): 16-bit rows of 2048 to 32768 elements, one
 // buffer; not f32 rows, not shorter or longer 16-bit rows, not where a register cache is asked for.
-TEST(RowStaging, ByDefaultSixteenBitRowsOf4096To8192) {
+TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   auto staged = [&](const torch::Tensor& x) {
     const std::string src = kernel_source(softmax, {x});
     return src.find("tf_bulk_load(buf") != std::string::npos && src.find("1 buffer(s)") != std::string::npos;
   };
   auto b16 = [](int64_t cols) { return torch::randn({4, cols}).to(c10::kBFloat16); };
+  EXPECT_TRUE(staged(b16(2048)));
   EXPECT_TRUE(staged(b16(4096)));
-  EXPECT_TRUE(staged(b16(8192)));
-  EXPECT_FALSE(staged(b16(2048)));
-  EXPECT_FALSE(staged(b16(16384)));
+  EXPECT_TRUE(staged(b16(32768)));
+  EXPECT_FALSE(staged(b16(1024)));
+  EXPECT_FALSE(staged(b16(65536)));
   EXPECT_FALSE(staged(torch::randn({4, 4096})));
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
   const std::string src = kernel_source(ln, {b16(4096), torch::randn({4096}).to(c10::kBFloat16), torch::randn({4096}).to(c10::kBFloat16)});
