@@ -196,12 +196,14 @@ int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
 // memory. Needs bulk copies (sm_90+), vectorized rows whose staged inputs have 16-byte vectors
 // (rows of whole 16-byte units, 16-byte aligned), and rows that fit the shared memory.
 // By default (tuning().row_stage -1) rows of 2048 to 32768 16-bit elements are staged, with one
-// buffer. Measured on H200 against the register-cached rows (torchfuse_bench --row-length, the
+// buffer, and rows of 1024 to 2047 where recomputing the values from the inputs is cheap (no
+// transcendental, RowCacheNeeds::costly_recompute). Measured on H200 against the register-cached rows (torchfuse_bench --row-length, the
 // same element count at each length; docs/performance.md), bf16 layer norm, softmax, rms norm and
 // add + layer norm were faster at every length from 2048 to 32768 (softmax 83.5 -> 71.0 us at
-// 2048, 79.4 -> 71.7 at 4096, 94.1 -> 78.7 at 16384; layer norm 145.5 -> 84.0 at 32768); at 1024
-// softmax lost (72.9 -> 78.8) and attention softmax too (142.6 -> 208.7), at 65536 softmax lost
-// (102.4 -> 109.2). f32 rows lost or tied at most lengths (add + layer norm 264.0 -> 268.9 at
+// 2048, 79.4 -> 71.7 at 4096, 94.1 -> 78.7 at 16384; layer norm 145.5 -> 84.0 at 32768). At 1024
+// layer norm (79.3 -> 74.1), rms norm and add + layer norm gained, but softmax lost (72.9 -> 78.8)
+// and attention softmax too (142.6 -> 208.7): with staged inputs they compute exp again in the
+// output pass, where the register cache keeps the values. At 65536 softmax lost (102.4 -> 109.2). f32 rows lost or tied at most lengths (add + layer norm 264.0 -> 268.9 at
 // 4096, 287.1 -> 308.7 at 16384). Two to four buffers, each block taking its rows in turn, were
 // slower still.
 bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
@@ -220,7 +222,8 @@ bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool 
   const bool all_16bit = std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(), [&](size_t k) {
     return l.inputs[k].shared || c10::elementSize(l.inputs[k].dtype) == 2;
   });
-  return all_16bit && l.reduced() >= 2048 && l.reduced() <= 32768;
+  if (!all_16bit || l.reduced() > 32768) return false;
+  return l.reduced() >= 2048 || (l.reduced() >= 1024 && !needs.costly_recompute);
 }
 
 void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {

@@ -386,7 +386,8 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
 }
 
 // Which rows are staged by default (row_stage=-1): 16-bit rows of 2048 to 32768 elements, one
-// buffer; not f32 rows, not shorter or longer 16-bit rows, not where a register cache is asked for.
+// buffer, and of 1024 where nothing costly is recomputed (layer norm, not softmax); not f32 rows,
+// not shorter or longer 16-bit rows, not where a register cache is asked for.
 TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   auto staged = [&](const torch::Tensor& x) {
@@ -400,9 +401,16 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   EXPECT_FALSE(staged(b16(1024)));
   EXPECT_FALSE(staged(b16(65536)));
   EXPECT_FALSE(staged(torch::randn({4, 4096})));
-  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
-  const std::string src = kernel_source(ln, {b16(4096), torch::randn({4096}).to(c10::kBFloat16), torch::randn({4096}).to(c10::kBFloat16)});
-  EXPECT_NE(src.find("tf_bulk_load(buf"), std::string::npos) << src;
+  for (int64_t cols : {1024, 4096}) {
+    const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, cols));
+    const auto w = torch::randn({cols}).to(c10::kBFloat16);
+    const std::string src = kernel_source(ln, {b16(cols), w, w});
+    EXPECT_NE(src.find("tf_bulk_load(buf"), std::string::npos) << cols << src;
+  }
+  const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
+  EXPECT_EQ(kernel_source(attn, {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16), torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)})
+                .find("tf_bulk_load(buf"),
+            std::string::npos);
   cg::ScopedTuning values(with("row_cache=values"));
   EXPECT_FALSE(staged(b16(4096)));
 }
