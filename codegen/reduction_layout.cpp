@@ -197,15 +197,16 @@ int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
 // (rows of whole 16-byte units, 16-byte aligned), and rows that fit the shared memory.
 // By default (tuning().row_stage -1) rows of 2048 to 32768 16-bit elements are staged, with one
 // buffer, and rows of 1024 to 2047 where recomputing the values from the inputs is cheap (no
-// transcendental, RowCacheNeeds::costly_recompute). Measured on H200 against the register-cached rows (torchfuse_bench --row-length, the
-// same element count at each length; docs/performance.md), bf16 layer norm, softmax, rms norm and
-// add + layer norm were faster at every length from 2048 to 32768 (softmax 83.5 -> 71.0 us at
-// 2048, 79.4 -> 71.7 at 4096, 94.1 -> 78.7 at 16384; layer norm 145.5 -> 84.0 at 32768). At 1024
-// layer norm (79.3 -> 74.1), rms norm and add + layer norm gained, but softmax lost (72.9 -> 78.8)
-// and attention softmax too (142.6 -> 208.7): with staged inputs they compute exp again in the
-// output pass, where the register cache keeps the values. At 65536 softmax lost (102.4 -> 109.2). f32 rows lost or tied at most lengths (add + layer norm 264.0 -> 268.9 at
-// 4096, 287.1 -> 308.7 at 16384). Two to four buffers, each block taking its rows in turn, were
-// slower still.
+// transcendental, RowCacheNeeds::costly_recompute). Measured on H200 against the register-cached
+// rows (torchfuse_bench --row-length, the same element count at each length;
+// docs/performance.md), bf16 layer norm, softmax, rms norm and add + layer norm were faster at
+// every length from 2048 to 32768 (softmax 83.5 -> 71.0 us at 2048, 79.4 -> 71.7 at 4096, 94.1 ->
+// 78.7 at 16384; layer norm 145.5 -> 84.0 at 32768). At 1024 layer norm (79.3 -> 74.1), rms norm
+// and add + layer norm gained, but softmax lost (72.9 -> 78.8) and attention softmax too (142.6 ->
+// 208.7): with staged inputs they compute exp again in the output pass, where the register cache
+// keeps the values. At 65536 softmax lost (102.4 -> 109.2). f32 rows lost or tied at most lengths
+// (add + layer norm 264.0 -> 268.9 at 4096, 287.1 -> 308.7 at 16384). Two to four buffers, each
+// block taking its rows in turn, were slower still.
 bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
   const int knob = tuning().row_stage;
   if (!bulk_copies || knob == 0 || read_once(needs) || l.vec == 1) return false;
@@ -258,10 +259,10 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bul
 
 }  // namespace
 
-int64_t ReductionLayout::staged_bytes_per_column() const {
+int64_t ReductionLayout::staged_bytes_before(size_t k) const {
   int64_t bytes = 0;
-  for (const auto& in : inputs)
-    if (in.staged) bytes += static_cast<int64_t>(c10::elementSize(in.dtype));
+  for (size_t i = 0; i < k && i < inputs.size(); ++i)
+    if (inputs[i].staged) bytes += static_cast<int64_t>(c10::elementSize(inputs[i].dtype));
   return bytes;
 }
 
@@ -359,8 +360,8 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     choose_row_schedule(l, needs, max_cluster);
     choose_row_staging(l, needs, bulk_copies);
     l.min_blocks = tuning().row_min_blocks;
-    // Staged rows take their next rows through their own buffers, and the launch fills the
-    // device with as many blocks as fit (launch_row).
+    // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the
+    // grid (launch_row).
     l.prefetch = l.stages == 0 && choose_row_prefetch(l, needs);
     l.rounds = l.stages == 0 ? choose_row_rounds(l, needs) : 1;
     return l;

@@ -64,9 +64,11 @@ struct ReductionLayout {
   int64_t reduced() const;
   int64_t inner() const;
   std::string key() const;
-  // Staged rows: shared-memory bytes one row team's inputs take (every staged input's row), and
-  // the dynamic shared memory a block needs.
-  int64_t staged_bytes_per_column() const;
+  // Staged rows: per column of a row, the shared-memory bytes of the staged inputs before input k
+  // (where input k's row starts in a team's buffer) and of all of them; one team's row; the
+  // dynamic shared memory a block needs.
+  int64_t staged_bytes_before(size_t k) const;
+  int64_t staged_bytes_per_column() const { return staged_bytes_before(inputs.size()); }
   int64_t staged_row_bytes() const { return staged_bytes_per_column() * reduced(); }
   int64_t staged_block_bytes() const { return staged_row_bytes() * stages * (block / threads_per_row); }
 };

@@ -119,10 +119,7 @@ void emit_next_row_prefetch(SourceBuilder& b, const ReductionLayout& l, const st
 // Staged rows: each input's byte offset inside a team's shared-memory row (the staged inputs'
 // rows one after the other, in input order), as an expression of p.cols.
 std::string staged_offset(const ReductionLayout& l, size_t k) {
-  int64_t bytes_per_col = 0;
-  for (size_t i = 0; i < k; ++i)
-    if (l.inputs[i].staged) bytes_per_col += static_cast<int64_t>(c10::elementSize(l.inputs[i].dtype));
-  return "(unsigned)p.cols * " + str(bytes_per_col) + "u";
+  return "(unsigned)p.cols * " + str(l.staged_bytes_before(k)) + "u";
 }
 
 // Staged rows: the device function that starts copying the rows of the row teams that begin at

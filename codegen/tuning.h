@@ -61,9 +61,10 @@ struct Tuning {
   // codegen/cache_hints.cpp): -1 where measured to pay, 0 none, 1 every kernel.
   int cache_hints = -1;
   // Rows read more than once (sm_90+): the inputs read again are staged in shared memory, one bulk
-  // copy per row, the next row's copy in flight while the block works on the current one (see
-  // choose_row_staging in reduction_layout.cpp): -1 where measured to pay, 0 never, N > 0 wherever
-  // possible, with up to N buffers per block (at least 2 fit where a multiprocessor holds two blocks).
+  // copy per row and input (see choose_row_staging in reduction_layout.cpp): -1 where measured to
+  // pay (one buffer), 0 never, N > 0 wherever possible, with a ring of up to N buffers per block
+  // (as many as still let two blocks share a multiprocessor), the next rows loading while a
+  // block works on one.
   int row_stage = -1;
 };
 

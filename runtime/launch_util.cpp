@@ -47,8 +47,14 @@ CUfunction load_function(const codegen::GeneratedKernel& kernel, const std::stri
 namespace {
 
 // Kernels may use more than 48 KB of shared memory (static and dynamic) only after asking for it.
+// Asked once per function for the most it has needed so far (not on every launch).
 void allow_shared_bytes(CUfunction fn, int64_t shared_bytes, const codegen::GeneratedKernel& kernel) {
   if (shared_bytes == 0) return;
+  static std::mutex mutex;
+  static auto* allowed = new std::map<CUfunction, int64_t>();  // never destroyed, as stream_counters' buffers
+  std::lock_guard<std::mutex> lock(mutex);
+  int64_t& most = (*allowed)[fn];
+  if (shared_bytes <= most) return;
   const CUresult r = driver_api()->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                       static_cast<int>(shared_bytes));
   if (r != CUDA_SUCCESS && !poisons_context(r)) {
@@ -57,6 +63,7 @@ void allow_shared_bytes(CUfunction fn, int64_t shared_bytes, const codegen::Gene
                         kernel.source);
   }
   check_cu(r, "cuFuncSetAttribute");
+  most = shared_bytes;
 }
 
 }  // namespace

@@ -244,10 +244,10 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
     // copy with another's work. With a ring of buffers: as many blocks as the device holds at
     // once (times `row_waves`, where set), each taking its row groups in turn.
     const int64_t smem = l.staged_block_bytes();
-    int64_t blocks = teams;
+    int64_t blocks = std::min<int64_t>(teams, std::numeric_limits<int32_t>::max());  // the kernel strides over the rest
     if (l.stages > 1) {
       const int per_sm = resident_blocks(kernel, c.device, l.block, smem, fk.counters());
-      blocks = std::min(teams, int64_t{info.sm_count} * per_sm * std::max(1, tune.row_waves));
+      blocks = std::min(blocks, int64_t{info.sm_count} * per_sm * std::max(1, tune.row_waves));
     }
     blocks = std::max<int64_t>(1, blocks);
     launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters(), smem);
