@@ -246,9 +246,10 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bul
   const int want = tuning().row_stage > 0 ? tuning().row_stage : 1;
   while (s.stages < want) {
     ++s.stages;
-    if (s.staged_block_bytes() <= kMaxStagedBlockBytes / 2) continue;
-    --s.stages;
-    break;
+    if (s.staged_block_bytes() > kMaxStagedBlockBytes / 2) {
+      --s.stages;
+      break;
+    }
   }
   s.cached = true;
   s.cache_inputs = true;

@@ -474,7 +474,6 @@ struct RowKernel {
   // Staged rows: a ring of l.stages buffers, one barrier each. Before the loop, the block's first
   // l.stages - 1 row groups start loading into buffers 0, 1, ...
   void emit_staging_start(const std::string& first_row, const std::string& row_step) {
-    const std::string S = str(l.stages);
     b.line("const unsigned stage_block_bytes = (unsigned)p.cols * " + str(l.staged_bytes_per_column()) + "u * " +
            str(l.block / l.threads_per_row) + "u;");
     {
