@@ -45,6 +45,8 @@ const char* kUsage = R"(usage: torchfuse_bench [options]
   --row-length N    off-suite shapes: the cases over rows of 4096 (softmax_manual, layernorm_manual,
                     rmsnorm_manual, add_layernorm, col_sum, logsumexp_rows) with rows of N, as many
                     elements in all, reported as <case>@N; other cases are an error
+  --rows N          the same cases with N rows of their length (after --row-length), reported as
+                    <case>#N: --rows 1 --row-length 131072 is a softmax over [1, 131072]
   --list            print the case names and exit
 Exit status: 0; 1 when torchfuse failed on a case or its output did not match eager;
 2 on bad arguments.
@@ -64,6 +66,7 @@ struct Options {
   bool list = false;
   bool torchfuse_only = false;  // time torchfuse alone (tuning runs)
   int64_t row_length = 0;       // --row-length (0: the suite's shapes)
+  int64_t rows = 0;             // --rows (0: the suite's shapes)
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -126,12 +129,17 @@ Options parse_args(int argc, char** argv) {
       opt.list = true;
     } else if (arg == "--row-length") {
       opt.row_length = std::stoll(value());
+    } else if (arg == "--rows") {
+      opt.rows = std::stoll(value());
     } else {
       throw std::invalid_argument("unknown argument '" + arg + "'");
     }
   }
   if (opt.row_length != 0) {
     for (auto& c : opt.cases) c = tb::with_row_length(c, opt.row_length);
+  }
+  if (opt.rows != 0) {
+    for (auto& c : opt.cases) c = tb::with_rows(c, opt.rows);
   }
   return opt;
 }

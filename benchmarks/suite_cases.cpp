@@ -113,6 +113,20 @@ SuiteCase with_row_length(const SuiteCase& c, int64_t cols) {
   return r;
 }
 
+SuiteCase with_rows(const SuiteCase& c, int64_t rows) {
+  constexpr int64_t kElements = int64_t{16384} * 4096;
+  if (c.shapes.empty() || c.shapes[0].size() != 2 || c.shapes[0][0] * c.shapes[0][1] != kElements) {
+    throw std::invalid_argument("case '" + c.name + "' has no rows of 16384 x 4096 elements to resize");
+  }
+  if (rows < 1) throw std::invalid_argument("--rows must be >= 1");
+  SuiteCase r = c;
+  r.name = c.name + "#" + std::to_string(rows);
+  const int64_t old_rows = c.shapes[0][0];
+  for (auto& shape : r.shapes)
+    if (shape.size() == 2 && shape[0] == old_rows) shape[0] = rows;
+  return r;
+}
+
 SuiteCase latency_case() { return {"gelu_tanh_64x1024", kGeluTanh, {{64, 1024}}}; }
 
 torch::jit::Module make_module(const SuiteCase& c) {

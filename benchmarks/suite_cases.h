@@ -23,6 +23,11 @@ const std::vector<SuiteCase>& suite_cases();
 // case without such rows, or a `cols` that does not divide the element count.
 SuiteCase with_row_length(const SuiteCase& c, int64_t cols);
 
+// A case over rows (the 16384 x 4096 ones, or those with_row_length made) with `rows` rows of the
+// same length, named "<name>#<rows>" (--rows 1: single rows, as in a [1, N] softmax). Throws
+// std::invalid_argument for a case without such rows, or rows < 1.
+SuiteCase with_rows(const SuiteCase& c, int64_t rows);
+
 // The small-tensor latency test: the tanh-GELU chain on a 64x1024 input.
 SuiteCase latency_case();
 

@@ -189,6 +189,36 @@ int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
   return 2;
 }
 
+// Blocks per multiprocessor for looped rows (tuning().looped_blocks_per_sm; 0: as many as fill
+// the multiprocessor's 2048 threads while the rows in flight fill at most 3/4 of L2, so that the
+// passes' re-reads still hit it).
+int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& target) {
+  if (tuning().looped_blocks_per_sm > 0) return tuning().looped_blocks_per_sm;
+  int64_t row_bytes = 0;
+  for (const auto& op : l.inputs)
+    if (op.access == Access::InnerContig || op.access == Access::Strided) row_bytes += l.reduced() * c10::elementSize(op.dtype);
+  const int64_t rows_per_block = l.block / l.threads_per_row;
+  int blocks = std::max(1, 2048 / l.block);
+  while (blocks > 1 && blocks * target.sm_count * rows_per_block * row_bytes * 4 > target.l2_bytes * 3) --blocks;
+  return blocks;
+}
+
+// Vectors each thread of a looped row loads ahead per step (tuning().looped_unroll; 0: 2 where
+// one block per multiprocessor streams a single row input, else 1). Measured on H200, 1 / 2 / 4:
+// with one block per multiprocessor (bf16 rows of 262144, 256 rows) softmax 126.8 / 112.3 / 106.4
+// us, rms norm 120.4 / 106.6 / 107.1, layer norm 159.5 / 141.7 / 329.8 (4 spills registers: a
+// 1024-thread block has 64 per thread), f32 softmax rows of 65536 looped 212.9 / 191.0 / 176.2;
+// with two (bf16 rows of 65536) softmax 101.9 / 108.2 / 104.6: past 32 registers only one such
+// block fits. Two row inputs (add + layer norm) spill at 2 already.
+int choose_looped_unroll(const ReductionLayout& l) {
+  if (l.vec == 1) return 1;
+  if (tuning().looped_unroll > 0) return tuning().looped_unroll;
+  const auto streamed = std::count_if(l.inputs.begin(), l.inputs.end(), [](const SegmentedOperand& op) {
+    return op.access == Access::InnerContig || op.access == Access::Strided;
+  });
+  return l.looped_blocks_per_sm == 1 && streamed == 1 ? 2 : 1;
+}
+
 // Staged rows (ReductionLayout::stages): the inputs a later pass reads again are copied whole
 // into shared memory, one bulk copy per row and input, so the registers hold no row and one
 // instruction puts a whole row in flight; with a ring of buffers a block's next rows load while it
@@ -291,8 +321,8 @@ std::string ReductionLayout::key() const {
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache, int sm_count,
-                                      int max_cluster, bool allow_vector, bool bulk_copies) {
+                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
+                                      const DeviceTarget& target, bool allow_vector) {
   TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
                             "plan_reduction_layout for ", schedule_name(schedule));
   TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
@@ -358,8 +388,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // 176, bf16 129 -> 116).
     l.online = online_cache && l.reduced() >= tuning().online_min_row;
     const RowCacheNeeds& needs = l.online ? *online_cache : cache;
-    choose_row_schedule(l, needs, max_cluster);
-    choose_row_staging(l, needs, bulk_copies);
+    choose_row_schedule(l, needs, target.max_cluster);
+    if (!l.cached) {
+      l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target);
+      l.unroll = choose_looped_unroll(l);
+    }
+    choose_row_staging(l, needs, target.bulk_copies);
     l.min_blocks = tuning().row_min_blocks;
     // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the
     // grid (launch_row).
@@ -385,7 +419,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
   // One wave of kColumnBlocksPerSm blocks per multiprocessor: rounding the split up would leave
   // a second, mostly idle wave (H200 f32 col_sum: 544 blocks at 3 per SM ran 1.4 waves).
-  const int64_t want = kColumnBlocksPerSm * static_cast<int64_t>(sm_count);
+  const int64_t want = kColumnBlocksPerSm * static_cast<int64_t>(target.sm_count);
   const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
   l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / tiles)));
   return l;

@@ -21,6 +21,15 @@ constexpr int kColumnBlocksPerSm = 4;
 // Row schedule with clusters: threads per block (two blocks fit one multiprocessor).
 constexpr int kClusterBlock = 512;
 
+// What the planner needs to know of the device a kernel is for (runtime::target_of gives it for a
+// device; explain() without one assumes an H100-class part of the arch asked for).
+struct DeviceTarget {
+  int sm_count = 132;
+  int max_cluster = 1;         // the largest thread-block cluster row schedules may use (1: none)
+  bool bulk_copies = false;    // sm_90+ bulk copies: rows may be staged in shared memory
+  int64_t l2_bytes = 50 << 20;  // looped rows size their blocks per multiprocessor by it
+};
+
 struct SegmentedOperand {
   Access access = Access::Strided;  // Scalar, Uniform, InnerBroadcast (per row), InnerContig, Strided
   c10::ScalarType dtype = c10::ScalarType::Float;
@@ -47,7 +56,8 @@ struct ReductionLayout {
   bool cache_first_pass = false;  // cached mode keeps only first-pass values (Reuse::FirstPass)
   int cluster = 1;            // row schedule: blocks of a thread-block cluster sharing each row
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
-  int unroll = 1;             // column schedule: rows whose vector loads each thread issues together
+  int unroll = 1;             // column schedule: rows whose vector loads each thread issues together;
+                              // looped rows: vectors each thread loads ahead per step
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
   bool index64 = false;
   bool fast_math = true;      // tuning().fast_math when planned (it changes the source)
@@ -58,6 +68,7 @@ struct ReductionLayout {
   // input, in a ring of this many buffers: the block's next stages - 1 row groups load while it
   // works on one; 0: not staged (see row_reduction.cpp).
   int stages = 0;
+  int looped_blocks_per_sm = 1;  // looped rows: blocks per multiprocessor the launch aims for
   CacheHints hints;           // L2 hints on its vector loads and stores (set by the launcher)
 
   int64_t outer() const;
@@ -80,12 +91,12 @@ constexpr int64_t kMaxStagedBlockBytes = 220 * 1024;
 // Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
 // contiguous block). `cache` is what the row schedule must keep per element to read it again;
 // `online_cache` the same with online softmax sums, where the group has any (rows of at least
-// tuning().online_min_row elements use them: ReductionLayout::online). `bulk_copies`: the device
-// has them (sm_90+), so rows may be staged in shared memory.
+// tuning().online_min_row elements use them: ReductionLayout::online). `allow_vector`: false
+// where the call's pointers or strides do not allow vector accesses.
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
-                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache, int sm_count,
-                                      int max_cluster = 1, bool allow_vector = true, bool bulk_copies = false);
+                                      const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
+                                      const DeviceTarget& target, bool allow_vector);
 
 }  // namespace codegen
 }  // namespace torchfuse

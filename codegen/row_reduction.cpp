@@ -227,18 +227,27 @@ struct RowKernel {
     return l.hints.evict_loads ? LoadHint::EvictFirst : LoadHint::None;
   }
 
+  std::string vector_type(size_t k) const { return "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">"; }
+  std::string load_from_memory(size_t k, int pass, const std::string& j0) const {
+    return vector_load(vector_type(k), input_name(k) + " + ro" + str(static_cast<int64_t>(k)) + " + " + j0, load_hint(k, pass));
+  }
+
   // Loads one pass needs, as vectors: inputs first read in this pass (kept inputs: the first
   // pass loads them into their registers, every pass reads them there).
   void emit_vector_loads(int pass, const std::string& j0) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (!reads_vectors(k, pass)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
-      const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
+      const std::string vt = vector_type(k);
       if (l.inputs[k].staged) {
         b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + j0);");
         continue;
       }
-      const std::string from_memory = vector_load(vt, input_name(k) + " + ro" + kk + " + " + j0, load_hint(k, pass));
+      if (l.unroll > 1) {  // looped rows: loaded ahead (open_looped_step)
+        b.line("const " + vt + " v" + kk + " = ahead" + kk + "[u];");
+        continue;
+      }
+      const std::string from_memory = load_from_memory(k, pass, j0);
       if (!keeps_input(k)) {
         b.line("const " + vt + " v" + kk + " = " + from_memory + ";");
         continue;
@@ -271,20 +280,24 @@ struct RowKernel {
     for (size_t k = 0; k < g.outputs.size(); ++k)
       if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) element_outputs.push_back(k);
     const std::string vec = str(l.vec);
+    const std::string step = str(static_cast<int64_t>(l.threads_per_row) * l.vec);
     std::string loop;
     if (l.cached) {
       b.line("#pragma unroll");
       loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
+    } else if (l.unroll > 1) {
+      loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
     } else {
-      loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " +
-             str(static_cast<int64_t>(l.threads_per_row) * l.vec) + ")";
+      loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " + step + ")";
     }
     auto outer = b.scope(loop);
+    int scopes = 1;
     if (l.cached) {
       b.line("const tf_index j0 = " + chunk_start() + ";");
       b.open("if (row_ok && j0 < (tf_index)p.cols)");
     } else {
       b.open("if (row_ok)");
+      if (l.unroll > 1) scopes += open_looped_step(pass, step);
       b.line("const int k = 0;");
       b.line("(void)k;");
     }
@@ -310,7 +323,32 @@ struct RowKernel {
       for (const auto& line : pack_vector("s" + kk, "o" + kk, dt, l.vec)) b.line(line);
       b.line(vector_store(vt, output_name(k) + " + row * (tf_index)p.cols + j0", "s" + kk, l.hints.evict_stores));
     }
-    b.close();
+    for (int i = 0; i < scopes; ++i) b.close();
+  }
+
+  // Looped rows with l.unroll > 1: each step first loads the pass's vectors for l.unroll
+  // positions a team stride apart (ahead<k>[u]), so that that many loads per thread are in
+  // flight, then works through them in order. Opens the loop over u and its bounds check (2).
+  int open_looped_step(int pass, const std::string& step) {
+    const std::string U = str(l.unroll);
+    std::vector<size_t> loaded;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (reads_vectors(k, pass)) loaded.push_back(k);
+    for (size_t k : loaded) b.line(vector_type(k) + " ahead" + str(static_cast<int64_t>(k)) + "[" + U + "];");
+    b.line("#pragma unroll");
+    {
+      auto loads = b.scope("for (int u = 0; u < " + U + "; ++u)");
+      b.line("const tf_index j0 = jb + (tf_index)u * " + step + ";");
+      if (!loaded.empty()) {
+        auto in_row = b.scope("if (j0 < (tf_index)p.cols)");
+        for (size_t k : loaded) b.line("ahead" + str(static_cast<int64_t>(k)) + "[u] = " + load_from_memory(k, pass, "j0") + ";");
+      }
+    }
+    b.line("#pragma unroll");
+    b.open("for (int u = 0; u < " + U + "; ++u)");
+    b.line("const tf_index j0 = jb + (tf_index)u * " + step + ";");
+    b.open("if (j0 < (tf_index)p.cols)");
+    return 2;
   }
 
   void emit_row_phase(int level) {

@@ -39,6 +39,10 @@ struct Tuning {
   // flight fill at most 3/4 of L2, so that the passes' re-reads still hit it; measured H200 rows
   // of 65536 (1024-thread blocks): bf16 11% faster with 2 than 1, f32 3% slower).
   int looped_blocks_per_sm = 0;
+  // Looped rows of vectors: each thread loads this many vectors (a team stride apart) before
+  // working through them, so that more loads are in flight per thread (0: see
+  // choose_looped_unroll in reduction_layout.cpp).
+  int looped_unroll = 0;
   int column_unroll = 8;     // rows each thread loads before accumulating (column schedule)
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)

@@ -146,10 +146,17 @@ void fuse_reductions(PassContext& ctx) {
                  units.at(seed->origin));
       continue;
     }
-    Growing g{set, set.make_cluster(units.at(seed->origin)), rd, *schedule, units};
-    if (*schedule != Schedule::RowReduction && g.needs_passes()) {
-      ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() + " and reads its own reduction (" +
-                     schedule_name(*schedule) + " schedules take one pass over the elements)",
+    // A single row grows as a row (choose_schedule gives it the full-reduction schedule back
+    // where nothing reads the reduction again).
+    int64_t elements = 1;
+    for (int64_t s : rd.domain) elements *= s;
+    const bool one_row = rd.single_row() && elements <= kMaxSingleRow;
+    Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row ? Schedule::RowReduction : *schedule, units};
+    if (g.schedule != Schedule::RowReduction && g.needs_passes()) {
+      const std::string why = rd.single_row() ? "one row of more than " + std::to_string(kMaxSingleRow) +
+                                                    " elements, which one block or cluster would read"
+                                              : std::string(schedule_name(*schedule)) + " schedules take one pass over the elements";
+      ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() + " and reads its own reduction (" + why + ")",
                  units.at(seed->origin));
       set.dissolve(g.cluster);
       continue;

@@ -1,6 +1,7 @@
 #include "passes/reduction_schedule.h"
 
 #include <algorithm>
+#include <set>
 
 #include "src/error.h"
 
@@ -40,6 +41,14 @@ std::optional<Schedule> ReductionDomain::schedule() const {
   return Schedule::ColumnReduction;
 }
 
+bool ReductionDomain::single_row() const {
+  if (schedule() != Schedule::FullReduction || dims.empty()) return false;
+  const int64_t rank = static_cast<int64_t>(domain.size());
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1) return false;
+  return dims.back() == rank - 1;
+}
+
 std::string ReductionDomain::str() const {
   std::string s = "dims [";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
@@ -48,11 +57,40 @@ std::string ReductionDomain::str() const {
   return s + "]";
 }
 
+namespace {
+
+// Is `v` computed in the group from one of its reductions?
+bool derives_from_reduction(const ir::Value* v, const std::set<const ir::Node*>& inside) {
+  const ir::Node* p = v->producer;
+  if (!p || !inside.count(p)) return false;
+  if (ir::is_reduction(p->kind)) return true;
+  for (const ir::Value* in : p->inputs)
+    if (derives_from_reduction(in, inside)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool reads_own_reduction(const FusionGroup& g) {
+  const std::set<const ir::Node*> inside(g.nodes.begin(), g.nodes.end());
+  std::vector<int64_t> domain;
+  for (const ir::Node* n : g.nodes)
+    if (ir::is_reduction(n->kind)) domain = n->inputs[0]->type.sizes;
+  for (const ir::Node* n : g.nodes) {
+    if (!ir::is_reduction(n->kind) && n->output()->type.sizes != domain) continue;
+    for (const ir::Value* in : n->inputs)
+      if (derives_from_reduction(in, inside)) return true;
+  }
+  return false;
+}
+
 Schedule choose_schedule(const FusionGroup& g) {
   for (const ir::Node* n : g.nodes) {
     if (!ir::is_reduction(n->kind)) continue;
-    auto s = ReductionDomain::of(*n).schedule();
+    const ReductionDomain rd = ReductionDomain::of(*n);
+    auto s = rd.schedule();
     TORCHFUSE_INTERNAL_ASSERT(s.has_value(), "group ", g.id, " reduces dims that are not contiguous");
+    if (rd.single_row() && reads_own_reduction(g)) return Schedule::RowReduction;
     return *s;
   }
   return Schedule::Pointwise;

@@ -22,11 +22,22 @@ struct ReductionDomain {
   bool is_row_shape(const std::vector<int64_t>& shape) const;
   // Which schedule, or nullopt when the reduced dims are not one contiguous block.
   std::optional<Schedule> schedule() const;
+  // One row: the full-reduction schedule's domain (a single output) whose reduced dims are the
+  // trailing ones, as in a [1, N] softmax. A group that reads its own reduction takes it as one
+  // row of the row schedule (see kMaxSingleRow).
+  bool single_row() const;
   std::string str() const;
 };
 
+// A single row (ReductionDomain::single_row) that reads its own reduction runs on one block or
+// cluster: longer rows are left to ATen, whose separate kernels each use the whole device.
+constexpr int64_t kMaxSingleRow = int64_t{1} << 18;
+
 // Which kernel schedule a group needs: pointwise when it holds no reduction; otherwise by the
-// position of the reduced dims: trailing (row), leading or middle (column), all (full).
+// position of the reduced dims: trailing (row), leading or middle (column), all (full); a single
+// row whose elements read its own reduction (a softmax over [1, N]), the row schedule.
 Schedule choose_schedule(const FusionGroup& g);
+// Does some element value or reduction of the group read a reduction result of the group?
+bool reads_own_reduction(const FusionGroup& g);
 
 }  // namespace torchfuse

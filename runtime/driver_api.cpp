@@ -177,6 +177,15 @@ bool has_bulk_copies(const DeviceInfo& info) {
   return info.cc_major >= 9 && require_api().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
 }
 
+codegen::DeviceTarget target_of(const DeviceInfo& info) {
+  codegen::DeviceTarget t;
+  t.sm_count = info.sm_count;
+  t.max_cluster = max_cluster(info);
+  t.bulk_copies = has_bulk_copies(info);
+  t.l2_bytes = info.l2_bytes;
+  return t;
+}
+
 void make_context_current(int ordinal) {
   check_cu(require_api().cuCtxSetCurrent(device_state(ordinal).primary), "cuCtxSetCurrent");
 }

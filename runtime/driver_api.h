@@ -6,6 +6,8 @@
 
 #include <cuda.h>
 
+#include "codegen/reduction_layout.h"
+
 namespace torchfuse {
 namespace runtime {
 
@@ -65,6 +67,8 @@ int max_cluster(const DeviceInfo& info);
 // Whether row schedules may stage rows in shared memory with bulk copies: compute capability 9.0
 // and newer, with a driver that answers occupancy queries (the launch sizes its grid by them).
 bool has_bulk_copies(const DeviceInfo& info);
+// What the kernel planner needs to know of the device (the three above, and its L2 size).
+codegen::DeviceTarget target_of(const DeviceInfo& info);
 // Makes the device's primary context (the one PyTorch uses) current on this thread.
 void make_context_current(int ordinal);
 

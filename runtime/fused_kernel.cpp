@@ -78,15 +78,15 @@ void FusedKernel::shape_operands(CallInputs& call) const {
   }
 }
 
-codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(int sm_count, int max_cluster, bool bulk_copies) const {
+codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(const codegen::DeviceTarget& target) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
   shape_operands(call);
-  return plan_and_generate(group_, analysis(), call, sm_count, max_cluster, /*allow_vector=*/true, bulk_copies).kernel;
+  return plan_and_generate(group_, analysis(), call, target, /*allow_vector=*/true).kernel;
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(int sm_count, int max_cluster, bool bulk_copies) const {
-  auto k = plain_profiled_kernel(sm_count, max_cluster, bulk_copies);
+codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::DeviceTarget& target) const {
+  auto k = plain_profiled_kernel(target);
   return options_.fail.matches(k.name, /*runtime_variant=*/false) ? with_injected_failure(std::move(k)) : k;
 }
 
@@ -102,7 +102,7 @@ const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
 
 void FusedKernel::prepare(int device) {
   const DeviceInfo& info = device_info(device);
-  const auto plain = plain_profiled_kernel(info.sm_count, max_cluster(info), has_bulk_copies(info));
+  const auto plain = plain_profiled_kernel(target_of(info));
   {
     std::lock_guard<std::mutex> lock(mu_);
     profiled_source_ = plain.source;

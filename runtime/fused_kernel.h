@@ -22,6 +22,7 @@
 #include "codegen/kernel.h"
 #include "codegen/layout.h"
 #include "codegen/reduction_analysis.h"
+#include "codegen/reduction_layout.h"
 #include "passes/fusion_plan.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
@@ -82,9 +83,9 @@ class FusedKernel {
   const FusionGroup& group() const { return group_; }
   // Analysis of a reduction group (null for pointwise groups).
   const codegen::ReductionAnalysis* analysis() const { return analysis_ ? &*analysis_ : nullptr; }
-  // The kernel for the profiled types, for a device with `sm_count` multiprocessors (with the
-  // injected failure, when debug_fail_kernels names it).
-  codegen::GeneratedKernel kernel_for_profiled_types(int sm_count = 132, int max_cluster = 1, bool bulk_copies = false) const;
+  // The kernel for the profiled types, for the device `target` describes (with the injected
+  // failure, when debug_fail_kernels names it).
+  codegen::GeneratedKernel kernel_for_profiled_types(const codegen::DeviceTarget& target) const;
   // Every kernel generated so far (one per layout key).
   std::vector<codegen::GeneratedKernel> kernels() const;
   int64_t launches() const { return launches_; }
@@ -99,7 +100,7 @@ class FusedKernel {
  private:
   // Fills call.domain; per-row inputs given without the reduced dims get them back as size 1.
   void shape_operands(CallInputs& call) const;
-  codegen::GeneratedKernel plain_profiled_kernel(int sm_count, int max_cluster, bool bulk_copies) const;
+  codegen::GeneratedKernel plain_profiled_kernel(const codegen::DeviceTarget& target) const;
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.

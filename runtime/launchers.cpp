@@ -62,10 +62,9 @@ codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::Reduct
 }
 
 codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c,
-                                          int sm_count, int max_cluster, bool allow_vector, bool bulk_copies) {
+                                          const codegen::DeviceTarget& target, bool allow_vector) {
   auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
-                                          a.online_cache_needs ? &*a.online_cache_needs : nullptr, sm_count, max_cluster,
-                                          allow_vector, bulk_copies);
+                                          a.online_cache_needs ? &*a.online_cache_needs : nullptr, target, allow_vector);
   const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
   l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs)});
   return l;
@@ -191,27 +190,12 @@ std::vector<at::Tensor> launch_pointwise(FusedKernel& fk, const CallInputs& c) {
 
 // ---- row ----
 
-// Blocks per multiprocessor for looped rows (tuning().looped_blocks_per_sm; 0: as many as fill
-// the multiprocessor's 2048 threads while the rows in flight fill at most 3/4 of L2, so that the
-// passes' re-reads still hit it).
-int64_t looped_blocks_per_sm(const codegen::ReductionLayout& l, const DeviceInfo& info) {
-  if (codegen::tuning().looped_blocks_per_sm > 0) return codegen::tuning().looped_blocks_per_sm;
-  int64_t row_bytes = 0;
-  for (const auto& op : l.inputs)
-    if (op.access == Access::InnerContig || op.access == Access::Strided) row_bytes += l.reduced() * c10::elementSize(op.dtype);
-  const int64_t rows_per_block = l.block / l.threads_per_row;
-  int64_t blocks = std::max(1, 2048 / l.block);
-  while (blocks > 1 && blocks * info.sm_count * rows_per_block * row_bytes * 4 > int64_t{info.l2_bytes} * 3) --blocks;
-  return blocks;
-}
-
 std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  const int cluster_limit = max_cluster(info);
-  const bool bulk = has_bulk_copies(info);
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, true, bulk);
-  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, cluster_limit, false, bulk);
+  const codegen::DeviceTarget target = target_of(info);
+  auto l = reduction_layout(fk.group(), a, c, target, true);
+  if (l.vec > 1 && !row_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, target, false);
   auto out = allocate_outputs(fk, c);
   const int64_t rows = l.outer();
   if (rows == 0) return out;
@@ -236,7 +220,7 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const codegen::Tuning& tune = codegen::tuning();
   const int64_t full_device = int64_t{info.sm_count} * (2048 / l.block);
   const int64_t teams = ceil_div(rows, rows_per_block);
-  const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * looped_blocks_per_sm(l, info)
+  const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * l.looped_blocks_per_sm
                              : tune.row_waves == 0 ? ceil_div(teams, int64_t{l.rounds})
                                                    : full_device * tune.row_waves;
   if (l.stages > 0) {
@@ -268,8 +252,8 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
 std::vector<at::Tensor> launch_column(FusedKernel& fk, const CallInputs& c) {
   const auto& a = *fk.analysis();
   const DeviceInfo& info = device_info(c.device.index());
-  auto l = reduction_layout(fk.group(), a, c, info.sm_count, 1, true, false);
-  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, info.sm_count, 1, false, false);
+  auto l = reduction_layout(fk.group(), a, c, target_of(info), true);
+  if (l.vec > 1 && !column_vectors_fit(l, c)) l = reduction_layout(fk.group(), a, c, target_of(info), false);
   auto out = allocate_outputs(fk, c);
   const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
   if (O * I == 0) return out;
@@ -338,18 +322,18 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
 }  // namespace
 
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
-                                int sm_count, int max_cluster, bool allow_vector, bool bulk_copies) {
+                                const codegen::DeviceTarget& target, bool allow_vector) {
   switch (g.schedule) {
     case Schedule::Pointwise: {
       const auto l = pointwise_layout(g, nullptr, call);
       return {"pw;" + l.key(), codegen::generate_pointwise(g, l)};
     }
     case Schedule::RowReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, max_cluster, allow_vector, bulk_copies);
+      const auto l = reduction_layout(g, *a, call, target, allow_vector);
       return {"row;" + l.key(), codegen::generate_row_reduction(g, l)};
     }
     case Schedule::ColumnReduction: {
-      const auto l = reduction_layout(g, *a, call, sm_count, 1, allow_vector, false);
+      const auto l = reduction_layout(g, *a, call, target, allow_vector);
       return {"col;" + l.key(), codegen::generate_column_reduction(g, l)};
     }
     case Schedule::FullReduction: {

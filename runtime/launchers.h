@@ -18,11 +18,10 @@ struct PlannedKernel {
   codegen::GeneratedKernel kernel;
 };
 
-// Plans the layout of a call and generates its kernel (no caching; explain() and compile use it).
-// `max_cluster`: the largest thread-block cluster row schedules may use (1: none; see max_cluster()).
-// `bulk_copies`: row schedules may stage rows in shared memory (see has_bulk_copies()).
+// Plans the layout of a call and generates its kernel (no caching; explain() and compile use it)
+// for the device `target` describes (target_of()).
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
-                                int sm_count, int max_cluster, bool allow_vector, bool bulk_copies);
+                                const codegen::DeviceTarget& target, bool allow_vector);
 
 // Allocates the group's outputs and launches its kernel(s) for this call.
 std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call);

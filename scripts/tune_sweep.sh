@@ -9,5 +9,5 @@ BUILD_DIR=${BUILD_DIR:-build-gpu}
 for spec in "$@"; do
   echo "== TORCHFUSE_TUNE='$spec'"
   TORCHFUSE_TUNE="$spec" "$BUILD_DIR"/benchmarks/torchfuse_bench --torchfuse-only ${BENCH_ARGS:-} 2>&1 |
-    grep -E 'geomean|copy|FAIL|error|^[a-z_]+(@[0-9]+)? +[0-9]' || echo "(no output)"
+    grep -E 'geomean|copy|FAIL|error|^[a-z_]+(@[0-9]+)?(#[0-9]+)? +[0-9]' || echo "(no output)"
 done

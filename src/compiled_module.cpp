@@ -59,16 +59,18 @@ std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module
 
 namespace {
 
-// The largest cluster row schedules may use on `arch` ("sm_90"...) for kernels shown or built
-// without a device (explain(), logs): as max_cluster() would say on such a device.
+// The device kernels shown or built without one (explain(), logs) are planned for, given its
+// `arch` ("sm_90"...): clusters and bulk copies as max_cluster() and has_bulk_copies() would say.
 int offline_major(const std::string& arch) {
   if (arch.size() > 4 && arch.compare(0, 3, "sm_") == 0) return std::atoi(arch.substr(3, arch.size() - 4).c_str());
   return 0;
 }
-int offline_max_cluster(const std::string& arch) {
-  return offline_major(arch) >= 9 ? std::max(1, codegen::tuning().row_cluster) : 1;
+codegen::DeviceTarget offline_target(const std::string& arch) {
+  codegen::DeviceTarget t;  // an H100-class part: 132 multiprocessors, 50 MB of L2
+  t.max_cluster = offline_major(arch) >= 9 ? std::max(1, codegen::tuning().row_cluster) : 1;
+  t.bulk_copies = offline_major(arch) >= 9;
+  return t;
 }
-bool offline_bulk_copies(const std::string& arch) { return offline_major(arch) >= 9; }
 
 // What a specialization assumes of one input: the guard.
 std::string guard_of(const c10::IValue& iv) {
@@ -250,7 +252,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   for (const auto& g : spec->plan.groups) {
     auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
     if (logs_.output_code) {
-      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(132, offline_max_cluster(options_.offline_arch), offline_bulk_copies(options_.offline_arch)).source);
+      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(offline_target(options_.offline_arch)).source);
     }
     spec->kernels.push_back(std::move(k));
   }
@@ -349,7 +351,7 @@ Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& inputs, 
   e.refused = spec->plan.refusals;
   e.arch = options_.offline_arch;
   for (const auto& k : spec->kernels) {
-    auto gen = k->kernel_for_profiled_types(132, offline_max_cluster(options_.offline_arch), offline_bulk_copies(options_.offline_arch));
+    auto gen = k->kernel_for_profiled_types(offline_target(options_.offline_arch));
     e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
     if (compile_kernels) e.cubin_bytes.push_back(codegen::compile_to_cubin(gen, options_.offline_arch).image.size());
   }
@@ -366,7 +368,7 @@ std::vector<KernelInfo> CompiledModuleImpl::kernels() const {
   std::vector<KernelInfo> out;
   if (!latest_) return out;
   for (const auto& k : latest_->kernels) {
-    auto gen = k->kernel_for_profiled_types(132, offline_max_cluster(options_.offline_arch), offline_bulk_copies(options_.offline_arch));
+    auto gen = k->kernel_for_profiled_types(offline_target(options_.offline_arch));
     out.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
   }
   return out;

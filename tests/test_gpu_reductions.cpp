@@ -251,6 +251,41 @@ TEST(GpuReductions, RowLengths) {
   }
 }
 
+// Single rows ([1, N], [N]) on the row schedule: warp, block, cluster (f32 200000) and looped
+// (bf16 200000) rows, in one kernel each.
+TEST(GpuReductions, SingleRowsMatchEager) {
+  REQUIRE_GPU();
+  const char* manual = "torch.exp(x - x.amax(-1, keepdim=True)) / torch.exp(x - x.amax(-1, keepdim=True)).sum(-1, keepdim=True)";
+  for (const char* expr : {"torch.softmax(x, -1)", manual, "torch.logsumexp(x, -1)", "x - x.mean()"}) {
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{1, 1}, {1, 7}, {2056}, {1, 1, 4096}, {1, 65536}, {1, 200000}}) {
+      for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+        const std::string tag = std::string(expr) + " " + ::testing::PrintToString(shape) + " " + c10::toString(dtype);
+        expect_matches_eager(module_returning("x", expr), [&] { return std::vector<c10::IValue>{rnd(shape, dtype)}; }, tag, 1);
+      }
+    }
+  }
+}
+
+// Looped rows loading 1-4 vectors ahead per step, on rows that end in a partial step, with one
+// and two inputs; f32 rows loop without clusters.
+TEST(GpuReductions, LoopedRowsLoadingAheadMatchEager) {
+  REQUIRE_GPU();
+  for (const char* spec : {"looped_unroll=1,row_cluster=1", "looped_unroll=2,row_cluster=1", "looped_unroll=3,row_cluster=1",
+                           "looped_unroll=4,row_cluster=1"}) {
+    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
+      auto x = [&] { return std::vector<c10::IValue>{rnd({5, 100000}, dtype)}; };
+      expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"), x, "softmax " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.layer_norm(x, [100000])"), x, "layer_norm " + tag, 1);
+      expect_matches_eager(module_returning("x", "torch.logsumexp(x, -1)"), x, "logsumexp " + tag, 1);
+      expect_matches_eager(module_returning("x, r", "torch.layer_norm(x + r, [100000]) * 2.0"),
+                           [&] { return std::vector<c10::IValue>{rnd({5, 100000}, dtype), rnd({5, 100000}, dtype)}; },
+                           "add + layer_norm " + tag, 1);
+    }
+  }
+}
+
 TEST(GpuReductions, TransposedSlicedAnd4D) {
   REQUIRE_GPU();
   for (auto dtype : kDtypes) {

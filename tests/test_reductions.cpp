@@ -2,6 +2,7 @@
 // patterns into one kernel each, refusals, and every reduction kernel through NVRTC for sm_90.
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "passes/reduction_schedule.h"
 #include "tests/suite_modules.h"
 #include "tests/test_util.h"
 
@@ -105,6 +106,32 @@ TEST(Reductions, MultiPassOpsOverLeadingDimsStayInAten) {
   EXPECT_TRUE(e.kernels.empty()) << e.ir_after;
   bool found = false;
   for (const auto& r : e.refused) found = found || r.find("reads its own reduction") != std::string::npos;
+  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::softmax"), std::string::npos) << e.rewritten_graph;
+}
+
+// A single row ([1, N], [N], [1, 1, N]) whose elements read its own reduction (softmax, x -
+// x.mean()) is one row of the row schedule; one that does not (a sum) keeps the full-reduction
+// schedule, which spreads over the device; rows over kMaxSingleRow stay in ATen, with the reason.
+TEST(Reductions, SingleRowsTakeTheRowSchedule) {
+  const char* manual = "torch.exp(x - x.amax(-1, keepdim=True)) / torch.exp(x - x.amax(-1, keepdim=True)).sum(-1, keepdim=True)";
+  for (const char* expr : {"torch.softmax(x, -1)", manual, "torch.logsumexp(x, -1)", "x - x.mean()"}) {
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{1, 2056}, {2056}, {1, 1, 4096}, {1, 65536}}) {
+      SCOPED_TRACE(std::string(expr) + " " + ::testing::PrintToString(shape));
+      const auto e = explain(module_returning("x", expr), {torch::randn(shape)}, /*compile=*/true);
+      ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+      EXPECT_NE(e.ir_after.find("(row_reduction"), std::string::npos) << e.ir_after;
+      EXPECT_EQ(e.rewritten_graph.find("aten::"), std::string::npos) << e.rewritten_graph;
+      EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    }
+  }
+  const auto sum = explain(module_returning("x", "x.sum(-1) * 2.0"), {torch::randn({1, 2056})});
+  EXPECT_NE(sum.ir_after.find("(full_reduction"), std::string::npos) << sum.ir_after;
+  const int64_t too_long = torchfuse::kMaxSingleRow + 8;
+  const auto e = explain(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({1, too_long})});
+  EXPECT_TRUE(e.kernels.empty()) << e.ir_after;
+  bool found = false;
+  for (const auto& r : e.refused) found = found || r.find("one row of more than 262144 elements") != std::string::npos;
   EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
   EXPECT_NE(e.rewritten_graph.find("aten::softmax"), std::string::npos) << e.rewritten_graph;
 }

@@ -37,9 +37,10 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_prefetch, -1);
   EXPECT_EQ(d.cache_hints, -1);
   EXPECT_EQ(d.row_stage, -1);
+  EXPECT_EQ(d.looped_unroll, 0);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0");
+      "cache_hints=0,looped_unroll=4");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -48,6 +49,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.row_min_blocks, 16);
   EXPECT_EQ(t.fast_math, 0);
   EXPECT_EQ(t.cache_hints, 0);
+  EXPECT_EQ(t.looped_unroll, 4);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -67,6 +69,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
   EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
+  EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
@@ -293,6 +296,34 @@ TEST(WideSums, SixteenBitResultsAccumulateInFloat) {
     }
     EXPECT_NE(body(kernel_source(m, {torch::randn({4096, 512})})).find("double acc"), std::string::npos) << e;
   }
+}
+
+// Looped rows with one block per multiprocessor (rows too long for two to keep their re-reads in
+// L2) load two vectors per thread ahead per step when they stream one input; two blocks per
+// multiprocessor (bf16 rows of 65536) and two inputs (add + layer norm) load one at a time;
+// looped_unroll sets it anywhere. Every kernel compiles through NVRTC.
+TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 262144));
+  const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  auto compiled = [](const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+    EXPECT_EQ(e.cubin_bytes.size(), 1u);
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    return e.kernels.at(0).source;
+  };
+  const std::string ahead = compiled(softmax, {bf16({2, 262144})});
+  EXPECT_TRUE(tftest::contains_in_order(body(ahead), {"jb += 8192 * 2)", "tf_vec<tf_bf16, 8> ahead0[2];",
+                                                      "ahead0[u] = tf_load_keep(", "const tf_vec<tf_bf16, 8> v0 = ahead0[u];",
+                                                      "tf_online_add(", "jb += 8192 * 2)", "ahead0[u] = tf_load_once("}))
+      << ahead;
+  EXPECT_EQ(body(compiled(softmax, {bf16({2, 65536})})).find("ahead"), std::string::npos);
+  const std::string two_inputs = compiled(add_ln, {bf16({2, 262144}), bf16({2, 262144}), bf16({262144}), bf16({262144})});
+  EXPECT_NE(two_inputs.find("looped mode"), std::string::npos) << two_inputs;
+  EXPECT_EQ(body(two_inputs).find("ahead"), std::string::npos) << two_inputs;
+  cg::ScopedTuning three(with("looped_unroll=3"));
+  const std::string forced = compiled(softmax, {bf16({2, 65536})});
+  EXPECT_TRUE(tftest::contains_in_order(body(forced), {"jb += 8192 * 3)", "ahead0[3];"})) << forced;
 }
 
 TEST(RowCluster, LongRowsShareAClusterOnSm90) {
