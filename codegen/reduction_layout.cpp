@@ -204,7 +204,8 @@ int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& ta
 }
 
 // Vectors each thread of a looped row loads ahead per step (tuning().looped_unroll; 0: 2 where
-// one block per multiprocessor streams a single row input, else 1). Measured on H200, 1 / 2 / 4:
+// one block per multiprocessor streams one input of its own row (weights shared by the rows
+// aside), else 1). Measured on H200, 1 / 2 / 4:
 // with one block per multiprocessor (bf16 rows of 262144, 256 rows) softmax 126.8 / 112.3 / 106.4
 // us, rms norm 120.4 / 106.6 / 107.1, layer norm 159.5 / 141.7 / 329.8 (4 spills registers: a
 // 1024-thread block has 64 per thread), f32 softmax rows of 65536 looped 212.9 / 191.0 / 176.2;
@@ -214,7 +215,7 @@ int choose_looped_unroll(const ReductionLayout& l) {
   if (l.vec == 1) return 1;
   if (tuning().looped_unroll > 0) return tuning().looped_unroll;
   const auto streamed = std::count_if(l.inputs.begin(), l.inputs.end(), [](const SegmentedOperand& op) {
-    return op.access == Access::InnerContig || op.access == Access::Strided;
+    return (op.access == Access::InnerContig || op.access == Access::Strided) && !op.shared;
   });
   return l.looped_blocks_per_sm == 1 && streamed == 1 ? 2 : 1;
 }

@@ -31,7 +31,12 @@ struct ReductionDomain {
 
 // A single row (ReductionDomain::single_row) that reads its own reduction runs on one block or
 // cluster: longer rows are left to ATen, whose separate kernels each use the whole device.
-constexpr int64_t kMaxSingleRow = int64_t{1} << 18;
+// Measured on H200 (torchfuse_bench --rows 1, softmax, logsumexp and layer norm, f32 and bf16):
+// 2-10x faster than eager and 1.8-3.4x than TorchScript at 4096 and 32768 elements; at 131072
+// bf16 layer norm, one looped block, was slower than TorchScript (25.0 against 20.5 us), and at
+// 262144 softmax and layer norm were slower than eager in both dtypes (f32 softmax 46.6 against
+// 30.1 us).
+constexpr int64_t kMaxSingleRow = int64_t{1} << 15;
 
 // Which kernel schedule a group needs: pointwise when it holds no reduction; otherwise by the
 // position of the reduced dims: trailing (row), leading or middle (column), all (full); a single

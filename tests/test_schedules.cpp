@@ -299,8 +299,9 @@ TEST(WideSums, SixteenBitResultsAccumulateInFloat) {
 }
 
 // Looped rows with one block per multiprocessor (rows too long for two to keep their re-reads in
-// L2) load two vectors per thread ahead per step when they stream one input; two blocks per
-// multiprocessor (bf16 rows of 65536) and two inputs (add + layer norm) load one at a time;
+// L2) load two vectors per thread ahead per step when they stream one input of their own (the
+// weights of layer norm aside); two blocks per multiprocessor (bf16 rows of 65536) and two such
+// inputs (add + layer norm) load one at a time;
 // looped_unroll sets it anywhere. Every kernel compiles through NVRTC.
 TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
@@ -318,6 +319,9 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
                                                       "tf_online_add(", "jb += 8192 * 2)", "ahead0[u] = tf_load_once("}))
       << ahead;
   EXPECT_EQ(body(compiled(softmax, {bf16({2, 65536})})).find("ahead"), std::string::npos);
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 262144));
+  const std::string weights = compiled(ln, {bf16({2, 262144}), bf16({262144}), bf16({262144})});
+  EXPECT_TRUE(tftest::contains_in_order(body(weights), {"ahead0[u] = ", "ahead1[u] = "})) << weights;
   const std::string two_inputs = compiled(add_ln, {bf16({2, 262144}), bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_NE(two_inputs.find("looped mode"), std::string::npos) << two_inputs;
   EXPECT_EQ(body(two_inputs).find("ahead"), std::string::npos) << two_inputs;
