@@ -390,11 +390,11 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     l.online = online_cache && l.reduced() >= tuning().online_min_row;
     const RowCacheNeeds& needs = l.online ? *online_cache : cache;
     choose_row_schedule(l, needs, target.max_cluster);
+    choose_row_staging(l, needs, target.bulk_copies);  // may keep in shared memory a row too long for registers
     if (!l.cached) {
       l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target);
       l.unroll = choose_looped_unroll(l);
     }
-    choose_row_staging(l, needs, target.bulk_copies);
     l.min_blocks = tuning().row_min_blocks;
     // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the
     // grid (launch_row).

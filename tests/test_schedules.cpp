@@ -322,6 +322,11 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 262144));
   const std::string weights = compiled(ln, {bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_TRUE(tftest::contains_in_order(body(weights), {"ahead0[u] = ", "ahead1[u] = "})) << weights;
+  // A row too long for registers but staged in shared memory (bf16 32768) is no looped row.
+  const auto ln32k = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 32768));
+  const std::string staged = compiled(ln32k, {bf16({2, 32768}), bf16({32768}), bf16({32768})});
+  EXPECT_NE(staged.find("tf_bulk_load("), std::string::npos) << staged;
+  EXPECT_EQ(body(staged).find("ahead"), std::string::npos) << staged;
   const std::string two_inputs = compiled(add_ln, {bf16({2, 262144}), bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_NE(two_inputs.find("looped mode"), std::string::npos) << two_inputs;
   EXPECT_EQ(body(two_inputs).find("ahead"), std::string::npos) << two_inputs;
