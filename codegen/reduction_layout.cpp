@@ -189,6 +189,9 @@ int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
   return 2;
 }
 
+// Does the row schedule read this operand element by element (not once per row)?
+bool streams_elements(const SegmentedOperand& op) { return op.access == Access::InnerContig || op.access == Access::Strided; }
+
 // Blocks per multiprocessor for looped rows (tuning().looped_blocks_per_sm; 0: as many as fill
 // the multiprocessor's 2048 threads while the rows in flight fill at most 3/4 of L2, so that the
 // passes' re-reads still hit it).
@@ -196,7 +199,7 @@ int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& ta
   if (tuning().looped_blocks_per_sm > 0) return tuning().looped_blocks_per_sm;
   int64_t row_bytes = 0;
   for (const auto& op : l.inputs)
-    if (op.access == Access::InnerContig || op.access == Access::Strided) row_bytes += l.reduced() * c10::elementSize(op.dtype);
+    if (streams_elements(op)) row_bytes += l.reduced() * c10::elementSize(op.dtype);
   const int64_t rows_per_block = l.block / l.threads_per_row;
   int blocks = std::max(1, 2048 / l.block);
   while (blocks > 1 && blocks * target.sm_count * rows_per_block * row_bytes * 4 > target.l2_bytes * 3) --blocks;
@@ -214,9 +217,8 @@ int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& ta
 int choose_looped_unroll(const ReductionLayout& l) {
   if (l.vec == 1) return 1;
   if (tuning().looped_unroll > 0) return tuning().looped_unroll;
-  const auto streamed = std::count_if(l.inputs.begin(), l.inputs.end(), [](const SegmentedOperand& op) {
-    return (op.access == Access::InnerContig || op.access == Access::Strided) && !op.shared;
-  });
+  const auto streamed = std::count_if(l.inputs.begin(), l.inputs.end(),
+                                      [](const SegmentedOperand& op) { return streams_elements(op) && !op.shared; });
   return l.looped_blocks_per_sm == 1 && streamed == 1 ? 2 : 1;
 }
 

@@ -148,9 +148,7 @@ void fuse_reductions(PassContext& ctx) {
     }
     // A single row grows as a row (choose_schedule gives it the full-reduction schedule back
     // where nothing reads the reduction again).
-    int64_t elements = 1;
-    for (int64_t s : rd.domain) elements *= s;
-    const bool one_row = rd.single_row() && elements <= kMaxSingleRow;
+    const bool one_row = rd.single_row() && seed->inputs[0]->type.numel() <= kMaxSingleRow;
     Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row ? Schedule::RowReduction : *schedule, units};
     if (g.schedule != Schedule::RowReduction && g.needs_passes()) {
       const std::string why = rd.single_row() ? "one row of more than " + std::to_string(kMaxSingleRow) +
