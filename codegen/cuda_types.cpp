@@ -344,6 +344,33 @@ __device__ __forceinline__ float tf_silu_fast(float x) { return x * tf_sigmoid_f
 // 1 + tanh(u) = 2 / (1 + exp(-2u)): no cancellation where tanh(u) is near -1 (the tanh form of
 // GELU at negative inputs), a few float ulps everywhere else; used for every float dtype.
 __device__ __forceinline__ float tf_one_plus_tanh(float u) { return 2.0f * tf_rcp_approx(1.0f + tf_exp_shifted(-2.0f * u)); }
+// 1 + erf(u) = erfc(-u): erfc(t) for t = |u| is 2^(t * R(t)), R a degree-7 polynomial fitted to
+// log2(erfc(t)) / t on [0, 4] (weighted minimax: erfc's absolute error below 2e-8 before
+// rounding); then u < 0 ? erfc(t) : 2 - erfc(t). Beyond 4, t * R(t) falls faster than
+// log2(erfc(t)) (below -26 and on to -inf): erfc(t) < 1.6e-8 there, 0 from t = 6.6, and GELU's
+// x * 0 is -0 (NaN at -inf), as eager's. Absolute error below 4e-7 everywhere (ex2.approx
+// included), the size of eager's own rounding of 1 + erff(u); where erf(u) is near -1 it is
+// more accurate than eager, which cancels. NaN stays NaN. About 12 instructions where erff and
+// the add cost about 24 (the exact GELU writes 1 + erf).
+__device__ __forceinline__ float tf_one_plus_erf(float u) {
+  const float t = fabsf(u);
+  float r = -4.53585089e-05f;
+  r = fmaf(r, t, 0.000445506681f);
+  r = fmaf(r, t, -0.00148943788f);
+  r = fmaf(r, t, -0.000774636515f);
+  r = fmaf(r, t, 0.0282536875f);
+  r = fmaf(r, t, -0.148481622f);
+  r = fmaf(r, t, -0.918416381f);
+  r = fmaf(r, t, -1.62790859f);
+  float c;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(c) : "f"(r * t));
+  return u < 0.0f ? c : 2.0f - c;
+}
+__device__ __forceinline__ float tf_gelu_fast(float x) { return x * 0.5f * tf_one_plus_erf(x * 0.70710678118654752440f); }
+__device__ __forceinline__ float tf_gelu_tanh_fast(float x) {
+  const float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * tf_one_plus_tanh(inner);
+}
 __device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // n / d for 0 <= n < 2^31, with d's multiplier and shift precomputed on the host and packed as

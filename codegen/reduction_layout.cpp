@@ -48,7 +48,10 @@ bool row_inputs_16bit(const ReductionLayout& l) {
 // Registers each thread may spend on cached row elements, by block size (a 1024-thread block
 // leaves 64 registers per thread in all).
 // (Measured on H200: lower budgets, for more occupancy, made softmax and layer norm slower.)
-int cache_budget(int block) { return block >= 1024 ? 24 : block >= 512 ? 32 : block >= 256 ? 48 : 64; }
+int cache_budget(int block) {
+  if (tuning().row_cache_registers > 0) return tuning().row_cache_registers;
+  return block >= 1024 ? 24 : block >= 512 ? 32 : block >= 256 ? 48 : 64;
+}
 
 // Register bytes per row element that cached mode keeps, for the policy `cache_inputs`; -1
 // when keeping inputs is impossible (an input read again is not loaded as whole vectors).

@@ -48,6 +48,7 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
     else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
+    else if (name == "row_cache_registers") t.row_cache_registers = parse_int(name, value, 0, 128);
     else if (name == "row_team") t.row_team = parse_int(name, value, 0, 1024);
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);
     else if (name == "row_rounds") t.row_rounds = parse_int(name, value, 0, 64);

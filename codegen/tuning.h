@@ -30,6 +30,11 @@ struct Tuning {
   // share one row, each keeping its slice and exchanging partial reductions through distributed
   // shared memory (1: none; such rows loop over global memory instead).
   int row_cluster = 8;
+  // Registers per thread a cached row may fill with its elements (0: by block size, see
+  // cache_budget in reduction_layout.cpp); rows that do not fit loop or take a cluster. Measured
+  // H200: bf16 softmax rows of 65536 kept in registers (64, one 1024-thread block per
+  // multiprocessor) took 115.8 us against 101.5 looped.
+  int row_cache_registers = 0;
   int row_team = 128;        // threads per row first-pass rows aim for (0: from row_vectors; see reduction_layout.cpp)
   int row_waves = 0;           // cached rows: grid-stride rounds of a full device (0: by row_rounds;
                               // measured H200: 4-10% faster than 1 round on the suite's rows)
@@ -58,7 +63,7 @@ struct Tuning {
   // the current one (1: every cached row, 0: none, -1: where measured to pay, see
   // choose_row_prefetch in reduction_layout.cpp; those take 4 rows per block).
   int row_prefetch = -1;
-  // Cheaper forms of exp, sigmoid, SiLU and 1 + tanh where they are accurate enough (see
+  // Cheaper forms of exp, sigmoid, SiLU, 1 + tanh, 1 + erf and GELU where they are accurate enough (see
   // docs/architecture.md, "Fast math"); 0: the CUDA math library's everywhere.
   int fast_math = 1;
   // L2 cache hints on the loads and stores a kernel streams (sm_80+; see choose_cache_hints in

@@ -184,12 +184,17 @@ TEST(GpuChains, MatchEagerInEveryDtype) {
 }
 
 // Fast math (ex2/rcp forms of exp, sigmoid, SiLU where eager rounds to 16 bits; 1 + tanh(u) as
-// 2 / (1 + exp(-2u)) in every dtype) on values from tiny to overflowing, infinities and NaN.
+// 2 / (1 + exp(-2u)), 1 + erf(u) as erfc(-u) and both GELUs through them, in every dtype) on
+// values from tiny to overflowing, infinities and NaN.
 TEST(GpuChains, FastMathMatchesEagerAtEdgeValues) {
   REQUIRE_GPU();
   const char* exprs[] = {"torch.exp(x) * 0.5", "torch.sigmoid(x) * 2.0", "torch.silu(x) * 1.5",
                          "0.5 * x * (1 + torch.tanh(0.79788456 * (x + 0.044715 * x * x * x)))",
-                         "x * (torch.tanh(x * 3.0) + 1.0)"};
+                         "x * (torch.tanh(x * 3.0) + 1.0)",
+                         "x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))",
+                         "(torch.erf(x * 0.37) + 1.0) * 3.0",
+                         "torch.gelu(x) * 2.0",
+                         "torch.gelu(x, approximate='tanh') * 2.0"};
   auto inputs = [](c10::ScalarType t) {
     auto x = torch::randn({64, 128}, torch::kCUDA) * 6.0;
     const std::vector<double> edges = {0.0, -0.0, 1e-30, -1e-30, 1e-4, -1e-4, 10.0, -10.0, 20.0, -20.0,
@@ -205,6 +210,23 @@ TEST(GpuChains, FastMathMatchesEagerAtEdgeValues) {
                            std::string(expr) + " " + c10::toString(dtype));
     }
   }
+}
+
+// tf_one_plus_erf's stated bound (absolute error below 4e-7 against float64) on a dense sweep
+// over [-6, 6], which crosses its clamp at |u| = 4, and on random values.
+TEST(GpuChains, OnePlusErfWithinItsErrorBound) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(module_returning("x", "torch.erf(x) + 1.0"), tftest::quiet_options(1));
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const auto x = torch::cat({torch::linspace(-6.0, 6.0, 1 << 20, opts), torch::randn({1 << 16}, opts) * 2.0});
+  const auto out = c.forward({x}).toTensor();
+  ASSERT_EQ(c.kernels().size(), 1u);
+  ASSERT_NE(c.kernels()[0].source.find("= tf_one_plus_erf("), std::string::npos) << c.kernels()[0].source;
+  const auto exact = torch::erf(x.to(torch::kDouble)) + 1.0;
+  const double err = (out.to(torch::kDouble) - exact).abs().max().item<double>();
+  const double eager_err = ((torch::erf(x) + 1.0).to(torch::kDouble) - exact).abs().max().item<double>();
+  EXPECT_LT(err, 4e-7) << "eager's float error: " << eager_err;
+  EXPECT_GT(err, 0.0);  // the sweep reaches values the float result cannot hold exactly
 }
 
 TEST(GpuChains, OneKernelForTheSuiteElementwiseCases) {

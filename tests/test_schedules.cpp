@@ -38,9 +38,10 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.cache_hints, -1);
   EXPECT_EQ(d.row_stage, -1);
   EXPECT_EQ(d.looped_unroll, 0);
+  EXPECT_EQ(d.row_cache_registers, 0);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0,looped_unroll=4");
+      "cache_hints=0,looped_unroll=4,row_cache_registers=32");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -50,6 +51,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.fast_math, 0);
   EXPECT_EQ(t.cache_hints, 0);
   EXPECT_EQ(t.looped_unroll, 4);
+  EXPECT_EQ(t.row_cache_registers, 32);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -70,6 +72,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
+  EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
