@@ -324,9 +324,13 @@ __device__ __forceinline__ double tf_silu(double x) { return x / (1.0 + exp(-x))
 __device__ __forceinline__ float tf_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // exp(x) for x = v - max(v) <= 0 (softmax, logsumexp): ex2.approx of x * log2(e), as Triton's
 // exp. Relative error about 2^-22 + |x| * 2^-24: below 3e-7 absolute, as the result is <= 1.
+// The .ftz form is one MUFU.EX2 on sm_90, where the plain one adds a compare and two predicated
+// multiplies to produce denormal results: results below 2^-126 (x < -87.3) are 0 instead,
+// an absolute error below 1.2e-38 (measured on H200: bf16 softmax over rows of 65536 101.5 ->
+// 95.7 us, logsumexp 43.3 -> 41.0; f32 rows of 65536 166.0 -> 157.9).
 __device__ __forceinline__ float tf_exp_shifted(float x) {
   float y;
-  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
 // Fast math (docs/architecture.md): forms with one ex2.approx and one rcp.approx. Relative

@@ -325,7 +325,8 @@ TEST(GpuReductions, OnlineSoftmaxEdgeRowsInEverySchedule) {
   REQUIRE_GPU();
   // The online max and sum (OnlineSum) in warp teams (200), block teams (4096), clusters (f32
   // 65536 on sm_90) and looped rows (bf16 65536), on rows whose max grows at every value (a
-  // rescale each time), falls, is -inf, +inf, NaN or the lowest float, and on a row with one -inf.
+  // rescale each time), falls, is -inf, +inf, NaN or the lowest float, on a row with one -inf,
+  // and on one whose exps reach the denormal range.
   torchfuse::codegen::ScopedTuning any_row(torchfuse::codegen::parse_tuning("online_min_row=1"));
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t cols : {200, 4096, 65536}) {
@@ -339,6 +340,8 @@ TEST(GpuReductions, OnlineSoftmaxEdgeRowsInEverySchedule) {
         x[4][cols / 2] = std::numeric_limits<double>::quiet_NaN();
         x[5].fill_(-std::numeric_limits<float>::max());
         x[6][cols / 3] = -inf;
+        // exp(x - max) from 1 down through the denormal range (ex2.approx.ftz gives 0 below 2^-126).
+        x[7].copy_(torch::linspace(0.0, -120.0, cols, torch::kCUDA));
         return std::vector<c10::IValue>{x.to(dtype)};
       };
       for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)", "torch.log_softmax(x, -1)"}) {
