@@ -311,10 +311,9 @@ template <> __device__ __forceinline__ float tf_minimum(float a, float b) {
 // GELU, exact and tanh-approximated, and SiLU: the formulas ATen's CUDA kernels use.
 __device__ __forceinline__ float tf_gelu(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
 __device__ __forceinline__ double tf_gelu(double x) { return x * 0.5 * (1.0 + erf(x * 0.70710678118654752440)); }
-__device__ __forceinline__ float tf_gelu_tanh(float x) {
-  const float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(inner));
-}
+// The tanh form's argument, sqrt(2 / pi) * (x + 0.044715 x^3).
+__device__ __forceinline__ float tf_gelu_tanh_arg(float x) { return 0.79788456080286535588f * (x + 0.044715f * x * x * x); }
+__device__ __forceinline__ float tf_gelu_tanh(float x) { return 0.5f * x * (1.0f + tanhf(tf_gelu_tanh_arg(x))); }
 __device__ __forceinline__ double tf_gelu_tanh(double x) {
   const double inner = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + tanh(inner));
@@ -371,10 +370,7 @@ __device__ __forceinline__ float tf_one_plus_erf(float u) {
   return u < 0.0f ? c : 2.0f - c;
 }
 __device__ __forceinline__ float tf_gelu_fast(float x) { return x * 0.5f * tf_one_plus_erf(x * 0.70710678118654752440f); }
-__device__ __forceinline__ float tf_gelu_tanh_fast(float x) {
-  const float inner = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * tf_one_plus_tanh(inner);
-}
+__device__ __forceinline__ float tf_gelu_tanh_fast(float x) { return 0.5f * x * tf_one_plus_tanh(tf_gelu_tanh_arg(x)); }
 __device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // n / d for 0 <= n < 2^31, with d's multiplier and shift precomputed on the host and packed as
