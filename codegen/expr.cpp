@@ -158,9 +158,10 @@ std::optional<std::string> fast_unary(const ir::Node& n, c10::ScalarType out, co
 
 // 1 + tanh(u) and 1 + erf(u) (either operand order), for any float dtype: the two forms of GELU
 // write them so. 1 + tanh(u) is 2 / (1 + exp(-2u)), an ex2 and a reciprocal instead of tanhf;
-// 1 + erf(u) is erfc(-u) from one ex2 (tf_one_plus_erf). The tanh or erf stays emitted for its
-// other uses (NVRTC drops it where there are none).
-std::optional<std::string> one_plus(const ir::Node& n, const ValueNames& names) {
+// 1 + erf(u) is erfc(-u) from one ex2 (tf_one_plus_erf; a shorter polynomial where eager rounds
+// the sum to 16 bits). The tanh or erf stays emitted for its other uses (NVRTC drops it where
+// there are none).
+std::optional<std::string> one_plus(const ir::Node& n, c10::ScalarType out, const ValueNames& names) {
   if (n.kind != OpKind::Add) return std::nullopt;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* t = n.inputs[i];
@@ -168,7 +169,7 @@ std::optional<std::string> one_plus(const ir::Node& n, const ValueNames& names) 
     if (!c->constant || c->constant->toDouble() != 1.0) continue;
     if (!t->producer) continue;
     const char* helper = t->producer->kind == OpKind::Tanh ? "tf_one_plus_tanh("
-                         : t->producer->kind == OpKind::Erf ? "tf_one_plus_erf("
+                         : t->producer->kind == OpKind::Erf ? (is_16bit(out) ? "tf_one_plus_erf_16(" : "tf_one_plus_erf(")
                                                             : nullptr;
     if (!helper) continue;
     const ir::Value* u = t->producer->inputs[0];
@@ -179,8 +180,8 @@ std::optional<std::string> one_plus(const ir::Node& n, const ValueNames& names) 
 }
 
 // aten::gelu, exact and tanh-approximated, through the same 1 + erf and 1 + tanh forms.
-std::optional<std::string> fast_gelu(const ir::Node& n, const std::string& a) {
-  if (n.kind == OpKind::Gelu) return "tf_gelu_fast(" + a + ")";
+std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, const std::string& a) {
+  if (n.kind == OpKind::Gelu) return std::string(is_16bit(out) ? "tf_gelu_fast_16(" : "tf_gelu_fast(") + a + ")";
   if (n.kind == OpKind::GeluTanh) return "tf_gelu_tanh_fast(" + a + ")";
   return std::nullopt;
 }
@@ -204,13 +205,13 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, cons
            operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
   } else if (compute == c10::ScalarType::Float && exp_of_shifted_max(n)) {
     expr = "tf_exp_shifted(" + operand(n.inputs[0], compute, names) + ")";
-  } else if (auto fast = compute == c10::ScalarType::Float && tuning().fast_math ? one_plus(n, names) : std::nullopt) {
+  } else if (auto fast = compute == c10::ScalarType::Float && tuning().fast_math ? one_plus(n, out, names) : std::nullopt) {
     expr = *fast;
   } else if (n.inputs.size() == 1) {
     const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> fast;
     if (compute == c10::ScalarType::Float && tuning().fast_math) {
-      fast = fast_gelu(n, a);
+      fast = fast_gelu(n, out, a);
       if (!fast) fast = fast_unary(n, out, a);
     }
     expr = fast ? *fast : unary_expr(n.kind, compute, a);

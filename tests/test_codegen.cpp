@@ -156,8 +156,8 @@ TEST(Codegen, HalfAndBf16StayInStorageTypeWithFloatMath) {
 }
 
 // Fast math: exp, sigmoid and SiLU take their ex2/rcp forms only where eager rounds the result to
-// 16 bits; 1 + tanh(u), 1 + erf(u) and both GELUs take theirs in every float dtype; fast_math=0
-// turns all of them off.
+// 16 bits; 1 + tanh(u), 1 + erf(u) and both GELUs take theirs in every float dtype (1 + erf and
+// the exact GELU a shorter one where the result is 16-bit); fast_math=0 turns all of them off.
 // Every kernel compiles through NVRTC.
 TEST(Codegen, FastMathWhereEagerRoundsTo16Bits) {
   struct Case {
@@ -176,10 +176,11 @@ TEST(Codegen, FastMathWhereEagerRoundsTo16Bits) {
       {"0.5 * x * (1 + torch.tanh(0.8 * x))", c10::kFloat, "= tf_one_plus_tanh(", "+ 1.0f)"},
       {"0.5 * x * (torch.tanh(0.8 * x) + 1.0)", c10::kBFloat16, "= tf_one_plus_tanh(", "+ 1.0f)"},
       {"x * (torch.tanh(x) + 2.0)", c10::kFloat, "+ 2.0f)", "tf_one_plus_tanh("},
-      {"x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))", c10::kFloat, "= tf_one_plus_erf(", "+ 1.0f)"},
-      {"x * 0.5 * (torch.erf(x * 0.7071067811865476) + 1)", c10::kBFloat16, "= tf_one_plus_erf(", "+ 1.0f)"},
+      {"x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))", c10::kFloat, "= tf_one_plus_erf(", "_16("},
+      {"x * 0.5 * (torch.erf(x * 0.7071067811865476) + 1)", c10::kBFloat16, "= tf_one_plus_erf_16(", "+ 1.0f)"},
       {"torch.erf(x) * 2.0 + 1.0", c10::kFloat, "= erff(", "tf_one_plus_erf("},
       {"torch.gelu(x) * 2.0", c10::kFloat, "= tf_gelu_fast(", "= tf_gelu("},
+      {"torch.gelu(x) * 2.0", c10::kBFloat16, "= tf_gelu_fast_16(", "= tf_gelu("},
       {"torch.gelu(x, approximate='tanh') * 2.0", c10::kBFloat16, "= tf_gelu_tanh_fast(", "= tf_gelu_tanh("},
   };
   const auto options = tftest::quiet_options(1);

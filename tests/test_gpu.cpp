@@ -227,6 +227,18 @@ TEST(GpuChains, OnePlusErfWithinItsErrorBound) {
   const double eager_err = ((torch::erf(x) + 1.0).to(torch::kDouble) - exact).abs().max().item<double>();
   EXPECT_LT(err, 4e-7) << "eager's float error: " << eager_err;
   EXPECT_GT(err, 0.0);  // the sweep reaches values the float result cannot hold exactly
+  // 16-bit results (tf_one_plus_erf_16): within one ulp of the exact value (rounding takes half)
+  // wherever it is at least 2^-7, and within 2^-7 ulps' worth below.
+  for (auto dtype : {c10::kHalf, c10::kBFloat16}) {
+    const auto x16 = x.to(dtype);
+    auto c16 = torchfuse::compile(module_returning("x", "torch.erf(x) + 1.0"), tftest::quiet_options(1));
+    const auto out16 = c16.forward({x16}).toTensor().to(torch::kDouble);
+    ASSERT_NE(c16.kernels().at(0).source.find("= tf_one_plus_erf_16("), std::string::npos);
+    const auto exact16 = torch::erf(x16.to(torch::kDouble)) + 1.0;
+    const double ulp = dtype == c10::kHalf ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    const double rel = ((out16 - exact16).abs() / exact16.abs().clamp_min(std::ldexp(1.0, -7))).max().item<double>();
+    EXPECT_LE(rel, ulp) << c10::toString(dtype);
+  }
 }
 
 TEST(GpuChains, OneKernelForTheSuiteElementwiseCases) {
