@@ -327,11 +327,12 @@ __device__ __forceinline__ float tf_sigmoid(float x) { return 1.0f / (1.0f + exp
 // multiplies to produce denormal results: results below 2^-126 (x < -87.3) are 0 instead,
 // an absolute error below 1.2e-38 (measured on H200: bf16 softmax over rows of 65536 101.5 ->
 // 95.7 us, logsumexp 43.3 -> 41.0; f32 rows of 65536 166.0 -> 157.9).
-__device__ __forceinline__ float tf_exp_shifted(float x) {
+__device__ __forceinline__ float tf_ex2_ftz(float q) {
   float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(q));
   return y;
 }
+__device__ __forceinline__ float tf_exp_shifted(float x) { return tf_ex2_ftz(x * 1.4426950408889634f); }
 // Fast math (docs/architecture.md): forms with one ex2.approx and one rcp.approx. Relative
 // error below 2^-17 for |x| < 88 (the exp's argument rounding, |x| * log2(e) * 2^-24, is the
 // largest part), far under the half ulp (2^-9 bf16, 2^-11 fp16) that eager rounds these
@@ -355,6 +356,11 @@ __device__ __forceinline__ float tf_one_plus_tanh(float u) { return 2.0f * tf_rc
 // included), the size of eager's own rounding of 1 + erff(u); where erf(u) is near -1 it is
 // more accurate than eager, which cancels. NaN stays NaN. About 12 instructions where erff and
 // the add cost about 24 (the exact GELU writes 1 + erf).
+// 1 + erf(u) from q = log2(erfc(|u|)) (both forms below).
+__device__ __forceinline__ float tf_one_plus_erf_from(float u, float q) {
+  const float c = tf_ex2_ftz(q);
+  return u < 0.0f ? c : 2.0f - c;
+}
 __device__ __forceinline__ float tf_one_plus_erf(float u) {
   const float t = fabsf(u);
   float r = -4.53585089e-05f;
@@ -365,9 +371,7 @@ __device__ __forceinline__ float tf_one_plus_erf(float u) {
   r = fmaf(r, t, -0.148481622f);
   r = fmaf(r, t, -0.918416381f);
   r = fmaf(r, t, -1.62790859f);
-  float c;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(c) : "f"(r * t));
-  return u < 0.0f ? c : 2.0f - c;
+  return tf_one_plus_erf_from(u, r * t);
 }
 // The same where eager rounds 1 + erf(u) to 16 bits: R of degree 4 (its leading coefficient
 // negative, so that t * R(t) still falls to -inf past 4). Absolute error below 1e-6, relative
@@ -381,9 +385,7 @@ __device__ __forceinline__ float tf_one_plus_erf_16(float u) {
   r = fmaf(r, t, -0.148665503f);
   r = fmaf(r, t, -0.918509424f);
   r = fmaf(r, t, -1.62788904f);
-  float c;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(c) : "f"(r * t));
-  return u < 0.0f ? c : 2.0f - c;
+  return tf_one_plus_erf_from(u, r * t);
 }
 __device__ __forceinline__ float tf_gelu_fast(float x) { return x * 0.5f * tf_one_plus_erf(x * 0.70710678118654752440f); }
 __device__ __forceinline__ float tf_gelu_fast_16(float x) { return x * 0.5f * tf_one_plus_erf_16(x * 0.70710678118654752440f); }
