@@ -68,6 +68,11 @@ struct ReductionLayout {
   // input, in a ring of this many buffers: the block's next stages - 1 row groups load while it
   // works on one; 0: not staged (see row_reduction.cpp).
   int stages = 0;
+  // Ringed rows (sm_90+, looped rows): the inputs read again stream through a ring of ring_slots
+  // chunks of ring_chunk columns in shared memory (a row takes at most ring_slots chunks); 0: none
+  // (see row_reduction.cpp).
+  int ring_chunk = 0;
+  int ring_slots = 0;
   int looped_blocks_per_sm = 1;  // looped rows: blocks per multiprocessor the launch aims for
   CacheHints hints;           // L2 hints on its vector loads and stores (set by the launcher)
 
@@ -82,6 +87,11 @@ struct ReductionLayout {
   int64_t staged_bytes_per_column() const { return staged_bytes_before(inputs.size()); }
   int64_t staged_row_bytes() const { return staged_bytes_per_column() * reduced(); }
   int64_t staged_block_bytes() const { return staged_row_bytes() * stages * (block / threads_per_row); }
+  // Ringed rows: one chunk's bytes (every staged input's slice), the ring's.
+  int64_t ring_slot_bytes() const { return staged_bytes_per_column() * ring_chunk; }
+  int64_t ring_block_bytes() const { return ring_slot_bytes() * ring_slots; }
+  // Ringed rows: chunks per row.
+  int64_t ring_chunks_per_row() const { return ring_chunk == 0 ? 0 : (reduced() + ring_chunk - 1) / ring_chunk; }
 };
 
 // Staged rows keep the dynamic shared memory of a block within this (the multiprocessor's 228 KB,

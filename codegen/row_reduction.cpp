@@ -49,7 +49,10 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
          (l.cached && l.cache_inputs ? " (inputs kept as loaded, values recomputed)" : "") +
          (l.cached && l.cache_first_pass ? " (first-pass values kept, later ones recomputed)" : "") + "; " + str(a.passes) +
          " pass(es) over each row; " + (l.index64 ? "64" : "32") + "-bit indices");
-  if (l.stages > 0) {
+  if (l.ring_chunk > 0) {
+    b.line("// ringed: the inputs read again stream through a ring of " + str(l.ring_slots) + " chunks of " + str(l.ring_chunk) +
+           " columns in shared memory, one bulk copy per chunk and input; a chunk freed by the last pass takes the one a ring ahead");
+  } else if (l.stages > 0) {
     b.line("// staged: the inputs read again are copied into shared memory, one bulk copy per row and input; " +
            str(l.stages) + " buffer(s), the block's next " + str(l.stages - 1) + " row group(s) loading while it works on one");
   } else if (l.cached && l.cluster == 1) {
@@ -142,6 +145,28 @@ void emit_stage_function(SourceBuilder& b, const FusionGroup& g, const Reduction
     const std::string kk = str(static_cast<int64_t>(k));
     b.line("tf_bulk_load(buf + (unsigned)t * team_bytes + " + staged_offset(l, k) + ", p." + input_name(k) + " + sro" + kk +
            ", (unsigned)p.cols * " + str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u, bar);");
+  }
+}
+
+// Ringed rows: the device function that starts copying chunk q of the block's chunks (chunk
+// q % chunks of its q / chunks-th row) into one ring slot, announcing its bytes on the slot's
+// barrier. Run by one thread, after every read of the slot ended.
+void emit_ring_function(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
+  if (l.ring_chunk == 0) return;
+  const std::string chunk = str(l.ring_chunk);
+  auto f = b.scope("__device__ __forceinline__ void " + g.kernel_name + "_ring(const " + g.kernel_name +
+                   "_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar)");
+  b.line("const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;");
+  b.line("const tf_index j = (tf_index)(q % chunks) * " + chunk + ";");
+  b.line("const unsigned n = (unsigned)((tf_index)p.cols - j < " + chunk + " ? (tf_index)p.cols - j : " + chunk + ");  // columns");
+  b.line("tf_mbar_expect_bytes(bar, n * " + str(l.staged_bytes_per_column()) + "u);");
+  b.line("tf_bulk_fence();");
+  emit_row_offsets(b, l, "row", "s");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!l.inputs[k].staged) continue;
+    const std::string kk = str(static_cast<int64_t>(k));
+    b.line("tf_bulk_load(slot + " + str(l.ring_chunk * l.staged_bytes_before(k)) + "u, p." + input_name(k) + " + sro" + kk +
+           " + j, n * " + str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u, bar);");
   }
 }
 
@@ -240,7 +265,8 @@ struct RowKernel {
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = vector_type(k);
       if (l.inputs[k].staged) {
-        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + j0);");
+        const std::string at = l.ring_chunk > 0 ? "(j0 - ring_j)" : "j0";  // ringed: the chunk's own columns
+        b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + " + at + ");");
         continue;
       }
       if (l.unroll > 1) {  // looped rows: loaded ahead (open_looped_step)
@@ -282,15 +308,19 @@ struct RowKernel {
     const std::string vec = str(l.vec);
     const std::string step = str(static_cast<int64_t>(l.threads_per_row) * l.vec);
     std::string loop;
+    int scopes_before = 0;  // ringed rows: the loop over the row's chunks
     if (l.cached) {
       b.line("#pragma unroll");
       loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
+    } else if (l.ring_chunk > 0) {
+      scopes_before = open_ring_chunk(pass);
+      loop = "for (tf_index j0 = ring_j + (tf_index)tl * " + vec + "; j0 < ring_end; j0 += " + step + ")";
     } else if (l.unroll > 1) {
       loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
     } else {
       loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " + step + ")";
     }
-    auto outer = b.scope(loop);
+    b.open(loop);
     int scopes = 1;
     if (l.cached) {
       b.line("const tf_index j0 = " + chunk_start() + ";");
@@ -324,6 +354,49 @@ struct RowKernel {
       b.line(vector_store(vt, output_name(k) + " + row * (tf_index)p.cols + j0", "s" + kk, l.hints.evict_stores));
     }
     for (int i = 0; i < scopes; ++i) b.close();
+    b.close();  // the loop over the row
+    if (scopes_before == 0) return;
+    if (pass == last_ring_pass()) {
+      b.line("__syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead");
+      b.line("if (threadIdx.x == 0 && rq + " + str(l.ring_slots) + "u < ring_total) " + g.kernel_name + "_ring(p, rq + " +
+             str(l.ring_slots) + "u, ring_chunks, ring_slot, &ring_bar[rq % " + str(l.ring_slots) + "u]);");
+    }
+    for (int i = 0; i < scopes_before; ++i) b.close();
+  }
+
+  // Ringed rows: does `pass` read a ringed input; the last pass that does (it frees the chunks).
+  bool reads_ring(int pass) const {
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (l.inputs[k].staged && reads_vectors(k, pass)) return true;
+    return false;
+  }
+  int last_ring_pass() const {
+    int last = -1;
+    for (int pass = 0; pass < a.passes; ++pass)
+      if (reads_ring(pass)) last = pass;
+    return last;
+  }
+  // Ringed rows: opens the loop over the row's chunks; where the pass reads the ring, waits for
+  // the chunk's copies (the n-th use of a slot completes its barrier's phase of parity n % 2) and
+  // points each ringed input at its slice. Returns the scopes opened (1).
+  int open_ring_chunk(int pass) {
+    const std::string S = str(l.ring_slots);
+    b.open("for (unsigned c = 0; c < ring_chunks; ++c)");
+    b.line("const unsigned rq = ring_q + c;  // the block's chunk");
+    b.line("const tf_index ring_j = (tf_index)c * " + str(l.ring_chunk) + ";");
+    b.line("const tf_index ring_end = ring_j + " + str(l.ring_chunk) + " < (tf_index)p.cols ? ring_j + " + str(l.ring_chunk) +
+           " : (tf_index)p.cols;");
+    if (!reads_ring(pass)) return 1;
+    b.line("unsigned char* const ring_slot = ring_smem + (rq % " + S + "u) * " + str(l.ring_slot_bytes()) + "u;");
+    b.line("tf_mbar_wait(&ring_bar[rq % " + S + "u], (rq / " + S + "u) & 1u);");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!l.inputs[k].staged) continue;
+      const std::string kk = str(static_cast<int64_t>(k));
+      const std::string t = storage_type(l.inputs[k].dtype);
+      b.line("const " + t + "* const stage" + kk + " = reinterpret_cast<const " + t + "*>(ring_slot + " +
+             str(l.ring_chunk * l.staged_bytes_before(k)) + "u);");
+    }
+    return 1;
   }
 
   // Looped rows with l.unroll > 1: each step first loads the pass's vectors for l.unroll
@@ -444,6 +517,10 @@ struct RowKernel {
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       b.line(storage_type(g.outputs[k]->type.dtype) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
     }
+    if (l.ring_chunk > 0) {
+      b.line("__shared__ __align__(8) unsigned long long ring_bar[" + str(l.ring_slots) + "];");
+      b.line("extern __shared__ __align__(128) unsigned char ring_smem[];");
+    }
     if (l.stages > 0) {
       b.line("__shared__ __align__(8) unsigned long long stage_bar[" + str(l.stages) + "];");
       b.line("extern __shared__ __align__(128) unsigned char stage_smem[];");
@@ -451,6 +528,7 @@ struct RowKernel {
     const std::string first_row = l.cluster > 1 ? "(tf_index)(blockIdx.x / " + str(l.cluster) + ")" : "(tf_index)blockIdx.x * " + str(rpb);
     const std::string row_step = l.cluster > 1 ? "(tf_index)(gridDim.x / " + str(l.cluster) + ")" : "(tf_index)gridDim.x * " + str(rpb);
     if (l.stages > 0) emit_staging_start(first_row, row_step);
+    if (l.ring_chunk > 0) emit_ring_start();
     auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step + ")");
     b.line("const tf_index row = row0 + team;");
     b.line("const bool row_ok = row < (tf_index)p.rows;");
@@ -507,6 +585,28 @@ struct RowKernel {
       }
     }
     if (l.stages > 0) emit_staged_row_end();
+    if (l.ring_chunk > 0) b.line("ring_q += ring_chunks;");
+  }
+
+  // Ringed rows: the slots' barriers, the block's chunk count (rows blockIdx.x, + gridDim.x, ...),
+  // and the first chunks, one per slot, start loading.
+  void emit_ring_start() {
+    TORCHFUSE_INTERNAL_ASSERT(l.cluster == 1 && l.threads_per_row == l.block, "ringed rows need a block per row");
+    {
+      auto init = b.scope("if (threadIdx.x == 0)");
+      b.line("for (int s = 0; s < " + str(l.ring_slots) + "; ++s) tf_mbar_init(&ring_bar[s]);");
+      b.line("tf_mbar_init_fence();");
+    }
+    b.line("__syncthreads();");
+    b.line("const unsigned ring_chunks = (unsigned)(((tf_index)p.cols + " + str(l.ring_chunk - 1) + ") / " + str(l.ring_chunk) +
+           ");  // per row");
+    b.line("const unsigned ring_rows = (tf_index)blockIdx.x < (tf_index)p.rows ? (unsigned)(((tf_index)p.rows - 1 - "
+           "(tf_index)blockIdx.x) / (tf_index)gridDim.x) + 1u : 0u;");
+    b.line("const unsigned ring_total = ring_rows * ring_chunks;  // the block's chunks");
+    b.line("if (threadIdx.x == 0)");
+    b.line("  for (unsigned q = 0; q < " + str(l.ring_slots) + "u && q < ring_total; ++q) " + g.kernel_name +
+           "_ring(p, q, ring_chunks, ring_smem + q * " + str(l.ring_slot_bytes()) + "u, &ring_bar[q]);");
+    b.line("unsigned ring_q = 0;  // the current row's first chunk");
   }
 
   // Staged rows: a ring of l.stages buffers, one barrier each. Before the loop, the block's first
@@ -570,6 +670,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayo
   b.line("");
   emit_red_offset_helpers(b, g, l);
   emit_stage_function(b, g, l);
+  emit_ring_function(b, g, l);
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
   RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}};

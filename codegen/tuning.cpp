@@ -64,6 +64,8 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "fast_math") t.fast_math = parse_int(name, value, 0, 1);
     else if (name == "cache_hints") t.cache_hints = parse_int(name, value, -1, 1);
     else if (name == "row_stage") t.row_stage = parse_int(name, value, -1, 4);
+    else if (name == "row_ring") t.row_ring = parse_int(name, value, -1, 1);
+    else if (name == "row_ring_vectors") t.row_ring_vectors = parse_int(name, value, 0, 16);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
   }
   return t;

@@ -75,6 +75,13 @@ struct Tuning {
   // (as many as still let two blocks share a multiprocessor), the next rows loading while a
   // block works on one.
   int row_stage = -1;
+  // Looped rows (sm_90+) whose inputs read again fit shared memory: those inputs stream through a
+  // ring of chunks in shared memory, bulk copies filling each chunk as soon as the last pass frees
+  // it, so every pass after the loads reads the row on chip and the next row loads while the
+  // current one is written (see choose_row_ring in reduction_layout.cpp): -1 where measured to
+  // pay, 0 never, 1 wherever possible.
+  int row_ring = -1;
+  int row_ring_vectors = 0;  // ...each chunk holding this many vectors per thread (0: the most of 4, 2, 1 that fit)
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

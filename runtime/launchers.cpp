@@ -223,7 +223,14 @@ std::vector<at::Tensor> launch_row(FusedKernel& fk, const CallInputs& c) {
   const int64_t max_blocks = !l.cached          ? int64_t{info.sm_count} * l.looped_blocks_per_sm
                              : tune.row_waves == 0 ? ceil_div(teams, int64_t{l.rounds})
                                                    : full_device * tune.row_waves;
-  if (l.stages > 0) {
+  if (l.ring_chunk > 0) {
+    // Ringed rows: as many blocks as the device holds at once (one per multiprocessor: the ring
+    // takes its shared memory), each taking its rows in turn.
+    const int64_t smem = l.ring_block_bytes();
+    const int per_sm = resident_blocks(kernel, c.device, l.block, smem, fk.counters());
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(rows, int64_t{info.sm_count} * per_sm));
+    launch(kernel, kernel.name, c.device, blocks, 1, l.block, p, fk.counters(), smem);
+  } else if (l.stages > 0) {
     // Staged rows with one buffer: a block per row group, the hardware overlapping one block's
     // copy with another's work. With a ring of buffers: as many blocks as the device holds at
     // once (times `row_waves`, where set), each taking its row groups in turn.

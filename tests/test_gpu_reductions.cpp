@@ -235,6 +235,50 @@ TEST(GpuReductions, StagedRowsMatchEager) {
   }
 }
 
+// Ringed rows (row_ring; sm_90): looped rows streaming through a ring of chunks in shared memory.
+// The default (16-bit rows too long to stage whole, up to what the ring holds), then forced on f32
+// rows (row_cluster=1) and with one vector per thread per chunk: fewer rows than blocks and
+// many rows per block (the ring wrapping across rows), a partial last chunk, a row of a single
+// chunk, three passes (layer norm with weights, which stay global loads), two ringed inputs
+// (add + layer norm), a per-row output (logsumexp with a second pass), rows of outer dims that do
+// not coalesce; and a row too long for the ring, which loops as before.
+TEST(GpuReductions, RingedRowsMatchEager) {
+  REQUIRE_GPU();
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  for (const char* spec : {"", "row_cluster=1,row_ring=1", "row_ring=1,row_ring_vectors=1,row_cluster=1"}) {
+    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
+      for (int64_t rows : {3, 333}) {
+        for (int64_t cols : {40008, 65536}) {
+          const std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + " ";
+          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, cols}, dtype)}; }, "softmax " + shape + tag, 1);
+          expect_matches_eager(module_returning("x, w, b", "torch.layer_norm(x, [" + std::to_string(cols) + "], w, b, 1e-5)"),
+                               [&] { return std::vector<c10::IValue>{rnd({rows, cols}, dtype), rnd({cols}, dtype), rnd({cols}, dtype)}; },
+                               "layer_norm " + shape + tag, 1);
+        }
+      }
+      expect_matches_eager(module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 40000)),
+                           [&] {
+                             return std::vector<c10::IValue>{rnd({50, 40000}, dtype), rnd({50, 40000}, dtype), rnd({40000}, dtype),
+                                                             rnd({40000}, dtype)};
+                           },
+                           "add_layernorm 40000 " + tag, 1);
+      expect_matches_eager(module_returning("x", "x - torch.logsumexp(x, -1, keepdim=True)"),
+                           [&] { return std::vector<c10::IValue>{rnd({70, 50000}, dtype)}; }, "log-softmax " + tag, 1);
+      expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({6, 5, 48000}, dtype).transpose(0, 1)}; },
+                           "softmax over uncoalesced rows " + tag, 1);
+      expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({20, 262144}, dtype)}; }, "softmax 262144 " + tag, 1);
+    }
+    // Short rows forced to loop (no register budget, not staged): one chunk per row.
+    torchfuse::codegen::ScopedTuning looped(torchfuse::codegen::parse_tuning(std::string(spec) + ",row_cache_registers=1,row_stage=0"));
+    for (auto dtype : kDtypes) {
+      expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({200, 2048}, dtype)}; },
+                           std::string("softmax 2048 looped ") + c10::toString(dtype) + " [" + spec + "]", 1);
+    }
+  }
+}
+
 TEST(GpuReductions, RowLengths) {
   REQUIRE_GPU();
   for (int64_t cols : {1, 31, 768, 1000, 4096, 50257, 65536, 262144}) {

@@ -321,7 +321,10 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
                                                       "ahead0[u] = tf_load_keep(", "const tf_vec<tf_bf16, 8> v0 = ahead0[u];",
                                                       "tf_online_add(", "jb += 8192 * 2)", "ahead0[u] = tf_load_once("}))
       << ahead;
-  EXPECT_EQ(body(compiled(softmax, {bf16({2, 65536})})).find("ahead"), std::string::npos);
+  {
+    cg::ScopedTuning no_ring(with("row_ring=0"));
+    EXPECT_EQ(body(compiled(softmax, {bf16({2, 65536})})).find("ahead"), std::string::npos);
+  }
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 262144));
   const std::string weights = compiled(ln, {bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_TRUE(tftest::contains_in_order(body(weights), {"ahead0[u] = ", "ahead1[u] = "})) << weights;
@@ -333,7 +336,7 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
   const std::string two_inputs = compiled(add_ln, {bf16({2, 262144}), bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_NE(two_inputs.find("looped mode"), std::string::npos) << two_inputs;
   EXPECT_EQ(body(two_inputs).find("ahead"), std::string::npos) << two_inputs;
-  cg::ScopedTuning three(with("looped_unroll=3"));
+  cg::ScopedTuning three(with("looped_unroll=3,row_ring=0"));
   const std::string forced = compiled(softmax, {bf16({2, 65536})});
   EXPECT_TRUE(tftest::contains_in_order(body(forced), {"jb += 8192 * 3)", "ahead0[3];"})) << forced;
 }
@@ -426,6 +429,74 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   EXPECT_EQ(torchfuse::compile(ln, o).explain(ln_in).kernels.at(0).source.find("tf_bulk_load(buf"), std::string::npos);
   cg::ScopedTuning off(with("row_stage=0"));
   EXPECT_EQ(kernel_source(ln, ln_in).find("tf_bulk_load(buf"), std::string::npos);
+}
+
+// Ringed rows (row_ring, sm_90): 16-bit rows too long to stage whole but within what shared
+// memory holds stream the inputs read again through a ring of chunks: the first slots load before
+// the row loop, each pass waits for a chunk's barrier and reads it on chip, the last pass frees
+// it (after a __syncthreads) and refills it with the chunk a ring ahead. The largest chunks for
+// which a row and a chunk more fit; two ringed inputs side by side in each chunk; the weights stay
+// global loads. Not ringed: f32 rows by default, rows too long for shared memory, sm_80,
+// row_ring=0. Every kernel compiles through NVRTC.
+TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  auto compiled = [](const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+    EXPECT_EQ(e.cubin_bytes.size(), 1u);
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    return e.kernels.at(0).source;
+  };
+  std::string src = compiled(softmax, {b16({4, 65536})});
+  EXPECT_TRUE(tftest::contains_in_order(
+      src, {"looped mode: 1024 threads per row", "ringed: the inputs read again stream through a ring of 3 chunks of 32768 columns",
+            "void tf_fused_0_ring(const tf_fused_0_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar)",
+            "const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;",
+            "tf_mbar_expect_bytes(bar, n * 2u);", "tf_bulk_load(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
+            "__launch_bounds__(1024)", "__shared__ __align__(8) unsigned long long ring_bar[3];", "tf_mbar_init(&ring_bar[s]);",
+            "const unsigned ring_total = ring_rows * ring_chunks;",
+            "tf_fused_0_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);",
+            "tf_mbar_wait(&ring_bar[rq % 3u], (rq / 3u) & 1u);", "stage0 + (j0 - ring_j)", "tf_online_add(", "tf_block_reduce",
+            "tf_mbar_wait(&ring_bar[rq % 3u], (rq / 3u) & 1u);", "stage0 + (j0 - ring_j)", "tf_store_once(",
+            "__syncthreads();  // every thread is done with this chunk",
+            "if (threadIdx.x == 0 && rq + 3u < ring_total) tf_fused_0_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);",
+            "ring_q += ring_chunks;"}))
+      << src;
+  EXPECT_EQ(body(src).find("in0 + ro0"), std::string::npos) << src;  // x never comes from global memory in a pass
+  EXPECT_EQ(tftest::count_occurrences(body(src), "__syncthreads();  // every thread is done"), 1) << src;  // the last pass only
+  // Rows of 100000: 13 chunks of 8192 fill the ring, no chunk to spare.
+  EXPECT_NE(compiled(softmax, {b16({2, 100000})}).find("a ring of 13 chunks of 8192 columns"), std::string::npos);
+  // Layer norm: three passes through the ring, the weights from global memory in the last.
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 65536));
+  src = body(compiled(ln, {b16({2, 65536}), b16({65536}), b16({65536})}));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"stage0 + (j0 - ring_j)", "tf_block_reduce", "stage0 + (j0 - ring_j)", "tf_block_reduce",
+                                              "stage0 + (j0 - ring_j)", "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0)",
+                                              "__syncthreads();  // every thread is done"}))
+      << src;
+  // add + layer norm: x and r side by side in each chunk (8192 columns: 32 KB, a row and a chunk more fit).
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 40000));
+  src = compiled(add_ln, {b16({2, 40000}), b16({2, 40000}), b16({40000}), b16({40000})});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"a ring of 6 chunks of 8192 columns", "tf_mbar_expect_bytes(bar, n * 4u);",
+                                              "tf_bulk_load(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
+                                              "tf_bulk_load(slot + 16384u, p.in1 + sro1 + j, n * 2u, bar);",
+                                              "stage1 = reinterpret_cast<const tf_bf16*>(ring_slot + 16384u);"}))
+      << src;
+  // Not ringed.
+  auto ringed = [&](const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+    return kernel_source(m, in).find("ringed:") != std::string::npos;
+  };
+  EXPECT_FALSE(ringed(softmax, {b16({2, 262144})}));
+  EXPECT_FALSE(ringed(softmax, {torch::randn({2, 40000})}));
+  auto o = tftest::quiet_options();
+  o.offline_arch = "sm_80";
+  EXPECT_EQ(torchfuse::compile(softmax, o).explain({b16({2, 65536})}).kernels.at(0).source.find("ringed:"), std::string::npos);
+  {
+    cg::ScopedTuning off(with("row_ring=0"));
+    EXPECT_FALSE(ringed(softmax, {b16({2, 65536})}));
+  }
+  // f32 rows where asked for (and not kept in a cluster); the vectors per chunk as asked for.
+  cg::ScopedTuning f32(with("row_ring=1,row_cluster=1,row_ring_vectors=1"));
+  EXPECT_NE(compiled(softmax, {torch::randn({2, 40000})}).find("a ring of 13 chunks of 4096 columns"), std::string::npos);
 }
 
 // Which rows are staged by default (row_stage=-1): 16-bit rows of 2048 to 32768 elements, one
@@ -588,7 +659,8 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
   EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
   EXPECT_EQ(body(kernel_source(module_returning("x", "torch.tanh(x) + 1.0"), {bf16({64, 256})})).find("tf_load_"),
             std::string::npos);
-  // Looped rows: evict-last loads before the last pass, evict-first in it and for the output.
+  // Looped rows (not ringed): evict-last loads before the last pass, evict-first in it and for the output.
+  cg::ScopedTuning no_ring(with("row_ring=0"));
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const std::vector<c10::IValue> long_rows{bf16({4, 65536})};
   src = body(kernel_source(softmax, long_rows));
@@ -596,13 +668,13 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
                                               "tf_store_once(reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0"}))
       << src;
   {
-    cg::ScopedTuning none(with("cache_hints=0"));
+    cg::ScopedTuning none(with("cache_hints=0,row_ring=0"));
     src = body(kernel_source(softmax, long_rows));
     EXPECT_EQ(src.find("tf_load_"), std::string::npos) << src;
     EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
   }
   // All hints: still none on operands whose elements serve several rows (the weights).
-  cg::ScopedTuning all(with("cache_hints=1,row_stage=0"));
+  cg::ScopedTuning all(with("cache_hints=1,row_stage=0,row_ring=0"));
   src = body(kernel_source(ln, ln_in));
   EXPECT_TRUE(tftest::contains_in_order(src, {once_bf16, "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
                                               "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2", "tf_store_once("}))
