@@ -18,6 +18,14 @@ std::string kernel_source(const torch::jit::Module& m, const std::vector<c10::IV
   return e.kernels.empty() ? "" : e.kernels[0].source;
 }
 
+// The one kernel's source, after NVRTC compiled it (a cubin of some size).
+std::string compiled(const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
+  EXPECT_EQ(e.cubin_bytes.size(), 1u);
+  EXPECT_GT(e.cubin_bytes.at(0), 0u);
+  return e.kernels.at(0).source;
+}
+
 // The kernel itself, without the prelude.
 std::string body(const std::string& src) { return src.substr(src.find("extern \"C\"")); }
 
@@ -310,12 +318,6 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 262144));
   const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
-  auto compiled = [](const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
-    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
-    EXPECT_EQ(e.cubin_bytes.size(), 1u);
-    EXPECT_GT(e.cubin_bytes.at(0), 0u);
-    return e.kernels.at(0).source;
-  };
   const std::string ahead = compiled(softmax, {bf16({2, 262144})});
   EXPECT_TRUE(tftest::contains_in_order(body(ahead), {"jb += 8192 * 2)", "tf_vec<tf_bf16, 8> ahead0[2];",
                                                       "ahead0[u] = tf_load_keep(", "const tf_vec<tf_bf16, 8> v0 = ahead0[u];",
@@ -441,12 +443,6 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
 TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
-  auto compiled = [](const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
-    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in, /*compile_kernels=*/true);
-    EXPECT_EQ(e.cubin_bytes.size(), 1u);
-    EXPECT_GT(e.cubin_bytes.at(0), 0u);
-    return e.kernels.at(0).source;
-  };
   std::string src = compiled(softmax, {b16({4, 65536})});
   EXPECT_TRUE(tftest::contains_in_order(
       src, {"looped mode: 1024 threads per row", "ringed: the inputs read again stream through a ring of 3 chunks of 32768 columns",
