@@ -1,6 +1,7 @@
 #include "codegen/row_reduction.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -308,12 +309,12 @@ struct RowKernel {
     const std::string vec = str(l.vec);
     const std::string step = str(static_cast<int64_t>(l.threads_per_row) * l.vec);
     std::string loop;
-    int scopes_before = 0;  // ringed rows: the loop over the row's chunks
+    const bool ringed = l.ring_chunk > 0;  // the row's vectors inside a loop over its chunks
     if (l.cached) {
       b.line("#pragma unroll");
       loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
-    } else if (l.ring_chunk > 0) {
-      scopes_before = open_ring_chunk(pass);
+    } else if (ringed) {
+      open_ring_chunk(pass);
       loop = "for (tf_index j0 = ring_j + (tf_index)tl * " + vec + "; j0 < ring_end; j0 += " + step + ")";
     } else if (l.unroll > 1) {
       loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
@@ -355,13 +356,13 @@ struct RowKernel {
     }
     for (int i = 0; i < scopes; ++i) b.close();
     b.close();  // the loop over the row
-    if (scopes_before == 0) return;
+    if (!ringed) return;
     if (pass == last_ring_pass()) {
       b.line("__syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead");
       b.line("if (threadIdx.x == 0 && rq + " + str(l.ring_slots) + "u < ring_total) " + g.kernel_name + "_ring(p, rq + " +
              str(l.ring_slots) + "u, ring_chunks, ring_slot, &ring_bar[rq % " + str(l.ring_slots) + "u]);");
     }
-    for (int i = 0; i < scopes_before; ++i) b.close();
+    b.close();  // the loop over the chunks
   }
 
   // Ringed rows: does `pass` read a ringed input; the last pass that does (it frees the chunks).
@@ -378,25 +379,29 @@ struct RowKernel {
   }
   // Ringed rows: opens the loop over the row's chunks; where the pass reads the ring, waits for
   // the chunk's copies (the n-th use of a slot completes its barrier's phase of parity n % 2) and
-  // points each ringed input at its slice. Returns the scopes opened (1).
-  int open_ring_chunk(int pass) {
+  // points each ringed input at its slice.
+  void open_ring_chunk(int pass) {
     const std::string S = str(l.ring_slots);
     b.open("for (unsigned c = 0; c < ring_chunks; ++c)");
     b.line("const unsigned rq = ring_q + c;  // the block's chunk");
     b.line("const tf_index ring_j = (tf_index)c * " + str(l.ring_chunk) + ";");
     b.line("const tf_index ring_end = ring_j + " + str(l.ring_chunk) + " < (tf_index)p.cols ? ring_j + " + str(l.ring_chunk) +
            " : (tf_index)p.cols;");
-    if (!reads_ring(pass)) return 1;
+    if (!reads_ring(pass)) return;
     b.line("unsigned char* const ring_slot = ring_smem + (rq % " + S + "u) * " + str(l.ring_slot_bytes()) + "u;");
     b.line("tf_mbar_wait(&ring_bar[rq % " + S + "u], (rq / " + S + "u) & 1u);");
+    emit_stage_pointers("ring_slot", [&](size_t k) { return str(l.ring_chunk * l.staged_bytes_before(k)) + "u"; });
+  }
+
+  // Staged and ringed rows: a pointer (stage<k>) to each staged input's part of the shared-memory
+  // buffer at `base`, `offset_of(k)` bytes in.
+  void emit_stage_pointers(const std::string& base, const std::function<std::string(size_t)>& offset_of) {
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (!l.inputs[k].staged) continue;
-      const std::string kk = str(static_cast<int64_t>(k));
       const std::string t = storage_type(l.inputs[k].dtype);
-      b.line("const " + t + "* const stage" + kk + " = reinterpret_cast<const " + t + "*>(ring_slot + " +
-             str(l.ring_chunk * l.staged_bytes_before(k)) + "u);");
+      b.line("const " + t + "* const stage" + str(static_cast<int64_t>(k)) + " = reinterpret_cast<const " + t + "*>(" + base + " + " +
+             offset_of(k) + ");");
     }
-    return 1;
   }
 
   // Looped rows with l.unroll > 1: each step first loads the pass's vectors for l.unroll
@@ -642,12 +647,7 @@ struct RowKernel {
     b.line("tf_mbar_wait(&stage_bar[stage_buf], (stage_it / " + S + "u) & 1u);");
     b.line("unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * " +
            str(l.staged_bytes_per_column()) + "u;");
-    for (size_t k = 0; k < l.inputs.size(); ++k) {
-      if (!l.inputs[k].staged) continue;
-      const std::string kk = str(static_cast<int64_t>(k));
-      const std::string t = storage_type(l.inputs[k].dtype);
-      b.line("const " + t + "* const stage" + kk + " = reinterpret_cast<const " + t + "*>(stage_team + " + staged_offset(l, k) + ");");
-    }
+    emit_stage_pointers("stage_team", [&](size_t k) { return staged_offset(l, k); });
   }
   // At the end of each row group: every thread is done with its buffer.
   void emit_staged_row_end() {
