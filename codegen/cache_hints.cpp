@@ -20,13 +20,27 @@ namespace codegen {
 //   84.8), and so did cluster rows (f32 rows of 65536, 165.7 -> 172.1): they keep none.
 // The form of the hint did not matter: ld.global.cs and the cache-policy forms with or without
 // the read-only path measured the same.
+// - Cached rows (tuning().row_hold): evict-last loads of the rows a block keeps in registers, as
+//   Triton's row kernels have (a standalone harness, f32 layer norm over rows of 4096: Triton's
+//   own kernel 128.6-129.4 us; the same kernel in CUDA 129.2-129.7 with them, 134.3-134.7
+//   without). torchfuse's (`tune_sweep.sh`), against none, f32: layer
+//   norm 133.4 -> 129.7, rms norm 133.3 -> 129.2, softmax 133.0 -> 128.5, add + layer norm 263.1
+//   -> 257.2, rows of 65536 (cluster) 158.3 -> 153.2; but rows of 1024 (attention softmax) 268.7
+//   -> 271.2. The L1-allocating form (ld.global.L1::evict_last, Triton's) measured the same
+//   within 0.6 us except add + layer norm, 271.3. bf16 attention softmax (rows of 1024) lost with
+//   it (141.3 -> 143.2); other 16-bit rows of the suite are staged in shared memory and load none.
+//   So only rows of at least kHeldRowMin elements that are not all 16-bit take it.
+constexpr int64_t kHeldRowMin = 4096;
+
 CacheHints choose_cache_hints(const KernelTraffic& traffic) {
   const int mode = tuning().cache_hints;
   if (mode == 0) return {};
-  if (mode == 1) return {true, true, true};
-  if (traffic.rereads_rows) return {true, true, true};
-  if (!traffic.element_outputs && traffic.inputs_16bit) return {true, false, false};
-  return {};
+  CacheHints h;
+  if (mode == 1 || traffic.rereads_rows) h = {true, true, true};
+  else if (!traffic.element_outputs && traffic.inputs_16bit) h.evict_loads = true;
+  const bool measured = traffic.held_row >= kHeldRowMin && !traffic.inputs_16bit;
+  h.hold_loads = traffic.held_row > 0 && (tuning().row_hold > 0 || (tuning().row_hold < 0 && measured));
+  return h;
 }
 
 }  // namespace codegen

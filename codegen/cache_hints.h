@@ -2,6 +2,8 @@
 // to evict their lines before others, or, for rows a later pass reads again, after them.
 #pragma once
 
+#include <cstdint>
+
 namespace torchfuse {
 namespace codegen {
 
@@ -9,6 +11,7 @@ struct CacheHints {
   bool evict_loads = false;   // the last load of each element no other thread reads: evict first
   bool keep_loads = false;    // loads of rows a later pass reads again (looped rows): evict last
   bool evict_stores = false;  // vector stores of element outputs: evict first
+  bool hold_loads = false;    // loads of rows kept in registers for later passes (cached rows): evict last
 };
 
 // What decides the hints: how a kernel moves its data.
@@ -16,10 +19,11 @@ struct KernelTraffic {
   bool rereads_rows = false;     // a looped row schedule: later passes re-read each row through L2
   bool element_outputs = false;  // writes outputs element by element (not only per-row or scalar results)
   bool inputs_16bit = false;     // every input it streams (reads element by element, unshared) is 16-bit
+  int64_t held_row = 0;          // a cached row schedule: elements of each row, loaded once and kept in registers (else 0)
 };
 
 // The hints for a kernel, from tuning().cache_hints: -1 the measured rules (cache_hints.cpp),
-// 0 none, 1 all three.
+// 0 none, 1 all of them; hold_loads also from tuning().row_hold.
 CacheHints choose_cache_hints(const KernelTraffic& traffic);
 
 }  // namespace codegen

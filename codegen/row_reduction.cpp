@@ -250,6 +250,8 @@ struct RowKernel {
     if (l.inputs[k].shared) return LoadHint::None;
     for (int later = pass + 1; later < a.passes; ++later)
       if (loads_from_memory(k, later)) return l.hints.keep_loads ? LoadHint::EvictLast : LoadHint::None;
+    // Cached rows: what a pass before the last loads, later passes read in registers.
+    if (l.hints.hold_loads && pass + 1 < a.passes) return LoadHint::EvictLast;
     return l.hints.evict_loads ? LoadHint::EvictFirst : LoadHint::None;
   }
 

@@ -82,6 +82,10 @@ struct Tuning {
   // pay, 0 never, 1 wherever possible.
   int row_ring = -1;
   int row_ring_vectors = 0;  // ...each chunk holding this many vectors per thread (0: the most of 4, 2, 1 that fit)
+  // Cached rows (kept in registers): the loads of passes before the last ask L2 to keep their
+  // lines (evict-last), as Triton's row kernels do (see choose_cache_hints in
+  // codegen/cache_hints.cpp): -1 where measured to pay, 0 never, 1 always.
+  int row_hold = -1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

@@ -66,7 +66,8 @@ codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::R
   auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
                                           a.online_cache_needs ? &*a.online_cache_needs : nullptr, target, allow_vector);
   const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
-  l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs)});
+  const int64_t held = g.schedule == Schedule::RowReduction && l.cached && a.passes > 1 ? l.reduced() : 0;
+  l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs), held});
   return l;
 }
 

@@ -141,11 +141,11 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
 }
 
 // L2 cache hints change no result: with none, with all, and with the default on rows that loop
-// (no clusters: f32 loops too), on kernels that only read, and on a mixed-dtype pointwise kernel
-// whose hinted loads take every vector size.
+// (no clusters: f32 loops too), on rows kept in registers (row_hold=1: every length), on kernels
+// that only read, and on a mixed-dtype pointwise kernel whose hinted loads take every vector size.
 TEST(GpuReductions, CacheHintsMatchEager) {
   REQUIRE_GPU();
-  for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1"}) {
+  for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1", "row_hold=1"}) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";

@@ -44,6 +44,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.fast_math, 1);
   EXPECT_EQ(d.row_prefetch, -1);
   EXPECT_EQ(d.cache_hints, -1);
+  EXPECT_EQ(d.row_hold, -1);
   EXPECT_EQ(d.row_stage, -1);
   EXPECT_EQ(d.looped_unroll, 0);
   EXPECT_EQ(d.row_cache_registers, 0);
@@ -78,6 +79,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("full_unroll").find("not name=value"), std::string::npos);
   EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
   EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
+  EXPECT_NE(message("row_hold=2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
@@ -680,6 +682,45 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_load_once(reinterpret_cast<const tf_vec<float, 4>*>(in0 + i)",
                                               "= *reinterpret_cast<const tf_vec<float, 4>*>(in1 + off1)", "tf_store_once("}))
       << src;
+}
+
+// Rows kept in registers (cached rows) over f32 and at least 4096 long: the passes before the last
+// load with evict-last; the last pass reads them in registers, and loads the weights plainly.
+TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
+  const std::string keep_f32 = "tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in";
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
+  std::string src = body(kernel_source(ln, ln_in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {keep_f32 + "0", "tf_block_reduce",
+                                              "= *reinterpret_cast<const tf_vec<float, 4>*>(in1", "= *reinterpret_cast<const tf_vec<float, 4>*>(in2"}))
+      << src;
+  EXPECT_EQ(src.find(keep_f32, src.find(keep_f32) + 1), std::string::npos) << src;  // loaded once
+  EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
+  // add + layer norm: both row inputs.
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
+  src = body(kernel_source(add_ln, {torch::randn({4, 4096}), torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})}));
+  EXPECT_TRUE(tftest::contains_in_order(src, {keep_f32 + "0", keep_f32 + "1"})) << src;
+  // Rows of 65536 shared by a cluster keep their slices in registers too.
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  src = body(kernel_source(softmax, {torch::randn({4, 65536})}));
+  EXPECT_NE(src.find("tf_cluster_rank"), std::string::npos) << src;
+  EXPECT_NE(src.find(keep_f32 + "0"), std::string::npos) << src;
+  // Not on rows of 1024 (attention softmax lost with it), nor on 16-bit rows.
+  const std::vector<c10::IValue> short_rows{torch::randn({64, 1024})};
+  EXPECT_EQ(body(kernel_source(softmax, short_rows)).find("tf_load_"), std::string::npos);
+  const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  {
+    cg::ScopedTuning registers(with("row_stage=0"));
+    src = kernel_source(softmax, {bf16({64, 4096})});
+    EXPECT_NE(src.find("cached mode"), std::string::npos) << src;
+    EXPECT_EQ(body(src).find("tf_load_"), std::string::npos) << src;
+  }
+  {
+    cg::ScopedTuning off(with("row_hold=0"));
+    EXPECT_EQ(body(kernel_source(ln, ln_in)).find("tf_load_"), std::string::npos);
+  }
+  cg::ScopedTuning on(with("row_hold=1"));
+  EXPECT_NE(body(kernel_source(softmax, short_rows)).find(keep_f32 + "0"), std::string::npos);
 }
 
 // Hinted loads of every vector size (2, 4, 8 and 16 bytes: a double iteration reads bools, bf16,
