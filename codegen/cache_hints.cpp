@@ -20,16 +20,22 @@ namespace codegen {
 //   84.8), and so did cluster rows (f32 rows of 65536, 165.7 -> 172.1): they keep none.
 // The form of the hint did not matter: ld.global.cs and the cache-policy forms with or without
 // the read-only path measured the same.
-// - Cached rows (tuning().row_hold): evict-last loads of the rows a block keeps in registers, as
-//   Triton's row kernels have (a standalone harness, f32 layer norm over rows of 4096: Triton's
-//   own kernel 128.6-129.4 us; the same kernel in CUDA 129.2-129.7 with them, 134.3-134.7
-//   without). torchfuse's (`tune_sweep.sh`), against none, f32: layer
-//   norm 133.4 -> 129.7, rms norm 133.3 -> 129.2, softmax 133.0 -> 128.5, add + layer norm 263.1
-//   -> 257.2, rows of 65536 (cluster) 158.3 -> 153.2; but rows of 1024 (attention softmax) 268.7
-//   -> 271.2. The L1-allocating form (ld.global.L1::evict_last, Triton's) measured the same
-//   within 0.6 us except add + layer norm, 271.3. bf16 attention softmax (rows of 1024) lost with
-//   it (141.3 -> 143.2); other 16-bit rows of the suite are staged in shared memory and load none.
-//   So only rows of at least kHeldRowMin elements that are not all 16-bit take it.
+// - Rows a block keeps on chip for its later passes (tuning().row_hold): evict-last loads, and
+//   evict-last bulk copies where they are staged or ringed in shared memory, as Triton's row
+//   kernels load the rows they keep (a standalone harness, f32 layer norm over rows of 4096:
+//   Triton's own kernel 128.6-129.4 us; the same kernel in CUDA 129.2-129.7 with the hint,
+//   134.3-134.7 without). torchfuse (`tune_sweep.sh`), against none:
+//   - in registers, f32: layer norm 133.4 -> 129.7, rms norm 133.3 -> 129.2, softmax 133.0 ->
+//     128.5, add + layer norm 263.1 -> 257.2, rows of 65536 (cluster) 158.3 -> 153.2; but rows of
+//     1024 lost (attention softmax 268.7 -> 271.2, bf16 141.3 -> 143.2, bf16 softmax 72.0 ->
+//     72.5). The L1-allocating form (ld.global.L1::evict_last, Triton's) measured the same
+//     within 0.6 us except add + layer norm, 271.3.
+//   - staged, bf16 rows of 4096: softmax 69.7 -> 67.4, layer norm 71.5 -> 69.4, rms norm 70.7
+//     -> 68.5, add + layer norm 138.3 -> 133.1; rows of 1024: layer norm 74.0 -> 71.2, add +
+//     layer norm 138.4 -> 134.4.
+//   - ringed, bf16 rows of 65536: softmax 84.1 / 84.7 -> 82.1 / 81.9, layer norm 102.4 ->
+//     100.5, rms norm 85.8 -> 85.7. Evict-first bulk copies instead: softmax 88.9-89.4.
+//   So rows in shared memory take it, and rows in registers from kHeldRowMin elements.
 constexpr int64_t kHeldRowMin = 4096;
 
 CacheHints choose_cache_hints(const KernelTraffic& traffic) {
@@ -38,7 +44,7 @@ CacheHints choose_cache_hints(const KernelTraffic& traffic) {
   CacheHints h;
   if (mode == 1 || traffic.rereads_rows) h = {true, true, true};
   else if (!traffic.element_outputs && traffic.inputs_16bit) h.evict_loads = true;
-  const bool measured = traffic.held_row >= kHeldRowMin && !traffic.inputs_16bit;
+  const bool measured = traffic.held_in_shared || traffic.held_row >= kHeldRowMin;
   h.hold_loads = traffic.held_row > 0 && (tuning().row_hold > 0 || (tuning().row_hold < 0 && measured));
   return h;
 }

@@ -11,7 +11,7 @@ struct CacheHints {
   bool evict_loads = false;   // the last load of each element no other thread reads: evict first
   bool keep_loads = false;    // loads of rows a later pass reads again (looped rows): evict last
   bool evict_stores = false;  // vector stores of element outputs: evict first
-  bool hold_loads = false;    // loads of rows kept in registers for later passes (cached rows): evict last
+  bool hold_loads = false;    // loads (and bulk copies) of rows kept on chip for later passes: evict last
 };
 
 // What decides the hints: how a kernel moves its data.
@@ -19,7 +19,8 @@ struct KernelTraffic {
   bool rereads_rows = false;     // a looped row schedule: later passes re-read each row through L2
   bool element_outputs = false;  // writes outputs element by element (not only per-row or scalar results)
   bool inputs_16bit = false;     // every input it streams (reads element by element, unshared) is 16-bit
-  int64_t held_row = 0;          // a cached row schedule: elements of each row, loaded once and kept in registers (else 0)
+  int64_t held_row = 0;          // rows loaded once and kept on chip for later passes: their length (else 0)
+  bool held_in_shared = false;   // ...kept in shared memory (staged or ringed rows), not in registers
 };
 
 // The hints for a kernel, from tuning().cache_hints: -1 the measured rules (cache_hints.cpp),

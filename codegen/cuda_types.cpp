@@ -197,6 +197,13 @@ __device__ __forceinline__ void tf_bulk_load(void* dst, const void* src, unsigne
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                : : "r"(tf_smem_address(dst)), "l"(src), "r"(bytes), "r"(tf_smem_address(bar)) : "memory");
 }
+// The same asking L2 to evict the lines it reads last (codegen/cache_hints.h, hold_loads).
+__device__ __forceinline__ void tf_bulk_load_keep(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+               : : "r"(tf_smem_address(dst)), "l"(src), "r"(bytes), "r"(tf_smem_address(bar)), "l"(policy) : "memory");
+}
 #endif
 // Loads and stores with an L2 eviction priority (sm_80+ cache policies; plain accesses before),
 // for what a kernel streams (codegen/cache_hints.h): tf_load_once and tf_store_once for elements

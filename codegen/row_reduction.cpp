@@ -126,6 +126,10 @@ std::string staged_offset(const ReductionLayout& l, size_t k) {
   return "(unsigned)p.cols * " + str(l.staged_bytes_before(k)) + "u";
 }
 
+// The bulk copy of staged or ringed rows: evict-last where the rows a block keeps on chip for its
+// later passes take that hint (codegen/cache_hints.cpp).
+std::string bulk_load(const ReductionLayout& l) { return l.hints.hold_loads ? "tf_bulk_load_keep" : "tf_bulk_load"; }
+
 // Staged rows: the device function that starts copying the rows of the row teams that begin at
 // row0 into one buffer (`buf`, a block's teams one after the other), announcing their bytes on its
 // barrier. Run by one thread.
@@ -144,7 +148,7 @@ void emit_stage_function(SourceBuilder& b, const FusionGroup& g, const Reduction
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!l.inputs[k].staged) continue;
     const std::string kk = str(static_cast<int64_t>(k));
-    b.line("tf_bulk_load(buf + (unsigned)t * team_bytes + " + staged_offset(l, k) + ", p." + input_name(k) + " + sro" + kk +
+    b.line(bulk_load(l) + "(buf + (unsigned)t * team_bytes + " + staged_offset(l, k) + ", p." + input_name(k) + " + sro" + kk +
            ", (unsigned)p.cols * " + str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u, bar);");
   }
 }
@@ -166,7 +170,7 @@ void emit_ring_function(SourceBuilder& b, const FusionGroup& g, const ReductionL
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!l.inputs[k].staged) continue;
     const std::string kk = str(static_cast<int64_t>(k));
-    b.line("tf_bulk_load(slot + " + str(l.ring_chunk * l.staged_bytes_before(k)) + "u, p." + input_name(k) + " + sro" + kk +
+    b.line(bulk_load(l) + "(slot + " + str(l.ring_chunk * l.staged_bytes_before(k)) + "u, p." + input_name(k) + " + sro" + kk +
            " + j, n * " + str(static_cast<int64_t>(c10::elementSize(l.inputs[k].dtype))) + "u, bar);");
   }
 }
@@ -251,7 +255,7 @@ struct RowKernel {
     for (int later = pass + 1; later < a.passes; ++later)
       if (loads_from_memory(k, later)) return l.hints.keep_loads ? LoadHint::EvictLast : LoadHint::None;
     // Cached rows: what a pass before the last loads, later passes read in registers.
-    if (l.hints.hold_loads && pass + 1 < a.passes) return LoadHint::EvictLast;
+    if (l.hints.hold_loads && l.cached && pass + 1 < a.passes) return LoadHint::EvictLast;
     return l.hints.evict_loads ? LoadHint::EvictFirst : LoadHint::None;
   }
 

@@ -82,9 +82,10 @@ struct Tuning {
   // pay, 0 never, 1 wherever possible.
   int row_ring = -1;
   int row_ring_vectors = 0;  // ...each chunk holding this many vectors per thread (0: the most of 4, 2, 1 that fit)
-  // Cached rows (kept in registers): the loads of passes before the last ask L2 to keep their
-  // lines (evict-last), as Triton's row kernels do (see choose_cache_hints in
-  // codegen/cache_hints.cpp): -1 where measured to pay, 0 never, 1 always.
+  // Rows a block keeps on chip for its later passes (registers, or shared memory: staged and
+  // ringed rows): their loads and bulk copies ask L2 to keep the lines (evict-last), as Triton's
+  // row kernels do (see choose_cache_hints in codegen/cache_hints.cpp): -1 where measured to
+  // pay, 0 never, 1 always.
   int row_hold = -1;
 };
 

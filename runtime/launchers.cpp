@@ -66,8 +66,12 @@ codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::R
   auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
                                           a.online_cache_needs ? &*a.online_cache_needs : nullptr, target, allow_vector);
   const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
-  const int64_t held = g.schedule == Schedule::RowReduction && l.cached && a.passes > 1 ? l.reduced() : 0;
-  l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs), held});
+  // Rows a block keeps on chip for its later passes: in registers (cached), shared memory
+  // (staged) or a ring of shared-memory chunks.
+  const bool keeps = l.cached || l.ring_chunk > 0;
+  const int64_t held = g.schedule == Schedule::RowReduction && keeps && a.passes > 1 ? l.reduced() : 0;
+  l.hints = codegen::choose_cache_hints(
+      {looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs), held, l.stages > 0 || l.ring_chunk > 0});
   return l;
 }
 

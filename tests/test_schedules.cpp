@@ -93,7 +93,7 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
   std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
-  EXPECT_NE(src.find("kept0[k] = *reinterpret_cast"), std::string::npos) << src;
+  EXPECT_NE(src.find("kept0[k] = tf_load_keep(reinterpret_cast"), std::string::npos) << src;  // evict-last: held
   EXPECT_EQ(src.find("float cache"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;  // in the sum pass and the output pass
 
@@ -381,7 +381,7 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   std::string src = kernel_source(ln, ln_in);
   EXPECT_TRUE(tftest::contains_in_order(
       src, {"staged: the inputs read again", "2 buffer(s)", "tf_mbar_expect_bytes(bar, (unsigned)teams * team_bytes);",
-            "tf_bulk_load(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 4u, bar);",
+            "tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 4u, bar);",
             "tf_mbar_init(&stage_bar[1]);", "__syncthreads();", "for (int s = 0; s < 1; ++s)",
             "tf_fused_0_stage(p, ahead, stage_smem + (unsigned)s * stage_block_bytes, &stage_bar[s]);",
             "const unsigned stage_buf = stage_it % 2u;", "const unsigned stage_next = (stage_it + 1u) % 2u;",
@@ -426,13 +426,13 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
                                                                      "(stage_it / 3u) & 1u"}));
   }
   // Not staged: f32 rows of 65536 (256 KB), rows that are not whole vectors, sm_80, row_stage=0.
-  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 65536})}).find("tf_bulk_load(buf"), std::string::npos);
-  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 1030})}).find("tf_bulk_load(buf"), std::string::npos);
+  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 65536})}).find("(buf + (unsigned)t * team_bytes"), std::string::npos);
+  EXPECT_EQ(kernel_source(softmax, {torch::randn({4, 1030})}).find("(buf + (unsigned)t * team_bytes"), std::string::npos);
   auto o = tftest::quiet_options();
   o.offline_arch = "sm_80";
-  EXPECT_EQ(torchfuse::compile(ln, o).explain(ln_in).kernels.at(0).source.find("tf_bulk_load(buf"), std::string::npos);
+  EXPECT_EQ(torchfuse::compile(ln, o).explain(ln_in).kernels.at(0).source.find("(buf + (unsigned)t * team_bytes"), std::string::npos);
   cg::ScopedTuning off(with("row_stage=0"));
-  EXPECT_EQ(kernel_source(ln, ln_in).find("tf_bulk_load(buf"), std::string::npos);
+  EXPECT_EQ(kernel_source(ln, ln_in).find("(buf + (unsigned)t * team_bytes"), std::string::npos);
 }
 
 // Ringed rows (row_ring, sm_90): 16-bit rows too long to stage whole but within what shared
@@ -450,7 +450,7 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
       src, {"looped mode: 1024 threads per row", "ringed: the inputs read again stream through a ring of 3 chunks of 32768 columns",
             "void tf_fused_0_ring(const tf_fused_0_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar)",
             "const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;",
-            "tf_mbar_expect_bytes(bar, n * 2u);", "tf_bulk_load(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
+            "tf_mbar_expect_bytes(bar, n * 2u);", "tf_bulk_load_keep(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
             "__launch_bounds__(1024)", "__shared__ __align__(8) unsigned long long ring_bar[3];", "tf_mbar_init(&ring_bar[s]);",
             "const unsigned ring_total = ring_rows * ring_chunks;",
             "tf_fused_0_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);",
@@ -475,8 +475,8 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
   const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 40000));
   src = compiled(add_ln, {b16({2, 40000}), b16({2, 40000}), b16({40000}), b16({40000})});
   EXPECT_TRUE(tftest::contains_in_order(src, {"a ring of 6 chunks of 8192 columns", "tf_mbar_expect_bytes(bar, n * 4u);",
-                                              "tf_bulk_load(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
-                                              "tf_bulk_load(slot + 16384u, p.in1 + sro1 + j, n * 2u, bar);",
+                                              "tf_bulk_load_keep(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);",
+                                              "tf_bulk_load_keep(slot + 16384u, p.in1 + sro1 + j, n * 2u, bar);",
                                               "stage1 = reinterpret_cast<const tf_bf16*>(ring_slot + 16384u);"}))
       << src;
   // Not ringed.
@@ -504,7 +504,7 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   auto staged = [&](const torch::Tensor& x) {
     const std::string src = kernel_source(softmax, {x});
-    return src.find("tf_bulk_load(buf") != std::string::npos && src.find("1 buffer(s)") != std::string::npos;
+    return src.find("(buf + (unsigned)t * team_bytes") != std::string::npos && src.find("1 buffer(s)") != std::string::npos;
   };
   auto b16 = [](int64_t cols) { return torch::randn({4, cols}).to(c10::kBFloat16); };
   EXPECT_TRUE(staged(b16(2048)));
@@ -517,11 +517,11 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
     const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, cols));
     const auto w = torch::randn({cols}).to(c10::kBFloat16);
     const std::string src = kernel_source(ln, {b16(cols), w, w});
-    EXPECT_NE(src.find("tf_bulk_load(buf"), std::string::npos) << cols << src;
+    EXPECT_NE(src.find("tf_bulk_load_keep(buf"), std::string::npos) << cols << src;
   }
   const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   EXPECT_EQ(kernel_source(attn, {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16), torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)})
-                .find("tf_bulk_load(buf"),
+                .find("tf_bulk_load_keep(buf"),
             std::string::npos);
   cg::ScopedTuning values(with("row_cache=values"));
   EXPECT_FALSE(staged(b16(4096)));
@@ -671,10 +671,11 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
     EXPECT_EQ(src.find("tf_load_"), std::string::npos) << src;
     EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
   }
-  // All hints: still none on operands whose elements serve several rows (the weights).
+  // All hints: still none on operands whose elements serve several rows (the weights); the rows
+  // kept in registers load evict-last.
   cg::ScopedTuning all(with("cache_hints=1,row_stage=0,row_ring=0"));
   src = body(kernel_source(ln, ln_in));
-  EXPECT_TRUE(tftest::contains_in_order(src, {once_bf16, "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0", "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
                                               "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2", "tf_store_once("}))
       << src;
   const auto bias = module_returning("x, b", "(x + b) * 2.0");
@@ -684,8 +685,9 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
       << src;
 }
 
-// Rows kept in registers (cached rows) over f32 and at least 4096 long: the passes before the last
-// load with evict-last; the last pass reads them in registers, and loads the weights plainly.
+// Rows a block keeps on chip for its later passes (codegen/cache_hints.cpp): in registers from 4096
+// elements, the passes before the last load them with evict-last (the last pass reads them in
+// registers, and loads the weights plainly); in shared memory, their bulk copies.
 TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   const std::string keep_f32 = "tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in";
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
@@ -705,16 +707,23 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   src = body(kernel_source(softmax, {torch::randn({4, 65536})}));
   EXPECT_NE(src.find("tf_cluster_rank"), std::string::npos) << src;
   EXPECT_NE(src.find(keep_f32 + "0"), std::string::npos) << src;
-  // Not on rows of 1024 (attention softmax lost with it), nor on 16-bit rows.
+  // Not on rows of 1024 in registers (attention softmax lost with it), f32 or 16-bit; 16-bit rows
+  // of 4096 in registers take it.
   const std::vector<c10::IValue> short_rows{torch::randn({64, 1024})};
   EXPECT_EQ(body(kernel_source(softmax, short_rows)).find("tf_load_"), std::string::npos);
   const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  EXPECT_EQ(body(kernel_source(softmax, {bf16({64, 1024})})).find("tf_load_"), std::string::npos);
   {
     cg::ScopedTuning registers(with("row_stage=0"));
     src = kernel_source(softmax, {bf16({64, 4096})});
     EXPECT_NE(src.find("cached mode"), std::string::npos) << src;
-    EXPECT_EQ(body(src).find("tf_load_"), std::string::npos) << src;
+    EXPECT_NE(body(src).find("tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0"), std::string::npos) << src;
   }
+  // Rows in shared memory (staged or ringed) take it at every length: their bulk copies.
+  const auto ln1024 = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 1024));
+  src = kernel_source(ln1024, {bf16({4, 1024}), bf16({1024}), bf16({1024})});
+  EXPECT_NE(src.find("tf_bulk_load_keep(buf"), std::string::npos) << src;
+  EXPECT_EQ(src.find("tf_bulk_load(buf"), std::string::npos) << src;
   {
     cg::ScopedTuning off(with("row_hold=0"));
     EXPECT_EQ(body(kernel_source(ln, ln_in)).find("tf_load_"), std::string::npos);
