@@ -36,6 +36,13 @@ namespace codegen {
 //   - ringed, bf16 rows of 65536: softmax 84.1 / 84.7 -> 82.1 / 81.9, layer norm 102.4 ->
 //     100.5, rms norm 85.8 -> 85.7. Evict-first bulk copies instead: softmax 88.9-89.4.
 //   So rows in shared memory take it, and rows in registers from kHeldRowMin elements.
+// - Inputs several rows read (tuning().shared_hold), evict-last and kept in L1, as Triton loads
+//   an attention mask: f32 attention softmax (mask [1, 1, 1024, 1024] over 8 x 16 heads) 268.2
+//   -> 258.7 us, bf16 140.9 -> 139.5 (an Nsight Compute profile at b4818da had the f32 kernel
+//   read 566 MB from DRAM where Triton's read 541 and the minimum is 516: the mask's lines
+//   were evicted between the heads that read them). Weights, the same row for every row, lost
+//   (f32 layer norm 130.1 -> 132.4, add + layer norm 257.8 -> 263.5; bf16 and rms norm within
+//   0.3 us), so only kernels where a shared input differs between rows take it.
 constexpr int64_t kHeldRowMin = 4096;
 
 CacheHints choose_cache_hints(const KernelTraffic& traffic) {
@@ -46,6 +53,8 @@ CacheHints choose_cache_hints(const KernelTraffic& traffic) {
   else if (!traffic.element_outputs && traffic.inputs_16bit) h.evict_loads = true;
   const bool measured = traffic.held_in_shared || traffic.held_row >= kHeldRowMin;
   h.hold_loads = traffic.held_row > 0 && (tuning().row_hold > 0 || (tuning().row_hold < 0 && measured));
+  h.keep_shared = traffic.shared_inputs &&
+                  (tuning().shared_hold > 0 || (tuning().shared_hold < 0 && traffic.shared_rows_differ));
   return h;
 }
 

@@ -12,6 +12,7 @@ struct CacheHints {
   bool keep_loads = false;    // loads of rows a later pass reads again (looped rows): evict last
   bool evict_stores = false;  // vector stores of element outputs: evict first
   bool hold_loads = false;    // loads (and bulk copies) of rows kept on chip for later passes: evict last
+  bool keep_shared = false;   // row schedules' loads of inputs several rows read: evict last
 };
 
 // What decides the hints: how a kernel moves its data.
@@ -21,10 +22,14 @@ struct KernelTraffic {
   bool inputs_16bit = false;     // every input it streams (reads element by element, unshared) is 16-bit
   int64_t held_row = 0;          // rows loaded once and kept on chip for later passes: their length (else 0)
   bool held_in_shared = false;   // ...kept in shared memory (staged or ringed rows), not in registers
+  bool shared_inputs = false;    // a row schedule loads inputs several rows read (stride 0 over a kept dim)
+  bool shared_rows_differ = false;  // ...one of which differs between rows (an attention mask), not
+                                    // the same row for all of them (a layer norm's weights)
 };
 
 // The hints for a kernel, from tuning().cache_hints: -1 the measured rules (cache_hints.cpp),
-// 0 none, 1 all of them; hold_loads also from tuning().row_hold.
+// 0 none, 1 all of them; hold_loads also from tuning().row_hold, keep_shared from
+// tuning().shared_hold.
 CacheHints choose_cache_hints(const KernelTraffic& traffic);
 
 }  // namespace codegen

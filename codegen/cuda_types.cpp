@@ -64,6 +64,7 @@ std::string vector_load(const std::string& vt, const std::string& addr, LoadHint
   switch (hint) {
     case LoadHint::EvictFirst: return "tf_load_once(" + ptr + ")";
     case LoadHint::EvictLast: return "tf_load_keep(" + ptr + ")";
+    case LoadHint::KeepShared: return "tf_load_shared(" + ptr + ")";
     case LoadHint::None: break;
   }
   return "*" + ptr;
@@ -158,6 +159,15 @@ __device__ __forceinline__ tf_bf16 tf_float_to_bf16(float f) {
   return h;
 }
 
+// An L2 cache policy (sm_80+): evict the lines an access touches last (Last) or first.
+template <bool Last> __device__ __forceinline__ unsigned long long tf_l2_policy() {
+  unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+  if constexpr (Last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+  return policy;
+}
 // Starts bringing `bytes` (a multiple of 16, from a 16-byte-aligned address) of global memory
 // into L2 without waiting for it (sm_90+; nothing before).
 __device__ __forceinline__ void tf_prefetch_l2(const void* p, unsigned bytes) {
@@ -199,8 +209,7 @@ __device__ __forceinline__ void tf_bulk_load(void* dst, const void* src, unsigne
 }
 // The same asking L2 to evict the lines it reads last (codegen/cache_hints.h, hold_loads).
 __device__ __forceinline__ void tf_bulk_load_keep(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  const unsigned long long policy = tf_l2_policy<true>();
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                : : "r"(tf_smem_address(dst)), "l"(src), "r"(bytes), "r"(tf_smem_address(bar)), "l"(policy) : "memory");
 }
@@ -208,40 +217,42 @@ __device__ __forceinline__ void tf_bulk_load_keep(void* dst, const void* src, un
 // Loads and stores with an L2 eviction priority (sm_80+ cache policies; plain accesses before),
 // for what a kernel streams (codegen/cache_hints.h): tf_load_once and tf_store_once for elements
 // touched for the last time (evicted before other lines), tf_load_keep for rows a later pass
-// reads again (evicted after them). V is a 2-, 4-, 8- or 16-byte value. Loads take the
-// read-only path: only inputs, which no kernel writes, go through them.
-template <bool Last> __device__ __forceinline__ unsigned long long tf_l2_policy() {
-  unsigned long long policy = 0;
-#if __CUDA_ARCH__ >= 800
-  if constexpr (Last) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-#endif
-  return policy;
-}
+// reads again (evicted after them), tf_load_shared for inputs several rows read (evicted after
+// them, and kept in L1). V is a 2-, 4-, 8- or 16-byte value. Loads take the read-only path:
+// only inputs, which no kernel writes, go through them.
 template <typename V> union tf_words { V v; unsigned short h; unsigned w[4]; };
-template <bool Last, typename V> __device__ __forceinline__ V tf_load_hinted(const V* p) {
-  static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, "tf_load_hinted: size");
-#if __CUDA_ARCH__ >= 800
-  const unsigned long long policy = tf_l2_policy<Last>();
-  tf_words<V> u;
-  if constexpr (sizeof(V) == 16) {
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(u.w[0]), "=r"(u.w[1]), "=r"(u.w[2]), "=r"(u.w[3]) : "l"(p), "l"(policy));
-  } else if constexpr (sizeof(V) == 8) {
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-        : "=r"(u.w[0]), "=r"(u.w[1]) : "l"(p), "l"(policy));
-  } else if constexpr (sizeof(V) == 4) {
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u.w[0]) : "l"(p), "l"(policy));
-  } else {
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(u.h) : "l"(p), "l"(policy));
+// NAME<Last>(p): a load through the read-only path with L1 qualifier L1Q and the L2 policy.
+#define TF_DEFINE_HINTED_LOAD(NAME, L1Q)                                                                  \
+  template <bool Last, typename V> __device__ __forceinline__ V NAME(const V* p) {                        \
+    static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, #NAME ": size"); \
+    const unsigned long long policy = tf_l2_policy<Last>();                                                \
+    tf_words<V> u;                                                                                         \
+    if constexpr (sizeof(V) == 16) {                                                                       \
+      asm("ld.global.nc." L1Q ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"                         \
+          : "=r"(u.w[0]), "=r"(u.w[1]), "=r"(u.w[2]), "=r"(u.w[3]) : "l"(p), "l"(policy));                 \
+    } else if constexpr (sizeof(V) == 8) {                                                                 \
+      asm("ld.global.nc." L1Q ".L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"                                 \
+          : "=r"(u.w[0]), "=r"(u.w[1]) : "l"(p), "l"(policy));                                             \
+    } else if constexpr (sizeof(V) == 4) {                                                                 \
+      asm("ld.global.nc." L1Q ".L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u.w[0]) : "l"(p), "l"(policy));   \
+    } else {                                                                                               \
+      asm("ld.global.nc." L1Q ".L2::cache_hint.u16 %0, [%1], %2;" : "=h"(u.h) : "l"(p), "l"(policy));      \
+    }                                                                                                      \
+    return u.v;                                                                                            \
   }
-  return u.v;
+#if __CUDA_ARCH__ >= 800
+// Streamed elements skip L1; inputs several rows read (tf_load_shared) stay in it for the block's
+// other rows and the multiprocessor's other blocks.
+TF_DEFINE_HINTED_LOAD(tf_load_hinted, "L1::no_allocate")
+TF_DEFINE_HINTED_LOAD(tf_load_hinted_l1, "L1::evict_last")
 #else
-  return *p;
+template <bool Last, typename V> __device__ __forceinline__ V tf_load_hinted(const V* p) { return *p; }
+template <bool Last, typename V> __device__ __forceinline__ V tf_load_hinted_l1(const V* p) { return *p; }
 #endif
-}
+#undef TF_DEFINE_HINTED_LOAD
 template <typename V> __device__ __forceinline__ V tf_load_once(const V* p) { return tf_load_hinted<false>(p); }
 template <typename V> __device__ __forceinline__ V tf_load_keep(const V* p) { return tf_load_hinted<true>(p); }
+template <typename V> __device__ __forceinline__ V tf_load_shared(const V* p) { return tf_load_hinted_l1<true>(p); }
 template <typename V> __device__ __forceinline__ void tf_store_once(V* p, const V& v) {
   static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, "tf_store_once: size");
 #if __CUDA_ARCH__ >= 800

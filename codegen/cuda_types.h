@@ -26,8 +26,9 @@ std::string load_convert(const std::string& expr, c10::ScalarType dtype);
 // Register value narrowed to the storage type of `dtype` (round to nearest even for fp16/bf16).
 std::string store_convert(const std::string& expr, c10::ScalarType dtype);
 // A vector of type `vt` loaded from / stored to `addr`: a plain access, or one with an L2
-// eviction priority (tf_load_once, tf_load_keep, tf_store_once; see codegen/cache_hints.h).
-enum class LoadHint { None, EvictFirst, EvictLast };
+// eviction priority (tf_load_once, tf_load_keep, tf_store_once; see codegen/cache_hints.h);
+// KeepShared: evict last from L2, kept in L1 (tf_load_shared: inputs several rows read).
+enum class LoadHint { None, EvictFirst, EvictLast, KeepShared };
 std::string vector_load(const std::string& vt, const std::string& addr, LoadHint hint);
 std::string vector_store(const std::string& vt, const std::string& addr, const std::string& value, bool evict_first);
 // Statements declaring `var`, a tf_vec of `vec` lanes of `dtype`, from the register array `regs`

@@ -371,7 +371,7 @@ std::string ReductionLayout::key() const {
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
                   ";fast=" + std::to_string(fast_math) + ";minb=" + std::to_string(min_blocks) +
                   ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";stages=" + std::to_string(stages) + ";ring=" + std::to_string(ring_chunk) + "x" + std::to_string(ring_slots) + ";hints=" + std::to_string(hints.evict_loads) +
-                  std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + std::to_string(hints.hold_loads) + ";in=";
+                  std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + std::to_string(hints.hold_loads) + std::to_string(hints.keep_shared) + ";in=";
   for (const auto& in : inputs) {
     k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared" : "") + (in.staged ? ":staged," : ",");
   }

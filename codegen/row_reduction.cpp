@@ -249,9 +249,10 @@ struct RowKernel {
     return !keeps_input(k) || first_pass.at(g.inputs[k]) == pass;
   }
   // The L2 hint for input k's loads in `pass`: evict first after its last load (where no other
-  // row reads its elements), evict last before a later pass reads them again.
+  // row reads its elements), evict last before a later pass reads them again; inputs other rows
+  // read too (an attention mask) stay in L1 and last in L2 where the hints ask for it.
   LoadHint load_hint(size_t k, int pass) const {
-    if (l.inputs[k].shared) return LoadHint::None;
+    if (l.inputs[k].shared) return l.hints.keep_shared ? LoadHint::KeepShared : LoadHint::None;
     for (int later = pass + 1; later < a.passes; ++later)
       if (loads_from_memory(k, later)) return l.hints.keep_loads ? LoadHint::EvictLast : LoadHint::None;
     // Cached rows: what a pass before the last loads, later passes read in registers.

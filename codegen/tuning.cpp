@@ -67,6 +67,7 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "row_ring") t.row_ring = parse_int(name, value, -1, 1);
     else if (name == "row_ring_vectors") t.row_ring_vectors = parse_int(name, value, 0, 16);
     else if (name == "row_hold") t.row_hold = parse_int(name, value, -1, 1);
+    else if (name == "shared_hold") t.shared_hold = parse_int(name, value, -1, 1);
     else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
   }
   return t;

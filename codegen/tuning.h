@@ -87,6 +87,10 @@ struct Tuning {
   // row kernels do (see choose_cache_hints in codegen/cache_hints.cpp): -1 where measured to
   // pay, 0 never, 1 always.
   int row_hold = -1;
+  // Inputs several rows read (an attention mask broadcast over batch and heads, a layer norm's
+  // weights): their loads ask L2 to keep the lines (evict-last), as Triton's do (see
+  // choose_cache_hints): -1 where measured to pay, 0 never, 1 always.
+  int shared_hold = -1;
 };
 
 // The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.

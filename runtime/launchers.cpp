@@ -70,8 +70,19 @@ codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::R
   // (staged) or a ring of shared-memory chunks.
   const bool keeps = l.cached || l.ring_chunk > 0;
   const int64_t held = g.schedule == Schedule::RowReduction && keeps && a.passes > 1 ? l.reduced() : 0;
-  l.hints = codegen::choose_cache_hints(
-      {looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs), held, l.stages > 0 || l.ring_chunk > 0});
+  // Inputs several rows read, and whether one of them differs between rows (a stride over a
+  // row dim of size > 1: an attention mask's query dim, unlike a layer norm's weights).
+  const bool rows = g.schedule == Schedule::RowReduction;
+  const auto differs = [&](const codegen::SegmentedOperand& in) {
+    for (size_t d = 0; d < in.outer_strides.size(); ++d)
+      if (in.outer_strides[d] != 0 && l.outer_sizes[d] > 1) return true;
+    return false;
+  };
+  const bool shared = rows && std::any_of(l.inputs.begin(), l.inputs.end(), [](const auto& in) { return in.shared; });
+  const bool shared_differ =
+      rows && std::any_of(l.inputs.begin(), l.inputs.end(), [&](const auto& in) { return in.shared && differs(in); });
+  l.hints = codegen::choose_cache_hints({looped, !element_output_dtypes(g, &a).empty(), streams_16bit(l.inputs), held,
+                                         l.stages > 0 || l.ring_chunk > 0, shared, shared_differ});
   return l;
 }
 

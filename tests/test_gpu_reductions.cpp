@@ -141,11 +141,12 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
 }
 
 // L2 cache hints change no result: with none, with all, and with the default on rows that loop
-// (no clusters: f32 loops too), on rows kept in registers (row_hold=1: every length), on kernels
-// that only read, and on a mixed-dtype pointwise kernel whose hinted loads take every vector size.
+// (no clusters: f32 loops too), on rows kept in registers (row_hold=1: every length), on inputs
+// several rows read (shared_hold=1: an attention mask, weights), on kernels that only read, and on
+// a mixed-dtype pointwise kernel whose hinted loads take every vector size.
 TEST(GpuReductions, CacheHintsMatchEager) {
   REQUIRE_GPU();
-  for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1", "row_hold=1"}) {
+  for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1", "row_hold=1", "shared_hold=1"}) {
     torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
@@ -153,6 +154,12 @@ TEST(GpuReductions, CacheHintsMatchEager) {
                            [&] { return std::vector<c10::IValue>{rnd({16, 65536}, dtype)}; }, "softmax 65536 " + tag, 1);
       expect_matches_eager(module_returning("x", "torch.layer_norm(x, [65536])"),
                            [&] { return std::vector<c10::IValue>{rnd({16, 65536}, dtype)}; }, "layer_norm 65536 " + tag, 1);
+      expect_matches_eager(module_returning("s, m", "torch.softmax(s * 0.125 + m, dim=-1)"),
+                           [&] { return std::vector<c10::IValue>{rnd({2, 3, 40, 1024}, dtype), rnd({1, 1, 40, 1024}, dtype)}; },
+                           "masked softmax " + tag, 1);
+      expect_matches_eager(module_returning("x, w, b", "torch.layer_norm(x, [2048], w, b, 1e-5)"),
+                           [&] { return std::vector<c10::IValue>{rnd({50, 2048}, dtype), rnd({2048}, dtype), rnd({2048}, dtype)}; },
+                           "layer_norm weights " + tag, 1);
       expect_matches_eager(module_returning("x", "torch.logsumexp(x, -1)"),
                            [&] { return std::vector<c10::IValue>{rnd({64, 4096}, dtype)}; }, "logsumexp " + tag, 1);
       expect_matches_eager(module_returning("x", "x.sum(0) * 2.0"),

@@ -45,12 +45,13 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_prefetch, -1);
   EXPECT_EQ(d.cache_hints, -1);
   EXPECT_EQ(d.row_hold, -1);
+  EXPECT_EQ(d.shared_hold, -1);
   EXPECT_EQ(d.row_stage, -1);
   EXPECT_EQ(d.looped_unroll, 0);
   EXPECT_EQ(d.row_cache_registers, 0);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0,looped_unroll=4,row_cache_registers=32");
+      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -61,6 +62,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.cache_hints, 0);
   EXPECT_EQ(t.looped_unroll, 4);
   EXPECT_EQ(t.row_cache_registers, 32);
+  EXPECT_EQ(t.shared_hold, 1);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -80,6 +82,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("fast_math=2").find("must be in [0, 1]"), std::string::npos);
   EXPECT_NE(message("cache_hints=2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_hold=2").find("must be in [-1, 1]"), std::string::npos);
+  EXPECT_NE(message("shared_hold=-2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
@@ -411,12 +414,13 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
                                               "__syncthreads();  // this row group's buffer is free again"}))
       << src;
   EXPECT_EQ(src.find("tf_mbar_init(&stage_bar[1])"), std::string::npos) << src;
-  // An attention mask broadcast over the batch serves many rows: it stays a global load.
+  // An attention mask broadcast over the batch serves many rows: it stays a global load (asking
+  // L2 to keep it).
   const auto attn = module_from(tftest::with_row_length(tftest::suite_pattern("attn_softmax_mask").source, 1024));
   src = kernel_source(attn, {b16({2, 2, 8, 1024}), b16({1, 1, 8, 1024})});
   EXPECT_TRUE(tftest::contains_in_order(src, {"const unsigned team_bytes = (unsigned)p.cols * 2u;", "p.in0 + sro0",
                                               "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);",
-                                              "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);"}))
+                                              "tf_load_shared(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0));"}))
       << src;
   EXPECT_EQ(src.find("p.in1 + sro1"), std::string::npos) << src;
   // Three buffers where asked for and they fit.
@@ -730,6 +734,34 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   }
   cg::ScopedTuning on(with("row_hold=1"));
   EXPECT_NE(body(kernel_source(softmax, short_rows)).find(keep_f32 + "0"), std::string::npos);
+}
+
+// Inputs several rows read: an attention mask (one row per query, the same for every batch and
+// head) loads evict-last and kept in L1, in f32 and bf16, while the score rows stay plain; a layer
+// norm's weights (the same row for every row) only with shared_hold=1; none with shared_hold=0.
+TEST(CacheHints, AttentionMaskLoadsEvictLast) {
+  const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
+  const auto shared = [](const std::string& type, int vec, int k) {
+    return "tf_load_shared(reinterpret_cast<const tf_vec<" + type + ", " + std::to_string(vec) + ">*>(in" + std::to_string(k);
+  };
+  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const std::vector<c10::IValue> in{torch::randn({2, 4, 64, 1024}).to(dtype), torch::randn({1, 1, 64, 1024}).to(dtype)};
+    const std::string src = body(compiled(attn, in));  // NVRTC compiles the hinted loads
+    const std::string type = dtype == c10::kFloat ? "float" : "tf_bf16";
+    const int vec = dtype == c10::kFloat ? 4 : 8;
+    EXPECT_NE(src.find(shared(type, vec, 1)), std::string::npos) << src;
+    EXPECT_EQ(src.find(shared(type, vec, 0)), std::string::npos) << src;
+    EXPECT_EQ(src.find("tf_load_keep("), std::string::npos) << src;
+    cg::ScopedTuning off(with("shared_hold=0"));
+    EXPECT_EQ(body(kernel_source(attn, in)).find("tf_load_shared("), std::string::npos);
+  }
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
+  EXPECT_EQ(body(kernel_source(ln, ln_in)).find("tf_load_shared("), std::string::npos);
+  cg::ScopedTuning on(with("shared_hold=1"));
+  const std::string src = body(kernel_source(ln, ln_in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {shared("float", 4, 1), shared("float", 4, 2)})) << src;
 }
 
 // Hinted loads of every vector size (2, 4, 8 and 16 bytes: a double iteration reads bools, bf16,
