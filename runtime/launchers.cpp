@@ -57,7 +57,8 @@ codegen::PointwiseLayout pointwise_layout(const FusionGroup& g, const codegen::R
 codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c) {
   auto l = pointwise_layout(g, &a, c);
   // (The grid stays far below kMaxGridThreads, so the index width planned for it still holds.)
-  l.unroll = l.vec > 1 ? codegen::tuning().full_unroll : 1;
+  const int unroll = codegen::tuning().full_unroll;
+  l.unroll = l.vec == 1 ? 1 : unroll > 0 ? unroll : streams_16bit(l.inputs) ? 2 : 1;
   return l;
 }
 

@@ -35,6 +35,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
   EXPECT_EQ(d.pointwise_unroll, 1);
   EXPECT_EQ(d.column_unroll, 8);
+  EXPECT_EQ(d.full_unroll, 0);
   EXPECT_EQ(d.pointwise_waves, 0);
   EXPECT_EQ(d.row_waves, 0);
   EXPECT_EQ(d.row_cache, cg::RowCachePolicy::Auto);
@@ -639,6 +640,15 @@ TEST(Unroll, ColumnAndFullReductionsLoadSeveralRowsFirst) {
       << src;
   src = kernel_source(module_returning("x", "(x * x).mean()"), {torch::randn({512, 256})});
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast", "v0[u].v[lane]"})) << src;
+}
+
+// Full reductions by default: two vectors a thread over 16-bit inputs, one over f32.
+TEST(Unroll, FullReductionsUnrollSixteenBitInputs) {
+  const auto m = module_returning("x", "(x * x).mean()");
+  std::string src = kernel_source(m, {torch::randn({512, 256}).to(c10::kBFloat16)});
+  EXPECT_NE(src.find("tf_vec<tf_bf16, 8> v0[2];"), std::string::npos) << src;
+  src = kernel_source(m, {torch::randn({512, 256})});
+  EXPECT_NE(src.find("tf_vec<float, 4> v0[1];"), std::string::npos) << src;
 }
 
 // Which loads and stores carry an L2 eviction hint (codegen/cache_hints.cpp), by how the kernel
