@@ -91,8 +91,9 @@ struct Tuning {
   // pay, 0 never, 1 always.
   int row_hold = -1;
   // Inputs several rows read (an attention mask broadcast over batch and heads, a layer norm's
-  // weights): their loads ask L2 to keep the lines (evict-last), as Triton's do (see
-  // choose_cache_hints): -1 where measured to pay, 0 never, 1 always.
+  // weights): their loads ask L2 to keep the lines (evict-last) and stay in L1, as Triton's do
+  // (see choose_cache_hints): -1 where one of them differs between rows (a mask: measured to
+  // pay; weights lost), 0 never, 1 always.
   int shared_hold = -1;
 };
 
