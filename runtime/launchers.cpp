@@ -66,14 +66,14 @@ codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::R
                                           const codegen::DeviceTarget& target, bool allow_vector) {
   auto l = codegen::plan_reduction_layout(g.schedule, c.domain, a.rd.dims, c.shapes, a.cache_needs,
                                           a.online_cache_needs ? &*a.online_cache_needs : nullptr, target, allow_vector);
-  const bool looped = g.schedule == Schedule::RowReduction && !l.cached;
+  const bool rows = g.schedule == Schedule::RowReduction;
+  const bool looped = rows && !l.cached;
   // Rows a block keeps on chip for its later passes: in registers (cached), shared memory
   // (staged) or a ring of shared-memory chunks.
   const bool keeps = l.cached || l.ring_chunk > 0;
-  const int64_t held = g.schedule == Schedule::RowReduction && keeps && a.passes > 1 ? l.reduced() : 0;
+  const int64_t held = rows && keeps && a.passes > 1 ? l.reduced() : 0;
   // Inputs several rows read, and whether one of them differs between rows (a stride over a
   // row dim of size > 1: an attention mask's query dim, unlike a layer norm's weights).
-  const bool rows = g.schedule == Schedule::RowReduction;
   const auto differs = [&](const codegen::SegmentedOperand& in) {
     for (size_t d = 0; d < in.outer_strides.size(); ++d)
       if (in.outer_strides[d] != 0 && l.outer_sizes[d] > 1) return true;
