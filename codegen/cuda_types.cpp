@@ -550,6 +550,48 @@ template <int WARPS, int C, typename T, typename Op> __device__ __forceinline__ 
   return r;
 }
 #endif
+// Split reductions (codegen/split_reduction.cpp): one thread of a block counts the block's
+// arrival after a __syncthreads that follows the block's partial-result writes, and learns how
+// many blocks came before. Release (those writes) and acquire (every earlier block's) at GPU
+// scope in the atomic itself: one thread's ordering instead of a fence in every thread.
+__device__ __forceinline__ unsigned tf_count_arrival(unsigned* counter) {
+  unsigned before;
+#if __CUDA_ARCH__ >= 700
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(counter) : "memory");
+#else
+  __threadfence();
+  before = atomicAdd(counter, 1u);
+  __threadfence();
+#endif
+  return before;
+}
+// N consecutive partial results other blocks wrote (at an address aligned to N * sizeof(T), or to
+// 16 bytes), read through L2 (ld.global.cg) in 16- or 8-byte words where they fill whole ones.
+template <typename T, int N> __device__ __forceinline__ void tf_load_partials(T (&dst)[N], const T* src) {
+  constexpr int bytes = N * (int)sizeof(T);
+  if constexpr (bytes % 16 == 0 && 16 % sizeof(T) == 0) {
+    constexpr int per = 16 / (int)sizeof(T);
+#pragma unroll
+    for (int c = 0; c < N / per; ++c) {
+      union { uint4 w; T t[per]; } u;
+      u.w = __ldcg(reinterpret_cast<const uint4*>(src) + c);
+#pragma unroll
+      for (int j = 0; j < per; ++j) dst[c * per + j] = u.t[j];
+    }
+  } else if constexpr (bytes % 8 == 0 && 8 % sizeof(T) == 0) {
+    constexpr int per = 8 / (int)sizeof(T);
+#pragma unroll
+    for (int c = 0; c < N / per; ++c) {
+      union { uint2 w; T t[per]; } u;
+      u.w = __ldcg(reinterpret_cast<const uint2*>(src) + c);
+#pragma unroll
+      for (int j = 0; j < per; ++j) dst[c * per + j] = u.t[j];
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) dst[j] = __ldcg(src + j);
+  }
+}
 // ---- end of prelude ----
 )CUDA";
   return text;

@@ -421,6 +421,25 @@ TEST(GpuReductions, DivisionByRowValuesAtTheEdgesMatchesEager) {
   expect_matches_eager(module_returning("x", "(x * 2.0) / x.amax(-1, keepdim=True)"), make, "2x / max", 1);
 }
 
+// Column reductions split over many blocks: the last block of a tile adds more partial rows than
+// one batch of loads covers (a single tile of columns splits the most), with two reductions in
+// one kernel; full reductions add more partials than a block has threads.
+TEST(GpuReductions, SplitCombinesMatchEager) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* expr;
+    std::vector<int64_t> shape;
+  };
+  for (auto dtype : kDtypes) {
+    for (const auto& c : {Case{"x.sum(0)", {65536, 8}}, Case{"x.sum(0) + x.amax(0)", {65536, 32}},
+                          Case{"x.mean(0, keepdim=True) * 2.0", {20000, 96}}, Case{"x.sum(0)", {16384, 4096}},
+                          Case{"(x * x).mean()", {8192, 8192}}, Case{"x.amax() + x.sum()", {3000, 1001}}}) {
+      expect_matches_eager(module_returning("x", c.expr), [&] { return std::vector<c10::IValue>{rnd(c.shape, dtype)}; },
+                           std::string(c.expr) + " " + c10::toString(dtype), 1);
+    }
+  }
+}
+
 TEST(GpuReductions, Deterministic) {
   REQUIRE_GPU();
   struct Case {

@@ -651,6 +651,32 @@ TEST(Unroll, FullReductionsUnrollSixteenBitInputs) {
   EXPECT_NE(src.find("tf_vec<float, 4> v0[1];"), std::string::npos) << src;
 }
 
+// Split reductions end with one thread's acquire-release count of the block's arrival (no fence
+// in every thread); the last column block loads its partial rows a batch at a time, whole vectors
+// of them, in as many batches as 128 bytes a thread allow (NVRTC compiles each form).
+TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
+  struct Case {
+    const char* expr;
+    c10::ScalarType dtype;
+    const char* batch;  // the partials one thread loads at once
+  };
+  for (const auto& c : {Case{"x.sum(0)", c10::kBFloat16, "float pv_acc0[4][8];"}, Case{"x.sum(0)", c10::kFloat, "double pv_acc0[4][4];"},
+                        Case{"x.sum(0) + x.amax(0)", c10::kHalf, "float pv_acc1[2][8];"},
+                        Case{"x.sum(0) + x.amax(0)", c10::kFloat, "float pv_acc1[2][4];"}}) {
+    SCOPED_TRACE(std::string(c.expr) + " " + c10::toString(c.dtype));
+    const std::string src = body(compiled(module_returning("x", c.expr), {torch::randn({4096, 256}).to(c.dtype)}));
+    EXPECT_TRUE(tftest::contains_in_order(src, {"tf_last = tf_count_arrival((p.counters + blockIdx.x)) == (unsigned)p.split - 1u;",
+                                                "for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += ", c.batch,
+                                                "tf_load_partials(pv_acc"}))
+        << src;
+    EXPECT_EQ(src.find("__threadfence"), std::string::npos) << src;
+  }
+  const std::string full = body(compiled(module_returning("x", "(x * x).mean()"), {torch::randn({512, 256})}));
+  EXPECT_TRUE(tftest::contains_in_order(full, {"tf_count_arrival(p.counters) == gridDim.x - 1u", "#pragma unroll 4", "__ldcg(p.part_acc0 + q)"}))
+      << full;
+  EXPECT_EQ(full.find("__threadfence"), std::string::npos) << full;
+}
+
 // Which loads and stores carry an L2 eviction hint (codegen/cache_hints.cpp), by how the kernel
 // moves its data.
 TEST(CacheHints, ByHowTheKernelMovesItsData) {
