@@ -477,9 +477,10 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   if (l.inner() % l.vec != 0) l.vec = 1;
   l.unroll = l.vec > 1 ? tuning().column_unroll : 1;
   const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
-  // One wave of kColumnBlocksPerSm blocks per multiprocessor: rounding the split up would leave
-  // a second, mostly idle wave (H200 f32 col_sum: 544 blocks at 3 per SM ran 1.4 waves).
-  const int64_t want = kColumnBlocksPerSm * static_cast<int64_t>(target.sm_count);
+  // One wave of tuning().column_blocks (at most kColumnBlocksPerSm) blocks per multiprocessor:
+  // rounding the split up would leave a second, mostly idle wave (H200 f32 col_sum: 544 blocks at
+  // 3 per SM ran 1.4 waves).
+  const int64_t want = std::min(tuning().column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count);
   const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
   l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / tiles)));
   return l;

@@ -15,8 +15,8 @@
 namespace torchfuse {
 namespace codegen {
 
-// Column schedule: blocks of 256 threads resident per multiprocessor (the kernel's launch bounds
-// hold it to 64 registers per thread so that they fit) and the grid the split aims for.
+// Column schedule: blocks of 256 threads that fit one multiprocessor (the kernel's launch bounds
+// hold it to 64 registers per thread) and the most the split aims for (tuning().column_blocks).
 constexpr int kColumnBlocksPerSm = 4;
 // Row schedule with clusters: threads per block (two blocks fit one multiprocessor).
 constexpr int kClusterBlock = 512;

@@ -55,6 +55,7 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 32);
     else if (name == "looped_unroll") t.looped_unroll = parse_int(name, value, 0, 8);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
+    else if (name == "column_blocks") t.column_blocks = parse_int(name, value, 1, 4);
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 0, 8);
     else if (name == "online_softmax") t.online_softmax = parse_int(name, value, 0, 1);

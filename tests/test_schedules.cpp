@@ -35,6 +35,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
   EXPECT_EQ(d.pointwise_unroll, 1);
   EXPECT_EQ(d.column_unroll, 8);
+  EXPECT_EQ(d.column_blocks, 2);
   EXPECT_EQ(d.full_unroll, 0);
   EXPECT_EQ(d.pointwise_waves, 0);
   EXPECT_EQ(d.row_waves, 0);
@@ -52,7 +53,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_cache_registers, 0);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1");
+      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -64,6 +65,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.looped_unroll, 4);
   EXPECT_EQ(t.row_cache_registers, 32);
   EXPECT_EQ(t.shared_hold, 1);
+  EXPECT_EQ(t.column_blocks, 3);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -86,6 +88,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("shared_hold=-2").find("must be in [-1, 1]"), std::string::npos);
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
+  EXPECT_NE(message("column_blocks=5").find("must be in [1, 4]"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
 }
 
