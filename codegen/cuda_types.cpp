@@ -566,27 +566,23 @@ __device__ __forceinline__ unsigned tf_count_arrival(unsigned* counter) {
   return before;
 }
 // N consecutive partial results other blocks wrote (at an address aligned to N * sizeof(T), or to
-// 16 bytes), read through L2 (ld.global.cg) in 16- or 8-byte words where they fill whole ones.
+// 16 bytes), read through L2 (ld.global.cg) in 16- or 8-byte words W where they fill whole ones.
+template <typename W, typename T, int N> __device__ __forceinline__ void tf_load_partial_words(T (&dst)[N], const T* src) {
+  constexpr int per = (int)(sizeof(W) / sizeof(T));
+#pragma unroll
+  for (int c = 0; c < N / per; ++c) {
+    union { W w; T t[per]; } u;
+    u.w = __ldcg(reinterpret_cast<const W*>(src) + c);
+#pragma unroll
+    for (int j = 0; j < per; ++j) dst[c * per + j] = u.t[j];
+  }
+}
 template <typename T, int N> __device__ __forceinline__ void tf_load_partials(T (&dst)[N], const T* src) {
   constexpr int bytes = N * (int)sizeof(T);
   if constexpr (bytes % 16 == 0 && 16 % sizeof(T) == 0) {
-    constexpr int per = 16 / (int)sizeof(T);
-#pragma unroll
-    for (int c = 0; c < N / per; ++c) {
-      union { uint4 w; T t[per]; } u;
-      u.w = __ldcg(reinterpret_cast<const uint4*>(src) + c);
-#pragma unroll
-      for (int j = 0; j < per; ++j) dst[c * per + j] = u.t[j];
-    }
+    tf_load_partial_words<uint4>(dst, src);
   } else if constexpr (bytes % 8 == 0 && 8 % sizeof(T) == 0) {
-    constexpr int per = 8 / (int)sizeof(T);
-#pragma unroll
-    for (int c = 0; c < N / per; ++c) {
-      union { uint2 w; T t[per]; } u;
-      u.w = __ldcg(reinterpret_cast<const uint2*>(src) + c);
-#pragma unroll
-      for (int j = 0; j < per; ++j) dst[c * per + j] = u.t[j];
-    }
+    tf_load_partial_words<uint2>(dst, src);
   } else {
 #pragma unroll
     for (int j = 0; j < N; ++j) dst[j] = __ldcg(src + j);

@@ -402,8 +402,8 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
 }
 
 // The last block's sum of the split partial rows, each thread's rows loaded a batch at a time
-// (all of them in one batch up to 8 * kBatch rows) so that the block waits on L2 once per batch,
-// not once per row: the combine runs after every other block has finished.
+// (a split of up to 8 x batch rows in one) so that the block waits on L2 once per batch, not once
+// per row: the combine runs after every other block has finished.
 void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l) {
   int acc_bytes = 0;
   for (const ir::Node* r : a.reductions) acc_bytes += static_cast<int>(c10::elementSize(accumulator_dtype(*r, true)));
