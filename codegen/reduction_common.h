@@ -41,7 +41,7 @@ struct PassEmitter {
   std::function<std::string(const ir::Value*)> cache_slot;
   Reuse reuse = Reuse::None;  // which earlier-pass values are read back through cache_slot
   // Appended to accumulator names: "[lane]" when each thread accumulates several columns.
-  std::string accumulator_suffix;
+  std::string accumulator_suffix = "";
   bool wide_sums = false;  // see accumulator_dtype
   // Wide float sums add into float `chunk_acc<k>` registers that the schedule declares and flushes
   // into the double accumulator every few elements (declare_chunk_sums / flush_chunk_sums): one
@@ -54,7 +54,7 @@ struct PassEmitter {
   // pass only takes their running max (the exps come after it). The pass puts the values of the
   // other online sums in the schedule's per-vector arrays (online_values(sum)[lane]), which the
   // schedule folds in after each vector (tf_online_add).
-  std::set<const ir::Node*> online_after_pass;
+  std::set<const ir::Node*> online_after_pass = {};
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.
