@@ -438,6 +438,12 @@ TEST(GpuReductions, SplitCombinesMatchEager) {
                            std::string(c.expr) + " " + c10::toString(dtype), 1);
     }
   }
+  // Integer, bool and double accumulators (the partials' loads by 16-byte words of 8-byte values).
+  for (const auto& c : {Case{"(x > 0.5).sum(0)", {65536, 8}}, Case{"(x * 4.0).int().sum(0)", {20000, 96}},
+                        Case{"(x * 4.0).int().amax(0)", {65536, 32}}, Case{"x.double().sum(0) * 2.0", {20000, 96}}}) {
+    expect_matches_eager(module_returning("x", c.expr), [&] { return std::vector<c10::IValue>{rnd(c.shape, c10::kFloat)}; },
+                         c.expr, 1);
+  }
 }
 
 TEST(GpuReductions, Deterministic) {

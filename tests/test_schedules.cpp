@@ -665,7 +665,9 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
   };
   for (const auto& c : {Case{"x.sum(0)", c10::kBFloat16, "float pv_acc0[4][8];"}, Case{"x.sum(0)", c10::kFloat, "double pv_acc0[4][4];"},
                         Case{"x.sum(0) + x.amax(0)", c10::kHalf, "float pv_acc1[2][8];"},
-                        Case{"x.sum(0) + x.amax(0)", c10::kFloat, "float pv_acc1[2][4];"}}) {
+                        Case{"x.sum(0) + x.amax(0)", c10::kFloat, "float pv_acc1[2][4];"},
+                        Case{"(x > 0.5).sum(0)", c10::kFloat, "long long pv_acc0[4][4];"},
+                        Case{"x.int().amax(0)", c10::kFloat, "int pv_acc0[8][4];"}}) {
     SCOPED_TRACE(std::string(c.expr) + " " + c10::toString(c.dtype));
     const std::string src = body(compiled(module_returning("x", c.expr), {torch::randn({4096, 256}).to(c.dtype)}));
     EXPECT_TRUE(tftest::contains_in_order(src, {"tf_last = tf_count_arrival((p.counters + blockIdx.x)) == (unsigned)p.split - 1u;",
