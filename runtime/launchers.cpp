@@ -72,12 +72,11 @@ codegen::ReductionLayout reduction_layout(const FusionGroup& g, const codegen::R
   // (staged) or a ring of shared-memory chunks.
   const bool keeps = l.cached || l.ring_chunk > 0;
   const int64_t held = rows && keeps && a.passes > 1 ? l.reduced() : 0;
-  // Inputs several rows read, and whether one of them differs between rows (a stride over a
-  // row dim of size > 1: an attention mask's query dim, unlike a layer norm's weights).
-  const auto differs = [&](const codegen::SegmentedOperand& in) {
-    for (size_t d = 0; d < in.outer_strides.size(); ++d)
-      if (in.outer_strides[d] != 0 && l.outer_sizes[d] > 1) return true;
-    return false;
+  // Inputs several rows read, and whether one of them differs between rows (a nonzero stride
+  // over a row dim: an attention mask's query dim, unlike a layer norm's weights; the planner's
+  // coalesced row dims all have sizes > 1).
+  const auto differs = [](const codegen::SegmentedOperand& in) {
+    return std::any_of(in.outer_strides.begin(), in.outer_strides.end(), [](int64_t s) { return s != 0; });
   };
   const bool shared = rows && std::any_of(l.inputs.begin(), l.inputs.end(), [](const auto& in) { return in.shared; });
   const bool shared_differ =
