@@ -1,4 +1,5 @@
 // The public API without a GPU: eager fallback on CPU, tracing, compare_with_eager, errors, logs.
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/torch.h>
 
 #include "tests/test_util.h"
@@ -146,6 +147,33 @@ TEST(Api, ATensorWhereANumberIsExpectedIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("must be a Tensor, got Double"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(torch::allclose(c.forward({torch::ones({4}), 2}).toTensor(), torch::full({4}, 2.0)));
+}
+
+}  // namespace
+
+namespace {
+
+// torch.jit.script inlines torch.nn.functional's helpers with their Python branches intact:
+// F.silu(a) becomes `prim::If(False)` around aten::silu. compile_graph folds such branches
+// before fusing, so the op inside joins its neighbours' kernel.
+TEST(Api, ConstantBranchesOfScriptedHelpersFold) {
+  auto cu = torch::jit::compile(R"JIT(
+def silu_like(input, inplace: bool = False):
+    if inplace:
+        return torch.silu_(input)
+    return torch.silu(input)
+
+def swiglu(a, b):
+    return silu_like(a) * b
+)JIT");
+  auto graph = torch::jit::toGraphFunction(cu->get_function("swiglu")).graph();
+  auto c = torchfuse::compile_graph(graph);
+  const auto a = torch::randn({8, 32});
+  const auto b = torch::randn({8, 32});
+  const auto e = c.explain({a, b});
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(e.kernels[0].description, "silu -> mul");
+  EXPECT_TRUE(torch::allclose(c.forward({a, b}).toTensor(), torch::silu(a) * b));
 }
 
 }  // namespace
