@@ -31,10 +31,11 @@ namespace torchfuse {
 void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph_ptr) {
   torch::jit::Graph& graph = *graph_ptr;
   torch::jit::Inline(graph);
-  // Inlined Python helpers keep their branches on constant flags (F.silu's `if inplace:`):
-  // take the branch they run. Only non-tensor values fold; no op runs on a tensor here.
+  // As freeze() does for modules: inlined Python helpers keep their branches on constant flags
+  // (F.silu's `if inplace:`), and scripted functions build reduction dims with
+  // prim::ListConstruct; both fold to what the converter reads (the branch taken, int[] constants).
   std::shared_ptr<torch::jit::Graph> mutable_ptr = graph_ptr;  // the pass takes a non-const reference
-  torch::jit::ConstantPropagationImmutableTypes(mutable_ptr);
+  torch::jit::ConstantPropagation(mutable_ptr);
   // x.max(dim=1)[0] builds a tuple and indexes it: take the value straight from the op.
   torch::jit::LowerSimpleTuples(graph_ptr);
   // compile() is for inference: frozen parameters become constants that do not require grad.

@@ -153,10 +153,11 @@ TEST(Api, ATensorWhereANumberIsExpectedIsAClearError) {
 
 namespace {
 
-// torch.jit.script inlines torch.nn.functional's helpers with their Python branches intact:
-// F.silu(a) becomes `prim::If(False)` around aten::silu. compile_graph folds such branches
-// before fusing, so the op inside joins its neighbours' kernel.
-TEST(Api, ConstantBranchesOfScriptedHelpersFold) {
+// Graphs of scripted functions (torch.jit.script(fn).graph), unlike frozen modules, keep
+// inlined torch.nn.functional helpers' Python branches (F.silu(a) becomes `prim::If(False)`
+// around aten::silu) and build reduction dims with prim::ListConstruct. compile_graph folds both,
+// so such graphs fuse as the same code in a module does.
+TEST(Api, ScriptedFunctionGraphsFuseAsModulesDo) {
   auto cu = torch::jit::compile(R"JIT(
 def silu_like(input, inplace: bool = False):
     if inplace:
@@ -165,15 +166,25 @@ def silu_like(input, inplace: bool = False):
 
 def swiglu(a, b):
     return silu_like(a) * b
+
+def softmax(x):
+    m = x.max(dim=1, keepdim=True)[0]
+    e = torch.exp(x - m)
+    return e / e.sum(dim=1, keepdim=True)
 )JIT");
-  auto graph = torch::jit::toGraphFunction(cu->get_function("swiglu")).graph();
-  auto c = torchfuse::compile_graph(graph);
+  auto swiglu = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function("swiglu")).graph());
   const auto a = torch::randn({8, 32});
   const auto b = torch::randn({8, 32});
-  const auto e = c.explain({a, b});
+  const auto e = swiglu.explain({a, b});
   ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
   EXPECT_EQ(e.kernels[0].description, "silu -> mul");
-  EXPECT_TRUE(torch::allclose(c.forward({a, b}).toTensor(), torch::silu(a) * b));
+  EXPECT_TRUE(torch::allclose(swiglu.forward({a, b}).toTensor(), torch::silu(a) * b));
+
+  auto softmax = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function("softmax")).graph());
+  const auto s = softmax.explain({a});
+  ASSERT_EQ(s.kernels.size(), 1u) << s.ir_after;
+  EXPECT_EQ(s.kernels[0].description, "reduce_max -> sub -> exp -> reduce_sum -> div");
+  EXPECT_TRUE(torch::allclose(softmax.forward({a}).toTensor(), torch::softmax(a, 1), 1e-5, 1e-6));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // Skipped when no CUDA device is present.
 #include <cmath>
 
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -358,6 +359,48 @@ TEST(GpuGuards, NormalizedShapeMismatchIsAnError) {
   auto c = torchfuse::compile(module_returning("x", "torch.layer_norm(x, [64])"));
   c.forward({rnd({8, 64}, c10::kFloat)});
   EXPECT_THROW(c.forward({rnd({8, 32}, c10::kFloat)}), std::exception);
+}
+
+}  // namespace
+
+namespace {
+
+// Graphs of scripted functions (what a Python user's torch.jit.script(fn).graph holds): inlined
+// F.silu's constant branch and ListConstruct reduction dims fold, each graph runs as one kernel.
+TEST(GpuApi, ScriptedFunctionGraphsMatchEager) {
+  REQUIRE_GPU();
+  auto cu = torch::jit::compile(R"JIT(
+def silu_like(input, inplace: bool = False):
+    if inplace:
+        return torch.silu_(input)
+    return torch.silu(input)
+
+def swiglu(a, b):
+    return silu_like(a) * b
+
+def softmax(x):
+    m = x.max(dim=1, keepdim=True)[0]
+    e = torch.exp(x - m)
+    return e / e.sum(dim=1, keepdim=True)
+)JIT");
+  for (const char* name : {"swiglu", "softmax"}) {
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      SCOPED_TRACE(std::string(name) + " " + c10::toString(dtype));
+      auto c = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function(name)).graph());
+      auto inputs = [&] {
+        std::vector<c10::IValue> in{rnd({96, 1000}, dtype)};
+        if (std::string(name) == "swiglu") in.emplace_back(rnd({96, 1000}, dtype));
+        return in;
+      };
+      c.forward(inputs());
+      const auto before = c.stats();
+      const auto report = torchfuse::compare_with_eager(c, inputs());
+      EXPECT_TRUE(report.passed()) << report.to_string();
+      const auto after = c.stats();
+      EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
+      EXPECT_EQ(after.kernel_launches - before.kernel_launches, 1);
+    }
+  }
 }
 
 }  // namespace
