@@ -10,6 +10,11 @@ with geometric means of torchfuse's speed-up over torch.compile and of torchfuse
     build/benchmarks/torchfuse_bench --latency --json tf.json
     python3 scripts/bench_torch_compile.py --torchfuse-json tf.json --out bench.md
 
+--torchfuse-build DIR also times torchfuse in this process, by the same timer as torch.compile:
+it builds benchmarks/torchfuse_py.cpp (a Python binding) against DIR/libtorchfuse.so, a build
+against this PyTorch, compiles each case's torch.jit.script graph with torchfuse and adds a
+same-timer column beside torchfuse_bench's.
+
 --json saves this script's own measurements; --from-json re-uses such a file instead of
 measuring again (the merge then needs neither a GPU nor PyTorch).
 """
@@ -17,6 +22,7 @@ measuring again (the merge then needs neither a GPU nor PyTorch).
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -184,7 +190,70 @@ def fresh_copy(fn):
     return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
-def measure_case(name, fn, shapes, dtype_name, copy_gbs, autotune):
+def load_torchfuse(build_dir):
+    """The torchfuse_py binding, built (or found built) against build_dir/libtorchfuse.so."""
+    from torch.utils.cpp_extension import load
+    build_dir = os.path.abspath(build_dir)
+    lib = os.path.join(build_dir, "libtorchfuse.so")
+    if not os.path.exists(lib):
+        raise SystemExit(f"bench_torch_compile: --torchfuse-build: no {lib}; build torchfuse against this PyTorch first")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ext_dir = os.path.join(build_dir, "torchfuse_py")
+    os.makedirs(ext_dir, exist_ok=True)
+    # The binding is built by the compiler that built the library (cpp_extension reads $CXX): a
+    # compiler that links libstdc++ statically, as the GPU machine's $CXX does, crashes here.
+    compiler = cmake_cxx_compiler(build_dir)
+    if compiler:
+        os.environ["CXX"] = compiler
+    return load(name="torchfuse_py", sources=[os.path.join(repo, "benchmarks", "torchfuse_py.cpp")],
+                extra_include_paths=[os.path.join(repo, "include")], extra_cflags=["-O2", "-std=c++17"],
+                extra_ldflags=[f"-L{build_dir}", "-ltorchfuse", f"-Wl,-rpath,{build_dir}"],
+                build_directory=ext_dir, verbose=False)
+
+
+# (rtol, atol) per dtype: torchfuse's default_tolerance (src/compare.cpp).
+TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-3, 5e-3), "bfloat16": (1e-2, 3e-2)}
+
+
+def matches_reference(fn, inputs, expected, actual, dtype_name):
+    """torchfuse's check (compare_with_eager): against fn run in float64, actual may stray from the
+    exact result by the dtype's tolerance plus twice eager's own error."""
+    rtol, atol = TOLERANCE[dtype_name]
+    reference = fn(*[t.double() for t in inputs])
+    for e, a, r in zip(tensors_of(expected), tensors_of(actual), tensors_of(reference)):
+        r = r.double()
+        bound = atol + rtol * r.abs() + 2 * (e.double() - r).abs()
+        if a.shape != r.shape or not bool(((a.double() - r).abs() <= bound).all()):
+            return False
+    return len(tensors_of(expected)) == len(tensors_of(actual))
+
+
+def cmake_cxx_compiler(build_dir):
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_CXX_COMPILER:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs, dtype_name):
+    """torchfuse on fn's TorchScript graph, measured as the other implementations are; its stats
+    say whether every call ran fused (eager_calls 0) and how many groups fell back."""
+    try:
+        tf = torchfuse_py.compile_graph(torch.jit.script(fresh_copy(fn)).graph)
+        result = measure_impl(lambda: tf(*inputs), expected, min_bytes, copy_gbs)
+        if "error" not in result:
+            result["matches_reference"] = matches_reference(fn, inputs, expected, tf(*inputs), dtype_name)
+        result["stats"] = tf.stats()
+        return result
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+
+
+def measure_case(name, fn, shapes, dtype_name, copy_gbs, autotune, torchfuse_py=None):
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(0)
     inputs = [torch.randn(s, device="cuda", dtype=dtype) for s in shapes]
@@ -200,6 +269,8 @@ def measure_case(name, fn, shapes, dtype_name, copy_gbs, autotune):
     for label, mode in modes.items():
         impl = compiled(fn, mode)
         row[label] = measure_impl(lambda: impl(*inputs), expected, min_bytes, copy_gbs)
+    if torchfuse_py is not None:
+        row["torchfuse"] = measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs, dtype_name)
     return row
 
 
@@ -218,14 +289,18 @@ def wall_us_per_call(call, calls=LATENCY_CALLS, warmup=50):
     return statistics.median(runs)
 
 
-def measure_latency():
+def measure_latency(torchfuse_py=None):
     x = torch.randn(LATENCY_SHAPE, device="cuda", dtype=torch.float32)
     script = torch.jit.script(fresh_copy(gelu_tanh))
     comp = compiled(gelu_tanh, None)
-    return {"shape": list(LATENCY_SHAPE), "calls": LATENCY_CALLS,
-            "eager_us": wall_us_per_call(lambda: gelu_tanh(x)),
-            "script_us": wall_us_per_call(lambda: script(x)),
-            "compile_us": wall_us_per_call(lambda: comp(x))}
+    latency = {"shape": list(LATENCY_SHAPE), "calls": LATENCY_CALLS,
+               "eager_us": wall_us_per_call(lambda: gelu_tanh(x)),
+               "script_us": wall_us_per_call(lambda: script(x)),
+               "compile_us": wall_us_per_call(lambda: comp(x))}
+    if torchfuse_py is not None:
+        tf = torchfuse_py.compile_graph(torch.jit.script(fresh_copy(gelu_tanh)).graph)
+        latency["torchfuse_us"] = wall_us_per_call(lambda: tf(x))
+    return latency
 
 
 def measure_all(args):
@@ -235,22 +310,23 @@ def measure_all(args):
     results["copy_bandwidth_gbs"] = copy_bandwidth_gbs()
     print(f"{results['device']}, PyTorch {torch.__version__}, Triton {triton.__version__}, "
           f"copy bandwidth {results['copy_bandwidth_gbs']:.0f} GB/s", flush=True)
+    torchfuse_py = load_torchfuse(args.torchfuse_build) if args.torchfuse_build else None
     selected = [c for c in CASES if c[0] in args.cases]
     with torch.no_grad():
         for dtype_name in args.dtypes:
             for name, fn, shapes in selected:
                 row = measure_case(name, fn, shapes, dtype_name, results["copy_bandwidth_gbs"],
-                                   args.max_autotune)
+                                   args.max_autotune, torchfuse_py)
                 results["rows"].append(row)
                 print(progress_line(row), flush=True)
         if not args.skip_latency:
-            results["latency"] = measure_latency()
+            results["latency"] = measure_latency(torchfuse_py)
     return results
 
 
 def progress_line(row):
     parts = [f"{row['case']:18s} {row['dtype']:9s}"]
-    for label in ("eager", "script", "compile", "autotune"):
+    for label in ("eager", "script", "compile", "autotune", "torchfuse"):
         r = row.get(label)
         if r is not None:
             parts.append(f"{label} {fmt(r.get('us'), 1)} us" if "us" in r else f"{label} {r['error']}")
@@ -283,13 +359,16 @@ def torchfuse_check(entry):
     return text + (" (ran eager)" if entry.get("torchfuse_eager_calls", 0) > 0 else "")
 
 
-def dtype_table(dtype, py_rows, tf_rows, autotune):
-    """One markdown table and its geometric means; tf_rows maps case -> torchfuse_bench entry."""
+def dtype_table(dtype, py_rows, tf_rows, autotune, same_timer):
+    """One markdown table and its geometric means; tf_rows maps case -> torchfuse_bench entry.
+    same_timer: this script timed torchfuse too (row["torchfuse"]): two more columns."""
     header = ["case", "eager us", "script us", "compile us"] + (["autotune us"] if autotune else []) + [
         "torchfuse us", "torchfuse eff", "compile eff", "k torchfuse", "k compile",
         "speed-up vs compile", "check"]
+    if same_timer:
+        header += ["torchfuse us, same timer", "speed-up, same timer"]
     lines = [f"## {dtype}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    speedups, effs = [], []
+    speedups, effs, same_speedups = [], [], []
     names = [n for n in CASE_NAMES if n in py_rows or n in tf_rows]
     for name in names:
         py = py_rows.get(name, {})
@@ -312,21 +391,52 @@ def dtype_table(dtype, py_rows, tf_rows, autotune):
         cells += [fmt(tf_us, 1), fmt(tf_eff, 2), fmt(py.get("compile", {}).get("eff"), 2),
                   torchfuse_kernels(tf) if tf else "-", str(k_comp) if k_comp else "-",
                   fmt(speedup, 2), torchfuse_check(tf) if tf else "-"]
+        if same_timer:
+            same_us = same_timer_us(py)
+            same_speedup = comp_us / same_us if comp_us and same_us else None
+            if same_speedup:
+                same_speedups.append(same_speedup)
+            cells += [fmt(same_us, 1), fmt(same_speedup, 2)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     g_speedup, g_eff = geomean(speedups), geomean(effs)
     lines.append(f"Geometric means over the cases where torchfuse matched eager: speed-up vs torch.compile "
                  f"**{fmt(g_speedup, 2)}x** ({len(speedups)}/{len(names)} cases), torchfuse efficiency "
                  f"**{fmt(g_eff, 2)}** ({len(effs)}/{len(names)} cases).")
+    if same_timer:
+        lines.append(f"Timed by this script alongside torch.compile (same timer, same process): speed-up "
+                     f"**{fmt(geomean(same_speedups), 2)}x** ({len(same_speedups)}/{len(names)} cases where "
+                     "it ran fused and passed the float64 reference check).")
     return lines
+
+
+def same_timer_us(py):
+    """This script's time of torchfuse, if it ran every call fused and passed the reference check."""
+    r = py.get("torchfuse", {})
+    stats = r.get("stats", {})
+    if "us" not in r or stats.get("eager_calls", 1) or stats.get("fallback_groups", 1):
+        return None
+    return r["us"] if r.get("matches_reference") else None
+
+
+def difference_limit(dtype):
+    """Differences from eager worth a note (bf16: one rounding step of values near 16)."""
+    return 1e-3 if dtype == "float32" else 1e-1
 
 
 def notes_on_differences(py_results):
     """Implementations of this script whose results differ noticeably from eager."""
     notes = []
     for row in py_results.get("rows", []):
-        limit = 1e-3 if row["dtype"] == "float32" else 1e-1
-        for label in ("script", "compile", "autotune"):
+        limit = difference_limit(row["dtype"])
+        tf = row.get("torchfuse", {})
+        if "us" in tf and not tf.get("matches_reference"):
+            notes.append(f"- torchfuse (this script) on {row['case']} {row['dtype']} FAILED the float64 reference check")
+        stats = tf.get("stats")
+        if stats and (stats["eager_calls"] or stats["fallback_groups"]):
+            notes.append(f"- torchfuse (this script) on {row['case']} {row['dtype']}: {stats['eager_calls']} calls "
+                         f"ran eager, {stats['fallback_groups']} groups fell back to ATen")
+        for label in ("script", "compile", "autotune", "torchfuse"):
             diff = row.get(label, {}).get("max_abs_diff_vs_eager")
             if diff is not None and not diff <= limit:
                 notes.append(f"- {label} on {row['case']} {row['dtype']} differs from eager by up to {diff:.3g}")
@@ -343,7 +453,9 @@ def latency_line(py_results, tf):
     parts = []
     if py:
         parts.append(f"eager {fmt(py['eager_us'], 1)} us, TorchScript {fmt(py['script_us'], 1)} us, "
-                     f"torch.compile {fmt(py['compile_us'], 1)} us (this script)")
+                     f"torch.compile {fmt(py['compile_us'], 1)} us"
+                     + (f", torchfuse {fmt(py['torchfuse_us'], 1)} us" if "torchfuse_us" in py else "")
+                     + " (this script)")
     if tfl and tfl.get("ran"):
         parts.append(f"torchfuse {fmt(tfl['torchfuse_us'], 1)} us (torchfuse_bench, where eager "
                      f"{fmt(tfl['eager_us'], 1)} us, TorchScript {fmt(tfl['script_us'], 1)} us"
@@ -368,7 +480,7 @@ def compile_time_lines(tf):
     return [""] + lines
 
 
-def markdown_report(py_results, tf, dtypes, autotune):
+def markdown_report(py_results, tf, dtypes, autotune, same_timer=False):
     lines = ["# torchfuse vs eager, TorchScript and torch.compile", ""]
     if py_results.get("device"):
         lines.append(f"Measured on {py_results['device']} (PyTorch {py_results['torch_version']}, "
@@ -383,7 +495,10 @@ def markdown_report(py_results, tf, dtypes, autotune):
               "(profiler; * = fused launches from torchfuse's stats where the profiler was unavailable). "
               "check = torchfuse's output against eager. eager, script and compile columns come from this script "
               "(PyTorch); torchfuse columns from torchfuse_bench (LibTorch), which prints its own eager and "
-              "TorchScript times too.", ""]
+              "TorchScript times too."
+              + (" The same-timer columns time torchfuse in this script, on each case's torch.jit.script "
+                 "graph, between torch.compile's case and the next (speed-up over this script's "
+                 "torch.compile time)." if same_timer else ""), ""]
     py_rows = {}
     for row in py_results.get("rows", []):
         py_rows.setdefault(row["dtype"], {})[row["case"]] = row
@@ -392,7 +507,7 @@ def markdown_report(py_results, tf, dtypes, autotune):
         tf_rows.setdefault(entry["dtype"], {})[entry["case"]] = entry
     for dtype in dtypes:
         if dtype in py_rows or dtype in tf_rows:
-            lines += dtype_table(dtype, py_rows.get(dtype, {}), tf_rows.get(dtype, {}), autotune) + [""]
+            lines += dtype_table(dtype, py_rows.get(dtype, {}), tf_rows.get(dtype, {}), autotune, same_timer) + [""]
     latency = latency_line(py_results, tf)
     if latency:
         lines.append(latency)
@@ -416,6 +531,8 @@ def parse_args(argv):
     p.add_argument("--max-autotune", action="store_true",
                    help='also time torch.compile(mode="max-autotune-no-cudagraphs") (slow to compile)')
     p.add_argument("--skip-latency", action="store_true", help="skip the small-tensor latency test")
+    p.add_argument("--torchfuse-build", metavar="DIR",
+                   help="also time torchfuse here, by the same timer (DIR: a build with libtorchfuse.so)")
     args = p.parse_args(argv)
     args.cases = [c for c in args.cases.split(",") if c]
     unknown = [c for c in args.cases if c not in CASE_NAMES]
@@ -446,7 +563,8 @@ def main(argv=None):
         with open(args.torchfuse_json) as f:
             tf = json.load(f)
     autotune = any("autotune" in row for row in py_results.get("rows", []))
-    report = markdown_report(py_results, tf, args.dtypes, autotune)
+    same_timer = any("torchfuse" in row for row in py_results.get("rows", []))
+    report = markdown_report(py_results, tf, args.dtypes, autotune, same_timer)
     print(report)
     if args.out:
         with open(args.out, "w") as f:

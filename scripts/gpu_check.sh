@@ -12,6 +12,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
+# libtorchfuse shares a process with LibTorch, which uses the shared libstdc++: it must not carry
+# a static copy. The GPU machine's $CXX (/opt/gcc/bin/g++) links libstdc++ statically, and a
+# torchfuse built with it crashes in a Python process (its own locale facets against the shared
+# library's); the system compiler links it dynamically. TORCHFUSE_CXX picks another.
+if [ -n "${TORCHFUSE_CXX:-}" ] || [ -x /usr/bin/g++ ]; then
+  export CXX=${TORCHFUSE_CXX:-/usr/bin/g++}
+fi
 export TORCHFUSE_TORCH_PREFIX=${TORCHFUSE_TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}
 export BUILD_DIR=${BUILD_DIR:-build-gpu}
 export TORCHFUSE_CACHE_DIR=${TORCHFUSE_CACHE_DIR:-$PWD/$BUILD_DIR/kernel-cache}
@@ -22,6 +29,10 @@ if ! bash scripts/build.sh >"$OUT/build.log" 2>&1; then
   exit 1
 fi
 status=0
+if nm -D --defined-only "$BUILD_DIR/libtorchfuse.so" 2>/dev/null | grep -q " _ZNSt6locale7classicEv"; then
+  echo "libtorchfuse.so defines std::locale::classic(): ${CXX:-c++} linked a static libstdc++ into it" | tee -a "$OUT/gpu.txt"
+  status=1
+fi
 "$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1

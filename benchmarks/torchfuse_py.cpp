@@ -1,0 +1,87 @@
+// A Python binding of torchfuse for scripts/bench_torch_compile.py, so that torchfuse and
+// torch.compile can be timed by the same timer (triton.testing.do_bench) in one process.
+// Not part of the library: the script builds it at run time with torch.utils.cpp_extension
+// against the libtorchfuse.so of a build directory (PyTorch's own LibTorch).
+//
+//   tf = torchfuse_py.compile_graph(torch.jit.script(fn).graph)
+//   out = tf(x, w)              # tensors in, a tensor or a tuple of tensors out
+//   tf.stats()                  # fused and eager calls, launches, groups that fell back
+//   tf.explain(x, w)            # kernels planned for these inputs (no GPU needed)
+
+#include <torch/extension.h>
+
+#include <torchfuse/torchfuse.h>
+
+namespace {
+
+// Arguments and results by hand: torch's own converters (toIValue, toPyObject) are not exported
+// from every libtorch_python.
+std::vector<c10::IValue> to_inputs(const pybind11::args& args) {
+  std::vector<c10::IValue> inputs;
+  inputs.reserve(args.size());
+  for (const auto& arg : args) {
+    if (pybind11::isinstance<pybind11::bool_>(arg)) inputs.emplace_back(arg.cast<bool>());
+    else if (pybind11::isinstance<pybind11::int_>(arg)) inputs.emplace_back(arg.cast<int64_t>());
+    else if (pybind11::isinstance<pybind11::float_>(arg)) inputs.emplace_back(arg.cast<double>());
+    else inputs.emplace_back(arg.cast<at::Tensor>());  // a cast_error names anything else
+  }
+  return inputs;
+}
+
+pybind11::object to_python(const c10::IValue& v) {
+  if (v.isTensor()) return pybind11::cast(v.toTensor());
+  if (v.isTuple()) {
+    const auto& elements = v.toTupleRef().elements();
+    pybind11::tuple t(elements.size());
+    for (size_t i = 0; i < elements.size(); ++i) t[i] = to_python(elements[i]);
+    return std::move(t);
+  }
+  if (v.isDouble()) return pybind11::cast(v.toDouble());
+  if (v.isInt()) return pybind11::cast(v.toInt());
+  if (v.isBool()) return pybind11::cast(v.toBool());
+  if (v.isNone()) return pybind11::none();
+  throw std::runtime_error("torchfuse_py: cannot return a " + v.tagKind());
+}
+
+c10::IValue call(torchfuse::CompiledModule& module, const pybind11::args& args) {
+  std::vector<c10::IValue> inputs = to_inputs(args);
+  pybind11::gil_scoped_release no_gil;
+  return module.forward(std::move(inputs));
+}
+
+// The plan for these inputs, without a GPU: each kernel's ops, and every refused fusion.
+pybind11::dict explain(const torchfuse::CompiledModule& module, const pybind11::args& args) {
+  const torchfuse::Explanation e = module.explain(to_inputs(args));
+  std::vector<std::string> kernels;
+  for (const auto& k : e.kernels) kernels.push_back(k.description);
+  pybind11::dict d;
+  d["kernels"] = kernels;
+  d["refused"] = e.refused;
+  d["ir_after"] = e.ir_after;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  pybind11::class_<torchfuse::CompiledModule>(m, "CompiledModule")
+      .def("__call__", [](torchfuse::CompiledModule& self, const pybind11::args& args) {
+        return to_python(call(self, args));
+      })
+      .def("explain", &explain)
+      .def("stats", [](const torchfuse::CompiledModule& self) {
+        const torchfuse::Stats s = self.stats();
+        pybind11::dict d;
+        d["fused_calls"] = s.fused_calls;
+        d["eager_calls"] = s.eager_calls;
+        d["kernel_launches"] = s.kernel_launches;
+        d["fallback_groups"] = s.fallback_groups;
+        d["groups"] = static_cast<int64_t>(s.groups.size());
+        return d;
+      });
+  m.def(
+      "compile_graph",
+      [](std::shared_ptr<torch::jit::Graph> graph) { return torchfuse::compile_graph(std::move(graph)); },
+      "torchfuse::compile_graph on a TorchScript graph whose inputs are the call's inputs, e.g. "
+      "torch.jit.script(fn).graph");
+}
