@@ -1,5 +1,4 @@
 // The public API without a GPU: eager fallback on CPU, tracing, compare_with_eager, errors, logs.
-#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/torch.h>
 
 #include "tests/test_util.h"
@@ -158,21 +157,7 @@ namespace {
 // around aten::silu) and build reduction dims with prim::ListConstruct. compile_graph folds both,
 // so such graphs fuse as the same code in a module does.
 TEST(Api, ScriptedFunctionGraphsFuseAsModulesDo) {
-  auto cu = torch::jit::compile(R"JIT(
-def silu_like(input, inplace: bool = False):
-    if inplace:
-        return torch.silu_(input)
-    return torch.silu(input)
-
-def swiglu(a, b):
-    return silu_like(a) * b
-
-def softmax(x):
-    m = x.max(dim=1, keepdim=True)[0]
-    e = torch.exp(x - m)
-    return e / e.sum(dim=1, keepdim=True)
-)JIT");
-  auto swiglu = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function("swiglu")).graph());
+  auto swiglu = torchfuse::compile_graph(tftest::scripted_function_graph("swiglu"));
   const auto a = torch::randn({8, 32});
   const auto b = torch::randn({8, 32});
   const auto e = swiglu.explain({a, b});
@@ -180,7 +165,7 @@ def softmax(x):
   EXPECT_EQ(e.kernels[0].description, "silu -> mul");
   EXPECT_TRUE(torch::allclose(swiglu.forward({a, b}).toTensor(), torch::silu(a) * b));
 
-  auto softmax = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function("softmax")).graph());
+  auto softmax = torchfuse::compile_graph(tftest::scripted_function_graph("softmax"));
   const auto s = softmax.explain({a});
   ASSERT_EQ(s.kernels.size(), 1u) << s.ir_after;
   EXPECT_EQ(s.kernels[0].description, "reduce_max -> sub -> exp -> reduce_sum -> div");

@@ -3,7 +3,6 @@
 // Skipped when no CUDA device is present.
 #include <cmath>
 
-#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -369,24 +368,10 @@ namespace {
 // F.silu's constant branch and ListConstruct reduction dims fold, each graph runs as one kernel.
 TEST(GpuApi, ScriptedFunctionGraphsMatchEager) {
   REQUIRE_GPU();
-  auto cu = torch::jit::compile(R"JIT(
-def silu_like(input, inplace: bool = False):
-    if inplace:
-        return torch.silu_(input)
-    return torch.silu(input)
-
-def swiglu(a, b):
-    return silu_like(a) * b
-
-def softmax(x):
-    m = x.max(dim=1, keepdim=True)[0]
-    e = torch.exp(x - m)
-    return e / e.sum(dim=1, keepdim=True)
-)JIT");
   for (const char* name : {"swiglu", "softmax"}) {
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       SCOPED_TRACE(std::string(name) + " " + c10::toString(dtype));
-      auto c = torchfuse::compile_graph(torch::jit::toGraphFunction(cu->get_function(name)).graph());
+      auto c = torchfuse::compile_graph(tftest::scripted_function_graph(name));
       auto inputs = [&] {
         std::vector<c10::IValue> in{rnd({96, 1000}, dtype)};
         if (std::string(name) == "swiglu") in.emplace_back(rnd({96, 1000}, dtype));

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/cuda.h>
+#include <torch/jit.h>
 #include <torch/script.h>
 
 #include <string>
@@ -23,6 +25,27 @@ inline torch::jit::Module module_from(const std::string& source) {
 // A module with forward(self, <args>) returning `expr`.
 inline torch::jit::Module module_returning(const std::string& args, const std::string& expr) {
   return module_from("def forward(self, " + args + "):\n    return " + expr + "\n");
+}
+
+// The graph of a function as a Python user's torch.jit.script(fn).graph holds it: "swiglu" calls
+// an F.silu-like helper with a branch on a constant flag, "softmax" sums over prim::ListConstruct
+// dims. compile_graph copies the graph it is given.
+inline std::shared_ptr<torch::jit::Graph> scripted_function_graph(const std::string& name) {
+  static const auto unit = torch::jit::compile(R"JIT(
+def silu_like(input, inplace: bool = False):
+    if inplace:
+        return torch.silu_(input)
+    return torch.silu(input)
+
+def swiglu(a, b):
+    return silu_like(a) * b
+
+def softmax(x):
+    m = x.max(dim=1, keepdim=True)[0]
+    e = torch.exp(x - m)
+    return e / e.sum(dim=1, keepdim=True)
+)JIT");
+  return torch::jit::toGraphFunction(unit->get_function(name)).graph();
 }
 
 inline int count_occurrences(const std::string& text, const std::string& needle) {
