@@ -7,6 +7,7 @@
 //   out = tf(x, w)              # tensors in, a tensor or a tuple of tensors out
 //   tf.stats()                  # fused and eager calls, launches, groups that fell back
 //   tf.explain(x, w)            # kernels planned for these inputs (no GPU needed)
+//   tf.compare_with_eager(x, w) # (passed, report): torchfuse::compare_with_eager, float64 reference
 
 #include <torch/extension.h>
 
@@ -69,6 +70,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return to_python(call(self, args));
       })
       .def("explain", &explain)
+      .def("compare_with_eager",
+           [](torchfuse::CompiledModule& self, const pybind11::args& args) {
+             const torchfuse::ComparisonReport r = torchfuse::compare_with_eager(self, to_inputs(args));
+             return pybind11::make_tuple(r.passed(), r.to_string());
+           })
       .def("stats", [](const torchfuse::CompiledModule& self) {
         const torchfuse::Stats s = self.stats();
         pybind11::dict d;

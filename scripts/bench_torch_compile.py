@@ -211,23 +211,6 @@ def load_torchfuse(build_dir):
                 build_directory=ext_dir, verbose=False)
 
 
-# (rtol, atol) per dtype: torchfuse's default_tolerance (src/compare.cpp).
-TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-3, 5e-3), "bfloat16": (1e-2, 3e-2)}
-
-
-def matches_reference(fn, inputs, expected, actual, dtype_name):
-    """torchfuse's check (compare_with_eager): against fn run in float64, actual may stray from the
-    exact result by the dtype's tolerance plus twice eager's own error."""
-    rtol, atol = TOLERANCE[dtype_name]
-    reference = fn(*[t.double() for t in inputs])
-    for e, a, r in zip(tensors_of(expected), tensors_of(actual), tensors_of(reference)):
-        r = r.double()
-        bound = atol + rtol * r.abs() + 2 * (e.double() - r).abs()
-        if a.shape != r.shape or not bool(((a.double() - r).abs() <= bound).all()):
-            return False
-    return len(tensors_of(expected)) == len(tensors_of(actual))
-
-
 def cmake_cxx_compiler(build_dir):
     try:
         with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
@@ -239,14 +222,17 @@ def cmake_cxx_compiler(build_dir):
     return None
 
 
-def measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs, dtype_name):
-    """torchfuse on fn's TorchScript graph, measured as the other implementations are; its stats
-    say whether every call ran fused (eager_calls 0) and how many groups fell back."""
+def measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs):
+    """torchfuse on fn's TorchScript graph, measured as the other implementations are, then checked
+    by torchfuse::compare_with_eager (against a float64 run); its stats say whether every call ran
+    fused (eager_calls 0) and how many groups fell back."""
     try:
         tf = torchfuse_py.compile_graph(torch.jit.script(fresh_copy(fn)).graph)
         result = measure_impl(lambda: tf(*inputs), expected, min_bytes, copy_gbs)
         if "error" not in result:
-            result["matches_reference"] = matches_reference(fn, inputs, expected, tf(*inputs), dtype_name)
+            result["matches_reference"], report = tf.compare_with_eager(*inputs)
+            if not result["matches_reference"]:
+                result["comparison"] = report
         result["stats"] = tf.stats()
         return result
     except Exception as e:
@@ -270,7 +256,7 @@ def measure_case(name, fn, shapes, dtype_name, copy_gbs, autotune, torchfuse_py=
         impl = compiled(fn, mode)
         row[label] = measure_impl(lambda: impl(*inputs), expected, min_bytes, copy_gbs)
     if torchfuse_py is not None:
-        row["torchfuse"] = measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs, dtype_name)
+        row["torchfuse"] = measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs)
     return row
 
 
