@@ -133,15 +133,17 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
     if (ir::is_reduction(n->kind) && !first) first = n;
   TORCHFUSE_INTERNAL_ASSERT(first != nullptr, "group ", g.id, " has no reduction");
   a.rd = ReductionDomain::of(*first);
-  const bool row_is_element = a.rd.keep_shape() == a.rd.domain;  // every reduced dim has size 1
 
-  // Per-row values: reduction results and what is computed from them alone. A group input is
-  // per row when it has the keepdim shape, or the squeezed shape and a per-row node reads it (a
-  // [C] weight and a [R] row value look alike when R == C: how they are used decides).
+  // Per-row values: reduction results and what is computed from per-row values alone. A group
+  // input is per row when it has no extent over the reduced dims ([R, 1], [1, 1] or [] for rows
+  // of an [R, C] domain: ReductionDomain::holds_rows), or the squeezed shape and a node computed
+  // from a reduction result reads it (a [C] weight and a [R] row value look alike when R == C:
+  // how they are used decides). The shape decides, as it decides the output's shape: a per-row
+  // value computed per element would be written over the whole domain.
   std::set<const ir::Value*> derived;  // computed from a reduction result
   for (const ir::Value* v : g.inputs) {
     a.level[v] = 0;
-    if (v->type.is_scalar() || (!row_is_element && v->type.is_tensor() && v->type.sizes == a.rd.keep_shape())) {
+    if (v->type.is_scalar() || (v->type.is_tensor() && a.rd.holds_rows(v->type.sizes))) {
       a.per_row.insert(v);
     }
   }
@@ -184,10 +186,10 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
       }
       all_row = false;
     }
-    if (from_reduction && all_row) {
+    if (all_row && (from_reduction || squeezed_inputs.empty())) {
       for (const ir::Value* in : squeezed_inputs) a.per_row.insert(in);
       a.per_row.insert(n->output());
-      derived.insert(n->output());
+      if (from_reduction) derived.insert(n->output());
       a.row_nodes.push_back(n);
     } else {
       a.element_nodes.push_back(n);

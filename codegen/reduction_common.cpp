@@ -168,6 +168,10 @@ void PassEmitter::emit_row_phase(int level, const std::function<void(size_t, con
     if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names);
   }
   if (reciprocals) emit_row_reciprocals(level);
+  store_row_outputs(level, store);
+}
+
+void PassEmitter::store_row_outputs(int level, const std::function<void(size_t, const std::string&)>& store) {
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const ir::Value* out = g.outputs[k];
     if (!a.is_row(out) || a.level_of(out) != level) continue;

@@ -62,6 +62,8 @@ struct PassEmitter {
   // Row phase `level`: pointwise nodes on per-row values of that level; row outputs of the level
   // are handed to `store`.
   void emit_row_phase(int level, const std::function<void(size_t output_index, const std::string& expr)>& store);
+  // Stores the per-row outputs of `level` alone (their nodes were emitted by an earlier row phase).
+  void store_row_outputs(int level, const std::function<void(size_t output_index, const std::string& expr)>& store);
 
  private:
   void emit_row_reciprocals(int level);

@@ -36,6 +36,18 @@ void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs
 }
 
 // Block-wide reduction of every accumulator (acc<k><suffix>) into red<id><suffix> (all threads get it).
+// The name of reduction `r`'s result in the register type of its output dtype: a wide
+// accumulator (double for f32 sums) rounds as eager's result does, and the epilogue's operations
+// see operands of the types they were generated for (tf_minimum(float, double) does not compile).
+std::string result_in_register_type(SourceBuilder& b, const ir::Node& r, const std::string& accumulated) {
+  const std::string acc_t = register_type(accumulator_dtype(r, true));
+  const std::string out_t = register_type(register_dtype(r.output()->type.dtype));
+  if (acc_t == out_t) return accumulated;
+  const std::string name = accumulated + "_out";
+  b.line("const " + out_t + " " + name + " = (" + out_t + ")" + accumulated + ";");
+  return name;
+}
+
 void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block,
                        const std::string& suffix = "") {
   for (const ir::Node* r : a.reductions) {
@@ -45,7 +57,7 @@ void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames&
     const std::string name = "red" + str(r->output()->id) + suffix;
     b.line("const " + t + " " + name + " = tf_block_reduce<" + str(block / 32) + ">(" + acc + ", " +
            reduction_functor(*r) + ", smem_" + acc + ");");
-    names[r->output()] = name;
+    names[r->output()] = result_in_register_type(b, *r, name);
   }
 }
 
@@ -69,11 +81,12 @@ void emit_last_block_gate(SourceBuilder& b, const std::string& counter, const st
 void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, ValueNames& names,
                       const std::string& guard, const std::string& index) {
   PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
-  for (int level = 1; level <= a.passes; ++level) {
-    pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
-      b.line("if (" + guard + ") " + output_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
-    });
-  }
+  const auto store = [&](size_t k, const std::string& e) {
+    b.line("if (" + guard + ") " + output_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+  };
+  // Level 0's row nodes (computed from per-row inputs alone) were emitted with the row inputs.
+  pe.store_row_outputs(0, store);
+  for (int level = 1; level <= a.passes; ++level) pe.emit_row_phase(level, store);
 }
 
 // Per-row inputs of a full reduction are numbers or single-element tensors.
@@ -510,7 +523,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
         b.line(t + " total_" + acc + " = " + acc + "[lane];");
         b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
                "[y][tx * " + vec + " + lane]);");
-        names[r->output()] = "total_" + acc;
+        names[r->output()] = result_in_register_type(b, *r, "total_" + acc);
       }
       finish(names);
     };

@@ -29,6 +29,18 @@ bool ReductionDomain::is_row_shape(const std::vector<int64_t>& shape) const {
   return shape == keep_shape() || shape == squeezed_shape();
 }
 
+bool ReductionDomain::holds_rows(const std::vector<int64_t>& shape) const {
+  const int64_t rank = static_cast<int64_t>(domain.size());
+  const int64_t n = static_cast<int64_t>(shape.size());
+  if (n > rank || keep_shape() == domain) return false;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = rank - n + i;
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (shape[i] != 1 && (reduced || shape[i] != domain[d])) return false;
+  }
+  return true;
+}
+
 std::optional<Schedule> ReductionDomain::schedule() const {
   const int64_t rank = static_cast<int64_t>(domain.size());
   if (dims.empty() || static_cast<int64_t>(dims.size()) == rank) return Schedule::FullReduction;

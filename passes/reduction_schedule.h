@@ -20,6 +20,11 @@ struct ReductionDomain {
   std::vector<int64_t> keep_shape() const;
   std::vector<int64_t> squeezed_shape() const;
   bool is_row_shape(const std::vector<int64_t>& shape) const;
+  // Does a value of `shape` hold one value per row: it broadcasts to the domain (right-aligned)
+  // without extent over any reduced dim? ([1, 1] and [R, 1] are, for rows of an [R, C] domain;
+  // squeezed shapes are not: they align with the trailing dims.) False when every reduced dim
+  // has size 1 (a row is one element: the shape cannot tell rows from elements).
+  bool holds_rows(const std::vector<int64_t>& shape) const;
   // Which schedule, or nullopt when the reduced dims are not one contiguous block.
   std::optional<Schedule> schedule() const;
   // One row: the full-reduction schedule's domain (a single output) whose reduced dims are the

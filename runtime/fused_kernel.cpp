@@ -82,7 +82,23 @@ codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(const codegen::Devic
   CallInputs call;
   call.shapes = profiled_operands(group_);
   shape_operands(call);
+  check_output_shapes(call.domain);
   return plan_and_generate(group_, analysis(), call, target, /*allow_vector=*/true).kernel;
+}
+
+void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const {
+  // The kernel writes each output per element or per row as the reduction analysis classifies
+  // it; on the profiled types that must give the shape the graph computes (else the result's
+  // shape, and the values read from it, would be wrong).
+  const auto sizes = output_sizes(group_, analysis(), domain);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const ir::Value* v = group_.outputs[k];
+    if (sizes[k] == v->type.sizes) continue;
+    std::string shape = "[";
+    for (size_t d = 0; d < sizes[k].size(); ++d) shape += (d ? ", " : "") + std::to_string(sizes[k][d]);
+    TORCHFUSE_INTERNAL_ASSERT(false, group_.kernel_name, " would write output %", v->id, " as ", shape,
+                              "], the graph computes ", v->type.str());
+  }
 }
 
 codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::DeviceTarget& target) const {

@@ -101,6 +101,8 @@ class FusedKernel {
   // Fills call.domain; per-row inputs given without the reduced dims get them back as size 1.
   void shape_operands(CallInputs& call) const;
   codegen::GeneratedKernel plain_profiled_kernel(const codegen::DeviceTarget& target) const;
+  // Internal assert: every output, written as the schedule writes it, has its IR shape.
+  void check_output_shapes(const std::vector<int64_t>& domain) const;
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.

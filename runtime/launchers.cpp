@@ -56,6 +56,11 @@ codegen::PointwiseLayout pointwise_layout(const FusionGroup& g, const codegen::R
 // A full reduction iterates like a pointwise kernel, with its own unroll.
 codegen::PointwiseLayout full_layout(const FusionGroup& g, const codegen::ReductionAnalysis& a, const CallInputs& c) {
   auto l = pointwise_layout(g, &a, c);
+  // The vector path reads whole vectors of linear inputs alone (pointwise_vectors_fit with
+  // linear_only): with a strided or broadcast input it could never run, and is not generated.
+  for (const auto& in : l.inputs) {
+    if (in.access != Access::Linear && in.access != Access::Uniform && in.access != Access::Scalar) l.vec = 1;
+  }
   // (The grid stays far below kMaxGridThreads, so the index width planned for it still holds.)
   const int unroll = codegen::tuning().full_unroll;
   l.unroll = l.vec == 1 ? 1 : unroll > 0 ? unroll : streams_16bit(l.inputs) ? 2 : 1;
@@ -133,18 +138,11 @@ bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& 
   return true;
 }
 
-// Element outputs cover the domain; per-row outputs keep or drop the reduced dims as their IR
-// type does.
 std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs& c) {
-  const auto* a = fk.analysis();
+  const auto sizes = output_sizes(fk.group(), fk.analysis(), c.domain);
   std::vector<at::Tensor> out;
-  for (const ir::Value* v : fk.group().outputs) {
-    std::vector<int64_t> sizes = c.domain;
-    if (a && a->is_row(v)) {
-      const ReductionDomain actual{c.domain, a->rd.dims};
-      sizes = v->type.sizes == a->rd.keep_shape() ? actual.keep_shape() : actual.squeezed_shape();
-    }
-    out.push_back(new_output(sizes, v->type.dtype, c.device, fk.poison_outputs()));
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    out.push_back(new_output(sizes[k], fk.group().outputs[k]->type.dtype, c.device, fk.poison_outputs()));
   }
   return out;
 }
@@ -343,6 +341,20 @@ std::vector<at::Tensor> launch_full(FusedKernel& fk, const CallInputs& c) {
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> output_sizes(const FusionGroup& g, const codegen::ReductionAnalysis* a,
+                                               const std::vector<int64_t>& domain) {
+  std::vector<std::vector<int64_t>> sizes;
+  for (const ir::Value* v : g.outputs) {
+    if (!a || !a->is_row(v)) {
+      sizes.push_back(domain);
+      continue;
+    }
+    const ReductionDomain actual{domain, a->rd.dims};
+    sizes.push_back(v->type.sizes == a->rd.keep_shape() ? actual.keep_shape() : actual.squeezed_shape());
+  }
+  return sizes;
+}
 
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
                                 const codegen::DeviceTarget& target, bool allow_vector) {

@@ -23,6 +23,11 @@ struct PlannedKernel {
 PlannedKernel plan_and_generate(const FusionGroup& g, const codegen::ReductionAnalysis* a, const CallInputs& call,
                                 const codegen::DeviceTarget& target, bool allow_vector);
 
+// The sizes of each output of `g` for a call over `domain`: element outputs cover the domain;
+// per-row outputs keep or drop the reduced dims as their IR type does.
+std::vector<std::vector<int64_t>> output_sizes(const FusionGroup& g, const codegen::ReductionAnalysis* a,
+                                               const std::vector<int64_t>& domain);
+
 // Allocates the group's outputs and launches its kernel(s) for this call.
 std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call);
 

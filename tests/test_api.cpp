@@ -118,6 +118,63 @@ TEST(Api, ReferenceCheckJudgesAgainstFloat64) {
   EXPECT_FALSE(bad.passed()) << bad.to_string();
 }
 
+TEST(Api, ReferenceCheckJudgesByRmseLikePyTorch) {
+  // As after a cancellation (x - mean(x) in bf16): eager rounds most elements badly and one luckily; the
+  // compiled result is closer to float64 overall but farther on that one element. The old
+  // per-element bound (atol + rtol*|ref| + 2*|eager - ref|) failed it; the RMSE rule passes it.
+  torch::manual_seed(7);
+  auto ref = torch::randn({4096}, torch::kDouble);
+  ref[5] = 1e-3;
+  const auto eager = (ref + 4e-3 * torch::randn({4096}, torch::kDouble)).to(torch::kBFloat16);
+  auto compiled = (ref + 1e-3 * torch::randn({4096}, torch::kDouble));
+  auto eager_lucky = eager.clone();
+  eager_lucky[5] = ref[5].to(torch::kBFloat16);                 // eager exact on element 5
+  compiled[5] = ref[5] + 0.02;                                   // compiled off there
+  const auto report = torchfuse::compare_outputs_with_reference(eager_lucky, compiled.to(torch::kBFloat16), ref);
+  ASSERT_EQ(report.outputs.size(), 1u);
+  EXPECT_TRUE(report.passed()) << report.to_string();
+  EXPECT_LT(report.outputs[0].rmse_vs_reference, report.outputs[0].eager_rmse_vs_reference);
+  EXPECT_EQ(report.outputs[0].rmse_multiplier, 3.0);
+  EXPECT_EQ(report.outputs[0].worst_index, std::vector<int64_t>{5});  // reported, not judged alone
+  // The old rule on the same tensors: element 5 is 0.02 from float64 against eager's 0.
+  const auto e = eager_lucky.to(torch::kDouble), c = compiled.to(torch::kBFloat16).to(torch::kDouble);
+  const auto tol = torchfuse::default_tolerance(torch::kBFloat16);
+  EXPECT_TRUE(((c - ref).abs() > tol.atol + tol.rtol * ref.abs() + 2 * (e - ref).abs()).any().item<bool>());
+
+  // Genuinely wrong kernels still fail: every value off by half its scale (the RMSE)...
+  const auto scaled = torchfuse::compare_outputs_with_reference(eager, (ref * 1.5).to(torch::kBFloat16), ref);
+  EXPECT_FALSE(scaled.passed()) << scaled.to_string();
+  EXPECT_GT(scaled.outputs[0].rmse_vs_reference, 3 * scaled.outputs[0].eager_rmse_vs_reference);
+  EXPECT_NE(scaled.to_string().find("FAIL: RMSE"), std::string::npos) << scaled.to_string();
+  // ... and a tail of 16 elements a kernel got wrong, which the RMSE alone lets through.
+  auto tail = ref.clone();
+  tail.narrow(0, 4080, 16).add_(0.2);
+  const auto missed = torchfuse::compare_outputs_with_reference(eager, tail.to(torch::kBFloat16), ref);
+  EXPECT_FALSE(missed.passed()) << missed.to_string();
+  EXPECT_LT(missed.outputs[0].rmse_vs_reference, 3 * missed.outputs[0].eager_rmse_vs_reference);
+  EXPECT_GE(missed.outputs[0].worst_index.at(0), 4080);
+  EXPECT_NE(missed.to_string().find("worst element"), std::string::npos) << missed.to_string();
+}
+
+TEST(Api, ReferenceCheckNaNs) {
+  const auto ref = torch::tensor({1.0, 2.0, 3.0}, torch::kDouble);
+  const float nan = std::nanf("");
+  // Eager produced a NaN where float64 has none; compiled did not: better, passes.
+  const auto eager_nan = torch::tensor({1.0f, nan, 3.0f});
+  EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 2.0f, 3.0f}), ref).passed());
+  // Compiled produced a NaN where eager and float64 have none: fails, at that element.
+  const auto bad = torchfuse::compare_outputs_with_reference(torch::tensor({1.0f, 2.0f, 3.0f}),
+                                                            torch::tensor({1.0f, nan, 3.0f}), ref);
+  EXPECT_FALSE(bad.passed()) << bad.to_string();
+  EXPECT_EQ(bad.outputs[0].worst_index, std::vector<int64_t>{1});
+  // Where float64 is NaN too, compiled must keep it.
+  const auto ref_nan = torch::tensor({1.0, std::nan(""), 3.0}, torch::kDouble);
+  EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager_nan, eager_nan, ref_nan).passed());
+  EXPECT_FALSE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 2.0f, 3.0f}), ref_nan).passed());
+  // A wrong shape fails whatever the values.
+  EXPECT_FALSE(torchfuse::compare_outputs_with_reference(torch::ones({3}), torch::ones({3, 1}), ref).passed());
+}
+
 TEST(Api, CompareWithEagerRunsTheFloat64Reference) {
   auto c = torchfuse::compile(tftest::module_returning("x", "torch.tanh(x) * 2.0 + 1.0"));
   const auto report = torchfuse::compare_with_eager(c, {torch::randn({16})});

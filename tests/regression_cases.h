@@ -1,0 +1,163 @@
+// Graphs that random testing found wrong (issues 28 and 29): wrong output shapes, wrong values,
+// internal errors thrown to the user, kernels that failed to build. The CPU tests check their
+// plans and NVRTC builds; the GPU tests run them against eager and the float64 reference.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace tftest {
+
+// How an input is laid out, as the random runs built it.
+enum class Layout {
+  Contiguous,
+  Sliced,      // t[..., 2:2+n] of a tensor 5 wider in its last dim
+  Transposed,  // .transpose(-1, -2) of a contiguous tensor whose last two sizes are swapped
+};
+
+struct InputSpec {
+  std::vector<int64_t> sizes;
+  Layout layout = Layout::Contiguous;
+};
+
+struct RegressionCase {
+  std::string name;
+  c10::ScalarType dtype;
+  std::vector<InputSpec> inputs;
+  std::string body;  // the forward's body, after "def forward(self, x0, x1, ...):"
+};
+
+inline torch::jit::Module regression_module(const RegressionCase& c) {
+  std::string args;
+  for (size_t i = 0; i < c.inputs.size(); ++i) args += ", x" + std::to_string(i);
+  return module_from("def forward(self" + args + "):\n" + c.body);
+}
+
+// torch.randn cast to the dtype, then laid out as the spec says; fresh values on every call.
+inline at::Tensor regression_input(const InputSpec& s, c10::ScalarType dtype, c10::Device device) {
+  const auto options = torch::TensorOptions().device(device);
+  std::vector<int64_t> sizes = s.sizes;
+  switch (s.layout) {
+    case Layout::Contiguous: return torch::randn(sizes, options).to(dtype);
+    case Layout::Sliced: {
+      const int64_t n = sizes.back();
+      sizes.back() += 5;
+      return torch::randn(sizes, options).to(dtype).narrow(-1, 2, n);
+    }
+    case Layout::Transposed: {
+      if (sizes.size() < 2) return torch::randn(sizes, options).to(dtype);
+      std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+      return torch::randn(sizes, options).to(dtype).transpose(-1, -2);
+    }
+  }
+  return {};
+}
+
+inline std::vector<c10::IValue> regression_inputs(const RegressionCase& c, c10::Device device) {
+  std::vector<c10::IValue> in;
+  for (const auto& s : c.inputs) in.emplace_back(regression_input(s, c.dtype, device));
+  return in;
+}
+
+inline std::vector<RegressionCase> regression_cases() {
+  using L = Layout;
+  const auto f32 = c10::kFloat, f16 = c10::kHalf, bf16 = c10::kBFloat16;
+  return {
+      // ---- issue 28 ----
+      {"i28_1_logsumexp_keepdim_operand_shape", bf16, {{{1, 255, 3}, L::Sliced}, {{1, 255, 1}}},
+       "    t0 = torch.maximum(x1, x0)\n"
+       "    t1 = torch.logsumexp(t0, -1, keepdim=True)\n"
+       "    return t1 / (torch.abs(x1) + 1.0)\n"},
+      {"i28_2_amax_times_broadcast_scalar_tensor", f32, {{{128, 1, 1024}, L::Sliced}, {{1, 1, 1}, L::Transposed}},
+       "    t3 = x0.amax(-1, keepdim=True)\n"
+       "    t4 = t3 * x1\n"
+       "    t5 = torch.where(t4 > 0.1, t4, t4 * 0.2)\n"
+       "    t6 = t5 / (torch.abs(t3) + 1.0)\n"
+       "    return t4 * 0.37 + 1.25\n"},
+      {"i28_3_var_plus_broadcast_then_sum", f16, {{{1000, 3}}, {{1, 1}, L::Transposed}, {{1000, 3}, L::Sliced}},
+       "    t0 = x2.var(-1, keepdim=True)\n"
+       "    t1 = t0 + x1\n"
+       "    return t1.sum(-1, keepdim=True)\n"},
+      {"i28_4_full_reduction_of_reduction", f16, {{{512}}, {{1}}, {{512}}},
+       "    t0 = x2.amax(-1, keepdim=True)\n"
+       "    t1 = t0 * torch.sigmoid(x1)\n"
+       "    t2 = torch.logsumexp(t1, -1, keepdim=True)\n"
+       "    t3 = t2 / (torch.abs(x2) + 1.0)\n"
+       "    return t3 + t2\n"},
+      {"i28_5_column_reduction_of_reduction", bf16, {{{7, 100}}, {{1, 1}, L::Transposed}},
+       "    t0 = x0.amax(0, keepdim=True)\n"
+       "    t1 = torch.minimum(t0, x1)\n"
+       "    t2 = t1 - t1.mean(-1, keepdim=True)\n"
+       "    t3 = torch.log_softmax(t2, 0)\n"
+       "    t4 = t3 - t0\n"
+       "    t5 = t4.var(0, keepdim=True)\n"
+       "    t6 = torch.layer_norm(t5, [100])\n"
+       "    return torch.silu(t6)\n"},
+      {"i28_6_column_mean_of_broadcast_then_row_var", bf16, {{{512, 1024}}, {{512, 1}, L::Sliced}},
+       "    t0 = torch.maximum(x1, x1)\n"
+       "    t1 = t0.pow(2)\n"
+       "    t2 = t1 - t1.mean(0, keepdim=True)\n"
+       "    t3 = t2 + t0\n"
+       "    t4 = t3 * x0\n"
+       "    return t4.var(-1, keepdim=True)\n"},
+      {"i28_7_sum_over_column_of_width_one", f16, {{{64, 1}, L::Sliced}},
+       "    t0 = x0.sum(0, keepdim=True)\n"
+       "    return torch.exp(torch.clamp(t0, -10.0, 10.0))\n"},
+      {"i28_8_sum_of_size_one_dims_two_outputs", f32, {{{512, 3, 1}, L::Transposed}, {{512, 1, 1}, L::Sliced}},
+       "    t0 = x1.sum(0, keepdim=True)\n"
+       "    t1 = x0 * x0\n"
+       "    t3 = x1 * t0\n"
+       "    return (t3, t1)\n"},
+      {"i28_9_var_over_size_one_then_sum", f32, {{{64, 1000, 7, 1}}},
+       "    t0 = x0.var(-1, keepdim=True)\n"
+       "    t1 = t0.sum(2, keepdim=True)\n"
+       "    t2 = t1 * torch.sigmoid(t1)\n"
+       "    return torch.minimum(t2, t1)\n"},
+      // ---- issue 29 ----
+      {"i29_1_amax_over_transposed_two_outputs", f32, {{{7, 255, 100}, L::Transposed}, {{7, 1, 1}, L::Transposed}},
+       "    t0 = x0.amax(-1, keepdim=True)\n"
+       "    t1 = t0 / (torch.abs(x1) + 1.0)\n"
+       "    t2 = t1 / (torch.abs(t1) + 1.0)\n"
+       "    return (t2, t1)\n"},
+      {"i29_2_sum_gelu_maximum_broadcast", bf16, {{{64, 17}}, {{64, 17}}, {{1, 1}, L::Sliced}},
+       "    t0 = x0.sum(-1, keepdim=True)\n"
+       "    t1 = torch.gelu(t0, approximate='tanh')\n"
+       "    t2 = torch.maximum(t1, x2)\n"
+       "    return torch.exp(torch.clamp(t2, -10.0, 10.0))\n"},
+      {"i29_3_mean_times_broadcast", f32, {{{7, 4097}, L::Sliced}, {{7, 4097}}, {{1, 1}}},
+       "    t0 = x2 - x0\n"
+       "    t1 = torch.silu(t0)\n"
+       "    t2 = torch.erf(t1)\n"
+       "    t3 = t2.mean(-1, keepdim=True)\n"
+       "    return t3 * x2\n"},
+      {"i29_4_layer_norm_then_column_mean", f32, {{{7, 128}, L::Sliced}, {{1, 128}}},
+       "    t0 = torch.abs(x1)\n"
+       "    t1 = t0 / (torch.abs(x1) + 1.0)\n"
+       "    t2 = torch.layer_norm(x0, [128])\n"
+       "    t3 = t2.mean(0, keepdim=True)\n"
+       "    t4 = t3 * t3\n"
+       "    t5 = t4 * t3\n"
+       "    return t5 * t1\n"},
+      {"i29_5_middle_sum_then_epilogue", f32, {{{1024, 64, 3}, L::Transposed}, {{1, 1, 3}}},
+       "    t1 = x0 * x0\n"
+       "    t2 = t1.sum(1, keepdim=True)\n"
+       "    t3 = torch.log(torch.abs(t2) + 1.0)\n"
+       "    t4 = t3 * 0.37 + 1.25\n"
+       "    t5 = t4 * t4\n"
+       "    t6 = torch.clamp(t5, -1.5, 2.0)\n"
+       "    return x1 * torch.sigmoid(t6)\n"},
+      {"i29_6_column_reductions_of_reductions", f32, {{{4097, 128, 1}}, {{4097, 128, 1}}},
+       "    t0 = torch.logsumexp(x1, 1, keepdim=True)\n"
+       "    t1 = t0.sum(0, keepdim=True)\n"
+       "    t2 = torch.where(t1 > t1, t1, t1)\n"
+       "    t5 = t0.var(0, keepdim=True)\n"
+       "    t6 = torch.minimum(t5, t5)\n"
+       "    return torch.where(t6 > t2, t6, t2)\n"},
+  };
+}
+
+}  // namespace tftest
