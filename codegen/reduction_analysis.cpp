@@ -180,7 +180,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
       if (is_literal(in)) continue;
       from_reduction = from_reduction || derived.count(in) > 0;
       if (a.is_row(in) || (in->type.is_tensor() && in->type.rank() == 0)) continue;
-      if (!in->producer && in->type.sizes == squeezed) {
+      if (!in_group(g, in->producer) && in->type.sizes == squeezed) {  // a group input (the graph's or another group's)
         squeezed_inputs.push_back(in);
         continue;
       }

@@ -76,7 +76,8 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
   auto set_team = [&](int tpr) {
     l.threads_per_row = tpr;
     l.block = tpr <= 32 ? 256 : tpr;
-    l.chunks_per_thread = static_cast<int>((chunks + tpr - 1) / tpr);
+    // (At least one: an empty row still writes its sum, 0, or its mean, NaN.)
+    l.chunks_per_thread = std::max(1, static_cast<int>((chunks + tpr - 1) / tpr));
   };
   int tpr = std::max(1, next_pow2((chunks + per_thread - 1) / per_thread));
   tpr = std::max(tpr, std::min(min_threads, next_pow2(chunks)));

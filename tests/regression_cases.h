@@ -157,6 +157,15 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t5 = t0.var(0, keepdim=True)\n"
        "    t6 = torch.minimum(t5, t5)\n"
        "    return torch.where(t6 > t2, t6, t2)\n"},
+      // ---- found by torchfuse_fuzz ----
+      {"fuzz_s2_222_squeezed_rows_of_one_element", bf16, {{{4097, 128, 1, 1}}, {{4097, 128, 1, 1}}},
+       "    t0 = x0.std(-1, keepdim=False)\n"
+       "    t2 = x1.mean(3, keepdim=False)\n"
+       "    return t0 / (torch.abs(t2) + 1.0)\n"},
+      {"fuzz_s1_144_empty_rows", f32, {{{3, 0}}, {{1, 0}, L::Transposed}},
+       "    t0 = torch.layer_norm(x0, [0])\n"
+       "    t1 = x1 * torch.rsqrt(x1.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+       "    return (t0, t1, x0.sum(-1, keepdim=True))\n"},
   };
 }
 

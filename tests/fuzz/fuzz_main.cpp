@@ -1,0 +1,277 @@
+// torchfuse_fuzz: the differential fuzzer. Random programs (tests/fuzz/program.h), each compiled
+// by torchfuse and checked, reproducible from --seed and the program's index.
+//
+//   torchfuse_fuzz --mode cpu --count 200     # CI: convert, fuse, generate, NVRTC-compile for
+//                                             # sm_80 and sm_90; any error fails
+//   torchfuse_fuzz --mode gpu --count 10000   # GPU machine: compare_with_eager against float64,
+//                                             # no fallback, no error; --start/--count split a run
+//
+// A failing program is shrunk (smaller programs that fail the same way) and printed with its
+// inputs; the summary counts programs per op, dtype and schedule. Exit status 1 when any failed.
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "tests/fuzz/program.h"
+#include "torchfuse/torchfuse.h"
+
+namespace {
+
+struct Args {
+  std::string mode = "cpu";
+  uint64_t seed = 1;
+  uint64_t start = 0;
+  uint64_t count = 100;
+  std::vector<std::string> archs = {"sm_80", "sm_90"};
+  std::string report;
+  int64_t max_elements = int64_t{1} << 22;
+  bool shrink = true;
+  double time_limit = 0;  // seconds; 0: none (stops between programs, reporting what ran)
+};
+
+struct Outcome {
+  enum Kind { Pass, Skip, Fail } kind = Pass;
+  std::string category;  // skip reason or failure class
+  std::string detail;
+  std::vector<std::string> schedules;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, sep);)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "torchfuse_fuzz: " << k << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (k == "--mode") a.mode = value();
+    else if (k == "--seed") a.seed = std::stoull(value());
+    else if (k == "--start") a.start = std::stoull(value());
+    else if (k == "--count") a.count = std::stoull(value());
+    else if (k == "--archs") a.archs = split(value(), ',');
+    else if (k == "--report") a.report = value();
+    else if (k == "--max-elements") a.max_elements = std::stoll(value());
+    else if (k == "--no-shrink") a.shrink = false;
+    else if (k == "--time-limit") a.time_limit = std::stod(value());
+    else {
+      std::cerr << "torchfuse_fuzz: unknown argument " << k
+                << " (--mode cpu|gpu --seed S --start I --count N --archs sm_80,sm_90 --report FILE "
+                   "--max-elements E --no-shrink --time-limit SECONDS)\n";
+      std::exit(2);
+    }
+  }
+  if (a.mode != "cpu" && a.mode != "gpu") {
+    std::cerr << "torchfuse_fuzz: --mode is cpu or gpu, got " << a.mode << "\n";
+    std::exit(2);
+  }
+  return a;
+}
+
+// "row reduction", "pointwise"... from each kernel's header comment.
+std::vector<std::string> schedules_of(const std::vector<torchfuse::KernelInfo>& kernels) {
+  std::vector<std::string> out;
+  for (const auto& k : kernels) {
+    const size_t at = k.source.find("// torchfuse fusion group ");
+    const size_t open = k.source.find('(', at);
+    const size_t close = k.source.find(')', open);
+    if (at == std::string::npos || open == std::string::npos || close == std::string::npos) continue;
+    out.push_back(k.source.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+bool cpu_lacks_kernel(const std::string& what) { return what.find("not implemented for") != std::string::npos; }
+
+class Checker {
+ public:
+  explicit Checker(const Args& a) : args_(a) {}
+
+  Outcome check(const tffuzz::Program& p, uint64_t input_seed) const {
+    torch::jit::Module m("FuzzModule");
+    try {
+      m.define(p.source());
+    } catch (const std::exception& e) {
+      return {Outcome::Skip, "script", e.what()};
+    }
+    torch::manual_seed(input_seed);
+    return args_.mode == "cpu" ? check_cpu(m, p) : check_gpu(m, p);
+  }
+
+ private:
+  Outcome check_cpu(const torch::jit::Module& m, const tffuzz::Program& p) const {
+    const auto in = p.make_inputs(c10::kCPU, p.dtype);
+    try {
+      torchfuse::compile(m).forward_eager(in);
+    } catch (const std::exception& e) {
+      return {Outcome::Skip, cpu_lacks_kernel(e.what()) ? "cpu kernel missing" : "eager rejects", e.what()};
+    }
+    Outcome o;
+    for (const auto& arch : args_.archs) {
+      torchfuse::CompileOptions options;
+      options.offline_arch = arch;
+      try {
+        const auto e = torchfuse::compile(m, options).explain(in, /*compile_kernels=*/true);
+        if (o.schedules.empty()) o.schedules = schedules_of(e.kernels);
+      } catch (const std::exception& e) {
+        return {Outcome::Fail, "compile error (" + arch + ")", e.what()};
+      }
+    }
+    return o;
+  }
+
+  Outcome check_gpu(const torch::jit::Module& m, const tffuzz::Program& p) const {
+    const c10::Device cuda(c10::kCUDA, 0);
+    torchfuse::CompileOptions options;
+    options.debug_poison_outputs = true;
+    auto c = torchfuse::compile(m, options);
+    try {
+      c.forward_eager(p.make_inputs(cuda, p.dtype));
+    } catch (const std::exception& e) {
+      return {Outcome::Skip, "eager rejects", e.what()};
+    }
+    Outcome o;
+    try {
+      c.forward(p.make_inputs(cuda, p.dtype));  // compiles on one draw
+      const auto in = p.make_inputs(cuda, p.dtype);
+      const auto report = torchfuse::compare_with_eager(c, in);
+      torch::cuda::synchronize();
+      o.schedules = schedules_of(c.kernels());
+      if (!report.passed()) {
+        bool shape = false;
+        for (const auto& out : report.outputs) shape = shape || out.problem == "shape differs";
+        return {Outcome::Fail, shape ? "wrong shape" : "wrong values", report.to_string() + c.graph_for(in), o.schedules};
+      }
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      return {Outcome::Fail, what.find("internal error") != std::string::npos ? "internal error" : "error", what};
+    }
+    const auto s = c.stats();
+    if (s.fallback_groups > 0) {
+      std::string why;
+      for (const auto& g : s.groups)
+        if (g.fell_back) why += g.kernel_name + ": " + g.fallback_reason + "\n";
+      return {Outcome::Fail, "fallback", why, o.schedules};
+    }
+    if (s.fused_calls == 0) return {Outcome::Fail, "ran eager", "no call ran fused", o.schedules};
+    return o;
+  }
+
+  const Args& args_;
+};
+
+std::string describe_inputs(const tffuzz::Program& p) {
+  std::ostringstream os;
+  os << c10::toString(p.dtype) << (p.values == tffuzz::Values::Special ? ", special values" : "") << "; inputs:";
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    os << " x" << i << " [";
+    for (size_t d = 0; d < p.inputs[i].sizes.size(); ++d) os << (d ? "," : "") << p.inputs[i].sizes[d];
+    os << "] " << tffuzz::layout_name(p.inputs[i].layout) << ";";
+  }
+  return os.str();
+}
+
+// Shrinks `p` while a smaller program fails in the same category.
+tffuzz::Program shrink(const Checker& checker, tffuzz::Program p, const std::string& category, uint64_t input_seed,
+                       Outcome* last) {
+  for (int round = 0; round < 50; ++round) {
+    bool smaller = false;
+    for (const auto& c : tffuzz::shrink_candidates(p)) {
+      const Outcome o = checker.check(c, input_seed);
+      if (o.kind == Outcome::Fail && o.category == category) {
+        p = c;
+        *last = o;
+        smaller = true;
+        break;
+      }
+    }
+    if (!smaller) break;
+  }
+  return p;
+}
+
+struct Tally {
+  int pass = 0, fail = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  if (args.mode == "gpu" && !torchfuse::cuda_available()) {
+    std::cerr << "torchfuse_fuzz: --mode gpu needs a CUDA device\n";
+    return 2;
+  }
+  tffuzz::Options gen;
+  gen.max_elements = args.max_elements;
+  gen.allow_half = args.mode == "gpu";  // LibTorch's CPU kernels lack fp16 for some ops
+  const Checker checker(args);
+  std::map<std::string, Tally> by_op, by_dtype, by_schedule;
+  std::map<std::string, int> skips, failures;
+  std::ostringstream failed;
+  int passed = 0, failed_count = 0, skipped = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  uint64_t ran = 0;
+  for (uint64_t i = args.start; i < args.start + args.count; ++i, ++ran) {
+    if (args.time_limit > 0 && elapsed() > args.time_limit) break;
+    if (std::getenv("TORCHFUSE_FUZZ_TRACE")) std::ofstream(std::getenv("TORCHFUSE_FUZZ_TRACE")) << i << "\n";
+    const tffuzz::Program p = tffuzz::generate(args.seed, i, gen);
+    const uint64_t input_seed = args.seed * 7919 + i;
+    Outcome o = checker.check(p, input_seed);
+    if (o.kind == Outcome::Skip) {
+      ++skipped;
+      ++skips[o.category];
+      if (std::getenv("TORCHFUSE_FUZZ_VERBOSE")) std::cout << "skip " << i << ": " << o.category << ": " << o.detail << "\n" << p.source();
+      continue;
+    }
+    const bool ok = o.kind == Outcome::Pass;
+    (ok ? passed : failed_count)++;
+    for (const auto& op : p.ops()) (ok ? by_op[op].pass : by_op[op].fail)++;
+    (ok ? by_dtype[c10::toString(p.dtype)].pass : by_dtype[c10::toString(p.dtype)].fail)++;
+    for (const auto& s : o.schedules) (ok ? by_schedule[s].pass : by_schedule[s].fail)++;
+    if (ok) continue;
+    ++failures[o.category];
+    Outcome last = o;
+    const tffuzz::Program small = args.shrink ? shrink(checker, p, o.category, input_seed, &last) : p;
+    failed << "### program " << i << " (seed " << args.seed << "): " << o.category << "\n"
+           << describe_inputs(small) << "\n```\n" << small.source() << "```\n" << last.detail << "\n\n";
+    std::cout << "FAIL program " << i << ": " << o.category << "\n" << std::flush;
+  }
+  const double seconds = elapsed();
+
+  std::ostringstream summary;
+  summary << "torchfuse_fuzz --mode " << args.mode << " --seed " << args.seed << " --start " << args.start << " --count "
+          << args.count << " (ran " << ran << "): " << passed << " passed, " << failed_count << " failed, " << skipped << " skipped ("
+          << seconds << " s)\n";
+  for (const auto& [k, n] : failures) summary << "  failed: " << k << ": " << n << "\n";
+  for (const auto& [k, n] : skips) summary << "  skipped: " << k << ": " << n << "\n";
+  auto table = [&](const char* title, const std::map<std::string, Tally>& t) {
+    summary << title << ":";
+    for (const auto& [k, v] : t) summary << " " << k << " " << v.pass << "/" << v.pass + v.fail;
+    summary << "\n";
+  };
+  table("per dtype (passed/checked)", by_dtype);
+  table("per op (programs using it)", by_op);
+  table("per schedule (kernels)", by_schedule);
+  std::cout << summary.str() << failed.str();
+  if (!args.report.empty()) std::ofstream(args.report) << summary.str() << "\n" << failed.str();
+  return failed_count == 0 ? 0 : 1;
+}

@@ -1,0 +1,428 @@
+#include "tests/fuzz/program.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <torch/torch.h>
+
+namespace tffuzz {
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Sliced: return "sliced";
+    case Layout::Transposed: return "transposed";
+    case Layout::Expanded: return "expanded";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::Offset: return "offset";
+  }
+  return "?";
+}
+
+namespace {
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  if (dims.size() == 1) return std::to_string(dims[0]);
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+struct Value {
+  std::string name;
+  std::vector<int64_t> sizes;
+};
+
+class Generator {
+ public:
+  Generator(uint64_t seed, uint64_t index, const Options& o) : rng_(seed * 0x9E3779B97F4A7C15ull + index * 1000003ull + 1), o_(o) {}
+
+  Program run() {
+    Program p;
+    const std::vector<c10::ScalarType> dtypes =
+        o_.allow_half ? std::vector<c10::ScalarType>{c10::kFloat, c10::kHalf, c10::kBFloat16}
+                      : std::vector<c10::ScalarType>{c10::kFloat, c10::kBFloat16};
+    p.dtype = one_of(dtypes);
+    p.values = chance(0.15) ? Values::Special : Values::Normal;
+    const auto base = base_shape();
+    const int n_inputs = 1 + pick(3);
+    for (int i = 0; i < n_inputs; ++i) {
+      Input in;
+      in.sizes = i == 0 ? base : variant(base);
+      in.layout = layout_for(in.sizes);
+      p.inputs.push_back(in);
+      live_.push_back({"x" + std::to_string(i), in.sizes});
+    }
+    const int n_statements = 2 + pick(6);
+    for (int k = 0; k < n_statements; ++k) {
+      Statement s = statement();
+      s.name = "t" + std::to_string(k);
+      live_.push_back({s.name, s.sizes});
+      p.statements.push_back(std::move(s));
+    }
+    p.outputs.push_back(p.statements.back().name);
+    if (p.statements.size() > 1 && chance(0.3)) {
+      const std::string extra = p.statements[pick(static_cast<int>(p.statements.size()) - 1)].name;
+      p.outputs.push_back(extra);
+    }
+    return p;
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng_)); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  template <typename T>
+  const T& one_of(const std::vector<T>& v) { return v[pick(static_cast<int>(v.size()))]; }
+
+  std::vector<int64_t> base_shape() {
+    static const std::vector<int64_t> pool = {1, 1, 2, 3, 5, 7, 17, 31, 64, 100, 128, 255, 256, 512, 1000, 1024, 4097};
+    const std::vector<int> ranks = {1, 2, 2, 2, 3, 3, 3, 4, 4};
+    std::vector<int64_t> s(one_of(ranks));
+    for (auto& d : s) d = chance(0.01) ? 0 : one_of(pool);
+    // Rows longer than a block, now and then: up to 65537 elements in the last dim.
+    if (chance(0.05)) s.back() = chance(0.5) ? 16384 : 65537;
+    while (numel(s) > o_.max_elements) {
+      auto it = std::max_element(s.begin(), s.end());
+      *it = std::max<int64_t>(1, *it / 7);
+    }
+    return s;
+  }
+
+  // Another input's shape: the base, the base with some dims 1, a suffix of it, or all ones.
+  std::vector<int64_t> variant(const std::vector<int64_t>& base) {
+    const int kind = pick(5);
+    std::vector<int64_t> s = base;
+    if (kind == 1 || kind == 2) {
+      for (auto& d : s)
+        if (chance(0.4)) d = 1;
+    } else if (kind == 3 && s.size() > 1) {
+      s.erase(s.begin(), s.begin() + 1 + pick(static_cast<int>(s.size()) - 1));
+    } else if (kind == 4) {
+      std::fill(s.begin(), s.end(), 1);
+    }
+    return s;
+  }
+
+  Layout layout_for(const std::vector<int64_t>& s) {
+    const int r = pick(100);
+    if (r < 50 || s.empty()) return Layout::Contiguous;
+    if (r < 65) return Layout::Sliced;
+    if (r < 80 && s.size() >= 2) return Layout::Transposed;
+    if (r < 87 && std::any_of(s.begin(), s.end(), [](int64_t d) { return d > 1; })) return Layout::Expanded;
+    if (r < 93 && s.size() == 4) return Layout::ChannelsLast;
+    return Layout::Offset;
+  }
+
+  // A live value, the later ones more often.
+  const Value& operand() {
+    const int n = static_cast<int>(live_.size());
+    const int i = chance(0.6) ? std::max(0, n - 1 - pick(std::min(n, 3))) : pick(n);
+    return live_[i];
+  }
+
+  Statement statement() {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const int kind = pick(100);
+      std::optional<Statement> s = kind < 33 ? unary() : kind < 63 ? binary() : reduction();
+      if (s && numel(s->sizes) <= o_.max_elements) return *s;
+    }
+    return *unary();
+  }
+
+  std::optional<Statement> unary() {
+    struct U {
+      const char* pattern;
+      std::vector<std::string> ops;
+    };
+    static const std::vector<U> table = {
+        {"torch.relu(A)", {"relu"}},
+        {"torch.sigmoid(A)", {"sigmoid"}},
+        {"torch.tanh(A)", {"tanh"}},
+        {"torch.exp(torch.clamp(A, -10.0, 10.0))", {"clamp", "exp"}},
+        {"torch.abs(A)", {"abs"}},
+        {"-A", {"neg"}},
+        {"torch.erf(A)", {"erf"}},
+        {"torch.silu(A)", {"silu"}},
+        {"torch.gelu(A)", {"gelu"}},
+        {"torch.gelu(A, approximate='tanh')", {"gelu_tanh"}},
+        {"torch.log(torch.abs(A) + 1.0)", {"abs", "add", "log"}},
+        {"torch.sqrt(torch.abs(A))", {"abs", "sqrt"}},
+        {"A * 0.37 + 1.25", {"mul", "add"}},
+        {"torch.rsqrt(torch.abs(A) + 0.5)", {"abs", "add", "rsqrt"}},
+        {"torch.clamp(A, -1.5, 2.0)", {"clamp"}},
+        {"A.pow(2)", {"pow"}},
+        {"torch.reciprocal(torch.abs(A) + 1.0)", {"abs", "add", "reciprocal"}},
+        {"A.float()", {"cast"}},
+        {"A.to(15)", {"cast"}},  // torch.bfloat16 (a ScalarType number: the C++ define has no resolver for torch.bfloat16),
+        {"A.half()", {"cast"}},
+    };
+    const Value& a = operand();
+    const U& u = one_of(table);
+    Statement s;
+    s.expr = replace(u.pattern, "A", a.name);
+    s.sizes = a.sizes;
+    s.reads = {a.name};
+    s.ops = u.ops;
+    return s;
+  }
+
+  std::optional<Statement> binary() {
+    struct B {
+      const char* pattern;
+      std::vector<std::string> ops;
+    };
+    static const std::vector<B> table = {
+        {"A + B", {"add"}},
+        {"A - B", {"sub"}},
+        {"A * B", {"mul"}},
+        {"A / (torch.abs(B) + 1.0)", {"abs", "add", "div"}},
+        {"torch.maximum(A, B)", {"maximum"}},
+        {"torch.minimum(A, B)", {"minimum"}},
+        {"torch.where(A > 0.1, A, B)", {"gt", "where"}},
+    };
+    const Value& a = operand();
+    std::vector<const Value*> partners;
+    for (const auto& v : live_)
+      if (broadcast(a.sizes, v.sizes)) partners.push_back(&v);
+    const Value& b = *one_of(partners);
+    const B& op = one_of(table);
+    Statement s;
+    s.expr = replace(replace(op.pattern, "A", a.name), "B", b.name);
+    s.sizes = *broadcast(a.sizes, b.sizes);
+    s.reads = {a.name, b.name};
+    s.ops = op.ops;
+    return s;
+  }
+
+  std::optional<Statement> reduction() {
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    if (r == 0) return std::nullopt;
+    Statement s;
+    s.reads = {a.name};
+    const int kind = pick(12);
+    // Shape-preserving normalizations.
+    if (kind >= 9) {
+      const int64_t d = pick(static_cast<int>(r)) - (chance(0.5) ? r : 0);
+      s.sizes = a.sizes;
+      if (kind == 9) {
+        s.expr = (chance(0.5) ? "torch.softmax(" : "torch.log_softmax(") + a.name + ", " + std::to_string(d) + ")";
+        s.ops = {"softmax"};
+      } else if (kind == 10) {
+        s.expr = "torch.layer_norm(" + a.name + ", [" + std::to_string(a.sizes.back()) + "])";
+        s.ops = {"layer_norm"};
+      } else {
+        s.expr = a.name + " * torch.rsqrt(" + a.name + ".pow(2).mean(-1, keepdim=True) + 1e-6)";
+        s.ops = {"rms_norm"};
+      }
+      return s;
+    }
+    static const std::vector<std::string> names = {"sum", "mean", "amax", "amin", "var", "std", "logsumexp", "sum", "mean"};
+    const std::string op = names[kind];
+    // All dims now and then; else one dim or a block of two.
+    if (chance(0.1) && (op == "sum" || op == "mean")) {
+      s.expr = a.name + "." + op + "()";
+      s.ops = {op + "_all"};
+      return s;
+    }
+    std::vector<int64_t> dims = {pick(static_cast<int>(r))};
+    if (r >= 2 && chance(0.15) && dims[0] + 1 < r) dims.push_back(dims[0] + 1);
+    const bool keepdim = chance(0.8);
+    std::vector<int64_t> spelled = dims;
+    if (chance(0.5)) for (auto& d : spelled) d -= r;  // negative dims
+    if (op == "logsumexp" || op == "var" || op == "std") spelled.resize(1), dims.resize(1);
+    const std::string args = dims_str(spelled) + ", keepdim=" + (keepdim ? "True" : "False");
+    s.expr = op == "logsumexp" ? "torch.logsumexp(" + a.name + ", " + args + ")" : a.name + "." + op + "(" + args + ")";
+    s.ops = {op};
+    for (int64_t i = r - 1; i >= 0; --i) {
+      if (std::find(dims.begin(), dims.end(), i) == dims.end()) {
+        s.sizes.insert(s.sizes.begin(), a.sizes[i]);
+      } else if (keepdim) {
+        s.sizes.insert(s.sizes.begin(), 1);
+      }
+    }
+    return s;
+  }
+
+  static std::string replace(std::string s, const std::string& from, const std::string& to) {
+    for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+    return s;
+  }
+
+  std::mt19937_64 rng_;
+  Options o_;
+  std::vector<Value> live_;
+};
+
+// Values with specials mixed in: NaN, infinities, -0.0, denormals, huge and tiny magnitudes.
+void add_specials(at::Tensor& t) {
+  if (t.numel() == 0) return;
+  const double dtype_max = t.scalar_type() == c10::kHalf ? 60000.0 : t.scalar_type() == c10::kBFloat16 ? 3e38 : 3e38;
+  const std::vector<double> specials = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                        -std::numeric_limits<double>::infinity(), -0.0, 1e-40, dtype_max, -dtype_max, 1e-30};
+  auto flat = t.reshape({-1});
+  const auto mask = torch::rand({flat.numel()}, flat.options().dtype(at::kFloat)) < 0.02;
+  const auto which = torch::randint(0, static_cast<int64_t>(specials.size()), {flat.numel()},
+                                    flat.options().dtype(at::kLong));
+  auto values = torch::tensor(specials, flat.options().dtype(at::kDouble)).index_select(0, which).to(flat.scalar_type());
+  flat.copy_(torch::where(mask, values, flat));
+}
+
+at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device, Values values) {
+  const auto opts = torch::TensorOptions().device(device);
+  auto fresh = [&](std::vector<int64_t> sizes) {
+    at::Tensor t = torch::randn(sizes, opts).to(dtype);
+    if (values == Values::Special) add_specials(t);
+    return t;
+  };
+  std::vector<int64_t> s = in.sizes;
+  switch (in.layout) {
+    case Layout::Contiguous: return fresh(s);
+    case Layout::Sliced: {
+      const int64_t n = s.back();
+      s.back() += 5;
+      return fresh(s).narrow(-1, 2, n);
+    }
+    case Layout::Transposed: {
+      std::swap(s[s.size() - 1], s[s.size() - 2]);
+      return fresh(s).transpose(-1, -2);
+    }
+    case Layout::Expanded: {
+      // Size 1 in the first dim longer than 1 (a stride of 0 there), expanded back.
+      for (auto& d : s) {
+        if (d > 1) {
+          d = 1;
+          break;
+        }
+      }
+      return fresh(s).expand(in.sizes);
+    }
+    case Layout::ChannelsLast: return fresh(s).contiguous(at::MemoryFormat::ChannelsLast);
+    case Layout::Offset: {
+      // A storage offset of 3 elements: misaligned for vector loads.
+      return fresh({numel(s) + 3}).narrow(0, 3, numel(s)).view(s);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string Program::source() const {
+  std::string src = "def forward(self";
+  for (size_t i = 0; i < inputs.size(); ++i) src += ", x" + std::to_string(i);
+  src += "):\n";
+  for (const auto& s : statements) src += "    " + s.name + " = " + s.expr + "\n";
+  src += "    return ";
+  if (outputs.size() > 1) src += "(";
+  for (size_t i = 0; i < outputs.size(); ++i) src += (i ? ", " : "") + outputs[i];
+  if (outputs.size() > 1) src += ")";
+  return src + "\n";
+}
+
+std::vector<std::string> Program::ops() const {
+  std::vector<std::string> out;
+  for (const auto& s : statements) out.insert(out.end(), s.ops.begin(), s.ops.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<c10::IValue> Program::make_inputs(c10::Device device, c10::ScalarType dt) const {
+  std::vector<c10::IValue> in;
+  for (const auto& i : inputs) in.emplace_back(make_input(i, dt, device, values));
+  return in;
+}
+
+int64_t Program::max_elements() const {
+  int64_t m = 0;
+  for (const auto& i : inputs) m = std::max(m, numel(i.sizes));
+  for (const auto& s : statements) m = std::max(m, numel(s.sizes));
+  return m;
+}
+
+Program generate(uint64_t seed, uint64_t index, const Options& options) { return Generator(seed, index, options).run(); }
+
+namespace {
+
+// Drops the statements no output needs.
+Program without_dead(Program p) {
+  std::set<std::string> needed(p.outputs.begin(), p.outputs.end());
+  std::vector<Statement> kept;
+  for (auto it = p.statements.rbegin(); it != p.statements.rend(); ++it) {
+    if (!needed.count(it->name)) continue;
+    needed.insert(it->reads.begin(), it->reads.end());
+    kept.insert(kept.begin(), *it);
+  }
+  p.statements = std::move(kept);
+  return p;
+}
+
+}  // namespace
+
+std::vector<Program> shrink_candidates(const Program& p) {
+  std::vector<Program> out;
+  if (p.outputs.size() > 1) {
+    for (const auto& o : p.outputs) {
+      Program c = p;
+      c.outputs = {o};
+      out.push_back(without_dead(c));
+    }
+  }
+  // Return an earlier statement instead.
+  for (size_t k = 0; k + 1 < p.statements.size(); ++k) {
+    Program c = p;
+    c.outputs = {p.statements[k].name};
+    out.push_back(without_dead(c));
+  }
+  // A statement replaced by an operand of its shape (an input or an earlier value).
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < p.inputs.size(); ++i) shapes["x" + std::to_string(i)] = p.inputs[i].sizes;
+  for (const auto& s : p.statements) shapes[s.name] = s.sizes;
+  for (size_t k = 0; k < p.statements.size(); ++k) {
+    for (const auto& r : p.statements[k].reads) {
+      if (shapes[r] != p.statements[k].sizes || r == p.statements[k].name) continue;
+      Program c = p;
+      c.statements[k].expr = r;
+      c.statements[k].reads = {r};
+      c.statements[k].ops.clear();
+      out.push_back(without_dead(c));
+    }
+  }
+  // Inputs made contiguous, one at a time.
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.inputs[i].layout == Layout::Contiguous) continue;
+    Program c = p;
+    c.inputs[i].layout = Layout::Contiguous;
+    out.push_back(c);
+  }
+  if (p.values == Values::Special) {
+    Program c = p;
+    c.values = Values::Normal;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace tffuzz
