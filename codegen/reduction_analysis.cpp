@@ -143,7 +143,8 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
   std::set<const ir::Value*> derived;  // computed from a reduction result
   for (const ir::Value* v : g.inputs) {
     a.level[v] = 0;
-    if (v->type.is_scalar() || (v->type.is_tensor() && a.rd.holds_rows(v->type.sizes))) {
+    // (A 0-dim tensor is one value for every row, also where a row is one element.)
+    if (v->type.is_scalar() || (v->type.is_tensor() && (v->type.rank() == 0 || a.rd.holds_rows(v->type.sizes)))) {
       a.per_row.insert(v);
     }
   }

@@ -483,7 +483,8 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   // 3 per SM ran 1.4 waves).
   const int64_t want = std::min(tuning().column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count);
   const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
-  l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / tiles)));
+  // (No tiles: an empty output, which the launcher never launches.)
+  l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / std::max<int64_t>(tiles, 1))));
   return l;
 }
 

@@ -44,6 +44,25 @@ struct Growing {
     return false;
   }
 
+  // A reduced value without keepdim ([R] for rows of [R, C]) broadcast against a larger shape
+  // aligns with the trailing dims, not with the rows it holds (x * x.var(-1) with R == C scales
+  // the columns): the schedules read per-row values per row, so such a node stays out. Reductions
+  // over leading dims align either way.
+  std::optional<std::string> broadcasts_squeezed_rows(const ir::Node* n, const std::set<int>& joining) const {
+    const auto squeezed = rd.squeezed_shape();
+    if (squeezed == rd.keep_shape() || n->output()->type.sizes == squeezed) return std::nullopt;
+    bool leading = true;
+    for (size_t i = 0; i < rd.dims.size(); ++i) leading = leading && rd.dims[i] == static_cast<int64_t>(i);
+    if (leading) return std::nullopt;
+    for (const ir::Value* in : n->inputs) {
+      if (in->type.is_tensor() && in->type.sizes == squeezed && after_reduction(in, joining)) {
+        return "it broadcasts %" + std::to_string(in->id) + ", a reduced value without keepdim " + shape_str(squeezed) +
+               ", against " + shape_str(n->output()->type.sizes) + ": it aligns with the trailing dims, not its rows";
+      }
+    }
+    return std::nullopt;
+  }
+
   std::optional<std::string> why_not_node(const ir::Node* n, const std::set<int>& joining) const {
     const c10::Device device = set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
     if (n->output()->type.device != device) return std::string("it is on another device");
@@ -60,6 +79,7 @@ struct Growing {
     const auto& shape = n->output()->type.sizes;
     bool reads_reduction = false;
     for (const ir::Value* in : n->inputs) reads_reduction = reads_reduction || after_reduction(in, joining);
+    if (auto why = broadcasts_squeezed_rows(n, joining)) return why;
     if (reads_reduction && shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
       for (const ir::Value* in : n->inputs) {
         if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {

@@ -21,6 +21,9 @@ Explanation CompiledModule::explain(const std::vector<c10::IValue>& inputs, bool
 }
 Stats CompiledModule::stats() const { return impl_->stats(); }
 std::string CompiledModule::graph_for(const std::vector<c10::IValue>& inputs) const { return impl_->graph_for(inputs); }
+std::vector<c10::ScalarType> CompiledModule::value_dtypes(const std::vector<c10::IValue>& inputs) const {
+  return impl_->value_dtypes(inputs);
+}
 
 CompiledModule compile(const torch::jit::Module& module, CompileOptions options) {
   return CompiledModule(std::make_shared<CompiledModuleImpl>(prepare_module_graph(module), std::move(options)));

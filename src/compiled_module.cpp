@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
@@ -407,6 +408,15 @@ Stats CompiledModuleImpl::stats() const {
   s.kernel_cache_hits = s.kernel_memory_hits + s.kernel_disk_hits;
   s.nvrtc_seconds = counters_->nvrtc_micros / 1e6;
   return s;
+}
+
+std::vector<c10::ScalarType> CompiledModuleImpl::value_dtypes(const std::vector<c10::IValue>& inputs) const {
+  check_arity(inputs);
+  const Profile profile = profile_graph(graph_->copy(), inputs);
+  std::set<c10::ScalarType> dtypes;
+  for (const auto& [value, type] : profile.types)
+    if (type.is_tensor()) dtypes.insert(type.dtype);
+  return {dtypes.begin(), dtypes.end()};
 }
 
 std::string CompiledModuleImpl::graph_for(const std::vector<c10::IValue>& inputs) const {

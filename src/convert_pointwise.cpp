@@ -1,5 +1,7 @@
 // TorchScript pointwise ops -> IR. Composite forms are decomposed so that every IR node is a
 // primitive: add/sub with alpha become a multiply and an add, clamp becomes clamp_min/clamp_max.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "src/convert_context.h"
@@ -35,6 +37,29 @@ bool output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands
 }
 
 std::vector<const ir::Value*> as_const(const std::vector<ir::Value*>& v) { return {v.begin(), v.end()}; }
+
+bool is_16bit_float(c10::ScalarType t) { return t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16; }
+
+// A tensor operand of another dtype than a 16-bit common dtype, converted to it first: eager's
+// kernels load every operand as the common dtype (a f32 0-dim tensor in a bf16 product, a fp16
+// value in a bf16 sum round to bf16). Python numbers stay as they are (eager computes with them
+// in float, its opmath type).
+ir::Value* to_common(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) {
+  if (!v->type.is_tensor() || v->type.dtype == common || !is_16bit_float(common) || v->type.dtype == c10::ScalarType::Bool) {
+    return v;
+  }
+  return ctx.pointwise(OpKind::Cast, {v}, common, common);
+}
+
+// A Python number compared with, clamped to or selected beside a 16-bit tensor is rounded to
+// that dtype first, as eager's comparison, clamp and where kernels convert it (x > 0.1 on bf16
+// compares with bf16(0.1) = 0.10009765625).
+ir::Value* literal_as(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) {
+  if (!v->constant || !v->constant->isFloatingPoint() || !is_16bit_float(common)) return v;
+  const float f = static_cast<float>(v->constant->toDouble());
+  const float rounded = common == c10::ScalarType::Half ? static_cast<float>(c10::Half(f)) : static_cast<float>(c10::BFloat16(f));
+  return ctx.scalar(static_cast<double>(rounded));
+}
 
 bool convert_unary(ConvertContext& ctx, OpKind kind) {
   ir::Value* x = ctx.in(0);
@@ -82,9 +107,9 @@ bool convert_add_sub(ConvertContext& ctx, OpKind kind, bool reversed) {
     if (!unit) return false;  // a runtime scalar times alpha: leave it to ATen
   }
   bool ok = true;
-  auto scaled = scaled_by_alpha(ctx, b, 2, out, &ok);
+  auto scaled = scaled_by_alpha(ctx, to_common(ctx, b, out), 2, out, &ok);
   TORCHFUSE_INTERNAL_ASSERT(ok && scaled, "alpha was checked above");
-  ctx.bind_output(0, ctx.pointwise(kind, {a, *scaled}, out, out));
+  ctx.bind_output(0, ctx.pointwise(kind, {to_common(ctx, a, out), *scaled}, out, out));
   return true;
 }
 
@@ -101,6 +126,14 @@ bool convert_binary(ConvertContext& ctx, OpKind kind) {
   // Integer powers and integer rounding divisions have edge cases (negative exponents, division
   // by zero) where a kernel would not match eager: leave them to ATen.
   if (integral && (kind == OpKind::Pow || kind == OpKind::DivTrunc || kind == OpKind::DivFloor)) return false;
+  if (kind != OpKind::LogicalAnd && kind != OpKind::LogicalOr) {
+    a = to_common(ctx, a, compute);
+    b = to_common(ctx, b, compute);
+  }
+  if (ir::is_comparison(kind)) {
+    a = literal_as(ctx, a, compute);
+    b = literal_as(ctx, b, compute);
+  }
   ctx.bind_output(0, ctx.pointwise(kind, {a, b}, out, compute));
   return true;
 }
@@ -135,9 +168,9 @@ bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
   if (hi) operands.push_back(hi);
   if (!output_matches(ctx, operands)) return false;
   const auto out = ctx.out_type().dtype;
-  ir::Value* v = x;
-  if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, lo}, out, out);
-  if (hi) v = ctx.pointwise(OpKind::ClampMax, {v, hi}, out, out);
+  ir::Value* v = to_common(ctx, x, out);
+  if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, literal_as(ctx, to_common(ctx, lo, out), out)}, out, out);
+  if (hi) v = ctx.pointwise(OpKind::ClampMax, {v, literal_as(ctx, to_common(ctx, hi, out), out)}, out, out);
   ctx.bind_output(0, v);
   return true;
 }
@@ -148,7 +181,8 @@ bool convert_where(ConvertContext& ctx) {
   if (!c->type.is_tensor() || c->type.dtype != c10::ScalarType::Bool) return false;
   if (!output_matches(ctx, {c, ctx.in(1), ctx.in(2)})) return false;
   const auto out = ctx.out_type().dtype;
-  ctx.bind_output(0, ctx.pointwise(OpKind::Where, {c, ctx.in(1), ctx.in(2)}, out, out));
+  auto branch = [&](size_t i) { return literal_as(ctx, to_common(ctx, ctx.in(i), out), out); };
+  ctx.bind_output(0, ctx.pointwise(OpKind::Where, {c, branch(1), branch(2)}, out, out));
   return true;
 }
 

@@ -166,6 +166,28 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = torch.layer_norm(x0, [0])\n"
        "    t1 = x1 * torch.rsqrt(x1.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
        "    return (t0, t1, x0.sum(-1, keepdim=True))\n"},
+      {"fuzz_s1_7908_squeezed_var_broadcast_over_columns", f32, {{{100, 100}}},
+       "    t0 = x0.var(-1, keepdim=False)\n"
+       "    return t0 * x0\n"},
+      {"fuzz_s1_3751_squeezed_logsumexp_broadcast_over_columns", f32, {{{1000, 1000}}},
+       "    t0 = torch.logsumexp(x0, 1, keepdim=False)\n"
+       "    return t0 * x0\n"},
+      {"fuzz_s1_6251_full_reduction_of_a_squeezed_reduction", bf16, {{{64, 128}}, {{1, 1}}, {{1, 128}}},
+       "    t0 = x2.amax(-1, keepdim=False)\n"
+       "    t2 = t0.sum()\n"
+       "    t5 = torch.gelu(x2).amin(0, keepdim=False)\n"
+       "    return torch.minimum(t5, t2)\n"},
+      {"fuzz_s1_6164_bf16_compare_with_a_number", bf16, {{{100, 100, 31}}, {{1, 1, 31}}},
+       "    t1 = x1.amin(2, keepdim=True)\n"
+       "    return torch.where(x0 > 0.1, x0, t1)\n"},
+      {"fuzz_s1_3007_half_number_in_a_bf16_product", f16, {{{64, 1000}}},
+       "    t2 = x0.sum([0, 1], keepdim=False)\n"
+       "    t4 = x0.to(15) * t2\n"
+       "    return t4.mean(-2, keepdim=True)\n"},
+      {"fuzz_s4_77_column_sum_with_an_empty_inner_dim", f32, {{{64, 512, 3, 0}}, {{1, 1, 1, 1}}},
+       "    t1 = x0.sum(-3, keepdim=True)\n"
+       "    t2 = x1.mean(3, keepdim=True)\n"
+       "    return torch.maximum(t1, t2)\n"},
   };
 }
 

@@ -60,3 +60,19 @@ TEST(Regressions, PerRowShapesHaveNoExtentOverReducedDims) {
 }
 
 }  // namespace
+
+namespace {
+
+// Found by the fuzzer (fuzz_s1_6164, fuzz_s1_3007): eager converts every operand to the common
+// dtype, and rounds a number compared with a 16-bit tensor to that dtype.
+TEST(Regressions, SixteenBitCommonDtypeRoundsOperandsAsEagerDoes) {
+  auto compare = torchfuse::compile(tftest::module_returning("x", "torch.where(x > 0.1, x, x * 0.1)"));
+  const auto ir = compare.explain({torch::randn({4, 8}).to(torch::kBFloat16)}).ir_before;
+  EXPECT_TRUE(tftest::contains_in_order(ir, {"gt[compute=bf16](%0, 0.10009765625)", "mul(%0, 0.1)"})) << ir;
+  // A float32 0-dim tensor in a bf16 product is rounded to bf16 first (a cast node).
+  auto product = torchfuse::compile(tftest::module_returning("x, s", "x * s"));
+  const auto ir2 = product.explain({torch::randn({4, 8}).to(torch::kBFloat16), torch::randn({})}).ir_before;
+  EXPECT_TRUE(tftest::contains_in_order(ir2, {"= cast[to=bf16](%1)", "= mul(%0, %"})) << ir2;
+}
+
+}  // namespace

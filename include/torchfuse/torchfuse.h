@@ -133,6 +133,9 @@ class CompiledModule {
   Stats stats() const;
   // The graph forward() runs for these inputs' signature, if compiled (for tests: count fusion nodes).
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
+  // The dtypes of the tensors the graph computes for these inputs, intermediates included (one
+  // eager run): compare_with_eager judges by the lowest precision the graph works in.
+  std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
 
  private:
   std::shared_ptr<CompiledModuleImpl> impl_;
@@ -213,7 +216,7 @@ struct OutputComparison {
   double eager_max_abs_error_vs_reference = 0;
   double rmse_vs_reference = 0;
   double eager_rmse_vs_reference = 0;
-  double rmse_multiplier = 0;       // 2, or 3 for fp16/bf16 and tensors under 1000 elements
+  double rmse_multiplier = 0;       // m (see compare_with_eager)
   std::vector<int64_t> worst_index;  // the element farthest from the reference (or from eager)
   Tolerance tolerance{0, 0};
   bool passed = false;
@@ -233,7 +236,10 @@ struct ComparisonReport {
 //   1. allclose(compiled, eager, rtol, atol), NaN positions equal; otherwise
 //   2. over the elements where eager and the reference are finite,
 //        rmse(compiled - ref) <= m * rmse(eager - ref) + atol / 10,
-//      m = 3 for fp16/bf16 and tensors under 1000 elements, 2 otherwise. Compiled must be finite
+//      m = 10 for tensors of up to 10 elements, 8 up to 500, 3 for fp16/bf16 and tensors under
+//      1000 elements, 2 otherwise (PyTorch's multipliers, with its larger ones for small tensors,
+//      whose RMSE is mostly noise). Where the graph computes in fp16/bf16 anywhere (a cast inside
+//      an fp32 graph), that dtype's tolerance and multiplier judge every output. Compiled must be finite
 //      there; elsewhere it must equal eager or the reference, or be finite where the reference
 //      is (a result without NaN is better than an eager result with one);
 //   3. an outlier guard, since a few wrong elements hide in a large tensor's RMSE: no element may

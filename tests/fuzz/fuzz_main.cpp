@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -190,8 +191,8 @@ std::string describe_inputs(const tffuzz::Program& p) {
 
 // Shrinks `p` while a smaller program fails in the same category.
 tffuzz::Program shrink(const Checker& checker, tffuzz::Program p, const std::string& category, uint64_t input_seed,
-                       Outcome* last) {
-  for (int round = 0; round < 50; ++round) {
+                       Outcome* last, const std::function<bool()>& out_of_time) {
+  for (int round = 0; round < 50 && !out_of_time(); ++round) {
     bool smaller = false;
     for (const auto& c : tffuzz::shrink_candidates(p)) {
       const Outcome o = checker.check(c, input_seed);
@@ -235,11 +236,13 @@ int main(int argc, char** argv) {
     if (std::getenv("TORCHFUSE_FUZZ_TRACE")) std::ofstream(std::getenv("TORCHFUSE_FUZZ_TRACE")) << i << "\n";
     const tffuzz::Program p = tffuzz::generate(args.seed, i, gen);
     const uint64_t input_seed = args.seed * 7919 + i;
+    // TORCHFUSE_FUZZ_VERBOSE=1: every program as it is checked.
+    if (std::getenv("TORCHFUSE_FUZZ_VERBOSE")) std::cout << "program " << i << ": " << describe_inputs(p) << "\n" << p.source();
     Outcome o = checker.check(p, input_seed);
     if (o.kind == Outcome::Skip) {
       ++skipped;
       ++skips[o.category];
-      if (std::getenv("TORCHFUSE_FUZZ_VERBOSE")) std::cout << "skip " << i << ": " << o.category << ": " << o.detail << "\n" << p.source();
+      if (std::getenv("TORCHFUSE_FUZZ_VERBOSE")) std::cout << "skip " << i << ": " << o.category << ": " << o.detail << "\n";
       continue;
     }
     const bool ok = o.kind == Outcome::Pass;
@@ -250,7 +253,9 @@ int main(int argc, char** argv) {
     if (ok) continue;
     ++failures[o.category];
     Outcome last = o;
-    const tffuzz::Program small = args.shrink ? shrink(checker, p, o.category, input_seed, &last) : p;
+    // Shrinking stops a minute past the time limit, so that a split run still ends with its report.
+    const auto out_of_time = [&] { return args.time_limit > 0 && elapsed() > args.time_limit + 60; };
+    const tffuzz::Program small = args.shrink ? shrink(checker, p, o.category, input_seed, &last, out_of_time) : p;
     failed << "### program " << i << " (seed " << args.seed << "): " << o.category << "\n"
            << describe_inputs(small) << "\n```\n" << small.source() << "```\n" << last.detail << "\n\n";
     std::cout << "FAIL program " << i << ": " << o.category << "\n" << std::flush;
