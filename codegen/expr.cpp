@@ -216,10 +216,22 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, cons
     }
     expr = fast ? *fast : unary_expr(n.kind, compute, a);
   } else {
-    const std::string a = operand(n.inputs[0], compute, names);
+    // A comparison sees 16-bit operands as eager does, rounded to their dtype: a value kept in a
+    // float register (a bf16 mean, x / (|x| + 1) in fp16) may lie on the other side of the bound
+    // than its rounding (found by the fuzzer: torch.where(t > 0.1, t, y) picked the other branch).
+    const auto compared = [&](const ir::Value* v) {
+      const std::string e = operand(v, compute, names);
+      const auto t = v->type.dtype;
+      if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float ||
+          (t != c10::kHalf && t != c10::kBFloat16)) {
+        return e;
+      }
+      return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + e + ")";
+    };
+    const std::string a = compared(n.inputs[0]);
     std::optional<std::string> special;
     if (n.kind == OpKind::Pow) special = pow_special(a, n.inputs[1], compute);
-    const std::string b_expr = operand(n.inputs[1], compute, names);
+    const std::string b_expr = compared(n.inputs[1]);
     if (n.kind == OpKind::DivTrunc && (out == c10::kHalf || out == c10::kBFloat16)) {
       // Eager rounds the quotient to the output dtype before truncating it.
       special = "truncf(" + std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + a + " / " +

@@ -21,6 +21,9 @@ Explanation CompiledModule::explain(const std::vector<c10::IValue>& inputs, bool
 }
 Stats CompiledModule::stats() const { return impl_->stats(); }
 std::string CompiledModule::graph_for(const std::vector<c10::IValue>& inputs) const { return impl_->graph_for(inputs); }
+c10::IValue CompiledModule::forward_reference(const std::vector<c10::IValue>& inputs) {
+  return impl_->forward_reference(inputs);
+}
 std::vector<c10::ScalarType> CompiledModule::value_dtypes(const std::vector<c10::IValue>& inputs) const {
   return impl_->value_dtypes(inputs);
 }

@@ -258,20 +258,13 @@ ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<
                                     const Tolerance* tolerance) {
   const c10::IValue expected = compiled.forward_eager(inputs);
   const c10::IValue actual = compiled.forward(inputs);
-  std::vector<c10::IValue> upcast;
   bool any_floating = false;
-  for (const auto& v : inputs) {
-    if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point()) {
-      upcast.emplace_back(v.toTensor().to(at::kDouble));
-      any_floating = true;
-    } else {
-      upcast.push_back(v);
-    }
-  }
+  for (const auto& v : inputs)
+    any_floating = any_floating || (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point());
   if (!any_floating) return compare_outputs(expected, actual, tolerance);
   c10::IValue reference;
   try {
-    reference = compiled.forward_eager(upcast);
+    reference = compiled.forward_reference(inputs);
   } catch (const std::exception&) {
     return compare_outputs(expected, actual, tolerance);  // the graph does not take float64
   }

@@ -410,6 +410,37 @@ Stats CompiledModuleImpl::stats() const {
   return s;
 }
 
+c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& inputs) const {
+  check_arity(inputs);
+  std::vector<c10::IValue> upcast;
+  for (const auto& v : inputs) {
+    const bool floating = v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point();
+    upcast.push_back(floating ? c10::IValue(v.toTensor().to(at::kDouble)) : v);
+  }
+  // Every top-level value narrower than float64 with float64 inputs is a cast the graph asks for
+  // (or a parameter): it returns to float64 right after it is made.
+  auto graph = graph_->copy();
+  const Profile profile = profile_graph(graph, upcast);
+  std::vector<torch::jit::Value*> narrow;
+  for (torch::jit::Node* n : graph->nodes()) {
+    for (torch::jit::Value* out : n->outputs()) {
+      auto it = profile.types.find(out);
+      if (it == profile.types.end() || !it->second.is_tensor()) continue;
+      const auto t = it->second.dtype;
+      if (t == at::kHalf || t == at::kBFloat16 || t == at::kFloat) narrow.push_back(out);
+    }
+  }
+  for (torch::jit::Value* v : narrow) {
+    torch::jit::WithInsertPoint point(v->node()->next());
+    torch::jit::Value* wide = graph->insert(c10::aten::to, {v, static_cast<int64_t>(at::kDouble)});
+    v->replaceAllUsesAfterNodeWith(wide->node(), wide);
+  }
+  torch::jit::Code code(graph, "torchfuse_reference");
+  torch::jit::Stack stack(upcast.begin(), upcast.end());
+  torch::jit::InterpreterState(code).run(stack);
+  return stack.at(0);
+}
+
 std::vector<c10::ScalarType> CompiledModuleImpl::value_dtypes(const std::vector<c10::IValue>& inputs) const {
   check_arity(inputs);
   const Profile profile = profile_graph(graph_->copy(), inputs);

@@ -45,6 +45,7 @@ class CompiledModuleImpl {
   Stats stats() const;
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
+  c10::IValue forward_reference(const std::vector<c10::IValue>& inputs) const;
   // For tests without a GPU: builds the specialization for these inputs with every group on its
   // fallback graph (no kernel compiled) and runs the rewritten graph, FusionGroup nodes included.
   c10::IValue run_on_fallbacks(const std::vector<c10::IValue>& inputs);

@@ -188,6 +188,15 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t1 = x0.sum(-3, keepdim=True)\n"
        "    t2 = x1.mean(3, keepdim=True)\n"
        "    return torch.maximum(t1, t2)\n"},
+      {"fuzz_s1_1769_compare_a_bf16_mean", f32, {{{64, 146, 128}}},
+       "    t0 = x0.to(15)\n"
+       "    t1 = t0.mean(-2, keepdim=True)\n"
+       "    return torch.where(t1 > 0.1, t1, t0)\n"},
+      {"fuzz_s1_2350_compare_an_fp16_layer_norm", f16, {{{1024, 1, 512}}},
+       "    t1 = x0 / (torch.abs(x0) + 1.0)\n"
+       "    t2 = torch.layer_norm(x0, [512])\n"
+       "    t4 = torch.maximum(x0, t1) / (torch.abs(t2) + 1.0)\n"
+       "    return torch.where(t2 > 0.1, t2, t4)\n"},
   };
 }
 

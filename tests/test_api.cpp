@@ -177,6 +177,18 @@ TEST(Api, ReferenceCheckNaNs) {
   EXPECT_FALSE(torchfuse::compare_outputs_with_reference(torch::ones({3}), torch::ones({3, 1}), ref).passed());
 }
 
+TEST(Api, Float64ReferenceKeepsTheCastsTheGraphAsksFor) {
+  // The reference computes in float64 but rounds where the graph casts: x.to(bf16) is bf16(x),
+  // and what follows it is exact again (eager would multiply and add in bf16 and float32).
+  auto c = torchfuse::compile(tftest::module_returning("x", "x.to(15).float() * 3.0 + x"));
+  const auto x = torch::randn({64});
+  const auto ref = c.forward_reference({x}).toTensor();
+  ASSERT_EQ(ref.scalar_type(), torch::kDouble);
+  const auto xd = x.to(torch::kDouble);
+  EXPECT_TRUE(torch::equal(ref, x.to(torch::kBFloat16).to(torch::kDouble) * 3.0 + xd));
+  EXPECT_FALSE(torch::equal(ref, xd * 3.0 + xd));
+}
+
 TEST(Api, CompareWithEagerRunsTheFloat64Reference) {
   auto c = torchfuse::compile(tftest::module_returning("x", "torch.tanh(x) * 2.0 + 1.0"));
   const auto report = torchfuse::compare_with_eager(c, {torch::randn({16})});

@@ -35,7 +35,7 @@ void expect_matches_eager(const torch::jit::Module& m, const std::function<std::
   EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
   EXPECT_EQ(after.kernel_launches - before.kernel_launches, kernels) << c.graph_for(in);
   EXPECT_EQ(tftest::fusion_nodes(c.graph_for(in)), kernels) << c.graph_for(in);
-  const auto report = torchfuse::compare_outputs_with_reference(expected, actual, c.forward_eager(tftest::upcast(in)));
+  const auto report = torchfuse::compare_outputs_with_reference(expected, actual, c.forward_reference(in));
   EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
 }
 

@@ -102,17 +102,3 @@ def forward(self, x, w):
 
 #define REQUIRE_GPU() \
   if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device"
-
-namespace tftest {
-
-// Floating tensors upcast to float64: inputs for a high-precision reference run.
-inline std::vector<c10::IValue> upcast(const std::vector<c10::IValue>& in) {
-  std::vector<c10::IValue> out;
-  for (const auto& v : in) {
-    if (v.isTensor() && v.toTensor().is_floating_point()) out.emplace_back(v.toTensor().to(at::kDouble));
-    else out.push_back(v);
-  }
-  return out;
-}
-
-}  // namespace tftest

@@ -133,6 +133,10 @@ class CompiledModule {
   Stats stats() const;
   // The graph forward() runs for these inputs' signature, if compiled (for tests: count fusion nodes).
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
+  // The float64 reference for these inputs: floating inputs and parameters upcast to float64, and
+  // every explicit cast to a narrower float in the graph rounds to that dtype and returns to float64, so
+  // that the arithmetic the graph does is exact but the roundings it asks for stay.
+  c10::IValue forward_reference(const std::vector<c10::IValue>& inputs);
   // The dtypes of the tensors the graph computes for these inputs, intermediates included (one
   // eager run): compare_with_eager judges by the lowest precision the graph works in.
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
@@ -230,8 +234,8 @@ struct ComparisonReport {
 };
 
 // Runs eager (op by op through ATen) and compiled on the same inputs and compares every tensor
-// output. Shapes and dtypes must match. When floating inputs exist, the graph also runs on them
-// upcast to float64 and a floating output passes as PyTorch's own accuracy check
+// output. Shapes and dtypes must match. When floating inputs exist, the graph also runs in float64
+// (forward_reference) and a floating output passes as PyTorch's own accuracy check
 // (torch._dynamo.utils.same) judges:
 //   1. allclose(compiled, eager, rtol, atol), NaN positions equal; otherwise
 //   2. over the elements where eager and the reference are finite,
