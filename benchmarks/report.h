@@ -28,7 +28,7 @@ struct CaseResult {
   int64_t min_bytes = 0;  // inputs read once + outputs written once (SUITE.md)
   bool check_ran = false;
   bool check_passed = false;
-  std::string check_report;  // compare_outputs(eager, torchfuse).to_string()
+  std::string check_report;  // compare_with_eager(torchfuse, inputs).to_string()
   ImplResult eager, script, torchfuse;
   int64_t torchfuse_launches = -1;   // fused kernels per call, from stats().kernel_launches
   int64_t torchfuse_eager_calls = 0; // >0: torchfuse ran this call eager instead of fused
