@@ -123,6 +123,11 @@ struct Growing {
     for (int id : ids) {
       if (auto why = why_not_node(set.graph.nodes()[id], joining)) return why;
     }
+    // A reduction joining after its users: a user already in the group that broadcast this
+    // unit's squeezed result as a plain input would now read it per row.
+    for (int id : set.members[cluster]) {
+      if (auto why = broadcasts_squeezed_rows(set.graph.nodes()[id], joining)) return why;
+    }
     const int trial = set.make_cluster(ids);
     for (int id : ids) {
       const ir::Node* n = set.graph.nodes()[id];

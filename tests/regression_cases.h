@@ -197,6 +197,10 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t2 = torch.layer_norm(x0, [512])\n"
        "    t4 = torch.maximum(x0, t1) / (torch.abs(t2) + 1.0)\n"
        "    return torch.where(t2 > 0.1, t2, t4)\n"},
+      {"fuzz_s2_1394_squeezed_amin_joins_after_its_user", f32, {{{1024, 1024}}},
+       "    t0 = torch.layer_norm(x0, [1024])\n"
+       "    t3 = x0.amin(-1, keepdim=False)\n"
+       "    return torch.minimum(t3, t0)\n"},
   };
 }
 

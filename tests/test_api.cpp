@@ -1,6 +1,8 @@
 // The public API without a GPU: eager fallback on CPU, tracing, compare_with_eager, errors, logs.
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "tests/test_util.h"
 
 using tftest::module_returning;
@@ -173,6 +175,13 @@ TEST(Api, ReferenceCheckNaNs) {
   const auto ref_nan = torch::tensor({1.0, std::nan(""), 3.0}, torch::kDouble);
   EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager_nan, eager_nan, ref_nan).passed());
   EXPECT_FALSE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 2.0f, 3.0f}), ref_nan).passed());
+  // The reference as the output dtype holds it: 7e4 is inf in fp16, so an inf there is right
+  // (eager, whose x * x overflowed earlier, returned 0); 6e4 is not.
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto eager16 = torch::tensor({0.0f, 1.0f}).to(torch::kHalf);
+  const auto compiled16 = torch::tensor({inf, 1.0f}).to(torch::kHalf);
+  EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager16, compiled16, torch::tensor({7e4, 1.0}, torch::kDouble)).passed());
+  EXPECT_FALSE(torchfuse::compare_outputs_with_reference(eager16, compiled16, torch::tensor({6e4, 1.0}, torch::kDouble)).passed());
   // A wrong shape fails whatever the values.
   EXPECT_FALSE(torchfuse::compare_outputs_with_reference(torch::ones({3}), torch::ones({3, 1}), ref).passed());
 }
