@@ -8,21 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/program.h"
 #include "tests/test_util.h"
 
 namespace tftest {
 
-// How an input is laid out, as the random runs built it.
-enum class Layout {
-  Contiguous,
-  Sliced,      // t[..., 2:2+n] of a tensor 5 wider in its last dim
-  Transposed,  // .transpose(-1, -2) of a contiguous tensor whose last two sizes are swapped
-};
-
-struct InputSpec {
-  std::vector<int64_t> sizes;
-  Layout layout = Layout::Contiguous;
-};
+// Inputs as the random runs built them (tffuzz::make_input: "sliced", "transposed"...).
+using Layout = tffuzz::Layout;
+using InputSpec = tffuzz::Input;
 
 struct RegressionCase {
   std::string name;
@@ -37,29 +30,9 @@ inline torch::jit::Module regression_module(const RegressionCase& c) {
   return module_from("def forward(self" + args + "):\n" + c.body);
 }
 
-// torch.randn cast to the dtype, then laid out as the spec says; fresh values on every call.
-inline at::Tensor regression_input(const InputSpec& s, c10::ScalarType dtype, c10::Device device) {
-  const auto options = torch::TensorOptions().device(device);
-  std::vector<int64_t> sizes = s.sizes;
-  switch (s.layout) {
-    case Layout::Contiguous: return torch::randn(sizes, options).to(dtype);
-    case Layout::Sliced: {
-      const int64_t n = sizes.back();
-      sizes.back() += 5;
-      return torch::randn(sizes, options).to(dtype).narrow(-1, 2, n);
-    }
-    case Layout::Transposed: {
-      if (sizes.size() < 2) return torch::randn(sizes, options).to(dtype);
-      std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
-      return torch::randn(sizes, options).to(dtype).transpose(-1, -2);
-    }
-  }
-  return {};
-}
-
 inline std::vector<c10::IValue> regression_inputs(const RegressionCase& c, c10::Device device) {
   std::vector<c10::IValue> in;
-  for (const auto& s : c.inputs) in.emplace_back(regression_input(s, c.dtype, device));
+  for (const auto& s : c.inputs) in.emplace_back(tffuzz::make_input(s, c.dtype, device));
   return in;
 }
 

@@ -150,12 +150,14 @@ class Generator {
     return *unary();
   }
 
+  // An expression with placeholders A (and B) for its operands, and the ops it uses.
+  struct Pattern {
+    const char* text;
+    std::vector<std::string> ops;
+  };
+
   std::optional<Statement> unary() {
-    struct U {
-      const char* pattern;
-      std::vector<std::string> ops;
-    };
-    static const std::vector<U> table = {
+    static const std::vector<Pattern> table = {
         {"torch.relu(A)", {"relu"}},
         {"torch.sigmoid(A)", {"sigmoid"}},
         {"torch.tanh(A)", {"tanh"}},
@@ -174,13 +176,13 @@ class Generator {
         {"A.pow(2)", {"pow"}},
         {"torch.reciprocal(torch.abs(A) + 1.0)", {"abs", "add", "reciprocal"}},
         {"A.float()", {"cast"}},
-        {"A.to(15)", {"cast"}},  // torch.bfloat16 (a ScalarType number: the C++ define has no resolver for torch.bfloat16),
+        {"A.to(15)", {"cast"}},  // torch.bfloat16: a ScalarType number (the C++ define has no resolver for the name)
         {"A.half()", {"cast"}},
     };
     const Value& a = operand();
-    const U& u = one_of(table);
+    const Pattern& u = one_of(table);
     Statement s;
-    s.expr = replace(u.pattern, "A", a.name);
+    s.expr = replace(u.text, "A", a.name);
     s.sizes = a.sizes;
     s.reads = {a.name};
     s.ops = u.ops;
@@ -188,11 +190,7 @@ class Generator {
   }
 
   std::optional<Statement> binary() {
-    struct B {
-      const char* pattern;
-      std::vector<std::string> ops;
-    };
-    static const std::vector<B> table = {
+    static const std::vector<Pattern> table = {
         {"A + B", {"add"}},
         {"A - B", {"sub"}},
         {"A * B", {"mul"}},
@@ -206,9 +204,9 @@ class Generator {
     for (const auto& v : live_)
       if (broadcast(a.sizes, v.sizes)) partners.push_back(&v);
     const Value& b = *one_of(partners);
-    const B& op = one_of(table);
+    const Pattern& op = one_of(table);
     Statement s;
-    s.expr = replace(replace(op.pattern, "A", a.name), "B", b.name);
+    s.expr = replace(replace(op.text, "A", a.name), "B", b.name);
     s.sizes = *broadcast(a.sizes, b.sizes);
     s.reads = {a.name, b.name};
     s.ops = op.ops;
@@ -291,6 +289,8 @@ void add_specials(at::Tensor& t) {
   flat.copy_(torch::where(mask, values, flat));
 }
 
+}  // namespace
+
 at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device, Values values) {
   const auto opts = torch::TensorOptions().device(device);
   auto fresh = [&](std::vector<int64_t> sizes) {
@@ -307,6 +307,7 @@ at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device
       return fresh(s).narrow(-1, 2, n);
     }
     case Layout::Transposed: {
+      if (s.size() < 2) return fresh(s);
       std::swap(s[s.size() - 1], s[s.size() - 2]);
       return fresh(s).transpose(-1, -2);
     }
@@ -328,8 +329,6 @@ at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device
   }
   return {};
 }
-
-}  // namespace
 
 std::string Program::source() const {
   std::string src = "def forward(self";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
@@ -26,6 +27,12 @@ struct Input {
   std::vector<int64_t> sizes;
   Layout layout = Layout::Contiguous;
 };
+
+// torch.randn cast to `dtype`, laid out as `in` says ("sliced": t[..., 2:2+n] of a tensor 5 wider
+// in its last dim; "transposed": .transpose(-1, -2) of a contiguous tensor whose last two sizes
+// are swapped; "expanded": size 1 in its first dim longer than 1, expanded back; "offset": 3
+// elements into its storage); with specials mixed in for Values::Special.
+at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device, Values values = Values::Normal);
 
 // One statement: `<name> = <expr>`, with the values it reads and the ops it uses (for the
 // per-op counts). Names stay fixed when shrinking removes other statements.
