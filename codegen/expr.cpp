@@ -142,12 +142,10 @@ bool exp_of_shifted_max(const ir::Node& n) {
   return r && r->kind == OpKind::ReduceMax && r->inputs[0] == sub->inputs[0];
 }
 
-bool is_16bit(c10::ScalarType t) { return t == c10::kHalf || t == c10::kBFloat16; }
-
 // Fast math (docs/architecture.md): exp, sigmoid and SiLU whose results eager rounds to 16 bits
 // take the ex2.approx / rcp.approx forms (relative error below 2^-17).
 std::optional<std::string> fast_unary(const ir::Node& n, c10::ScalarType out, const std::string& a) {
-  if (!is_16bit(out)) return std::nullopt;
+  if (!ir::is_16bit_float(out)) return std::nullopt;
   switch (n.kind) {
     case OpKind::Exp: return "tf_exp_fast(" + a + ")";
     case OpKind::Sigmoid: return "tf_sigmoid_fast(" + a + ")";
@@ -169,7 +167,7 @@ std::optional<std::string> one_plus(const ir::Node& n, c10::ScalarType out, cons
     if (!c->constant || c->constant->toDouble() != 1.0) continue;
     if (!t->producer) continue;
     const char* helper = t->producer->kind == OpKind::Tanh ? "tf_one_plus_tanh("
-                         : t->producer->kind == OpKind::Erf ? (is_16bit(out) ? "tf_one_plus_erf_16(" : "tf_one_plus_erf(")
+                         : t->producer->kind == OpKind::Erf ? (ir::is_16bit_float(out) ? "tf_one_plus_erf_16(" : "tf_one_plus_erf(")
                                                             : nullptr;
     if (!helper) continue;
     const ir::Value* u = t->producer->inputs[0];
@@ -181,7 +179,7 @@ std::optional<std::string> one_plus(const ir::Node& n, c10::ScalarType out, cons
 
 // aten::gelu, exact and tanh-approximated, through the same 1 + erf and 1 + tanh forms.
 std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, const std::string& a) {
-  if (n.kind == OpKind::Gelu) return std::string(is_16bit(out) ? "tf_gelu_fast_16(" : "tf_gelu_fast(") + a + ")";
+  if (n.kind == OpKind::Gelu) return std::string(ir::is_16bit_float(out) ? "tf_gelu_fast_16(" : "tf_gelu_fast(") + a + ")";
   if (n.kind == OpKind::GeluTanh) return "tf_gelu_tanh_fast(" + a + ")";
   return std::nullopt;
 }
@@ -222,10 +220,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, cons
     const auto compared = [&](const ir::Value* v) {
       const std::string e = operand(v, compute, names);
       const auto t = v->type.dtype;
-      if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float ||
-          (t != c10::kHalf && t != c10::kBFloat16)) {
-        return e;
-      }
+      if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float || !ir::is_16bit_float(t)) return e;
       return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + e + ")";
     };
     const std::string a = compared(n.inputs[0]);

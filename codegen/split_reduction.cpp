@@ -35,7 +35,6 @@ void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs
   }
 }
 
-// Block-wide reduction of every accumulator (acc<k><suffix>) into red<id><suffix> (all threads get it).
 // The name of reduction `r`'s result in the register type of its output dtype: a wide
 // accumulator (double for f32 sums) rounds as eager's result does, and the epilogue's operations
 // see operands of the types they were generated for (tf_minimum(float, double) does not compile).
@@ -48,6 +47,7 @@ std::string result_in_register_type(SourceBuilder& b, const ir::Node& r, const s
   return name;
 }
 
+// Block-wide reduction of every accumulator (acc<k><suffix>) into red<id><suffix> (all threads get it).
 void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames& names, int block,
                        const std::string& suffix = "") {
   for (const ir::Node* r : a.reductions) {

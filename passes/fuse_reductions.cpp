@@ -11,12 +11,6 @@
 namespace torchfuse {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 std::string node_name(const ir::Node* n) {
   return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
 }
@@ -56,8 +50,8 @@ struct Growing {
     if (leading) return std::nullopt;
     for (const ir::Value* in : n->inputs) {
       if (in->type.is_tensor() && in->type.sizes == squeezed && after_reduction(in, joining)) {
-        return "it broadcasts %" + std::to_string(in->id) + ", a reduced value without keepdim " + shape_str(squeezed) +
-               ", against " + shape_str(n->output()->type.sizes) + ": it aligns with the trailing dims, not its rows";
+        return "it broadcasts %" + std::to_string(in->id) + ", a reduced value without keepdim " + ir::shape_str(squeezed) +
+               ", against " + ir::shape_str(n->output()->type.sizes) + ": it aligns with the trailing dims, not its rows";
       }
     }
     return std::nullopt;
@@ -83,14 +77,14 @@ struct Growing {
     if (reads_reduction && shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
       for (const ir::Value* in : n->inputs) {
         if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
-          return "it mixes a reduced value " + shape_str(shape) + " with " + shape_str(in->type.sizes);
+          return "it mixes a reduced value " + ir::shape_str(shape) + " with " + ir::shape_str(in->type.sizes);
         }
       }
       return std::nullopt;
     }
     auto b = ir::broadcast_shapes(shape, rd.domain);
     if (!b || *b != rd.domain) {
-      return "its shape " + shape_str(shape) + " does not broadcast to the domain " + shape_str(rd.domain);
+      return "its shape " + ir::shape_str(shape) + " does not broadcast to the domain " + ir::shape_str(rd.domain);
     }
     const bool full = shape == rd.domain;
     if (full && schedule != Schedule::RowReduction) {
@@ -135,8 +129,8 @@ struct Growing {
                                ir::is_reduction(n->kind);
       if (!row_or_full && escapes(set, trial, cluster)) {
         set.dissolve(trial);
-        return "its output " + shape_str(n->output()->type.sizes) + " is used elsewhere and would be computed over " +
-               shape_str(rd.domain);
+        return "its output " + ir::shape_str(n->output()->type.sizes) + " is used elsewhere and would be computed over " +
+               ir::shape_str(rd.domain);
       }
     }
     if (connected_outside(set, trial, cluster)) {

@@ -103,12 +103,6 @@ bool path_through_outside(const ClusterSet& set, int from, int to) {
   return false;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 c10::Device device_of(const ClusterSet& set, int cluster) {
   return set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
 }
@@ -122,16 +116,16 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
   const auto dp = set.domain(producer);
   const auto dc = set.domain(consumer);
   const auto merged = ir::broadcast_shapes(dp, dc);
-  if (!merged) return "shapes " + shape_str(dp) + " and " + shape_str(dc) + " do not broadcast";
+  if (!merged) return "shapes " + ir::shape_str(dp) + " and " + ir::shape_str(dc) + " do not broadcast";
   if (*merged != dp && *merged != dc) {
-    return "the merged domain " + shape_str(*merged) + " is neither " + shape_str(dp) + " nor " + shape_str(dc);
+    return "the merged domain " + ir::shape_str(*merged) + " is neither " + ir::shape_str(dp) + " nor " + ir::shape_str(dc);
   }
   if (*merged != dp && escapes(set, producer, consumer)) {
-    return "its output " + shape_str(dp) + " is used elsewhere and would be computed over " + shape_str(*merged);
+    return "its output " + ir::shape_str(dp) + " is used elsewhere and would be computed over " + ir::shape_str(*merged);
   }
   if (*merged != dc && escapes(set, consumer, producer)) {
-    return "the group's output " + shape_str(dc) + " is used elsewhere and would be computed over " +
-           shape_str(*merged);
+    return "the group's output " + ir::shape_str(dc) + " is used elsewhere and would be computed over " +
+           ir::shape_str(*merged);
   }
   if (connected_outside(set, producer, consumer)) {
     return "a path through an unfused node connects them (fusing would create a cycle)";

@@ -93,11 +93,8 @@ void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const 
   const auto sizes = output_sizes(group_, analysis(), domain);
   for (size_t k = 0; k < sizes.size(); ++k) {
     const ir::Value* v = group_.outputs[k];
-    if (sizes[k] == v->type.sizes) continue;
-    std::string shape = "[";
-    for (size_t d = 0; d < sizes[k].size(); ++d) shape += (d ? ", " : "") + std::to_string(sizes[k][d]);
-    TORCHFUSE_INTERNAL_ASSERT(false, group_.kernel_name, " would write output %", v->id, " as ", shape,
-                              "], the graph computes ", v->type.str());
+    TORCHFUSE_INTERNAL_ASSERT(sizes[k] == v->type.sizes, group_.kernel_name, " would write output %", v->id, " as ",
+                              ir::shape_str(sizes[k]), ", the graph computes ", v->type.str());
   }
 }
 

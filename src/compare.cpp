@@ -111,8 +111,6 @@ ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue&
 
 namespace {
 
-bool is_16bit(c10::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
-
 // The multiplier on eager's RMSE (torch._dynamo.utils.same, with its larger multipliers for small
 // tensors): 10 up to 10 elements, 8 up to 500, 3 for 16-bit floats (the output's or the graph's
 // working dtype) and tensors under 1000 elements, 2 otherwise.
@@ -120,7 +118,7 @@ double rmse_multiplier(const at::Tensor& eager, c10::ScalarType working) {
   const int64_t n = eager.numel();
   if (n <= 10) return 10.0;
   if (n <= 500) return 8.0;
-  return is_16bit(eager.scalar_type()) || is_16bit(working) || n < 1000 ? 3.0 : 2.0;
+  return ir::is_16bit_float(eager.scalar_type()) || ir::is_16bit_float(working) || n < 1000 ? 3.0 : 2.0;
 }
 
 // The lowest precision among the graph's floating dtypes (bf16 below fp16 below fp32), or

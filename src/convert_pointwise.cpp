@@ -38,14 +38,12 @@ bool output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands
 
 std::vector<const ir::Value*> as_const(const std::vector<ir::Value*>& v) { return {v.begin(), v.end()}; }
 
-bool is_16bit_float(c10::ScalarType t) { return t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16; }
-
 // A tensor operand of another dtype than a 16-bit common dtype, converted to it first: eager's
 // kernels load every operand as the common dtype (a f32 0-dim tensor in a bf16 product, a fp16
 // value in a bf16 sum round to bf16). Python numbers stay as they are (eager computes with them
 // in float, its opmath type).
 ir::Value* to_common(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) {
-  if (!v->type.is_tensor() || v->type.dtype == common || !is_16bit_float(common) || v->type.dtype == c10::ScalarType::Bool) {
+  if (!v->type.is_tensor() || v->type.dtype == common || !ir::is_16bit_float(common) || v->type.dtype == c10::ScalarType::Bool) {
     return v;
   }
   return ctx.pointwise(OpKind::Cast, {v}, common, common);
@@ -55,7 +53,7 @@ ir::Value* to_common(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) 
 // that dtype first, as eager's comparison, clamp and where kernels convert it (x > 0.1 on bf16
 // compares with bf16(0.1) = 0.10009765625).
 ir::Value* literal_as(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) {
-  if (!v->constant || !v->constant->isFloatingPoint() || !is_16bit_float(common)) return v;
+  if (!v->constant || !v->constant->isFloatingPoint() || !ir::is_16bit_float(common)) return v;
   const float f = static_cast<float>(v->constant->toDouble());
   const float rounded = common == c10::ScalarType::Half ? static_cast<float>(c10::Half(f)) : static_cast<float>(c10::BFloat16(f));
   return ctx.scalar(static_cast<double>(rounded));

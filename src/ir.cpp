@@ -140,6 +140,8 @@ std::string Type::str() const {
   return s;
 }
 
+std::string shape_str(const std::vector<int64_t>& sizes) { return "[" + join_ints(sizes) + "]"; }
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t running = 1;

@@ -61,6 +61,8 @@ struct Type {
 
 // Short dtype names used by the printer: f32, f16, bf16, f64, i64, i32, i16, i8, u8, b8.
 const char* dtype_short_name(c10::ScalarType dtype);
+// fp16 or bf16: stored in 16 bits, computed in float registers.
+inline bool is_16bit_float(c10::ScalarType t) { return t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16; }
 
 struct Node;
 
@@ -146,6 +148,8 @@ void verify_or_throw(const Graph& graph, const std::string& after_what);
 std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
                                                      const std::vector<int64_t>& b);
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// "[64, 1000]", as the printer writes shapes (for messages).
+std::string shape_str(const std::vector<int64_t>& sizes);
 
 }  // namespace ir
 }  // namespace torchfuse
