@@ -1,0 +1,112 @@
+// torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, f32
+// inputs: [1000, 333] strides [333, 1]
+// regenerate with scripts/update_replay.sh
+// ==== sm_80: tf_fused_0 (reduce_max -> reduce_min -> sub)
+// <prelude.cu>
+
+// torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
+// cached mode: 32 threads per row, block 256, vector width 1, 11 vectors per thread; 1 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
+// in0 = %0 f32, inner_contiguous
+// out0 = %7 f32, one per row
+typedef int tf_index;
+
+struct tf_fused_0_params {
+  long long rows;
+  long long cols;
+  long long outer_size[1];
+  unsigned long long outer_div[1];  // tf_fast_div of each outer size
+  long long red_size[1];
+  const float* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  float* out0;
+};
+
+extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+  const int team = threadIdx.x / 32;
+  const int tl = threadIdx.x % 32;
+  (void)team;
+  const float* __restrict__ in0 = p.in0;
+  float* __restrict__ out0 = p.out0;
+  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+    const tf_index row = row0 + team;
+    const bool row_ok = row < (tf_index)p.rows;
+    tf_index rem = row_ok ? row : 0;
+    const tf_index a0 = rem;
+    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
+    float acc0 = __int_as_float(0xff800000);
+    float acc1 = __int_as_float(0x7f800000);
+    #pragma unroll
+    for (int k = 0; k < 11; ++k) {
+      const tf_index j0 = ((tf_index)k * 32 + tl) * 1;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        #pragma unroll
+        for (int lane = 0; lane < 1; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float x0 = in0[ro0 + j];  // %0
+          acc0 = tf_max_op()(acc0, x0);  // reduce_max -> %5
+          acc1 = tf_min_op()(acc1, x0);  // reduce_min -> %6
+        }
+      }
+    }
+    const float red5 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %5
+    const float red6 = (float)tf_warp_reduce<32>(acc1, tf_min_op());  // %6
+    float t0 = (red5 - red6);  // %7 = sub(%5, %6)
+    if (row_ok && tl == 0) out0[row] = t0;
+  }
+}
+// ==== sm_80: tf_fused_1 (reduce_sum)
+// <prelude.cu>
+
+// torchfuse fusion group 1 (row reduction): reduce_sum
+// cached mode: 32 threads per row, block 256, vector width 1, 11 vectors per thread; 1 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
+// in0 = %0 f32, inner_contiguous
+// out0 = %8 f32, one per row
+typedef int tf_index;
+
+struct tf_fused_1_params {
+  long long rows;
+  long long cols;
+  long long outer_size[1];
+  unsigned long long outer_div[1];  // tf_fast_div of each outer size
+  long long red_size[1];
+  const float* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  float* out0;
+};
+
+extern "C" __global__ void __launch_bounds__(256) tf_fused_1(const tf_fused_1_params p) {
+  const int team = threadIdx.x / 32;
+  const int tl = threadIdx.x % 32;
+  (void)team;
+  const float* __restrict__ in0 = p.in0;
+  float* __restrict__ out0 = p.out0;
+  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+    const tf_index row = row0 + team;
+    const bool row_ok = row < (tf_index)p.rows;
+    tf_index rem = row_ok ? row : 0;
+    const tf_index a0 = rem;
+    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
+    float acc0 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < 11; ++k) {
+      const tf_index j0 = ((tf_index)k * 32 + tl) * 1;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        #pragma unroll
+        for (int lane = 0; lane < 1; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float x0 = in0[ro0 + j];  // %0
+          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %8
+        }
+      }
+    }
+    const float red8 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %8
+    if (row_ok && tl == 0) out0[row] = red8;
+  }
+}
+// ==== sm_90: the same kernels as sm_80

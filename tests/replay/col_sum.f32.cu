@@ -1,0 +1,131 @@
+// torchfuse replay corpus (tests/test_replay.cpp): col_sum, f32
+// inputs: [16384, 4096] strides [4096, 1]
+// regenerate with scripts/update_replay.sh
+// ==== sm_80: tf_fused_0 (reduce_sum)
+// <prelude.cu>
+
+// torchfuse fusion group 0 (column reduction): reduce_sum
+// 32 threads x 4 columns along the kept inner dims, 8 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
+typedef int tf_index;
+
+struct tf_fused_0_params {
+  long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
+  long long split;
+  long long outer_size[1];
+  long long red_size[1];
+  long long inner_size[1];
+  const float* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  long long in0_inner_stride[1];
+  float* out0;
+  double* part_acc0;  // partial results
+  unsigned int* counters;  // finished blocks per split reduction (zero between launches)
+};
+
+extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0_params p) {
+  const float* __restrict__ in0 = p.in0;
+  float* __restrict__ out0 = p.out0;
+  const int tx = threadIdx.x & 31;
+  const int ty = threadIdx.x >> 5;
+  const tf_index tiles = ((tf_index)p.inner + 127) / 128;
+  const tf_index o = (tf_index)blockIdx.x / tiles;
+  const tf_index i = ((tf_index)blockIdx.x % tiles) * 128 + tx * 4;
+  const bool ok = i < (tf_index)p.inner;
+  tf_index orem = o;
+  const tf_index ooff0 = 0;
+  tf_index irem = ok ? i : 0;
+  const tf_index ic0 = irem;
+  const tf_index ioff0 = 0 + ic0 * (tf_index)p.in0_inner_stride[0];
+  double acc0[4];
+  #pragma unroll
+  for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
+  for (tf_index rb = (tf_index)blockIdx.y * 8 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * 64) {
+    tf_vec<float, 4> v0[8];
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
+      if (r >= (tf_index)p.red) break;
+      tf_index rrem = r;
+      const tf_index rc0 = rrem;
+      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
+      v0[u] = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ooff0 + ioff0 + roff0);
+    }
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
+      if (r >= (tf_index)p.red) break;
+      tf_index rrem = r;
+      const tf_index rc0 = rrem;
+      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
+      #pragma unroll
+      for (int lane = 0; lane < 4; ++lane) {
+        float x0 = v0[u].v[lane];  // %0
+        acc0[lane] = tf_sum_op()(acc0[lane], (double)(x0));  // reduce_sum -> %4
+      }
+    }
+  }
+  __shared__ double smem_acc0[8][128];
+  #pragma unroll
+  for (int lane = 0; lane < 4; ++lane) smem_acc0[ty][tx * 4 + lane] = acc0[lane];
+  __syncthreads();
+  if (p.split == 1) {
+    if (ty == 0 && ok) {
+      #pragma unroll
+      for (int lane = 0; lane < 4; ++lane) {
+        double total_acc0 = acc0[lane];
+        for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+        const float total_acc0_out = (float)total_acc0;
+        if (true) out0[o * (tf_index)p.inner + i + lane] = total_acc0_out;
+      }
+    }
+    return;
+  }
+  if (ty == 0 && ok) {
+    #pragma unroll
+    for (int lane = 0; lane < 4; ++lane) {
+      double total_acc0 = acc0[lane];
+      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+      const float total_acc0_out = (float)total_acc0;
+      p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_acc0;
+    }
+  }
+  __shared__ bool tf_last;
+  __syncthreads();
+  if (threadIdx.x == 0) tf_last = tf_count_arrival((p.counters + blockIdx.x)) == (unsigned)p.split - 1u;
+  __syncthreads();
+  if (!tf_last) return;
+  if (threadIdx.x == 0) *((p.counters + blockIdx.x)) = 0u;
+  #pragma unroll
+  for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
+  for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 32) {
+    double pv_acc0[4][4];
+    #pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const tf_index s = s0 + (tf_index)k * 8;
+      if (s >= (tf_index)p.split) break;
+      tf_load_partials(pv_acc0[k], p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i);
+    }
+    #pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const tf_index s = s0 + (tf_index)k * 8;
+      if (s >= (tf_index)p.split) break;
+      #pragma unroll
+      for (int lane = 0; lane < 4; ++lane) acc0[lane] = tf_sum_op()(acc0[lane], pv_acc0[k][lane]);
+    }
+  }
+  __syncthreads();
+  #pragma unroll
+  for (int lane = 0; lane < 4; ++lane) smem_acc0[ty][tx * 4 + lane] = acc0[lane];
+  __syncthreads();
+  if (ty == 0 && ok) {
+    #pragma unroll
+    for (int lane = 0; lane < 4; ++lane) {
+      double total_acc0 = acc0[lane];
+      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+      const float total_acc0_out = (float)total_acc0;
+      if (true) out0[o * (tf_index)p.inner + i + lane] = total_acc0_out;
+    }
+  }
+}
+// ==== sm_90: the same kernels as sm_80

@@ -1,0 +1,99 @@
+// torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, f32
+// inputs: [96, 1000] strides [1000, 1]
+// regenerate with scripts/update_replay.sh
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul)
+// <prelude.cu>
+
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul
+// cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
+// in0 = %0 f32, inner_contiguous
+// out0 = %16 f32, per element
+typedef int tf_index;
+
+struct tf_fused_0_params {
+  long long rows;
+  long long cols;
+  long long outer_size[1];
+  unsigned long long outer_div[1];  // tf_fast_div of each outer size
+  long long red_size[1];
+  const float* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  float* out0;
+};
+
+extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
+  (void)team;
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
+  const float* __restrict__ in0 = p.in0;
+  float* __restrict__ out0 = p.out0;
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+    const tf_index row = row0 + team;
+    const bool row_ok = row < (tf_index)p.rows;
+    tf_index rem = row_ok ? row : 0;
+    const tf_index a0 = rem;
+    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
+    float cache0[8];
+    float acc0 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float x0 = v0.v[lane];  // %0
+          cache0[k * 4 + lane] = x0;
+          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %5
+        }
+      }
+    }
+    const float red5 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
+    float t0 = (red5 / (float)((double)p.cols));  // %7 = div(%5, N)
+    float acc1 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float t1 = (cache0[k * 4 + lane] - t0);  // %8 = sub(%0, %7)
+          float t2 = (t1 * t1);  // %9 = mul(%8, %8)
+          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %10
+        }
+      }
+    }
+    const float red10 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %10
+    float t3 = (red10 / (float)((double)p.cols));  // %12 = div(%10, N)
+    float t4 = (t3 + 1e-06f);  // %14 = add(%12, 1e-06)
+    float t5 = rsqrtf(t4);  // %15 = rsqrt(%14)
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        float o0[4];
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float t6 = (cache0[k * 4 + lane] - t0);  // %8 = sub(%0, %7)
+          float t7 = (t6 * t5);  // %16 = mul(%8, %15)
+          o0[lane] = t7;
+        }
+        tf_vec<float, 4> s0;
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
+        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+      }
+    }
+  }
+}
+// ==== sm_90: the same kernels as sm_80

@@ -1,0 +1,102 @@
+// torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, bf16
+// inputs: [300, 1000] strides [1000, 1]
+// regenerate with scripts/update_replay.sh
+// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// <prelude.cu>
+
+// torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
+// cached mode: 64 threads per row, block 64, vector width 8, 2 vectors per thread; 3 pass(es) over each row; 32-bit indices
+// each block takes 4 row team(s) in turn, prefetching the next one's row into L2
+// in0 = %0 bf16, inner_contiguous
+// out0 = %7 bf16, per element
+typedef int tf_index;
+
+struct tf_fused_0_params {
+  long long rows;
+  long long cols;
+  long long outer_size[1];
+  unsigned long long outer_div[1];  // tf_fast_div of each outer size
+  long long red_size[1];
+  const tf_bf16* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  tf_bf16* out0;
+};
+
+extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+  const int team = threadIdx.x / 64;
+  const int tl = threadIdx.x % 64;
+  (void)team;
+  __shared__ float smem_acc0[2];
+  __shared__ float smem_acc1[2];
+  const tf_bf16* __restrict__ in0 = p.in0;
+  tf_bf16* __restrict__ out0 = p.out0;
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+    const tf_index row = row0 + team;
+    const bool row_ok = row < (tf_index)p.rows;
+    tf_index rem = row_ok ? row : 0;
+    const tf_index a0 = rem;
+    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
+    // L2 prefetch of the row this team takes next
+    if (tl == 0 && row + (tf_index)gridDim.x * 1 < (tf_index)p.rows) {
+      tf_index nrem = row + (tf_index)gridDim.x * 1;
+      const tf_index na0 = nrem;
+      const tf_index nro0 = na0 * (tf_index)p.in0_outer_stride[0];
+      tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
+    }
+    float cache0[16];
+    float cache5[16];
+    float acc0 = __int_as_float(0xff800000);
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
+        #pragma unroll
+        for (int lane = 0; lane < 8; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float x0 = tf_to_float(v0.v[lane]);  // %0
+          cache0[k * 8 + lane] = x0;
+          acc0 = tf_max_op()(acc0, x0);  // reduce_max -> %3
+        }
+      }
+    }
+    const float red3 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %3
+    float acc1 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        #pragma unroll
+        for (int lane = 0; lane < 8; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float t0 = (cache0[k * 8 + lane] - red3);  // %4 = sub(%0, %3)
+          float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
+          cache5[k * 8 + lane] = t1;
+          acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %6
+        }
+      }
+    }
+    const float red6 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %6
+    const float rcp0 = fabsf(red6) >= 1.17549435e-38f && fabsf(red6) <= 3.40282347e38f ? 1.0f / red6 : 0.0f;  // 1 / %6, once per row (0: divide instead)
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        float o0[8];
+        #pragma unroll
+        for (int lane = 0; lane < 8; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float t2 = (rcp0 != 0.0f ? cache5[k * 8 + lane] * rcp0 : cache5[k * 8 + lane] / red6);  // %7 = div(%5, %6)
+          o0[lane] = t2;
+        }
+        const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
+        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+      }
+    }
+  }
+}
+// ==== sm_90: the same kernels as sm_80
