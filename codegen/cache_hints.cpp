@@ -20,7 +20,7 @@ namespace codegen {
 //   84.8), and so did cluster rows (f32 rows of 65536, 165.7 -> 172.1): they keep none.
 // The form of the hint did not matter: ld.global.cs and the cache-policy forms with or without
 // the read-only path measured the same.
-// - Rows a block keeps on chip for its later passes (tuning().row_hold): evict-last loads, and
+// - Rows a block keeps on chip for its later passes (Tuning::row_hold): evict-last loads, and
 //   evict-last bulk copies where they are staged or ringed in shared memory, as Triton's row
 //   kernels load the rows they keep (a standalone harness, f32 layer norm over rows of 4096:
 //   Triton's own kernel 128.6-129.4 us; the same kernel in CUDA 129.2-129.7 with the hint,
@@ -36,7 +36,7 @@ namespace codegen {
 //   - ringed, bf16 rows of 65536: softmax 84.1 / 84.7 -> 82.1 / 81.9, layer norm 102.4 ->
 //     100.5, rms norm 85.8 -> 85.7. Evict-first bulk copies instead: softmax 88.9-89.4.
 //   So rows in shared memory take it, and rows in registers from kHeldRowMin elements.
-// - Inputs several rows read (tuning().shared_hold), evict-last and kept in L1, as Triton loads
+// - Inputs several rows read (Tuning::shared_hold), evict-last and kept in L1, as Triton loads
 //   an attention mask: f32 attention softmax (mask [1, 1, 1024, 1024] over 8 x 16 heads) 268.2
 //   -> 258.7 us, bf16 140.9 -> 139.5 (an Nsight Compute profile at b4818da had the f32 kernel
 //   read 566 MB from DRAM where Triton's read 541 and the minimum is 516: the mask's lines
@@ -45,16 +45,16 @@ namespace codegen {
 //   0.3 us), so only kernels where a shared input differs between rows take it.
 constexpr int64_t kHeldRowMin = 4096;
 
-CacheHints choose_cache_hints(const KernelTraffic& traffic) {
-  const int mode = tuning().cache_hints;
+CacheHints choose_cache_hints(const KernelTraffic& traffic, const Tuning& tune) {
+  const int mode = tune.cache_hints;
   if (mode == 0) return {};
   CacheHints h;
   if (mode == 1 || traffic.rereads_rows) h = {true, true, true};
   else if (!traffic.element_outputs && traffic.inputs_16bit) h.evict_loads = true;
   const bool measured = traffic.held_in_shared || traffic.held_row >= kHeldRowMin;
-  h.hold_loads = traffic.held_row > 0 && (tuning().row_hold > 0 || (tuning().row_hold < 0 && measured));
+  h.hold_loads = traffic.held_row > 0 && (tune.row_hold > 0 || (tune.row_hold < 0 && measured));
   h.keep_shared = traffic.shared_inputs &&
-                  (tuning().shared_hold > 0 || (tuning().shared_hold < 0 && traffic.shared_rows_differ));
+                  (tune.shared_hold > 0 || (tune.shared_hold < 0 && traffic.shared_rows_differ));
   return h;
 }
 

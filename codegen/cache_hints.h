@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "codegen/tuning.h"
+
 namespace torchfuse {
 namespace codegen {
 
@@ -27,10 +29,10 @@ struct KernelTraffic {
                                     // the same row for all of them (a layer norm's weights)
 };
 
-// The hints for a kernel, from tuning().cache_hints: -1 the measured rules (cache_hints.cpp),
-// 0 none, 1 all of them; hold_loads also from tuning().row_hold, keep_shared from
-// tuning().shared_hold.
-CacheHints choose_cache_hints(const KernelTraffic& traffic);
+// The hints for a kernel, from Tuning::cache_hints: -1 the measured rules (cache_hints.cpp),
+// 0 none, 1 all of them; hold_loads also from Tuning::row_hold, keep_shared from
+// Tuning::shared_hold.
+CacheHints choose_cache_hints(const KernelTraffic& traffic, const Tuning& tune);
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -1,7 +1,6 @@
 #include "codegen/expr.h"
 
 #include "codegen/cuda_types.h"
-#include "codegen/tuning.h"
 #include "src/error.h"
 #include "src/literal.h"
 
@@ -186,7 +185,7 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
 
 }  // namespace
 
-void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, const ValueNames* reciprocals) {
+void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals) {
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
   const c10::ScalarType out = n.output()->type.dtype;
   c10::ScalarType compute = register_dtype(n.compute_dtype == c10::ScalarType::Undefined ? out : n.compute_dtype);
@@ -203,12 +202,12 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, cons
            operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
   } else if (compute == c10::ScalarType::Float && exp_of_shifted_max(n)) {
     expr = "tf_exp_shifted(" + operand(n.inputs[0], compute, names) + ")";
-  } else if (auto fast = compute == c10::ScalarType::Float && tuning().fast_math ? one_plus(n, out, names) : std::nullopt) {
+  } else if (auto fast = compute == c10::ScalarType::Float && fast_math ? one_plus(n, out, names) : std::nullopt) {
     expr = *fast;
   } else if (n.inputs.size() == 1) {
     const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> fast;
-    if (compute == c10::ScalarType::Float && tuning().fast_math) {
+    if (compute == c10::ScalarType::Float && fast_math) {
       fast = fast_gelu(n, out, a);
       if (!fast) fast = fast_unary(n, out, a);
     }

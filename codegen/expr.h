@@ -18,8 +18,10 @@ using ValueNames = std::map<const ir::Value*, std::string>;
 // Emits "float t3 = (t1 + t2);  // %7 = add(%5, %6)" and records the new name in `names`.
 // `reciprocals`: float registers holding 1 / v for divisors v (0 where v is zero, denormal,
 // infinite or NaN); a float division by v becomes a multiplication where that is nonzero
-// (per-row divisors: one division per row instead of per element).
-void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names, const ValueNames* reciprocals = nullptr);
+// (per-row divisors: one division per row instead of per element). `fast_math`: the layout's
+// (Tuning::fast_math when it was planned).
+void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names, bool fast_math,
+                    const ValueNames* reciprocals = nullptr);
 
 // The operand `v` as an expression of register dtype `as` (literal or converted variable).
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names);

@@ -96,7 +96,8 @@ int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vec
 }
 
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
-                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads) {
+                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads,
+                                      const Tuning& tune) {
   // Operand strides over the domain; the outputs' contiguous strides take part in coalescing.
   std::vector<std::vector<int64_t>> strides;
   for (const auto& in : inputs) {
@@ -143,8 +144,8 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
   // Strided operands are read lane by lane inside the computation, so they get no unroll.
   const bool strided = std::any_of(layout.inputs.begin(), layout.inputs.end(),
                                    [](const OperandLayout& in) { return in.access == Access::Strided; });
-  layout.unroll = layout.vec > 1 && !strided ? tuning().pointwise_unroll : 1;
-  layout.fast_math = tuning().fast_math != 0;
+  layout.unroll = layout.vec > 1 && !strided ? tune.pointwise_unroll : 1;
+  layout.fast_math = tune.fast_math != 0;
   // 32-bit indices when every offset, and the grid-stride loop's last step, fit in int.
   const int64_t slack = max_threads * std::max(layout.vec, layout.unroll);
   layout.index64 = largest_offset + slack >= std::numeric_limits<int32_t>::max();

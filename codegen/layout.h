@@ -10,6 +10,7 @@
 #include <c10/core/ScalarType.h>
 
 #include "codegen/cache_hints.h"
+#include "codegen/tuning.h"
 
 namespace torchfuse {
 namespace codegen {
@@ -46,8 +47,8 @@ struct PointwiseLayout {
   int vec = 1;                         // elements per vector access on the fast path
   int unroll = 1;                      // vectors each thread loads before computing (fast path)
   bool index64 = false;                // 64-bit index math needed
-  bool fast_math = true;               // tuning().fast_math when planned (it changes the source)
-  CacheHints hints;                    // L2 hints on its vector loads and stores (set by the launcher)
+  bool fast_math = true;               // Tuning::fast_math when planned (it changes the source)
+  CacheHints hints;                    // L2 hints on its vector loads and stores (choose_cache_hints)
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.
   std::string key() const;
@@ -55,7 +56,8 @@ struct PointwiseLayout {
 
 // Plans the layout of a pointwise iteration over `domain` (outputs contiguous over it).
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
-                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads);
+                                      const std::vector<c10::ScalarType>& outputs, int64_t max_threads,
+                                      const Tuning& tune);
 
 // Coalesces dims [lo, hi) of `domain` across every operand's strides (one stride vector per
 // operand, over the whole domain): size-1 dims drop, a dim merges into its outer neighbour when

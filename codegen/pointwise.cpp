@@ -57,7 +57,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   b.close(";");
 }
 
-void emit_compute(SourceBuilder& b, const FusionGroup& g) {
+void emit_compute(SourceBuilder& b, const FusionGroup& g, bool fast_math) {
   std::string sig = "__device__ __forceinline__ void " + g.kernel_name + "_compute(";
   ValueNames names;
   for (size_t k = 0; k < g.inputs.size(); ++k) {
@@ -69,7 +69,7 @@ void emit_compute(SourceBuilder& b, const FusionGroup& g) {
     sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + output_name(k);
   }
   auto s = b.scope(sig + ")");
-  for (const ir::Node* n : g.nodes) emit_pointwise(b, *n, names);
+  for (const ir::Node* n : g.nodes) emit_pointwise(b, *n, names, fast_math);
   for (size_t k = 0; k < g.outputs.size(); ++k) b.line(output_name(k) + " = " + names.at(g.outputs[k]) + ";");
 }
 
@@ -249,7 +249,7 @@ GeneratedKernel generate_pointwise(const FusionGroup& group, const PointwiseLayo
   b.line("");
   emit_params(b, group, layout);
   b.line("");
-  emit_compute(b, group);
+  emit_compute(b, group, layout.fast_math);
   b.line("");
   emit_kernel(b, group, layout);
   GeneratedKernel k;

@@ -112,7 +112,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
              std::to_string(v->id));
       names[v] = name;
     } else {
-      emit_pointwise(b, *v->producer, names, reciprocals);
+      emit_pointwise(b, *v->producer, names, fast_math, reciprocals);
     }
     if (reuse != Reuse::None) {
       const std::string slot = cache_slot(v);
@@ -165,7 +165,7 @@ void PassEmitter::emit_row_reciprocals(int level) {
 
 void PassEmitter::emit_row_phase(int level, const std::function<void(size_t, const std::string&)>& store) {
   for (const ir::Node* n : a.row_nodes) {
-    if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names);
+    if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names, fast_math);
   }
   if (reciprocals) emit_row_reciprocals(level);
   store_row_outputs(level, store);

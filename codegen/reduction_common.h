@@ -35,6 +35,7 @@ struct PassEmitter {
   const FusionGroup& g;
   const ReductionAnalysis& a;
   ValueNames& names;
+  bool fast_math;  // the layout's (emit_pointwise)
   // Expression (register type) of group input `k` for the current element.
   std::function<std::string(size_t k)> load;
   // Lvalue of the register cache slot of `v` for the current element ("" when not cached).

@@ -48,8 +48,8 @@ bool row_inputs_16bit(const ReductionLayout& l) {
 // Registers each thread may spend on cached row elements, by block size (a 1024-thread block
 // leaves 64 registers per thread in all).
 // (Measured on H200: lower budgets, for more occupancy, made softmax and layer norm slower.)
-int cache_budget(int block) {
-  if (tuning().row_cache_registers > 0) return tuning().row_cache_registers;
+int cache_budget(int block, const Tuning& tune) {
+  if (tune.row_cache_registers > 0) return tune.row_cache_registers;
   return block >= 1024 ? 24 : block >= 512 ? 32 : block >= 256 ? 48 : 64;
 }
 
@@ -69,10 +69,10 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
 // kept): about `per_thread` vectors per thread but at least `min_threads` threads (as far as the
 // row has vectors), a warp (or part of one) per row for short rows, a block per row for longer
 // ones, more threads while the cached part would not fit; looped when it never fits.
-void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_threads, int max_cluster) {
+void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_threads, int max_cluster, const Tuning& tune) {
   const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
   const int per_element = std::max(4, bytes);
-  auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * per_element <= int64_t{4} * cache_budget(l.block); };
+  auto fits = [&] { return int64_t{l.chunks_per_thread} * l.vec * per_element <= int64_t{4} * cache_budget(l.block, tune); };
   auto set_team = [&](int tpr) {
     l.threads_per_row = tpr;
     l.block = tpr <= 32 ? 256 : tpr;
@@ -133,26 +133,26 @@ RowCachePolicy auto_policy(const ReductionLayout& values_layout, const Reduction
 // add + layer norm 0-1% faster, attention 2.5%, logsumexp 5%). Only they take a cluster for rows
 // too long for a block (H200 f32 rows of 65536: 252 -> 194 us; bf16 rows, which keep values or
 // inputs, went from 128 to 215 us with a cluster and loop instead).
-void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster) {
-  if (tuning().row_team == 0) {
-    plan_team(l, bytes, tuning().row_vectors, 0, max_cluster);
+void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster, const Tuning& tune) {
+  if (tune.row_team == 0) {
+    plan_team(l, bytes, tune.row_vectors, 0, max_cluster, tune);
     return;
   }
-  plan_team(l, bytes, 8, tuning().row_team, max_cluster);
+  plan_team(l, bytes, 8, tune.row_team, max_cluster, tune);
 }
 
-void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max_cluster) {
+void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max_cluster, const Tuning& tune) {
   if (read_once(needs)) {
     // Read once (logsumexp with its online sum, plain row sums): nothing to keep, so each thread
     // can have more loads in flight.
-    plan_team(l, 0, tuning().row_single_pass_vectors, 0, 1);
+    plan_team(l, 0, tune.row_single_pass_vectors, 0, 1, tune);
     return;
   }
   ReductionLayout values = l;
-  plan_team(values, needs.values_bytes, tuning().row_vectors, 0, 1);
+  plan_team(values, needs.values_bytes, tune.row_vectors, 0, 1, tune);
   values.cache_inputs = false;
   values.cache_first_pass = false;
-  RowCachePolicy policy = tuning().row_cache;
+  RowCachePolicy policy = tune.row_cache;
   if (policy == RowCachePolicy::Auto) policy = auto_policy(values, l, needs);
   // Keeping the inputs only makes sense when it is less than every value; the first pass's values
   // are some of them (all of them when no later pass computes anything worth keeping).
@@ -163,8 +163,8 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
     l = values;
     return;
   }
-  if (policy == RowCachePolicy::FirstPass) plan_first_pass_team(l, bytes, max_cluster);
-  else plan_team(l, bytes, tuning().row_vectors, 0, 1);
+  if (policy == RowCachePolicy::FirstPass) plan_first_pass_team(l, bytes, max_cluster, tune);
+  else plan_team(l, bytes, tune.row_vectors, 0, 1, tune);
   l.cache_inputs = l.cached && policy == RowCachePolicy::Inputs;
   l.cache_first_pass = l.cached && policy == RowCachePolicy::FirstPass;
 }
@@ -175,9 +175,9 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
 // f32 rows of 1024 all slower (bf16 layer norm 80.4 -> 91.9 / 106.8, f32 softmax 133.7 -> 155.1 /
 // 172.6, f32 attention 269.6 -> 286.0 / 299.5). So by default only block-wide teams over rows of
 // at most 2 KB of 16-bit inputs, read more than once, prefetch (and take 4 rows per block).
-bool choose_row_prefetch(const ReductionLayout& l, const RowCacheNeeds& needs) {
+bool choose_row_prefetch(const ReductionLayout& l, const RowCacheNeeds& needs, const Tuning& tune) {
   if (!l.cached || l.cluster != 1 || l.vec == 1) return false;
-  if (tuning().row_prefetch >= 0) return tuning().row_prefetch == 1;
+  if (tune.row_prefetch >= 0) return tune.row_prefetch == 1;
   return !read_once(needs) && l.threads_per_row == l.block && row_inputs_16bit(l) && l.reduced() * 2 <= 2048;
 }
 
@@ -186,8 +186,8 @@ bool choose_row_prefetch(const ReductionLayout& l, const RowCacheNeeds& needs) {
 // Measured on H200 with 2 against 1 (bf16, 64-128 threads per row): layer norm 82.7 -> 79.7 us,
 // attention softmax 161.9 -> 159.6, rms norm 72.4 -> 71.7, softmax 79.1 -> 78.9; but logsumexp
 // (one pass) 45.7 -> 46.6, and f32 rows 1-2% slower (layer norm 134.2 -> 137.5).
-int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs) {
-  if (tuning().row_rounds > 0) return tuning().row_rounds;
+int choose_row_rounds(const ReductionLayout& l, const RowCacheNeeds& needs, const Tuning& tune) {
+  if (tune.row_rounds > 0) return tune.row_rounds;
   if (l.prefetch) return 4;
   if (read_once(needs) || l.threads_per_row != l.block || !row_inputs_16bit(l)) return 1;
   return 2;
@@ -199,8 +199,8 @@ bool streams_elements(const SegmentedOperand& op) { return op.access == Access::
 // Blocks per multiprocessor for looped rows (tuning().looped_blocks_per_sm; 0: as many as fill
 // the multiprocessor's 2048 threads while the rows in flight fill at most 3/4 of L2, so that the
 // passes' re-reads still hit it).
-int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& target) {
-  if (tuning().looped_blocks_per_sm > 0) return tuning().looped_blocks_per_sm;
+int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  if (tune.looped_blocks_per_sm > 0) return tune.looped_blocks_per_sm;
   int64_t row_bytes = 0;
   for (const auto& op : l.inputs)
     if (streams_elements(op)) row_bytes += l.reduced() * c10::elementSize(op.dtype);
@@ -218,9 +218,9 @@ int choose_looped_blocks_per_sm(const ReductionLayout& l, const DeviceTarget& ta
 // 1024-thread block has 64 per thread), f32 softmax rows of 65536 looped 212.9 / 191.0 / 176.2;
 // with two (bf16 rows of 65536) softmax 101.9 / 108.2 / 104.6: past 32 registers only one such
 // block fits. Two row inputs (add + layer norm) spill at 2 already.
-int choose_looped_unroll(const ReductionLayout& l) {
+int choose_looped_unroll(const ReductionLayout& l, const Tuning& tune) {
   if (l.vec == 1) return 1;
-  if (tuning().looped_unroll > 0) return tuning().looped_unroll;
+  if (tune.looped_unroll > 0) return tune.looped_unroll;
   const auto streamed = std::count_if(l.inputs.begin(), l.inputs.end(),
                                       [](const SegmentedOperand& op) { return streams_elements(op) && !op.shared; });
   return l.looped_blocks_per_sm == 1 && streamed == 1 ? 2 : 1;
@@ -265,22 +265,22 @@ bool rereads_16bit(const ReductionLayout& l, const RowCacheNeeds& needs) {
   });
 }
 
-bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
-  const int knob = tuning().row_stage;
+bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
+  const int knob = tune.row_stage;
   if (knob == 0 || !rereads_stageable(l, needs, bulk_copies)) return false;
   if (knob > 0) return true;
-  if (tuning().row_cache != RowCachePolicy::Auto) return false;  // a register cache asked for
+  if (tune.row_cache != RowCachePolicy::Auto) return false;  // a register cache asked for
   if (!rereads_16bit(l, needs) || l.reduced() > 32768) return false;
   return l.reduced() >= 2048 || (l.reduced() >= 1024 && !needs.costly_recompute);
 }
 
-void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
-  if (!staging_allowed(l, needs, bulk_copies)) return;
+void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
+  if (!staging_allowed(l, needs, bulk_copies, tune)) return;
   ReductionLayout s = l;
   for (size_t k : needs.reread_inputs) s.inputs[k].staged = !s.inputs[k].shared;
   // About tuning().row_vectors vectors per thread; nothing is kept in registers.
   const int64_t chunks = s.reduced() / s.vec;
-  int tpr = std::max(1, next_pow2((chunks + tuning().row_vectors - 1) / tuning().row_vectors));
+  int tpr = std::max(1, next_pow2((chunks + tune.row_vectors - 1) / tune.row_vectors));
   if (tpr > 32) tpr = std::max(64, tpr);
   s.threads_per_row = std::min(tpr, 1024);
   s.block = s.threads_per_row <= 32 ? 256 : s.threads_per_row;
@@ -290,7 +290,7 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bul
   // blocks; one where it holds one.
   s.stages = 1;
   if (s.staged_block_bytes() > kMaxStagedBlockBytes) return;
-  const int want = tuning().row_stage > 0 ? tuning().row_stage : 1;
+  const int want = tune.row_stage > 0 ? tune.row_stage : 1;
   while (s.stages < want) {
     ++s.stages;
     if (s.staged_block_bytes() > kMaxStagedBlockBytes / 2) {
@@ -328,8 +328,8 @@ bool plan_ring(ReductionLayout& r, int vectors, bool spare) {
   return r.ring_slots >= r.ring_chunks_per_row() + (spare ? 1 : 0);
 }
 
-void choose_row_ring(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies) {
-  const int knob = tuning().row_ring;
+void choose_row_ring(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
+  const int knob = tune.row_ring;
   if (l.cached || l.cluster != 1 || knob == 0 || !rereads_stageable(l, needs, bulk_copies)) return;
   if (knob < 0 && !rereads_16bit(l, needs)) return;
   ReductionLayout r = l;
@@ -337,7 +337,7 @@ void choose_row_ring(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_c
   r.unroll = 1;
   r.looped_blocks_per_sm = 1;
   std::vector<int> vectors = {4, 2, 1};
-  if (tuning().row_ring_vectors > 0) vectors = {tuning().row_ring_vectors};
+  if (tune.row_ring_vectors > 0) vectors = {tune.row_ring_vectors};
   for (bool spare : {true, false}) {
     for (int v : vectors) {
       if (plan_ring(r, v, spare)) {
@@ -370,7 +370,7 @@ std::string ReductionLayout::key() const {
                   ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
                   ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
-                  ";fast=" + std::to_string(fast_math) + ";minb=" + std::to_string(min_blocks) +
+                  ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";minb=" + std::to_string(min_blocks) +
                   ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";stages=" + std::to_string(stages) + ";ring=" + std::to_string(ring_chunk) + "x" + std::to_string(ring_slots) + ";hints=" + std::to_string(hints.evict_loads) +
                   std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + std::to_string(hints.hold_loads) + std::to_string(hints.keep_shared) + ";in=";
   for (const auto& in : inputs) {
@@ -382,7 +382,7 @@ std::string ReductionLayout::key() const {
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
-                                      const DeviceTarget& target, bool allow_vector) {
+                                      const DeviceTarget& target, const Tuning& tune, bool allow_vector) {
   TORCHFUSE_INTERNAL_ASSERT(schedule == Schedule::RowReduction || schedule == Schedule::ColumnReduction,
                             "plan_reduction_layout for ", schedule_name(schedule));
   TORCHFUSE_INTERNAL_ASSERT(!dims.empty(), "no reduced dims");
@@ -393,7 +393,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 
   ReductionLayout l;
   l.schedule = schedule;
-  l.fast_math = tuning().fast_math != 0;
+  l.fast_math = tune.fast_math != 0;
   std::vector<std::vector<int64_t>> sa, sr, sb;
   const int64_t lo = dims.front();
   const int64_t hi = dims.back() + 1;
@@ -446,20 +446,21 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // 299 us, bf16 170 -> 177-210), on rows of 4096 and more they won or tied (logsumexp f32
     // 85 -> 75, bf16 59 -> 50; softmax bf16 88 -> 84, f32 134 -> 135; rows of 65536 f32 194 ->
     // 176, bf16 129 -> 116).
-    l.online = online_cache && l.reduced() >= tuning().online_min_row;
+    l.online = online_cache && l.reduced() >= tune.online_min_row;
     const RowCacheNeeds& needs = l.online ? *online_cache : cache;
-    choose_row_schedule(l, needs, target.max_cluster);
-    choose_row_staging(l, needs, target.bulk_copies);  // may keep in shared memory a row too long for registers
+    choose_row_schedule(l, needs, target.max_cluster, tune);
+    choose_row_staging(l, needs, target.bulk_copies, tune);  // may keep in shared memory a row too long for registers
     if (!l.cached) {
-      l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target);
-      l.unroll = choose_looped_unroll(l);
-      choose_row_ring(l, needs, target.bulk_copies);
+      l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target, tune);
+      l.unroll = choose_looped_unroll(l, tune);
+      choose_row_ring(l, needs, target.bulk_copies, tune);
     }
-    l.min_blocks = tuning().row_min_blocks;
+    l.min_blocks = tune.row_min_blocks;
+    l.chunk_sums = !l.cached && tune.chunk_sums != 0;
     // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the
     // grid (launch_row).
-    l.prefetch = l.stages == 0 && choose_row_prefetch(l, needs);
-    l.rounds = l.stages == 0 ? choose_row_rounds(l, needs) : 1;
+    l.prefetch = l.stages == 0 && choose_row_prefetch(l, needs, tune);
+    l.rounds = l.stages == 0 ? choose_row_rounds(l, needs, tune) : 1;
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
@@ -476,12 +477,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   }
   l.vec = inner_vectorizable ? static_cast<int>(std::min<size_t>(8, 16 / widest_inner)) : 1;
   if (l.inner() % l.vec != 0) l.vec = 1;
-  l.unroll = l.vec > 1 ? tuning().column_unroll : 1;
+  l.unroll = l.vec > 1 ? tune.column_unroll : 1;
   const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
   // One wave of tuning().column_blocks (at most kColumnBlocksPerSm) blocks per multiprocessor:
   // rounding the split up would leave a second, mostly idle wave (H200 f32 col_sum: 544 blocks at
   // 3 per SM ran 1.4 waves).
-  const int64_t want = std::min(tuning().column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count);
+  const int64_t want = std::min(tune.column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count);
   const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
   // (No tiles: an empty output, which the launcher never launches.)
   l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / std::max<int64_t>(tiles, 1))));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/cache_hints.h"
+#include "codegen/device_target.h"
 #include "codegen/layout.h"
 #include "codegen/reduction_analysis.h"
 #include "passes/fusion_plan.h"
@@ -16,19 +17,10 @@ namespace torchfuse {
 namespace codegen {
 
 // Column schedule: blocks of 256 threads that fit one multiprocessor (the kernel's launch bounds
-// hold it to 64 registers per thread) and the most the split aims for (tuning().column_blocks).
+// hold it to 64 registers per thread) and the most the split aims for (Tuning::column_blocks).
 constexpr int kColumnBlocksPerSm = 4;
 // Row schedule with clusters: threads per block (two blocks fit one multiprocessor).
 constexpr int kClusterBlock = 512;
-
-// What the planner needs to know of the device a kernel is for (runtime::target_of gives it for a
-// device; explain() without one assumes an H100-class part of the arch asked for).
-struct DeviceTarget {
-  int sm_count = 132;
-  int max_cluster = 1;         // the largest thread-block cluster row schedules may use (1: none)
-  bool bulk_copies = false;    // sm_90+ bulk copies: rows may be staged in shared memory
-  int64_t l2_bytes = 50 << 20;  // looped rows size their blocks per multiprocessor by it
-};
 
 struct SegmentedOperand {
   Access access = Access::Strided;  // Scalar, Uniform, InnerBroadcast (per row), InnerContig, Strided
@@ -60,7 +52,8 @@ struct ReductionLayout {
                               // looped rows: vectors each thread loads ahead per step
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
   bool index64 = false;
-  bool fast_math = true;      // tuning().fast_math when planned (it changes the source)
+  bool fast_math = true;      // Tuning::fast_math when planned (it changes the source)
+  bool chunk_sums = false;    // looped rows: Tuning::chunk_sums when planned (it changes the source)
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
   int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
@@ -74,7 +67,7 @@ struct ReductionLayout {
   int ring_chunk = 0;
   int ring_slots = 0;
   int looped_blocks_per_sm = 1;  // looped rows: blocks per multiprocessor the launch aims for
-  CacheHints hints;           // L2 hints on its vector loads and stores (set by the launcher)
+  CacheHints hints;           // L2 hints on its vector loads and stores (choose_cache_hints)
 
   int64_t outer() const;
   int64_t reduced() const;
@@ -101,12 +94,13 @@ constexpr int64_t kMaxStagedBlockBytes = 220 * 1024;
 // Plans the layout for operands of the given shapes over `domain` reducing `dims` (a
 // contiguous block). `cache` is what the row schedule must keep per element to read it again;
 // `online_cache` the same with online softmax sums, where the group has any (rows of at least
-// tuning().online_min_row elements use them: ReductionLayout::online). `allow_vector`: false
-// where the call's pointers or strides do not allow vector accesses.
+// Tuning::online_min_row elements use them: ReductionLayout::online). `allow_vector`: false
+// where the call's pointers or strides do not allow vector accesses. (Cache hints are left to
+// the schedule unit, codegen/schedule.cpp.)
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
-                                      const DeviceTarget& target, bool allow_vector);
+                                      const DeviceTarget& target, const Tuning& tune, bool allow_vector);
 
 }  // namespace codegen
 }  // namespace torchfuse

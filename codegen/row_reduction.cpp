@@ -7,7 +7,6 @@
 
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
-#include "codegen/tuning.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -300,14 +299,14 @@ struct RowKernel {
   }
 
   void emit_pass(int pass) {
-    PassEmitter pe{b, g, a, names, [this](size_t k) { return load(k); },
+    PassEmitter pe{b, g, a, names, l.fast_math, [this](size_t k) { return load(k); },
                    [this](const ir::Value* v) -> std::string {
                      if (!cached.count(v)) return "";
                      return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
                    },
                    reuse()};
     pe.wide_sums = !l.cached;
-    pe.chunk_sums = !l.cached && tuning().chunk_sums;
+    pe.chunk_sums = l.chunk_sums;
     pe.reciprocals = &reciprocals;
     for (const ir::Node* r : online_sums(pass, /*from_cache=*/true)) pe.online_after_pass.insert(r);
     std::vector<size_t> element_outputs;
@@ -437,7 +436,7 @@ struct RowKernel {
   }
 
   void emit_row_phase(int level) {
-    PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
+    PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
     pe.reciprocals = &reciprocals;
     pe.emit_row_phase(level, [&](size_t k, const std::string& e) {
       b.line("if (row_ok && tl == 0) " + output_name(k) + "[row] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -665,8 +664,7 @@ struct RowKernel {
 
 }  // namespace
 
-GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionLayout& l) {
-  const ReductionAnalysis a = analyze_reduction_group(g, row_rewrites(l.online));
+GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   SourceBuilder b;
   b.raw(prelude());
   b.line("");

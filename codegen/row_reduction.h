@@ -11,7 +11,9 @@
 namespace torchfuse {
 namespace codegen {
 
-GeneratedKernel generate_row_reduction(const FusionGroup& group, const ReductionLayout& layout);
+// `analysis`: the group's, with online sums where layout.online (GroupAnalysis::for_row_layout).
+GeneratedKernel generate_row_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
+                                       const ReductionLayout& layout);
 
 }  // namespace codegen
 }  // namespace torchfuse

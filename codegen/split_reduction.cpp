@@ -78,9 +78,9 @@ void emit_last_block_gate(SourceBuilder& b, const std::string& counter, const st
   b.line("if (threadIdx.x == 0) *(" + counter + ") = 0u;");
 }
 
-void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, ValueNames& names,
+void emit_row_outputs(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, ValueNames& names, bool fast_math,
                       const std::string& guard, const std::string& index) {
-  PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
+  PassEmitter pe{b, g, a, names, fast_math, nullptr, nullptr, Reuse::None};
   const auto store = [&](size_t k, const std::string& e) {
     b.line("if (" + guard + ") " + output_name(k) + "[" + index + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
   };
@@ -99,7 +99,7 @@ void emit_row_inputs_full(SourceBuilder& b, const FusionGroup& g, const Pointwis
     b.line(register_type(g.inputs[k]->type.dtype) + " rin" + str(static_cast<int64_t>(k)) + " = " + e + ";");
     if (a.is_row(g.inputs[k])) names[g.inputs[k]] = "rin" + str(static_cast<int64_t>(k));
   }
-  PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
+  PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
   pe.emit_row_phase(0, [&](size_t, const std::string&) {});
 }
 
@@ -151,7 +151,7 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
   for (size_t k = 0; k < g.outputs.size(); ++k)
     if (!a.is_row(g.outputs[k])) element_outputs.push_back(k);
   const std::string slot = vector_path ? "[u]" : "";
-  PassEmitter pe{b, g, a, names, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, Reuse::None};
+  PassEmitter pe{b, g, a, names, l.fast_math, [&](size_t k) { return full_load(l, k, vector_path, slot); }, nullptr, Reuse::None};
   pe.wide_sums = true;
   pe.chunk_sums = vector_path && sixteen_bit_elements(l.inputs);
   if (vector_path) {
@@ -225,8 +225,8 @@ void emit_full_element_loop(SourceBuilder& b, const FusionGroup& g, const Pointw
 
 }  // namespace
 
-GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLayout& l, int block) {
-  const ReductionAnalysis a = analyze_reduction_group(g);
+GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAnalysis& a, const PointwiseLayout& l,
+                                        int block) {
   TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "full reductions take one pass, group ", g.id, " needs ", a.passes);
   SourceBuilder b;
   b.raw(prelude());
@@ -260,7 +260,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
     if (l.vec > 1) b.close();
     emit_block_reduce(b, a, names, block);
     b.open("if (gridDim.x == 1)");
-    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
+    emit_row_outputs(b, g, a, names, l.fast_math, "threadIdx.x == 0", "0");
     b.line("return;");
     b.close();
     for (const ir::Node* r : a.reductions) {
@@ -276,7 +276,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const PointwiseLay
              acc + "_all, __ldcg(p.part_" + acc + " + q));");
     }
     emit_block_reduce(b, a, names, block, "_all");
-    emit_row_outputs(b, g, a, names, "threadIdx.x == 0", "0");
+    emit_row_outputs(b, g, a, names, l.fast_math, "threadIdx.x == 0", "0");
   }
   GeneratedKernel k;
   k.id = next_kernel_id();
@@ -381,7 +381,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     ValueNames names;
     names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "lane");
-    PassEmitter pe{b, g, a, names, [&](size_t k) { return column_load(l, k, slot); }, nullptr, Reuse::None, "[lane]", true};
+    PassEmitter pe{b, g, a, names, l.fast_math, [&](size_t k) { return column_load(l, k, slot); }, nullptr, Reuse::None, "[lane]", true};
     pe.emit(0, [&](size_t k, const std::string& e) {
       b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
              store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -449,8 +449,7 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
 
 }  // namespace
 
-GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionLayout& l) {
-  const ReductionAnalysis a = analyze_reduction_group(g);
+GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "column reductions take one pass, group ", g.id, " needs ", a.passes);
   const std::string vec = str(l.vec);
   SourceBuilder b;
@@ -478,7 +477,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
       b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = " + e + ";");
       names[g.inputs[k]] = "rin" + kk;
     }
-    PassEmitter pe{b, g, a, names, nullptr, nullptr, Reuse::None};
+    PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
     pe.emit_row_phase(0, [&](size_t, const std::string&) {});
   };
   {
@@ -529,7 +528,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionL
     };
     auto outputs = [&](ValueNames& names) {
       row_inputs(names, "lane");
-      emit_row_outputs(b, g, a, names, "true", "o * (tf_index)p.inner + i + lane");
+      emit_row_outputs(b, g, a, names, l.fast_math, "true", "o * (tf_index)p.inner + i + lane");
     };
     b.open("if (p.split == 1)");
     totals(outputs);

@@ -13,8 +13,10 @@
 namespace torchfuse {
 namespace codegen {
 
-GeneratedKernel generate_full_reduction(const FusionGroup& group, const PointwiseLayout& layout, int block);
-GeneratedKernel generate_column_reduction(const FusionGroup& group, const ReductionLayout& layout);
+GeneratedKernel generate_full_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
+                                        const PointwiseLayout& layout, int block);
+GeneratedKernel generate_column_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
+                                          const ReductionLayout& layout);
 
 }  // namespace codegen
 }  // namespace torchfuse

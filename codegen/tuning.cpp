@@ -1,6 +1,5 @@
 #include "codegen/tuning.h"
 
-#include <cstdlib>
 #include <sstream>
 
 #include "src/error.h"
@@ -9,42 +8,45 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
-int parse_int(const std::string& name, const std::string& value, int lo, int hi) {
+int int_knob(const std::string& origin, const std::string& name, const std::string& value, int lo, int hi) {
   int v = 0;
   try {
     size_t used = 0;
     v = std::stoi(value, &used);
     TORCHFUSE_CHECK(used == value.size(), "");
   } catch (const std::exception&) {
-    TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: ", name, "=", value, " is not an integer");
+    TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": ", name, "=", value, " is not an integer");
   }
-  TORCHFUSE_CHECK(v >= lo && v <= hi, "torchfuse: TORCHFUSE_TUNE: ", name, " must be in [", lo, ", ", hi, "], got ", v);
+  TORCHFUSE_CHECK(v >= lo && v <= hi, "torchfuse: ", origin, ": ", name, " must be in [", lo, ", ", hi, "], got ", v);
   return v;
 }
 
-RowCachePolicy parse_policy(const std::string& value) {
+RowCachePolicy parse_policy(const std::string& origin, const std::string& value) {
   if (value == "values") return RowCachePolicy::Values;
   if (value == "inputs") return RowCachePolicy::Inputs;
   if (value == "first") return RowCachePolicy::FirstPass;
   if (value == "auto") return RowCachePolicy::Auto;
-  TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: row_cache must be values, inputs, first or auto, got '", value, "'");
+  TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": row_cache must be values, inputs, first or auto, got '", value, "'");
 }
 
 }  // namespace
 
-Tuning parse_tuning(const std::string& spec) {
-  Tuning t;
+Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::string& origin) {
+  Tuning t = base;
+  const auto parse_int = [&origin](const std::string& name, const std::string& value, int lo, int hi) {
+    return int_knob(origin, name, value, lo, hi);
+  };
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
-    TORCHFUSE_CHECK(eq != std::string::npos, "torchfuse: TORCHFUSE_TUNE: '", item, "' is not name=value");
+    TORCHFUSE_CHECK(eq != std::string::npos, "torchfuse: ", origin, ": '", item, "' is not name=value");
     const std::string name = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
     if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
     else if (name == "pointwise_waves") t.pointwise_waves = parse_int(name, value, 0, 64);
-    else if (name == "row_cache") t.row_cache = parse_policy(value);
+    else if (name == "row_cache") t.row_cache = parse_policy(origin, value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
     else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
@@ -69,27 +71,10 @@ Tuning parse_tuning(const std::string& spec) {
     else if (name == "row_ring_vectors") t.row_ring_vectors = parse_int(name, value, 0, 16);
     else if (name == "row_hold") t.row_hold = parse_int(name, value, -1, 1);
     else if (name == "shared_hold") t.shared_hold = parse_int(name, value, -1, 1);
-    else TORCHFUSE_CHECK(false, "torchfuse: TORCHFUSE_TUNE: unknown knob '", name, "'");
+    else TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": unknown knob '", name, "'");
   }
   return t;
 }
-
-namespace {
-
-Tuning& process_tuning() {
-  static Tuning t = [] {
-    const char* env = std::getenv("TORCHFUSE_TUNE");
-    return parse_tuning(env ? env : "");
-  }();
-  return t;
-}
-
-}  // namespace
-
-const Tuning& tuning() { return process_tuning(); }
-
-ScopedTuning::ScopedTuning(const Tuning& t) : saved_(process_tuning()) { process_tuning() = t; }
-ScopedTuning::~ScopedTuning() { process_tuning() = saved_; }
 
 }  // namespace codegen
 }  // namespace torchfuse

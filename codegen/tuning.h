@@ -1,6 +1,8 @@
-// Schedule knobs whose defaults come from measurements (docs/performance.md). For tuning runs,
-// TORCHFUSE_TUNE="name=value,..." overrides them, read once per process; every knob that changes
-// a kernel's source is part of that kernel's layout key, so cached kernels stay correct.
+// Schedule knobs whose defaults come from measurements (docs/performance.md). A Tuning is data:
+// the driver resolves one per compiled module (defaults, then $TORCHFUSE_TUNE, then
+// CompileOptions::tune; runtime/process_tuning.h) and hands it to planning and generation, which
+// read no global. A knob that changes a kernel's source is copied into the kernel's layout by the
+// planner and so is part of the variant key (codegen/schedule.h), so cached kernels stay correct.
 #pragma once
 
 #include <string>
@@ -101,22 +103,9 @@ struct Tuning {
   int shared_hold = -1;
 };
 
-// The process's knobs: defaults, then TORCHFUSE_TUNE. A malformed override is an error.
-const Tuning& tuning();
-// Parses "name=value,..." over the defaults (exposed for tests).
-Tuning parse_tuning(const std::string& spec);
-
-// Tests: replaces the process's knobs while alive (not thread-safe; no concurrent compiles).
-class ScopedTuning {
- public:
-  explicit ScopedTuning(const Tuning& t);
-  ~ScopedTuning();
-  ScopedTuning(const ScopedTuning&) = delete;
-  ScopedTuning& operator=(const ScopedTuning&) = delete;
-
- private:
-  Tuning saved_;
-};
+// Parses "name=value,..." over `base`; a malformed entry is an Error naming `origin` (where the
+// text came from: "TORCHFUSE_TUNE", "CompileOptions::tune").
+Tuning parse_tuning(const std::string& spec, const Tuning& base = Tuning{}, const std::string& origin = "TORCHFUSE_TUNE");
 
 }  // namespace codegen
 }  // namespace torchfuse

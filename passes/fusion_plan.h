@@ -12,6 +12,17 @@ namespace torchfuse {
 
 enum class Schedule { Pointwise, RowReduction, ColumnReduction, FullReduction };
 const char* schedule_name(Schedule s);
+// The one of four things that belongs to schedule `s` (registries of per-schedule objects).
+template <typename T>
+const T& by_schedule(Schedule s, const T& pointwise, const T& row, const T& column, const T& full) {
+  switch (s) {
+    case Schedule::Pointwise: return pointwise;
+    case Schedule::RowReduction: return row;
+    case Schedule::ColumnReduction: return column;
+    case Schedule::FullReduction: return full;
+  }
+  return pointwise;  // (unreachable: every enumerator is handled)
+}
 
 struct FusionGroup {
   int id = -1;

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "codegen/tuning.h"
+#include "codegen/device_target.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -168,22 +168,14 @@ DeviceState& device_state(int ordinal) {
 
 const DeviceInfo& device_info(int ordinal) { return device_state(ordinal).info; }
 
-int max_cluster(const DeviceInfo& info) {
-  if (info.cc_major < 9 || require_api().cuLaunchKernelEx == nullptr) return 1;
-  return std::max(1, codegen::tuning().row_cluster);
-}
-
-bool has_bulk_copies(const DeviceInfo& info) {
-  return info.cc_major >= 9 && require_api().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
-}
-
-codegen::DeviceTarget target_of(const DeviceInfo& info) {
-  codegen::DeviceTarget t;
-  t.sm_count = info.sm_count;
-  t.max_cluster = max_cluster(info);
-  t.bulk_copies = has_bulk_copies(info);
-  t.l2_bytes = info.l2_bytes;
-  return t;
+codegen::DeviceTarget target_of(const DeviceInfo& info, const codegen::Tuning& tuning) {
+  codegen::DeviceFacts facts;
+  facts.cc_major = info.cc_major;
+  facts.sm_count = info.sm_count;
+  facts.l2_bytes = info.l2_bytes;
+  facts.cluster_launch = require_api().cuLaunchKernelEx != nullptr;
+  facts.occupancy_query = require_api().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
+  return codegen::device_target(facts, tuning);
 }
 
 void make_context_current(int ordinal) {

@@ -6,7 +6,7 @@
 
 #include <cuda.h>
 
-#include "codegen/reduction_layout.h"
+#include "codegen/device_target.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -35,7 +35,7 @@ struct DriverApi {
   decltype(&::cuEventDestroy) cuEventDestroy;
   bool has_events() const;
   // Launches with attributes (thread-block clusters); null on drivers before CUDA 12, where no
-  // schedule asks for clusters (max_cluster() is 1).
+  // schedule asks for clusters (target_of gives a max_cluster of 1).
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
   // Blocks of a kernel resident per multiprocessor (staged rows size their grid by it).
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) cuOccupancyMaxActiveBlocksPerMultiprocessor;
@@ -61,14 +61,11 @@ struct DeviceInfo {
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
 };
 const DeviceInfo& device_info(int ordinal);
-// Largest thread-block cluster a row schedule may use on the device: tuning().row_cluster on
-// compute capability 9.0 and newer with a driver that launches clusters, else 1 (none).
-int max_cluster(const DeviceInfo& info);
-// Whether row schedules may stage rows in shared memory with bulk copies: compute capability 9.0
-// and newer, with a driver that answers occupancy queries (the launch sizes its grid by them).
-bool has_bulk_copies(const DeviceInfo& info);
-// What the kernel planner needs to know of the device (the three above, and its L2 size).
-codegen::DeviceTarget target_of(const DeviceInfo& info);
+// What the kernel planner needs to know of the device (codegen::device_target): clusters of up
+// to Tuning::row_cluster blocks on compute capability 9.0 and newer with a driver that launches
+// them, bulk copies there with a driver that answers occupancy queries (staged rows size their
+// grid by them), the multiprocessors and the L2 size.
+codegen::DeviceTarget target_of(const DeviceInfo& info, const codegen::Tuning& tuning);
 // Makes the device's primary context (the one PyTorch uses) current on this thread.
 void make_context_current(int ordinal);
 

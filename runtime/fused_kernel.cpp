@@ -4,7 +4,6 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
-#include "codegen/tuning.h"
 #include "runtime/driver_api.h"
 #include "runtime/launch_util.h"
 #include "runtime/launchers.h"
@@ -29,31 +28,24 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
 
 FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
                          std::shared_ptr<CompileCounters> counters)
-    : owner_(std::move(owner)), group_(std::move(group)), options_(options), counters_(std::move(counters)) {
-  if (group_.schedule != Schedule::Pointwise) {
-    // The planner's view of the row schedule: without online sums, and with them where the group
-    // has any (it picks one per row length; generate_row_reduction analyzes the same way).
-    const bool row = group_.schedule == Schedule::RowReduction;
-    analysis_ = codegen::analyze_reduction_group(group_, row ? codegen::row_rewrites(false) : codegen::RowRewrites{});
-    if (row && codegen::tuning().online_softmax != 0) {
-      const auto online = codegen::analyze_reduction_group(group_, codegen::row_rewrites(true));
-      if (!online.online.empty()) analysis_->online_cache_needs = online.cache_needs;
-    }
-  }
-}
+    : owner_(std::move(owner)),
+      group_(std::move(group)),
+      analysis_(codegen::analyze_group(group_, options.tuning)),
+      options_(std::move(options)),
+      counters_(std::move(counters)) {}
 
 void FusedKernel::shape_operands(CallInputs& call) const {
   // Per-row inputs without the reduced dims ([R] for a [R, C] domain) take them back as size-1
   // dims, so that they broadcast over the reduced dims, not the trailing ones.
-  if (analysis_) {
+  if (const codegen::ReductionAnalysis* a = analysis()) {
     for (size_t k = 0; k < group_.inputs.size(); ++k) {
       const ir::Value* v = group_.inputs[k];
       auto& s = call.shapes[k];
-      if (!s.is_tensor || !analysis_->is_row(v) || v->type.sizes != analysis_->rd.squeezed_shape() ||
-          v->type.sizes == analysis_->rd.keep_shape()) {
+      if (!s.is_tensor || !a->is_row(v) || v->type.sizes != a->rd.squeezed_shape() ||
+          v->type.sizes == a->rd.keep_shape()) {
         continue;
       }
-      for (int64_t d : analysis_->rd.dims) {
+      for (int64_t d : a->rd.dims) {
         s.sizes.insert(s.sizes.begin() + d, 1);
         s.strides.insert(s.strides.begin() + d, 0);
       }
@@ -66,8 +58,8 @@ void FusedKernel::shape_operands(CallInputs& call) const {
     TORCHFUSE_CHECK(b.has_value(), "torchfuse: ", group_.kernel_name, " inputs do not broadcast");
     call.domain = *b;
   }
-  if (!analysis_) return;
-  for (const ir::Node* r : analysis_->reductions) {
+  if (!analysis()) return;
+  for (const ir::Node* r : analysis()->reductions) {
     for (size_t i = 0; i < r->pinned_sizes.size(); ++i) {
       const int64_t d = r->dims[i];
       TORCHFUSE_CHECK(d < static_cast<int64_t>(call.domain.size()) && call.domain[d] == r->pinned_sizes[i],
@@ -83,7 +75,8 @@ codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(const codegen::Devic
   call.shapes = profiled_operands(group_);
   shape_operands(call);
   check_output_shapes(call.domain);
-  return plan_and_generate(group_, analysis(), call, target, /*allow_vector=*/true).kernel;
+  const codegen::PlanRequest request{group_, analysis_, call.shapes, call.domain, target, options_.tuning, true};
+  return codegen::plan_and_generate(request).kernel;
 }
 
 void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const {
@@ -110,18 +103,22 @@ const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
   if (it != kernels_.end()) return it->second;
   auto k = generate();
   if (options_.fail.matches(k.name, /*runtime_variant=*/k.source != profiled_source_)) k = with_injected_failure(k);
+  variant_order_.push_back(key);
   return kernels_.emplace(key, std::move(k)).first->second;  // map nodes never move: the reference stays valid
 }
 
 void FusedKernel::prepare(int device) {
   const DeviceInfo& info = device_info(device);
-  const auto plain = plain_profiled_kernel(target_of(info));
+  const auto plain = plain_profiled_kernel(target_of(info, options_.tuning));
   {
     std::lock_guard<std::mutex> lock(mu_);
     profiled_source_ = plain.source;
   }
   const bool inject = options_.fail.matches(plain.name, /*runtime_variant=*/false);
-  load_function(inject ? with_injected_failure(plain) : plain, plain.name, device, counters_.get());
+  const codegen::GeneratedKernel k = inject ? with_injected_failure(plain) : plain;
+  load_function(k, k.name, device, counters_.get());
+  std::lock_guard<std::mutex> lock(mu_);
+  prepared_ = k;
 }
 
 // ---- fallback ----
@@ -190,8 +187,17 @@ GroupStats FusedKernel::stats() const {
 std::vector<codegen::GeneratedKernel> FusedKernel::kernels() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<codegen::GeneratedKernel> out;
-  for (const auto& [key, k] : kernels_) out.push_back(k);
+  if (prepared_) out.push_back(*prepared_);
+  for (const std::string& key : variant_order_) {
+    const codegen::GeneratedKernel& k = kernels_.at(key);
+    if (!prepared_ || k.source != prepared_->source) out.push_back(k);
+  }
   return out;
+}
+
+int64_t FusedKernel::variants() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(kernels_.size());
 }
 
 namespace {

@@ -23,6 +23,8 @@
 #include "codegen/layout.h"
 #include "codegen/reduction_analysis.h"
 #include "codegen/reduction_layout.h"
+#include "codegen/schedule.h"
+#include "codegen/tuning.h"
 #include "passes/fusion_plan.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
@@ -46,6 +48,7 @@ struct LaunchOptions {
   bool strict = false;   // a kernel failure is an Error, not a fallback
   bool profile = false;  // time every call with CUDA events
   FailureInjection fail;
+  codegen::Tuning tuning;  // the module's knobs (resolve_tuning), for planning and launching
 };
 
 // One call's inputs, as the launchers see them.
@@ -82,12 +85,18 @@ class FusedKernel {
 
   const FusionGroup& group() const { return group_; }
   // Analysis of a reduction group (null for pointwise groups).
-  const codegen::ReductionAnalysis* analysis() const { return analysis_ ? &*analysis_ : nullptr; }
+  const codegen::ReductionAnalysis* analysis() const { return analysis_.get(); }
+  // What planning and generation need to know about the group (computed once, here).
+  const codegen::GroupAnalysis& group_analysis() const { return analysis_; }
+  const codegen::Tuning& tuning() const { return options_.tuning; }
   // The kernel for the profiled types, for the device `target` describes (with the injected
   // failure, when debug_fail_kernels names it).
   codegen::GeneratedKernel kernel_for_profiled_types(const codegen::DeviceTarget& target) const;
-  // Every kernel generated so far (one per layout key).
+  // The kernels compiled for the device in use: the one prepare() built for the profiled types,
+  // then every other variant generated since for other layouts, in the order they were made.
   std::vector<codegen::GeneratedKernel> kernels() const;
+  // How many kernel variants were generated (one per layout key).
+  int64_t variants() const;
   int64_t launches() const { return launches_; }
 
   // Used by the launchers.
@@ -110,11 +119,13 @@ class FusedKernel {
 
   std::shared_ptr<const void> owner_;
   FusionGroup group_;
-  std::optional<codegen::ReductionAnalysis> analysis_;
+  codegen::GroupAnalysis analysis_;
   LaunchOptions options_;
   std::shared_ptr<CompileCounters> counters_;
   mutable std::mutex mu_;
   std::map<std::string, codegen::GeneratedKernel> kernels_;  // by layout key
+  std::vector<std::string> variant_order_;  // kernels_' keys, in the order they were generated
+  std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
   std::string profiled_source_;  // what prepare() compiled, without an injected failure
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
@@ -130,7 +141,7 @@ class FusedKernel {
 // The operands of a group as the layout planners see them, from profiled IR types.
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g);
 // The grid-stride loops never run more threads than this (the layouts' index-width bound).
-constexpr int64_t kMaxGridThreads = int64_t{1} << 26;
+constexpr int64_t kMaxGridThreads = codegen::kMaxGridThreads;
 
 }  // namespace runtime
 }  // namespace torchfuse

@@ -7,6 +7,7 @@
 #include "codegen/nvrtc.h"
 #include "codegen/source_builder.h"
 #include "codegen/tuning.h"
+#include "runtime/process_tuning.h"
 #include "tests/test_util.h"
 
 using tftest::contains_in_order;
@@ -55,7 +56,7 @@ cg::OperandShape tensor(c10::ScalarType t, std::vector<int64_t> sizes, std::vect
 }
 
 TEST(Layout, ContiguousCoalescesToOneDim) {
-  auto l = cg::plan_pointwise_layout({64, 32, 8}, {tensor(c10::kFloat, {64, 32, 8}, {256, 8, 1})}, {c10::kFloat}, 1 << 22);
+  auto l = cg::plan_pointwise_layout({64, 32, 8}, {tensor(c10::kFloat, {64, 32, 8}, {256, 8, 1})}, {c10::kFloat}, 1 << 22, cg::Tuning{});
   EXPECT_EQ(l.sizes, (std::vector<int64_t>{16384}));
   EXPECT_EQ(l.inputs[0].access, cg::Access::Linear);
   EXPECT_EQ(l.vec, 4);
@@ -66,7 +67,7 @@ TEST(Layout, BiasIsInnerContiguousAndRowVectorInnerBroadcast) {
   auto l = cg::plan_pointwise_layout({64, 32},
                                      {tensor(c10::kBFloat16, {64, 32}, {32, 1}), tensor(c10::kBFloat16, {32}, {1}),
                                       tensor(c10::kBFloat16, {64, 1}, {1, 1}), tensor(c10::kFloat, {}, {})},
-                                     {c10::kBFloat16}, 1 << 22);
+                                     {c10::kBFloat16}, 1 << 22, cg::Tuning{});
   EXPECT_EQ(l.sizes, (std::vector<int64_t>{64, 32}));
   EXPECT_EQ(l.inputs[0].access, cg::Access::Linear);
   EXPECT_EQ(l.inputs[1].access, cg::Access::InnerContig);
@@ -77,10 +78,10 @@ TEST(Layout, BiasIsInnerContiguousAndRowVectorInnerBroadcast) {
 }
 
 TEST(Layout, TransposedInputIsStridedAndHugeNeeds64Bit) {
-  auto l = cg::plan_pointwise_layout({16, 8}, {tensor(c10::kFloat, {16, 8}, {1, 16})}, {c10::kFloat}, 1 << 22);
+  auto l = cg::plan_pointwise_layout({16, 8}, {tensor(c10::kFloat, {16, 8}, {1, 16})}, {c10::kFloat}, 1 << 22, cg::Tuning{});
   EXPECT_EQ(l.inputs[0].access, cg::Access::Strided);
   auto big = cg::plan_pointwise_layout({int64_t{1} << 31}, {tensor(c10::kHalf, {int64_t{1} << 31}, {1})}, {c10::kHalf},
-                                       1 << 22);
+                                       1 << 22, cg::Tuning{});
   EXPECT_TRUE(big.index64);
   EXPECT_NE(big.key(), l.key());
 }
@@ -197,7 +198,7 @@ TEST(Codegen, FastMathWhereEagerRoundsTo16Bits) {
     ASSERT_EQ(fast.cubin_bytes.size(), 1u);
     EXPECT_GT(fast.cubin_bytes[0], 0u) << src;
 
-    torchfuse::codegen::ScopedTuning off(torchfuse::codegen::parse_tuning("fast_math=0"));
+    torchfuse::runtime::ScopedTuning off(torchfuse::codegen::parse_tuning("fast_math=0"));
     const auto plain = torchfuse::compile(module_returning("x", c.expr), options).explain(in);
     ASSERT_EQ(plain.kernels.size(), 1u);
     EXPECT_EQ(body(plain.kernels[0].source).find("_fast("), std::string::npos) << plain.kernels[0].source;

@@ -6,7 +6,8 @@
 #include "codegen/nvrtc.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
-#include "src/compiled_module.h"
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
 #include "tests/test_util.h"
 
 using tftest::contains_in_order;

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "codegen/tuning.h"
+#include "runtime/process_tuning.h"
 #include "tests/suite_modules.h"
 #include "tests/test_util.h"
 
@@ -126,7 +127,7 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
                          "row_prefetch=1,row_rounds=4", "cache_hints=1,row_cache=inputs", "row_stage=2",
                          "row_stage=1,row_vectors=1", "row_stage=4,row_waves=2"};
   for (const char* spec : specs) {
-    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     expect_suite_patterns_match(1000, 1048, 136, 200, std::string(" [") + spec + "]");
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
@@ -147,7 +148,7 @@ TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
 TEST(GpuReductions, CacheHintsMatchEager) {
   REQUIRE_GPU();
   for (const char* spec : {"cache_hints=0", "cache_hints=1", "row_cluster=1", "row_hold=1", "shared_hold=1"}) {
-    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
       expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
@@ -197,7 +198,7 @@ TEST(GpuReductions, StagedRowsMatchEager) {
     }
   }
   for (const char* spec : {"row_stage=2", "row_stage=1,row_vectors=8", "row_stage=4,row_waves=3"}) {
-    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
       for (int64_t rows : {3, 37, 1000}) {
@@ -253,7 +254,7 @@ TEST(GpuReductions, RingedRowsMatchEager) {
   REQUIRE_GPU();
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   for (const char* spec : {"", "row_cluster=1,row_ring=1", "row_ring=1,row_ring_vectors=1,row_cluster=1"}) {
-    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
       for (int64_t rows : {3, 333}) {
@@ -278,7 +279,7 @@ TEST(GpuReductions, RingedRowsMatchEager) {
       expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({20, 262144}, dtype)}; }, "softmax 262144 " + tag, 1);
     }
     // Short rows forced to loop (no register budget, not staged): one chunk per row.
-    torchfuse::codegen::ScopedTuning looped(torchfuse::codegen::parse_tuning(std::string(spec) + ",row_cache_registers=1,row_stage=0"));
+    torchfuse::runtime::ScopedTuning looped(torchfuse::codegen::parse_tuning(std::string(spec) + ",row_cache_registers=1,row_stage=0"));
     for (auto dtype : kDtypes) {
       expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({200, 2048}, dtype)}; },
                            std::string("softmax 2048 looped ") + c10::toString(dtype) + " [" + spec + "]", 1);
@@ -323,7 +324,7 @@ TEST(GpuReductions, LoopedRowsLoadingAheadMatchEager) {
   REQUIRE_GPU();
   for (const char* spec : {"looped_unroll=1,row_cluster=1", "looped_unroll=2,row_cluster=1", "looped_unroll=3,row_cluster=1",
                            "looped_unroll=4,row_cluster=1"}) {
-    torchfuse::codegen::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       const std::string tag = std::string(c10::toString(dtype)) + " [" + spec + "]";
       auto x = [&] { return std::vector<c10::IValue>{rnd({5, 100000}, dtype)}; };
@@ -378,7 +379,7 @@ TEST(GpuReductions, OnlineSoftmaxEdgeRowsInEverySchedule) {
   // 65536 on sm_90) and looped rows (bf16 65536), on rows whose max grows at every value (a
   // rescale each time), falls, is -inf, +inf, NaN or the lowest float, on a row with one -inf,
   // and on one whose exps reach the denormal range.
-  torchfuse::codegen::ScopedTuning any_row(torchfuse::codegen::parse_tuning("online_min_row=1"));
+  torchfuse::runtime::ScopedTuning any_row(torchfuse::codegen::parse_tuning("online_min_row=1"));
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t cols : {200, 4096, 65536}) {
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {

@@ -1,7 +1,7 @@
 // Guards: what a specialization assumes of its inputs, and what makes a new one.
 #include <torch/torch.h>
 
-#include "src/compiled_module.h"
+#include "runtime/compiled_module.h"
 #include "tests/test_util.h"
 
 namespace {

@@ -2,6 +2,7 @@
 // row schedule keeps, unrolled loads in pointwise, column and full kernels, and every suite
 // kernel through NVRTC under each choice.
 #include "codegen/tuning.h"
+#include "runtime/process_tuning.h"
 #include "tests/suite_modules.h"
 #include "tests/test_util.h"
 
@@ -96,7 +97,7 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   // Three-pass softmax (online_softmax=0): x and exp(x - max) are both read again: 8 bytes per
   // element as floats, 2 keeping bf16 x as loaded. In f32 keeping x would save half, at the
   // price of computing exp twice: values win. (Registers: rows not staged in shared memory.)
-  cg::ScopedTuning three(with("online_softmax=0,row_stage=0"));
+  torchfuse::runtime::ScopedTuning three(with("online_softmax=0,row_stage=0"));
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("softmax_manual").source, 4096));
   std::string src = kernel_source(m, {torch::randn({8, 4096}).to(c10::kBFloat16)});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
@@ -111,12 +112,12 @@ TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
 
-  cg::ScopedTuning values(with("online_softmax=0,row_cache=values"));
+  torchfuse::runtime::ScopedTuning values(with("online_softmax=0,row_cache=values"));
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 2) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 1) << src;
 
-  cg::ScopedTuning inputs(with("online_softmax=0,row_cache=inputs"));
+  torchfuse::runtime::ScopedTuning inputs(with("online_softmax=0,row_cache=inputs"));
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_NE(src.find("inputs kept as loaded"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;
@@ -145,7 +146,7 @@ TEST(FastExp, OnlyAfterSubtractingTheMaxOfTheSameValues) {
   // keeps expf.
   const std::vector<c10::IValue> x = {torch::randn({8, 256})};
   {
-    cg::ScopedTuning three(with("online_softmax=0"));
+    torchfuse::runtime::ScopedTuning three(with("online_softmax=0"));
     const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), x));
     EXPECT_EQ(tftest::count_occurrences(softmax, "tf_exp_shifted("), 2) << softmax;
     EXPECT_EQ(softmax.find("expf("), std::string::npos) << softmax;
@@ -192,13 +193,13 @@ TEST(RowCache, FirstPassRowsOf128Threads) {
   EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "8 vectors per thread"})) << src;
   // row_team=0 plans first-pass rows from row_vectors like the others.
   {
-    cg::ScopedTuning team(with("row_team=0"));
+    torchfuse::runtime::ScopedTuning team(with("row_team=0"));
     src = kernel_source(m, in(4096));
     EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 256 threads per row", "4 vectors per thread"})) << src;
   }
   // row_min_blocks asks for registers that fit that many blocks.
   EXPECT_NE(kernel_source(m, in(4096)).find("__launch_bounds__(128) "), std::string::npos);
-  cg::ScopedTuning min_blocks(with("row_min_blocks=12"));
+  torchfuse::runtime::ScopedTuning min_blocks(with("row_min_blocks=12"));
   src = kernel_source(m, in(4096));
   EXPECT_NE(src.find("__launch_bounds__(128, 12) "), std::string::npos) << src;
 }
@@ -224,7 +225,7 @@ TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const std::vector<c10::IValue> rows4096{torch::randn({4, 4096}).to(c10::kBFloat16)};
   {
-    cg::ScopedTuning registers(with("row_stage=0"));
+    torchfuse::runtime::ScopedTuning registers(with("row_stage=0"));
     src = kernel_source(softmax, rows4096);
     EXPECT_NE(src.find("each block takes 2 row team(s) in turn\n"), std::string::npos) << src;
     EXPECT_EQ(body(src).find("tf_prefetch_l2("), std::string::npos);
@@ -232,10 +233,10 @@ TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
   src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), rows4096);
   EXPECT_NE(src.find("each block takes 1 row team(s) in turn\n"), std::string::npos) << src;
   {
-    cg::ScopedTuning off(with("row_prefetch=0"));
+    torchfuse::runtime::ScopedTuning off(with("row_prefetch=0"));
     EXPECT_EQ(body(kernel_source(attn, attn_in(c10::kBFloat16))).find("tf_prefetch_l2("), std::string::npos);
   }
-  cg::ScopedTuning on(with("row_prefetch=1,row_stage=0"));
+  torchfuse::runtime::ScopedTuning on(with("row_prefetch=1,row_stage=0"));
   src = body(kernel_source(softmax, rows4096));
   EXPECT_NE(src.find(prefetch), std::string::npos) << src;
 }
@@ -248,14 +249,14 @@ TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
   };
   EXPECT_EQ(kernel_source(m, in(c10::kFloat)).find("inputs kept as loaded"), std::string::npos);
   EXPECT_NE(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
-  cg::ScopedTuning values(with("row_cache=values"));
+  torchfuse::runtime::ScopedTuning values(with("row_cache=values"));
   EXPECT_EQ(kernel_source(m, in(c10::kBFloat16)).find("inputs kept as loaded"), std::string::npos);
 }
 
 TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   // Three-pass softmax: on rows of 1024 the values of the masked softmax fit in 32 registers per
   // thread, and keeping only s and mask would compute exp twice.
-  cg::ScopedTuning three(with("online_softmax=0"));
+  torchfuse::runtime::ScopedTuning three(with("online_softmax=0"));
   const auto m = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   const std::vector<c10::IValue> in = {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16),
                                        torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)};
@@ -268,14 +269,14 @@ TEST(RowCache, Bf16KeepsValuesWhereRecomputingExpIsNotWorthIt) {
   const std::string lse = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_NE(lse.find("inputs kept as loaded"), std::string::npos) << lse;
   // Online (on rows this short only when asked), logsumexp takes one pass and keeps nothing.
-  cg::ScopedTuning online(with("online_min_row=1024"));
+  torchfuse::runtime::ScopedTuning online(with("online_min_row=1024"));
   const std::string one = kernel_source(lse_module, {torch::randn({8, 1024}).to(c10::kBFloat16)});
   EXPECT_TRUE(tftest::contains_in_order(one, {"1 pass(es)", "tf_online_add("})) << one;
   EXPECT_EQ(body(one).find("kept"), std::string::npos) << one;
 }
 
 TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
-  cg::ScopedTuning no_cluster(with("row_cluster=1"));  // looped rows, not a cluster per row
+  torchfuse::runtime::ScopedTuning no_cluster(with("row_cluster=1"));  // looped rows, not a cluster per row
   const auto m = module_returning("x", "x / x.sum(-1, keepdim=True)");
   const std::string full = kernel_source(m, {torch::randn({2, 65536})});
   EXPECT_NE(full.find("looped mode"), std::string::npos) << full;
@@ -285,7 +286,7 @@ TEST(ChunkSums, LoopedRowsAddEachVectorInFloatFirst) {
   // Online softmax sums add in float pairs (no double accumulator to chunk for).
   const std::string softmax = body(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({2, 65536})}));
   EXPECT_EQ(softmax.find("chunk_acc"), std::string::npos) << softmax;
-  cg::ScopedTuning off(with("row_cluster=1,chunk_sums=0"));
+  torchfuse::runtime::ScopedTuning off(with("row_cluster=1,chunk_sums=0"));
   const std::string plain = body(kernel_source(m, {torch::randn({2, 65536})}));
   EXPECT_EQ(plain.find("chunk_acc"), std::string::npos) << plain;
 }
@@ -333,7 +334,7 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
                                                       "tf_online_add(", "jb += 8192 * 2)", "ahead0[u] = tf_load_once("}))
       << ahead;
   {
-    cg::ScopedTuning no_ring(with("row_ring=0"));
+    torchfuse::runtime::ScopedTuning no_ring(with("row_ring=0"));
     EXPECT_EQ(body(compiled(softmax, {bf16({2, 65536})})).find("ahead"), std::string::npos);
   }
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 262144));
@@ -347,7 +348,7 @@ TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
   const std::string two_inputs = compiled(add_ln, {bf16({2, 262144}), bf16({2, 262144}), bf16({262144}), bf16({262144})});
   EXPECT_NE(two_inputs.find("looped mode"), std::string::npos) << two_inputs;
   EXPECT_EQ(body(two_inputs).find("ahead"), std::string::npos) << two_inputs;
-  cg::ScopedTuning three(with("looped_unroll=3,row_ring=0"));
+  torchfuse::runtime::ScopedTuning three(with("looped_unroll=3,row_ring=0"));
   const std::string forced = compiled(softmax, {bf16({2, 65536})});
   EXPECT_TRUE(tftest::contains_in_order(body(forced), {"jb += 8192 * 3)", "ahead0[3];"})) << forced;
 }
@@ -374,7 +375,7 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
   auto o = tftest::quiet_options();
   o.offline_arch = "sm_80";
   EXPECT_NE(torchfuse::compile(m, o).explain(in).kernels[0].source.find("looped mode"), std::string::npos);
-  cg::ScopedTuning off(with("row_cluster=1"));
+  torchfuse::runtime::ScopedTuning off(with("row_cluster=1"));
   EXPECT_NE(kernel_source(m, in).find("looped mode"), std::string::npos);
 }
 
@@ -382,7 +383,7 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
 // with a ring of buffers the next rows' copies issued before this row's wait; every pass reads
 // them there, the weights stay global loads. Rows too long for shared memory, unvectorized rows and sm_80 are not staged.
 TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
-  cg::ScopedTuning stage(with("row_stage=2"));
+  torchfuse::runtime::ScopedTuning stage(with("row_stage=2"));
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
   const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
   std::string src = kernel_source(ln, ln_in);
@@ -429,7 +430,7 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   EXPECT_EQ(src.find("p.in1 + sro1"), std::string::npos) << src;
   // Three buffers where asked for and they fit.
   {
-    cg::ScopedTuning three(with("row_stage=3"));
+    torchfuse::runtime::ScopedTuning three(with("row_stage=3"));
     EXPECT_TRUE(tftest::contains_in_order(kernel_source(ln, ln_in), {"3 buffer(s)", "for (int s = 0; s < 2; ++s)",
                                                                      "(stage_it / 3u) & 1u"}));
   }
@@ -439,7 +440,7 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   auto o = tftest::quiet_options();
   o.offline_arch = "sm_80";
   EXPECT_EQ(torchfuse::compile(ln, o).explain(ln_in).kernels.at(0).source.find("(buf + (unsigned)t * team_bytes"), std::string::npos);
-  cg::ScopedTuning off(with("row_stage=0"));
+  torchfuse::runtime::ScopedTuning off(with("row_stage=0"));
   EXPECT_EQ(kernel_source(ln, ln_in).find("(buf + (unsigned)t * team_bytes"), std::string::npos);
 }
 
@@ -497,11 +498,11 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
   o.offline_arch = "sm_80";
   EXPECT_EQ(torchfuse::compile(softmax, o).explain({b16({2, 65536})}).kernels.at(0).source.find("ringed:"), std::string::npos);
   {
-    cg::ScopedTuning off(with("row_ring=0"));
+    torchfuse::runtime::ScopedTuning off(with("row_ring=0"));
     EXPECT_FALSE(ringed(softmax, {b16({2, 65536})}));
   }
   // f32 rows where asked for (and not kept in a cluster); the vectors per chunk as asked for.
-  cg::ScopedTuning f32(with("row_ring=1,row_cluster=1,row_ring_vectors=1"));
+  torchfuse::runtime::ScopedTuning f32(with("row_ring=1,row_cluster=1,row_ring_vectors=1"));
   EXPECT_NE(compiled(softmax, {torch::randn({2, 40000})}).find("a ring of 13 chunks of 4096 columns"), std::string::npos);
 }
 
@@ -531,7 +532,7 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   EXPECT_EQ(kernel_source(attn, {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16), torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)})
                 .find("tf_bulk_load_keep(buf"),
             std::string::npos);
-  cg::ScopedTuning values(with("row_cache=values"));
+  torchfuse::runtime::ScopedTuning values(with("row_cache=values"));
   EXPECT_FALSE(staged(b16(4096)));
 }
 
@@ -559,7 +560,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
   const std::vector<c10::IValue> short_rows = {torch::randn({8, 256}).to(c10::kBFloat16)};
   EXPECT_NE(kernel_source(log_softmax, short_rows).find("3 pass(es) over each row"), std::string::npos);
   {
-    cg::ScopedTuning short_online(with("online_min_row=256"));
+    torchfuse::runtime::ScopedTuning short_online(with("online_min_row=256"));
     src = kernel_source(log_softmax, short_rows);
     EXPECT_TRUE(tftest::contains_in_order(src, {"2 pass(es) over each row", "tf_online_add(acc1, ", "tf_warp_reduce<"})) << src;
   }
@@ -571,7 +572,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
   src = kernel_source(module_returning("x, y", "torch.exp(y - x.amax(-1, keepdim=True)).sum(-1)"), {x[0], torch::randn({8, 4096})});
   EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
 
-  cg::ScopedTuning off(with("online_softmax=0"));
+  torchfuse::runtime::ScopedTuning off(with("online_softmax=0"));
   src = kernel_source(softmax, x);
   EXPECT_NE(src.find("3 pass(es)"), std::string::npos) << src;
   EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
@@ -581,7 +582,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
 
 TEST(OnlineSoftmax, EveryTeamKindCompiles) {
   // Warp teams, block teams, clusters (sm_90) and looped rows, in f32 and bf16, through NVRTC.
-  cg::ScopedTuning any_row(with("online_min_row=1"));
+  torchfuse::runtime::ScopedTuning any_row(with("online_min_row=1"));
   struct Case {
     std::vector<int64_t> shape;
     c10::ScalarType dtype;
@@ -605,10 +606,10 @@ TEST(OnlineSoftmax, EveryTeamKindCompiles) {
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
   // Rows that keep every value (first-pass rows aim for tuning().row_team threads instead).
   const auto m = module_returning("x", "torch.softmax(x, -1)");
-  cg::ScopedTuning values(with("row_cache=values"));
+  torchfuse::runtime::ScopedTuning values(with("row_cache=values"));
   EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("256 threads per row, block 256, vector width 4, 4 vectors"),
             std::string::npos);
-  cg::ScopedTuning two(with("row_cache=values,row_vectors=2"));
+  torchfuse::runtime::ScopedTuning two(with("row_cache=values,row_vectors=2"));
   EXPECT_NE(kernel_source(m, {torch::randn({8, 4096})}).find("512 threads per row, block 512, vector width 4, 2 vectors"),
             std::string::npos);
 }
@@ -625,7 +626,7 @@ TEST(Unroll, PointwiseLoadsSeveralVectorsFirst) {
   const std::vector<c10::IValue> in = {torch::randn({64, 256}), torch::randn({64, 256})};
   std::string src = kernel_source(m, in);
   EXPECT_NE(src.find("for (tf_index v = first; v < nvec; v += step)"), std::string::npos) << src;
-  cg::ScopedTuning two(with("pointwise_unroll=2"));
+  torchfuse::runtime::ScopedTuning two(with("pointwise_unroll=2"));
   src = kernel_source(m, in);
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[2];", "v0[u] = *reinterpret_cast",
                                               "v1[u] = *reinterpret_cast", "tf_fused_0_compute(v0[u].v[lane]"}))
@@ -636,7 +637,7 @@ TEST(Unroll, PointwiseLoadsSeveralVectorsFirst) {
 }
 
 TEST(Unroll, ColumnAndFullReductionsLoadSeveralRowsFirst) {
-  cg::ScopedTuning t(with("column_unroll=3,full_unroll=2"));
+  torchfuse::runtime::ScopedTuning t(with("column_unroll=3,full_unroll=2"));
   std::string src = kernel_source(module_returning("x", "x.sum(0)"), {torch::randn({512, 256})});
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[3];", "const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;",
                                               "v0[u] = *reinterpret_cast", "v0[u].v[lane]"}))
@@ -703,7 +704,7 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
   EXPECT_EQ(body(kernel_source(module_returning("x", "torch.tanh(x) + 1.0"), {bf16({64, 256})})).find("tf_load_"),
             std::string::npos);
   // Looped rows (not ringed): evict-last loads before the last pass, evict-first in it and for the output.
-  cg::ScopedTuning no_ring(with("row_ring=0"));
+  torchfuse::runtime::ScopedTuning no_ring(with("row_ring=0"));
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const std::vector<c10::IValue> long_rows{bf16({4, 65536})};
   src = body(kernel_source(softmax, long_rows));
@@ -711,14 +712,14 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
                                               "tf_store_once(reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0"}))
       << src;
   {
-    cg::ScopedTuning none(with("cache_hints=0,row_ring=0"));
+    torchfuse::runtime::ScopedTuning none(with("cache_hints=0,row_ring=0"));
     src = body(kernel_source(softmax, long_rows));
     EXPECT_EQ(src.find("tf_load_"), std::string::npos) << src;
     EXPECT_EQ(src.find("tf_store_once"), std::string::npos) << src;
   }
   // All hints: still none on operands whose elements serve several rows (the weights); the rows
   // kept in registers load evict-last.
-  cg::ScopedTuning all(with("cache_hints=1,row_stage=0,row_ring=0"));
+  torchfuse::runtime::ScopedTuning all(with("cache_hints=1,row_stage=0,row_ring=0"));
   src = body(kernel_source(ln, ln_in));
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0", "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1",
                                               "= *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2", "tf_store_once("}))
@@ -759,7 +760,7 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
   EXPECT_EQ(body(kernel_source(softmax, {bf16({64, 1024})})).find("tf_load_"), std::string::npos);
   {
-    cg::ScopedTuning registers(with("row_stage=0"));
+    torchfuse::runtime::ScopedTuning registers(with("row_stage=0"));
     src = kernel_source(softmax, {bf16({64, 4096})});
     EXPECT_NE(src.find("cached mode"), std::string::npos) << src;
     EXPECT_NE(body(src).find("tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0"), std::string::npos) << src;
@@ -770,10 +771,10 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   EXPECT_NE(src.find("tf_bulk_load_keep(buf"), std::string::npos) << src;
   EXPECT_EQ(src.find("tf_bulk_load(buf"), std::string::npos) << src;
   {
-    cg::ScopedTuning off(with("row_hold=0"));
+    torchfuse::runtime::ScopedTuning off(with("row_hold=0"));
     EXPECT_EQ(body(kernel_source(ln, ln_in)).find("tf_load_"), std::string::npos);
   }
-  cg::ScopedTuning on(with("row_hold=1"));
+  torchfuse::runtime::ScopedTuning on(with("row_hold=1"));
   EXPECT_NE(body(kernel_source(softmax, short_rows)).find(keep_f32 + "0"), std::string::npos);
 }
 
@@ -794,13 +795,13 @@ TEST(CacheHints, AttentionMaskLoadsEvictLast) {
     EXPECT_NE(src.find(shared(type, vec, 1)), std::string::npos) << src;
     EXPECT_EQ(src.find(shared(type, vec, 0)), std::string::npos) << src;
     EXPECT_EQ(src.find("tf_load_keep("), std::string::npos) << src;
-    cg::ScopedTuning off(with("shared_hold=0"));
+    torchfuse::runtime::ScopedTuning off(with("shared_hold=0"));
     EXPECT_EQ(body(kernel_source(attn, in)).find("tf_load_shared("), std::string::npos);
   }
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
   const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
   EXPECT_EQ(body(kernel_source(ln, ln_in)).find("tf_load_shared("), std::string::npos);
-  cg::ScopedTuning on(with("shared_hold=1"));
+  torchfuse::runtime::ScopedTuning on(with("shared_hold=1"));
   const std::string src = body(kernel_source(ln, ln_in));
   EXPECT_TRUE(tftest::contains_in_order(src, {shared("float", 4, 1), shared("float", 4, 2)})) << src;
 }
@@ -808,7 +809,7 @@ TEST(CacheHints, AttentionMaskLoadsEvictLast) {
 // Hinted loads of every vector size (2, 4, 8 and 16 bytes: a double iteration reads bools, bf16,
 // floats and doubles two at a time) compile through NVRTC.
 TEST(CacheHints, EveryVectorSizeCompiles) {
-  cg::ScopedTuning all(with("cache_hints=1"));
+  torchfuse::runtime::ScopedTuning all(with("cache_hints=1"));
   const auto m = module_returning("m, x, y, z", "torch.where(m, x, y.double() + z.double())");
   const std::vector<c10::IValue> in{torch::randn({64, 256}) > 0, torch::randn({64, 256}).to(c10::kDouble),
                                     torch::randn({64, 256}), torch::randn({64, 256}).to(c10::kBFloat16)};
@@ -826,7 +827,7 @@ TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1",
                          "row_stage=1,row_vectors=2", "row_stage=3", ""};
   for (const char* spec : specs) {
-    cg::ScopedTuning t(with(spec));
+    torchfuse::runtime::ScopedTuning t(with(spec));
     for (const auto& p : tftest::suite_patterns()) {
       for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
         SCOPED_TRACE(p.name + " " + c10::toString(dtype) + " [" + spec + "]");

@@ -63,6 +63,10 @@ struct CompileOptions {
   // specialization is built and hits only variants generated later for new layouts. Also taken
   // from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
   std::string debug_fail_kernels;
+  // Schedule knobs for this module, "name=value,..." (the knobs of codegen/tuning.h), over the
+  // defaults and $TORCHFUSE_TUNE; for tuning runs. An unknown knob or a value out of range is an
+  // Error when the module is compiled.
+  std::string tune;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -126,7 +130,10 @@ class CompiledModule {
   c10::IValue forward(std::vector<c10::IValue> inputs);
   // Runs the same graph op by op through ATen, without fusion: the eager reference.
   c10::IValue forward_eager(std::vector<c10::IValue> inputs);
-  // Generated kernels of the most recent specialization (empty before the first call).
+  // The kernels compiled for the device in use by the most recent specialization (empty before
+  // the first fused call): per group, the kernel built for the profiled layout, then any
+  // variant generated since for another layout (a misaligned or differently sized input). A
+  // group that fell back before its kernel was built has none.
   std::vector<KernelInfo> kernels() const;
   // IR, fusion groups and sources for these inputs, without running a kernel. Works without a GPU.
   Explanation explain(const std::vector<c10::IValue>& inputs, bool compile_kernels = false) const;

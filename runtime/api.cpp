@@ -4,7 +4,8 @@
 #include <ATen/Context.h>
 
 #include "runtime/driver_api.h"
-#include "src/compiled_module.h"
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
 #include "src/error.h"
 
 namespace torchfuse {

@@ -1,4 +1,4 @@
-#include "src/strict.h"
+#include "runtime/strict.h"
 
 #include <algorithm>
 #include <map>

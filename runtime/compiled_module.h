@@ -13,6 +13,7 @@
 
 #include "passes/fusion_plan.h"
 #include "runtime/fused_kernel.h"
+#include "runtime/guards.h"
 #include "src/frontend.h"
 #include "src/logging.h"
 #include "torchfuse/torchfuse.h"
@@ -67,6 +68,7 @@ class CompiledModuleImpl {
   std::shared_ptr<torch::jit::Graph> graph_;
   CompileOptions options_;
   LogSwitches logs_;
+  codegen::Tuning tuning_;  // resolved once (runtime/process_tuning.h), handed down to every kernel
   torch::jit::Code eager_code_;
   std::shared_ptr<runtime::CompileCounters> counters_;
   bool writes_inputs_ = false;
@@ -79,20 +81,5 @@ class CompiledModuleImpl {
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
 };
-
-// The guard of each input: dtype, rank, device, which dims are size 1 (or 0), layout class
-// (contiguous, channels_last, strided), requires_grad under grad mode; numbers by kind. Sizes
-// themselves are not part of it: kernels take them as arguments.
-std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs);
-// The guards joined: what a specialization is keyed by.
-std::string input_signature(const std::vector<c10::IValue>& inputs);
-// Which guard of `now` differs from `before`, in words.
-std::string why_recompile(const std::vector<std::string>& now, const std::vector<std::string>& before);
-// Clones, freezes and inlines a module's forward; drops `self`.
-std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module);
-// Does some node write to a graph input or constant (or a view of one)?
-bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph);
-// Inlines calls, detaches tensor constants, removes dead code.
-void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph);
 
 }  // namespace torchfuse

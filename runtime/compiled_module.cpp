@@ -1,4 +1,4 @@
-#include "src/compiled_module.h"
+#include "runtime/compiled_module.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,14 +7,9 @@
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/ir/alias_analysis.h>
-#include <torch/csrc/jit/passes/constant_propagation.h>
-#include <torch/csrc/jit/passes/dead_code_elimination.h>
-#include <torch/csrc/jit/passes/inliner.h>
-#include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include "codegen/nvrtc.h"
-#include "codegen/tuning.h"
+#include "codegen/device_target.h"
 #include "passes/pass_list.h"
 #include "runtime/driver_api.h"
 #include "runtime/fallback_graph.h"
@@ -22,109 +17,13 @@
 #include "runtime/graph_rewrite.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/launch_util.h"
+#include "runtime/process_tuning.h"
+#include "runtime/strict.h"
 #include "src/error.h"
-#include "src/strict.h"
+#include "src/prepare_graph.h"
 
 namespace torchfuse {
 
-// ---- graph preparation ----
-
-void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph_ptr) {
-  torch::jit::Graph& graph = *graph_ptr;
-  torch::jit::Inline(graph);
-  // As freeze() does for modules: inlined Python helpers keep their branches on constant flags
-  // (F.silu's `if inplace:`), and scripted functions build reduction dims with
-  // prim::ListConstruct; both fold to what the converter reads (the branch taken, int[] constants).
-  std::shared_ptr<torch::jit::Graph> mutable_ptr = graph_ptr;  // the pass takes a non-const reference
-  torch::jit::ConstantPropagation(mutable_ptr);
-  // x.max(dim=1)[0] builds a tuple and indexes it: take the value straight from the op.
-  torch::jit::LowerSimpleTuples(graph_ptr);
-  // compile() is for inference: frozen parameters become constants that do not require grad.
-  for (torch::jit::Node* n : graph.nodes()) {
-    if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;
-    if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) continue;
-    n->t_(c10::attr::value, n->t(c10::attr::value).detach());
-  }
-  torch::jit::EliminateDeadCode(graph.block());
-}
-
-std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module& module) {
-  torch::jit::Module copy = module.clone();
-  // Modules defined in C++ (Module::define) may lack the attribute eval() and freeze() read.
-  if (!copy.hasattr("training")) copy.register_attribute("training", c10::BoolType::get(), false);
-  copy.eval();
-  torch::jit::Module frozen = torch::jit::freeze(copy);
-  auto graph = frozen.get_method("forward").graph()->copy();
-  prepare_graph(graph);
-  TORCHFUSE_CHECK(!graph->inputs().empty(), "torchfuse: forward has no self input");
-  TORCHFUSE_CHECK(!graph->inputs()[0]->hasUses(),
-                  "torchfuse: forward still uses self after freezing (attributes it mutates cannot be frozen)");
-  graph->eraseInput(0);
-  return graph;
-}
-
-namespace {
-
-// The device kernels shown or built without one (explain(), logs) are planned for, given its
-// `arch` ("sm_90"...): clusters and bulk copies as max_cluster() and has_bulk_copies() would say.
-int offline_major(const std::string& arch) {
-  if (arch.size() > 4 && arch.compare(0, 3, "sm_") == 0) return std::atoi(arch.substr(3, arch.size() - 4).c_str());
-  return 0;
-}
-codegen::DeviceTarget offline_target(const std::string& arch) {
-  codegen::DeviceTarget t;  // an H100-class part: 132 multiprocessors, 50 MB of L2
-  t.max_cluster = offline_major(arch) >= 9 ? std::max(1, codegen::tuning().row_cluster) : 1;
-  t.bulk_copies = offline_major(arch) >= 9;
-  return t;
-}
-
-// What a specialization assumes of one input: the guard.
-std::string guard_of(const c10::IValue& iv) {
-  if (!iv.isTensor() || !iv.toTensor().defined()) return type_of_ivalue(iv).str();
-  const at::Tensor& t = iv.toTensor();
-  std::string g = std::string(ir::dtype_short_name(t.scalar_type())) + " rank " + std::to_string(t.dim()) + " ";
-  g += t.device().is_cuda() ? "cuda:" + std::to_string(t.device().index()) : std::string(c10::DeviceTypeName(t.device().type(), true));
-  // Which dims are size 1 (they broadcast) or 0.
-  g += " dims ";
-  for (int64_t s : t.sizes()) g += s == 1 ? '1' : s == 0 ? '0' : 'n';
-  // The memory layout class.
-  if (t.is_contiguous()) g += " contiguous";
-  else if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) g += " channels_last";
-  else g += " strided";
-  if (t.requires_grad() && c10::GradMode::is_enabled()) g += " requires_grad";
-  return g;
-}
-
-}  // namespace
-
-std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs) {
-  std::vector<std::string> guards;
-  for (const auto& iv : inputs) guards.push_back(guard_of(iv));
-  return guards;
-}
-
-std::string input_signature(const std::vector<c10::IValue>& inputs) {
-  std::string sig;
-  for (const auto& g : input_guards(inputs)) sig += g + "; ";
-  return sig;
-}
-
-std::string why_recompile(const std::vector<std::string>& now, const std::vector<std::string>& before) {
-  for (size_t i = 0; i < now.size() && i < before.size(); ++i) {
-    if (now[i] != before[i]) return "input " + std::to_string(i) + " is '" + now[i] + "', was '" + before[i] + "'";
-  }
-  return "first call";
-}
-
-bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph) {
-  torch::jit::AliasDb db(graph);
-  torch::jit::ValueSet watched(graph->inputs().begin(), graph->inputs().end());
-  for (torch::jit::Node* n : graph->nodes())
-    if (n->kind() == c10::prim::Constant) watched.insert(n->output());
-  for (torch::jit::Node* n : graph->nodes())
-    if (db.writesToAlias(n, watched)) return true;
-  return false;
-}
 
 // ---- Specialization ----
 
@@ -169,6 +68,7 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
     : graph_(std::move(graph)),
       options_(resolve_env(std::move(options))),
       logs_(LogSwitches::from_env_and(options_.logs)),
+      tuning_(runtime::resolve_tuning(options_.tune)),
       eager_code_(graph_, "torchfuse_eager"),
       counters_(std::make_shared<runtime::CompileCounters>()),
       // Compiling runs the graph once to learn its types: a graph that writes to its inputs or
@@ -254,11 +154,12 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   launch.strict = options_.strict;
   launch.profile = options_.profile_kernels;
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
+  launch.tuning = tuning_;
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {
     auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
     if (logs_.output_code) {
-      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(offline_target(options_.offline_arch)).source);
+      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_)).source);
     }
     spec->kernels.push_back(std::move(k));
   }
@@ -357,7 +258,7 @@ Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& inputs, 
   e.refused = spec->plan.refusals;
   e.arch = options_.offline_arch;
   for (const auto& k : spec->kernels) {
-    auto gen = k->kernel_for_profiled_types(offline_target(options_.offline_arch));
+    auto gen = k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_));
     e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
     if (compile_kernels) e.cubin_bytes.push_back(codegen::compile_to_cubin(gen, options_.offline_arch).image.size());
   }
@@ -374,8 +275,8 @@ std::vector<KernelInfo> CompiledModuleImpl::kernels() const {
   std::vector<KernelInfo> out;
   if (!latest_) return out;
   for (const auto& k : latest_->kernels) {
-    auto gen = k->kernel_for_profiled_types(offline_target(options_.offline_arch));
-    out.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
+    for (const auto& gen : k->kernels())
+      out.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
   }
   return out;
 }
@@ -388,7 +289,7 @@ Stats CompiledModuleImpl::stats() const {
     for (const auto& [sig, spec] : specs_) {
       for (const auto& k : spec->kernels) {
         s.kernel_launches += k->launches();
-        s.kernel_variants += static_cast<int64_t>(k->kernels().size());
+        s.kernel_variants += k->variants();
         GroupStats g = k->stats();
         g.specialization = spec->index;
         s.fallback_groups += g.fell_back ? 1 : 0;

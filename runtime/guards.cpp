@@ -1,0 +1,49 @@
+#include "runtime/guards.h"
+
+#include <c10/core/GradMode.h>
+
+#include "src/frontend.h"
+#include "src/ir.h"
+
+namespace torchfuse {
+namespace {
+
+// What a specialization assumes of one input: the guard.
+std::string guard_of(const c10::IValue& iv) {
+  if (!iv.isTensor() || !iv.toTensor().defined()) return type_of_ivalue(iv).str();
+  const at::Tensor& t = iv.toTensor();
+  std::string g = std::string(ir::dtype_short_name(t.scalar_type())) + " rank " + std::to_string(t.dim()) + " ";
+  g += t.device().is_cuda() ? "cuda:" + std::to_string(t.device().index()) : std::string(c10::DeviceTypeName(t.device().type(), true));
+  // Which dims are size 1 (they broadcast) or 0.
+  g += " dims ";
+  for (int64_t s : t.sizes()) g += s == 1 ? '1' : s == 0 ? '0' : 'n';
+  // The memory layout class.
+  if (t.is_contiguous()) g += " contiguous";
+  else if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) g += " channels_last";
+  else g += " strided";
+  if (t.requires_grad() && c10::GradMode::is_enabled()) g += " requires_grad";
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs) {
+  std::vector<std::string> guards;
+  for (const auto& iv : inputs) guards.push_back(guard_of(iv));
+  return guards;
+}
+
+std::string input_signature(const std::vector<c10::IValue>& inputs) {
+  std::string sig;
+  for (const auto& g : input_guards(inputs)) sig += g + "; ";
+  return sig;
+}
+
+std::string why_recompile(const std::vector<std::string>& now, const std::vector<std::string>& before) {
+  for (size_t i = 0; i < now.size() && i < before.size(); ++i) {
+    if (now[i] != before[i]) return "input " + std::to_string(i) + " is '" + now[i] + "', was '" + before[i] + "'";
+  }
+  return "first call";
+}
+
+}  // namespace torchfuse
