@@ -20,10 +20,30 @@ class ConvertContext {
                  std::unordered_map<const torch::jit::Value*, ir::Value*>& env)
       : graph_(graph), profile_(profile), env_(env) {}
 
-  // The node being converted.
+  // The node being converted (clears the reason of the previous node's decline).
   void begin(torch::jit::Node* node, int origin);
   torch::jit::Node* node() const { return node_; }
   size_t num_inputs() const;
+
+  // The converter gives up on the node, which stays in ATen: records why, for the user
+  // ("norm with p=3: only p=2 is fused"), and returns false so that a converter can
+  // `return ctx.decline(...)`. Helpers that decline return their failure value and their
+  // callers return false without a reason of their own.
+  bool decline(std::string why);
+  // Why the node was declined ("" when no decline was recorded).
+  const std::string& decline_reason() const { return decline_reason_; }
+  // Schema name of input i ("dim", "keepdim", "alpha"), or "argument <i>" without a schema.
+  std::string arg_name(size_t i) const;
+  // "p=3", "approximate='foo'": input i's name and constant value (only the name when it is
+  // not a constant).
+  std::string arg_str(size_t i) const;
+  // The op, for reasons: its kind without the namespace ("norm").
+  std::string op_name() const;
+  // "sum with 3 arguments": the op and its input count, for reasons that list the forms a
+  // converter handles.
+  std::string op_with_arity() const;
+  // True when the node has at least n inputs; declines it otherwise.
+  bool needs_inputs(size_t n);
 
   // IR value for TorchScript input i.
   ir::Value* in(size_t i) const;
@@ -57,6 +77,7 @@ class ConvertContext {
   std::unordered_map<const torch::jit::Value*, ir::Value*>& env_;
   torch::jit::Node* node_ = nullptr;
   int origin_ = -1;
+  std::string decline_reason_;
   std::vector<torch::jit::Node*> identities_;
 };
 
@@ -68,8 +89,16 @@ bool is_floating(c10::ScalarType dtype);
 // Dtypes that fused kernels can load, store and compute in.
 bool is_kernel_dtype(c10::ScalarType dtype);
 
-// A converter returns false when the node cannot be expressed in IR (it then stays Opaque);
-// it must not have emitted anything in that case.
+// Pieces of decline reasons.
+// A constant argument as Python would write it: 3, 2.0, True, None, 'tanh', [0, 1].
+std::string describe_constant(const c10::IValue& v);
+// "<what> dtype ComplexFloat: fused kernels compute on floating, integer and bool types".
+std::string not_kernel_dtype(const std::string& what, c10::ScalarType dtype);
+// "<what> is an int, not a tensor" (a Python number) or "<what> is not a tensor".
+std::string not_a_tensor(const std::string& what, const ir::Type& type);
+
+// A converter returns false when the node cannot be expressed in IR (it then stays Opaque),
+// through ConvertContext::decline with the reason; it must not have emitted anything then.
 using Converter = bool (*)(ConvertContext&);
 // Converters by TorchScript kind ("aten::add"); pointwise and reduction tables merged.
 const std::unordered_map<std::string, Converter>& pointwise_converters();

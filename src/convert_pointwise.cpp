@@ -19,21 +19,35 @@ bool is_operand(const ir::Value* v) {
 }
 
 // The output is a tensor whose shape is the broadcast of the operands, all on one device.
+// Declines (and returns false) otherwise.
 bool output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands) {
   const ir::Type& out = ctx.out_type();
-  if (!out.is_tensor()) return false;
+  if (!out.is_tensor()) return ctx.decline(not_a_tensor("output", out));
   std::vector<int64_t> shape;
   bool any_tensor = false;
   for (const ir::Value* v : operands) {
-    if (!is_operand(v)) return false;
+    if (!is_operand(v)) {
+      return ctx.decline(v->type.is_tensor() ? not_kernel_dtype("operand", v->type.dtype)
+                                             : "an operand is neither a tensor nor a number");
+    }
     if (!v->type.is_tensor()) continue;
-    if (v->type.device != out.device) return false;
+    if (v->type.device != out.device) {
+      return ctx.decline("operand on " + v->type.device.str() + ", output on " + out.device.str());
+    }
     auto b = ir::broadcast_shapes(shape, v->type.sizes);
-    if (!b) return false;
+    if (!b) {
+      return ctx.decline("operand shapes " + ir::shape_str(shape) + " and " + ir::shape_str(v->type.sizes) +
+                         " do not broadcast");
+    }
     shape = *b;
     any_tensor = true;
   }
-  return any_tensor && shape == out.sizes;
+  if (!any_tensor) return ctx.decline("no operand is a tensor");
+  if (shape != out.sizes) {
+    return ctx.decline("output shape " + ir::shape_str(out.sizes) + " is not the operands' broadcast shape " +
+                       ir::shape_str(shape));
+  }
+  return true;
 }
 
 std::vector<const ir::Value*> as_const(const std::vector<ir::Value*>& v) { return {v.begin(), v.end()}; }
@@ -61,7 +75,7 @@ ir::Value* literal_as(ConvertContext& ctx, ir::Value* v, c10::ScalarType common)
 
 bool convert_unary(ConvertContext& ctx, OpKind kind) {
   ir::Value* x = ctx.in(0);
-  if (!output_matches(ctx, {x})) return false;
+  if (!output_matches(ctx, {x})) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   const auto compute = kind == OpKind::LogicalNot ? x->type.dtype : out;
   ctx.bind_output(0, ctx.pointwise(kind, {x}, out, compute));
@@ -93,16 +107,19 @@ std::optional<ir::Value*> scaled_by_alpha(ConvertContext& ctx, ir::Value* b, siz
 }
 
 bool convert_add_sub(ConvertContext& ctx, OpKind kind, bool reversed) {
-  if (ctx.num_inputs() < 2) return false;
+  if (!ctx.needs_inputs(2)) return false;  // declined there
   ir::Value* a = ctx.in(reversed ? 1 : 0);
   ir::Value* b = ctx.in(reversed ? 0 : 1);
-  if (!output_matches(ctx, {a, b})) return false;
+  if (!output_matches(ctx, {a, b})) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   auto alpha = ctx.constant(2);
-  if (ctx.num_inputs() > 2 && (!alpha || !(alpha->isInt() || alpha->isDouble()))) return false;
+  if (ctx.num_inputs() > 2 && (!alpha || !(alpha->isInt() || alpha->isDouble()))) {
+    return ctx.decline(ctx.arg_name(2) + " is not a constant number");
+  }
   if (!b->type.is_tensor() && !b->constant && ctx.num_inputs() > 2) {
     const bool unit = alpha->isInt() ? alpha->toInt() == 1 : alpha->toDouble() == 1.0;
-    if (!unit) return false;  // a runtime scalar times alpha: leave it to ATen
+    // A runtime scalar times alpha: leave it to ATen.
+    if (!unit) return ctx.decline(ctx.arg_str(2) + " scales a number known only at run time");
   }
   bool ok = true;
   auto scaled = scaled_by_alpha(ctx, to_common(ctx, b, out), 2, out, &ok);
@@ -112,10 +129,10 @@ bool convert_add_sub(ConvertContext& ctx, OpKind kind, bool reversed) {
 }
 
 bool convert_binary(ConvertContext& ctx, OpKind kind) {
-  if (ctx.num_inputs() < 2) return false;
+  if (!ctx.needs_inputs(2)) return false;  // declined there
   ir::Value* a = ctx.in(0);
   ir::Value* b = ctx.in(1);
-  if (!output_matches(ctx, {a, b})) return false;
+  if (!output_matches(ctx, {a, b})) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   c10::ScalarType compute = out;
   if (ir::is_comparison(kind)) compute = promote_types_of(as_const({a, b}));
@@ -123,7 +140,13 @@ bool convert_binary(ConvertContext& ctx, OpKind kind) {
   const bool integral = !is_floating(compute) && compute != c10::ScalarType::Bool;
   // Integer powers and integer rounding divisions have edge cases (negative exponents, division
   // by zero) where a kernel would not match eager: leave them to ATen.
-  if (integral && (kind == OpKind::Pow || kind == OpKind::DivTrunc || kind == OpKind::DivFloor)) return false;
+  if (integral && kind == OpKind::Pow) {
+    return ctx.decline(std::string("pow on ") + ir::dtype_short_name(compute) + ": integer powers are left to ATen");
+  }
+  if (integral && (kind == OpKind::DivTrunc || kind == OpKind::DivFloor)) {
+    return ctx.decline("div with " + ctx.arg_str(2) + " on " + ir::dtype_short_name(compute) +
+                       ": integer division is left to ATen");
+  }
   if (kind != OpKind::LogicalAnd && kind != OpKind::LogicalOr) {
     a = to_common(ctx, a, compute);
     b = to_common(ctx, b, compute);
@@ -139,11 +162,11 @@ bool convert_binary(ConvertContext& ctx, OpKind kind) {
 bool convert_div(ConvertContext& ctx) {
   if (ctx.num_inputs() < 3 || ctx.is_none(2)) return convert_binary(ctx, OpKind::Div);
   auto mode = ctx.constant(2);
-  if (!mode || !mode->isString()) return false;
+  if (!mode || !mode->isString()) return ctx.decline(ctx.arg_name(2) + " is not a constant string");
   const std::string m = mode->toStringRef();
   if (m == "trunc") return convert_binary(ctx, OpKind::DivTrunc);
   if (m == "floor") return convert_binary(ctx, OpKind::DivFloor);
-  return false;
+  return ctx.decline(ctx.arg_str(2) + " is not a rounding mode");
 }
 
 bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
@@ -153,18 +176,18 @@ bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
   ir::Value* hi = nullptr;
   size_t next = 1;
   if (has_min) {
-    if (next >= ctx.num_inputs()) return false;
+    if (!ctx.needs_inputs(next + 1)) return false;  // declined there
     if (!ctx.is_none(next)) lo = ctx.in(next);
     ++next;
   }
   if (has_max) {
-    if (next >= ctx.num_inputs()) return false;
+    if (!ctx.needs_inputs(next + 1)) return false;  // declined there
     if (!ctx.is_none(next)) hi = ctx.in(next);
   }
-  if (!lo && !hi) return false;
+  if (!lo && !hi) return ctx.decline("min and max are both None");
   if (lo) operands.push_back(lo);
   if (hi) operands.push_back(hi);
-  if (!output_matches(ctx, operands)) return false;
+  if (!output_matches(ctx, operands)) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   ir::Value* v = to_common(ctx, x, out);
   if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, literal_as(ctx, to_common(ctx, lo, out), out)}, out, out);
@@ -174,10 +197,12 @@ bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
 }
 
 bool convert_where(ConvertContext& ctx) {
-  if (ctx.num_inputs() != 3) return false;
+  if (ctx.num_inputs() != 3) return ctx.decline(ctx.op_with_arity() + ": only where(condition, input, other) is fused");
   ir::Value* c = ctx.in(0);
-  if (!c->type.is_tensor() || c->type.dtype != c10::ScalarType::Bool) return false;
-  if (!output_matches(ctx, {c, ctx.in(1), ctx.in(2)})) return false;
+  if (!c->type.is_tensor() || c->type.dtype != c10::ScalarType::Bool) {
+    return ctx.decline("condition is " + c->type.str() + ", not a bool tensor");
+  }
+  if (!output_matches(ctx, {c, ctx.in(1), ctx.in(2)})) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   auto branch = [&](size_t i) { return literal_as(ctx, to_common(ctx, ctx.in(i), out), out); };
   ctx.bind_output(0, ctx.pointwise(OpKind::Where, {c, branch(1), branch(2)}, out, out));
@@ -188,9 +213,9 @@ bool convert_gelu(ConvertContext& ctx) {
   OpKind kind = OpKind::Gelu;
   if (ctx.num_inputs() > 1) {
     auto approx = ctx.constant(1);
-    if (!approx || !approx->isString()) return false;
+    if (!approx || !approx->isString()) return ctx.decline(ctx.arg_name(1) + " is not a constant string");
     if (approx->toStringRef() == "tanh") kind = OpKind::GeluTanh;
-    else if (approx->toStringRef() != "none") return false;
+    else if (approx->toStringRef() != "none") return ctx.decline(ctx.arg_str(1) + " is not a gelu mode");
   }
   return convert_unary(ctx, kind);
 }
@@ -200,9 +225,18 @@ bool convert_gelu(ConvertContext& ctx) {
 bool convert_cast(ConvertContext& ctx) {
   ir::Value* x = ctx.in(0);
   const ir::Type& out = ctx.out_type();
-  if (!x->type.is_tensor() || !out.is_tensor()) return false;
-  if (x->type.device != out.device || x->type.sizes != out.sizes) return false;
-  if (!is_kernel_dtype(x->type.dtype) || !is_kernel_dtype(out.dtype)) return false;
+  if (!x->type.is_tensor()) return ctx.decline(not_a_tensor("input", x->type));
+  if (!out.is_tensor()) return ctx.decline(not_a_tensor("output", out));
+  if (x->type.device != out.device) {
+    return ctx.decline("moves from " + x->type.device.str() + " to " + out.device.str() +
+                       ": only dtype casts are fused");
+  }
+  if (x->type.sizes != out.sizes) {
+    return ctx.decline("input shape " + ir::shape_str(x->type.sizes) + " differs from output shape " +
+                       ir::shape_str(out.sizes));
+  }
+  if (!is_kernel_dtype(x->type.dtype)) return ctx.decline(not_kernel_dtype("input", x->type.dtype));
+  if (!is_kernel_dtype(out.dtype)) return ctx.decline(not_kernel_dtype("output", out.dtype));
   if (x->type.dtype == out.dtype) {
     ctx.bind_identity(x);
     return true;
@@ -214,16 +248,17 @@ bool convert_cast(ConvertContext& ctx) {
 // dropout in eval mode (train=False) is the identity.
 bool convert_dropout(ConvertContext& ctx) {
   auto train = ctx.constant(2);
-  if (!train || !train->isBool() || train->toBool()) return false;
+  if (!train || !train->isBool()) return ctx.decline(ctx.arg_name(2) + " is not a constant bool");
+  if (train->toBool()) return ctx.decline(ctx.arg_str(2) + ": only dropout in eval mode is fused");
   ir::Value* x = ctx.in(0);
-  if (!x->type.is_tensor()) return false;
+  if (!x->type.is_tensor()) return ctx.decline(not_a_tensor("input", x->type));
   ctx.bind_identity(x);
   return true;
 }
 
 bool convert_square(ConvertContext& ctx) {
   ir::Value* x = ctx.in(0);
-  if (!output_matches(ctx, {x})) return false;
+  if (!output_matches(ctx, {x})) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   ctx.bind_output(0, ctx.pointwise(OpKind::Mul, {x, x}, out, out));
   return true;

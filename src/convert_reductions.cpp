@@ -19,16 +19,21 @@ namespace {
 
 using ir::OpKind;
 
-// Normalized, sorted, de-duplicated dims; an absent or empty list means every dim.
+// Normalized, sorted, de-duplicated dims; an absent or empty list means every dim. Declines
+// (nullopt) when the argument is not a constant int or list of ints in range.
 std::optional<std::vector<int64_t>> dims_arg(ConvertContext& ctx, size_t index, int64_t rank, bool empty_means_all) {
   std::vector<int64_t> dims;
   auto c = ctx.constant(index);
-  if (!c) return std::nullopt;
+  if (!c) {
+    ctx.decline(ctx.arg_name(index) + " argument is not a constant");
+    return std::nullopt;
+  }
   if (c->isInt()) {
     dims.push_back(c->toInt());
   } else if (c->isIntList()) {
     for (int64_t d : c->toIntVector()) dims.push_back(d);
   } else if (!c->isNone()) {
+    ctx.decline(ctx.arg_str(index) + " is not an int or a list of ints");
     return std::nullopt;
   }
   if (dims.empty() && (c->isNone() || empty_means_all)) {
@@ -36,7 +41,10 @@ std::optional<std::vector<int64_t>> dims_arg(ConvertContext& ctx, size_t index, 
   }
   for (auto& d : dims) {
     const int64_t r = std::max<int64_t>(rank, 1);
-    if (d < -r || d >= r) return std::nullopt;
+    if (d < -r || d >= r) {
+      ctx.decline(ctx.arg_name(index) + " " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+      return std::nullopt;
+    }
     if (d < 0) d += r;
   }
   if (rank == 0) dims.clear();  // reducing a 0-dim tensor is the identity
@@ -51,18 +59,23 @@ std::vector<int64_t> all_dims(int64_t rank) {
   return dims;
 }
 
+// A constant bool argument (keepdim, unbiased); declines (nullopt) otherwise.
 std::optional<bool> bool_arg(ConvertContext& ctx, size_t index) {
   auto c = ctx.constant(index);
-  if (!c || !c->isBool()) return std::nullopt;
+  if (!c || !c->isBool()) {
+    ctx.decline(ctx.arg_name(index) + " is not a constant bool");
+    return std::nullopt;
+  }
   return c->toBool();
 }
 
-// (dim, keepdim) arguments at these positions.
+// (dim, keepdim) arguments at these positions; declines (false) when either cannot be read.
 bool dims_and_keepdim(ConvertContext& ctx, size_t dim_index, size_t keepdim_index, int64_t rank, bool empty_means_all,
                       std::optional<std::vector<int64_t>>* dims, bool* keepdim) {
   *dims = dims_arg(ctx, dim_index, rank, empty_means_all);
+  if (!*dims) return false;  // declined there
   auto k = bool_arg(ctx, keepdim_index);
-  if (!*dims || !k) return false;
+  if (!k) return false;  // declined there
   *keepdim = *k;
   return true;
 }
@@ -103,11 +116,24 @@ ir::Value* pw(ConvertContext& ctx, OpKind kind, std::vector<ir::Value*> in, c10:
 ir::Value* literal(ConvertContext& ctx, double v) { return ctx.scalar(c10::Scalar(v)); }
 
 // The input to reduce: a floating or integer tensor the kernels can read, with a typed output.
+// Declines (nullptr) otherwise.
 ir::Value* reducible_input(ConvertContext& ctx) {
   ir::Value* x = ctx.in(0);
-  if (!x->type.is_tensor() || !is_kernel_dtype(x->type.dtype)) return nullptr;
-  if (!ctx.out_type().is_tensor()) return nullptr;
-  return x;
+  std::string why;
+  if (!x->type.is_tensor()) why = not_a_tensor("input", x->type);
+  else if (!is_kernel_dtype(x->type.dtype)) why = not_kernel_dtype("input", x->type.dtype);
+  else if (!ctx.out_type().is_tensor()) why = not_a_tensor("output", ctx.out_type());
+  else return x;
+  ctx.decline(std::move(why));
+  return nullptr;
+}
+
+// The decompositions of means, variances, norms and softmax divide, take roots or
+// exponentials: they are fused for floating `what` ("output", "input") only. Declines otherwise.
+bool require_floating(ConvertContext& ctx, const std::string& what, c10::ScalarType dtype) {
+  if (is_floating(dtype)) return true;
+  return ctx.decline(ctx.op_name() + " with " + what + " dtype " +
+                     ir::dtype_short_name(dtype) + ": only floating " + what + "s are fused");
 }
 
 bool finish(ConvertContext& ctx, ir::Value* v) {
@@ -120,16 +146,20 @@ bool finish(ConvertContext& ctx, ir::Value* v) {
 // sum / mean: (self, dtype) or (self, dim, keepdim, dtype).
 bool convert_sum_mean(ConvertContext& ctx, bool mean) {
   ir::Value* x = reducible_input(ctx);
-  if (!x) return false;
+  if (!x) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   std::optional<std::vector<int64_t>> dims;
   bool keepdim = false;
   if (ctx.num_inputs() == 2) {
     dims = all_dims(x->type.rank());
-  } else if (ctx.num_inputs() != 4 || !dims_and_keepdim(ctx, 1, 2, x->type.rank(), true, &dims, &keepdim)) {
-    return false;
+  } else if (ctx.num_inputs() != 4) {
+    const std::string op = ctx.op_name();
+    return ctx.decline(ctx.op_with_arity() + ": only " + op + "(input, dtype) and " + op +
+                       "(input, dim, keepdim, dtype) are fused");
+  } else if (!dims_and_keepdim(ctx, 1, 2, x->type.rank(), true, &dims, &keepdim)) {
+    return false;  // declined there
   }
-  if (mean && !is_floating(out)) return false;
+  if (mean && !require_floating(ctx, "output", out)) return false;  // declined there
   ir::Value* s = reduce(ctx, OpKind::ReduceSum, x, *dims, keepdim, out);
   if (mean) s = pw(ctx, OpKind::Div, {s, ctx.graph().add_reduced_count(0)}, out);
   return finish(ctx, s);
@@ -139,14 +169,25 @@ bool convert_sum_mean(ConvertContext& ctx, bool mean) {
 // keepdim) when the indices are unused.
 bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
   ir::Value* x = reducible_input(ctx);
-  if (!x) return false;
+  if (!x) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   if (ctx.num_inputs() == 1) return finish(ctx, reduce(ctx, kind, x, all_dims(x->type.rank()), false, out));
-  if (ctx.num_inputs() != 3) return false;
-  if (!list_form && (ctx.node()->outputs().size() != 2 || ctx.node()->outputs()[1]->hasUses())) return false;
+  const std::string op = ctx.op_name();
+  if (ctx.num_inputs() != 3) {
+    return ctx.decline(ctx.op_with_arity() + ": only " + op + "(input) and " + op + "(input, dim, keepdim) are fused");
+  }
+  if (!list_form && ctx.node()->outputs().size() != 2) {
+    return ctx.decline(op + " with " + std::to_string(ctx.node()->outputs().size()) +
+                       " outputs: expected values and indices");
+  }
+  if (!list_form && ctx.node()->outputs()[1]->hasUses()) {
+    return ctx.decline(op + "(input, dim) with its indices used: only the values are fused");
+  }
   auto dims = dims_arg(ctx, 1, x->type.rank(), true);
+  if (!dims) return false;  // declined there
   auto keepdim = bool_arg(ctx, 2);
-  if (!dims || !keepdim || x->type.numel() == 0) return false;
+  if (!keepdim) return false;  // declined there
+  if (x->type.numel() == 0) return ctx.decline("input " + x->type.str() + " is empty");
   ir::Value* r = reduce(ctx, kind, x, *dims, *keepdim, out);
   if (!list_form) ctx.bind_output(1, ctx.graph().add_other("unused_indices"));
   return finish(ctx, r);
@@ -155,30 +196,33 @@ bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
 // var / std: (self, unbiased) | (self, dim, unbiased, keepdim) | (self, dim, correction, keepdim).
 bool convert_var_std(ConvertContext& ctx, bool is_std) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || !is_floating(ctx.out_type().dtype)) return false;
+  if (!x) return false;  // declined there
   const auto out = ctx.out_type().dtype;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
   std::optional<std::vector<int64_t>> dims;
   double correction = 1;
   bool keepdim = false;
   if (ctx.num_inputs() == 2) {
     auto unbiased = bool_arg(ctx, 1);
-    if (!unbiased) return false;
+    if (!unbiased) return false;  // declined there
     correction = *unbiased ? 1 : 0;
     dims = all_dims(x->type.rank());
   } else if (ctx.num_inputs() == 4) {
     dims = dims_arg(ctx, 1, x->type.rank(), false);
+    if (!dims) return false;  // declined there
     auto c = ctx.constant(2);
-    if (!c) return false;
+    if (!c) return ctx.decline(ctx.arg_name(2) + " is not a constant");
     if (c->isBool()) correction = c->toBool() ? 1 : 0;
     else if (c->isInt()) correction = static_cast<double>(c->toInt());
-    else if (!c->isNone()) return false;
+    else if (!c->isNone()) return ctx.decline(ctx.arg_str(2) + " is not a bool, an int or None");
     auto k = bool_arg(ctx, 3);
-    if (!k) return false;
+    if (!k) return false;  // declined there
     keepdim = *k;
   } else {
-    return false;
+    const std::string op = ctx.op_name();
+    return ctx.decline(ctx.op_with_arity() + ": only " + op + "(input, unbiased) and " + op +
+                       "(input, dim, correction, keepdim) are fused");
   }
-  if (!dims) return false;
   ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.graph().add_reduced_count(0)}, out);
   ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
   ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, keepdim, out);
@@ -198,12 +242,14 @@ ir::Value* masked_max(ConvertContext& ctx, ir::Value* x, const std::vector<int64
 
 bool convert_logsumexp(ConvertContext& ctx) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || ctx.num_inputs() != 3) return false;
+  if (!x) return false;  // declined there
+  if (ctx.num_inputs() != 3) return ctx.decline(ctx.op_with_arity() + ": only logsumexp(input, dim, keepdim) is fused");
   const auto out = ctx.out_type().dtype;
-  if (!is_floating(out)) return false;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
   auto dims = dims_arg(ctx, 1, x->type.rank(), true);
+  if (!dims) return false;  // declined there
   auto keepdim = bool_arg(ctx, 2);
-  if (!dims || !keepdim) return false;
+  if (!keepdim) return false;  // declined there
   ir::Value* mk = masked_max(ctx, x, *dims, true, out);
   ir::Value* e = pw(ctx, OpKind::Exp, {pw(ctx, OpKind::Sub, {x, mk}, out)}, out);
   ir::Value* s = reduce(ctx, OpKind::ReduceSum, e, *dims, *keepdim, out);
@@ -214,11 +260,17 @@ bool convert_logsumexp(ConvertContext& ctx) {
 // softmax / log_softmax (self, dim, dtype).
 bool convert_softmax(ConvertContext& ctx, bool log) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || ctx.num_inputs() < 2) return false;
+  if (!x) return false;  // declined there
+  if (!ctx.needs_inputs(2)) return false;  // declined there
   const auto out = ctx.out_type().dtype;
-  if (!is_floating(out) || x->type.rank() == 0) return false;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
+  const std::string op = ctx.op_name();
+  if (x->type.rank() == 0) return ctx.decline(op + " of a 0-dim tensor");
   auto dims = dims_arg(ctx, 1, x->type.rank(), false);
-  if (!dims || dims->size() != 1) return false;
+  if (!dims) return false;  // declined there
+  if (dims->size() != 1) {
+    return ctx.decline(op + " over " + std::to_string(dims->size()) + " dims: only one dim is fused");
+  }
   ir::Value* m = reduce(ctx, OpKind::ReduceMax, x, *dims, true, out);
   ir::Value* shifted = pw(ctx, OpKind::Sub, {x, m}, out);
   ir::Value* e = pw(ctx, OpKind::Exp, {shifted}, out);
@@ -227,42 +279,54 @@ bool convert_softmax(ConvertContext& ctx, bool log) {
   return finish(ctx, pw(ctx, OpKind::Div, {e, s}, out));
 }
 
-// The trailing dims a normalized_shape argument names.
+// The trailing dims a normalized_shape argument names. Declines (nullopt) when it is not a
+// constant list that matches the input's trailing sizes.
 std::optional<std::vector<int64_t>> normalized_dims(ConvertContext& ctx, ir::Value* x) {
+  const std::string name = ctx.arg_name(1);
   auto shape = ctx.constant(1);
-  if (!shape || !shape->isIntList()) return std::nullopt;
+  if (!shape || !shape->isIntList()) {
+    ctx.decline(name + " is not a constant list of ints");
+    return std::nullopt;
+  }
   const auto s = shape->toIntVector();
   const int64_t rank = x->type.rank();
-  if (s.empty() || static_cast<int64_t>(s.size()) > rank) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (int64_t d = rank - static_cast<int64_t>(s.size()); d < rank; ++d) {
-    if (x->type.sizes[d] != s[d - (rank - static_cast<int64_t>(s.size()))]) return std::nullopt;
-    dims.push_back(d);
+  const bool fits = !s.empty() && static_cast<int64_t>(s.size()) <= rank &&
+                    std::equal(s.begin(), s.end(), x->type.sizes.end() - static_cast<int64_t>(s.size()));
+  if (!fits) {
+    ctx.decline(name + " " + ir::shape_str(s) + " is not the trailing sizes of input " + x->type.str());
+    return std::nullopt;
   }
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - static_cast<int64_t>(s.size()); d < rank; ++d) dims.push_back(d);
   return dims;
 }
 
-// Optional weight/bias input: nullptr when None; false in *ok when it cannot be used.
+// Optional weight/bias input: nullptr when None; false in *ok (and a decline) when it cannot be
+// used.
 ir::Value* optional_tensor(ConvertContext& ctx, size_t index, bool* ok) {
   if (index >= ctx.num_inputs() || ctx.is_none(index)) return nullptr;
   ir::Value* v = ctx.in(index);
-  if (!v->type.is_tensor() || !is_kernel_dtype(v->type.dtype)) *ok = false;
+  if (!v->type.is_tensor()) *ok = ctx.decline(not_a_tensor(ctx.arg_name(index), v->type));
+  else if (!is_kernel_dtype(v->type.dtype)) *ok = ctx.decline(not_kernel_dtype(ctx.arg_name(index), v->type.dtype));
   return v;
 }
 
 // layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 bool convert_layer_norm(ConvertContext& ctx) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || ctx.num_inputs() < 5) return false;
+  if (!x) return false;  // declined there
+  if (!ctx.needs_inputs(5)) return false;  // declined there
   const auto out = ctx.out_type().dtype;
-  if (!is_floating(out)) return false;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
   auto dims = normalized_dims(ctx, x);
+  if (!dims) return false;  // declined there
   auto eps = ctx.constant(4);
-  if (!dims || !eps || !eps->isDouble()) return false;
+  if (!eps || !eps->isDouble()) return ctx.decline(ctx.arg_name(4) + " is not a constant float");
   bool ok = true;
   ir::Value* w = optional_tensor(ctx, 2, &ok);
+  if (!ok) return false;  // declined there
   ir::Value* b = optional_tensor(ctx, 3, &ok);
-  if (!ok) return false;
+  if (!ok) return false;  // declined there
   ir::Value* sum = pinned(reduce(ctx, OpKind::ReduceSum, x, *dims, true, out));
   ir::Value* mean = pw(ctx, OpKind::Div, {sum, ctx.graph().add_reduced_count(0)}, out);
   ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
@@ -290,16 +354,22 @@ double dtype_eps(c10::ScalarType t) {
 // dtype, then scaled by the weight.
 bool convert_rms_norm(ConvertContext& ctx) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || ctx.num_inputs() != 4 || !is_floating(x->type.dtype)) return false;
+  if (!x) return false;  // declined there
+  if (ctx.num_inputs() != 4) {
+    return ctx.decline(ctx.op_with_arity() + ": only rms_norm(input, normalized_shape, weight, eps) is fused");
+  }
+  if (!require_floating(ctx, "input", x->type.dtype)) return false;  // declined there
   const auto out = ctx.out_type().dtype;
   auto dims = normalized_dims(ctx, x);
-  if (!dims) return false;
+  if (!dims) return false;  // declined there
   auto eps_arg = ctx.constant(3);
-  if (!eps_arg || !(eps_arg->isNone() || eps_arg->isDouble())) return false;
+  if (!eps_arg || !(eps_arg->isNone() || eps_arg->isDouble())) {
+    return ctx.decline(ctx.arg_name(3) + " is not a constant float or None");
+  }
   const double eps = eps_arg->isNone() ? dtype_eps(x->type.dtype) : eps_arg->toDouble();
   bool ok = true;
   ir::Value* w = optional_tensor(ctx, 2, &ok);
-  if (!ok) return false;
+  if (!ok) return false;  // declined there
   const auto acc = opmath_type(x->type.dtype);
   ir::Value* ms = pw(ctx, OpKind::Div, {pinned(reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), *dims, true, acc)),
                                         ctx.graph().add_reduced_count(0)},
@@ -312,27 +382,34 @@ bool convert_rms_norm(ConvertContext& ctx) {
   return finish(ctx, y);
 }
 
-bool is_two(const std::optional<c10::IValue>& p) {
-  if (!p) return false;
-  if (p->isNone()) return true;  // the default p is 2
-  if (p->isInt()) return p->toInt() == 2;
-  if (p->isDouble()) return p->toDouble() == 2.0;
+bool is_two(const c10::IValue& p) {
+  if (p.isNone()) return true;  // the default p is 2
+  if (p.isInt()) return p.toInt() == 2;
+  if (p.isDouble()) return p.toDouble() == 2.0;
   return false;
 }
 
 // norm(self, p) | norm(self, p, dim, keepdim) | linalg_vector_norm(self, ord, dim, keepdim, dtype): p = 2 only.
 bool convert_norm(ConvertContext& ctx, bool linalg) {
   ir::Value* x = reducible_input(ctx);
-  if (!x || !is_floating(ctx.out_type().dtype)) return false;
+  if (!x) return false;  // declined there
   const auto out = ctx.out_type().dtype;
-  if (!is_two(ctx.constant(1))) return false;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
+  auto p = ctx.constant(1);
+  if (!p) return ctx.decline(ctx.arg_name(1) + " is not a constant");
+  if (!is_two(*p)) {
+    return ctx.decline(ctx.op_name() + " with " + ctx.arg_str(1) + ": only " + ctx.arg_name(1) + "=2 is fused");
+  }
   std::optional<std::vector<int64_t>> dims;
   bool keepdim = false;
   if (ctx.num_inputs() == 2 && !linalg) {
     dims = all_dims(x->type.rank());
-  } else if (ctx.num_inputs() != (linalg ? 5u : 4u) ||
-             !dims_and_keepdim(ctx, 2, 3, x->type.rank(), linalg, &dims, &keepdim)) {
-    return false;
+  } else if (ctx.num_inputs() != (linalg ? 5u : 4u)) {
+    return ctx.decline(ctx.op_with_arity() +
+                       (linalg ? ": only linalg_vector_norm(input, ord, dim, keepdim, dtype) is fused"
+                               : ": only norm(input, p) and norm(input, p, dim, keepdim) are fused"));
+  } else if (!dims_and_keepdim(ctx, 2, 3, x->type.rank(), linalg, &dims, &keepdim)) {
+    return false;  // declined there
   }
   ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, out), *dims, keepdim, out);
   return finish(ctx, pw(ctx, OpKind::Sqrt, {ss}, out));

@@ -4,6 +4,7 @@
 
 #include "src/convert_context.h"
 #include "src/error.h"
+#include "src/literal.h"
 
 namespace torchfuse {
 
@@ -67,14 +68,69 @@ c10::ScalarType promote_types_of(const std::vector<const ir::Value*>& operands) 
   return combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
 }
 
+// ---- decline reasons ----
+
+std::string describe_constant(const c10::IValue& v) {
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return format_double(v.toDouble());
+  if (v.isString()) return "'" + v.toStringRef() + "'";
+  if (v.isIntList()) {
+    std::string s = "[";
+    for (int64_t d : v.toIntVector()) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+    return s + "]";
+  }
+  return "a " + std::string(v.tagKind());
+}
+
+std::string not_kernel_dtype(const std::string& what, c10::ScalarType dtype) {
+  return what + " dtype " + ir::dtype_short_name(dtype) + ": fused kernels compute on floating, integer and bool types";
+}
+
+std::string not_a_tensor(const std::string& what, const ir::Type& type) {
+  if (!type.is_scalar()) return what + " is not a tensor";
+  const char* number = type.dtype == c10::ScalarType::Bool ? "a bool" : is_floating(type.dtype) ? "a float" : "an int";
+  return what + " is " + number + ", not a tensor";
+}
+
 // ---- ConvertContext ----
 
 void ConvertContext::begin(torch::jit::Node* node, int origin) {
   node_ = node;
   origin_ = origin;
+  decline_reason_.clear();
 }
 
 size_t ConvertContext::num_inputs() const { return node_->inputs().size(); }
+
+bool ConvertContext::decline(std::string why) {
+  decline_reason_ = std::move(why);
+  return false;
+}
+
+std::string ConvertContext::arg_name(size_t i) const {
+  const c10::FunctionSchema* schema = node_->maybeSchema();
+  if (schema && i < schema->arguments().size()) return schema->arguments()[i].name();
+  return "argument " + std::to_string(i);
+}
+
+std::string ConvertContext::arg_str(size_t i) const {
+  auto c = constant(i);
+  return c ? arg_name(i) + "=" + describe_constant(*c) : arg_name(i);
+}
+
+std::string ConvertContext::op_name() const { return node_->kind().toUnqualString(); }
+
+std::string ConvertContext::op_with_arity() const {
+  const size_t n = num_inputs();
+  return op_name() + " with " + std::to_string(n) + (n == 1 ? " argument" : " arguments");
+}
+
+bool ConvertContext::needs_inputs(size_t n) {
+  if (num_inputs() >= n) return true;
+  return decline(op_with_arity() + ": expected at least " + std::to_string(n));
+}
 
 ir::Value* ConvertContext::in(size_t i) const {
   auto it = env_.find(node_->inputs().at(i));
@@ -166,19 +222,33 @@ void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile
   for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = node->outputs[i];
 }
 
-bool try_convert(ConvertContext& ctx, torch::jit::Node* n) {
+// The converter for the node's kind, or nullptr: most ops have none and simply stay in ATen,
+// which is no decline to report.
+Converter converter_for(const torch::jit::Node* n) {
   const std::string kind = n->kind().toQualString();
   for (const auto* table : {&pointwise_converters(), &reduction_converters()}) {
     auto it = table->find(kind);
-    if (it == table->end()) continue;
-    // Converters handle tensors the kernels can compute on, on one device, and nothing else.
-    for (torch::jit::Value* out : n->outputs()) {
-      auto t = ctx.out_type(out->offset());
-      if (t.is_tensor() && !is_kernel_dtype(t.dtype)) return false;
-    }
-    return it->second(ctx);
+    if (it != table->end()) return it->second;
   }
-  return false;
+  return nullptr;
+}
+
+// Runs the converter on the node ctx has begun; false when it declines (ctx says why).
+bool try_convert(ConvertContext& ctx, Converter convert) {
+  // Converters handle tensors the kernels can compute on, on one device, and nothing else.
+  for (torch::jit::Value* out : ctx.node()->outputs()) {
+    const ir::Type& t = ctx.out_type(out->offset());
+    if (t.is_tensor() && !is_kernel_dtype(t.dtype)) return ctx.decline(not_kernel_dtype("output", t.dtype));
+  }
+  return convert(ctx);
+}
+
+// "aten::norm (%5) stays in ATen: norm with p=3: only p=2 is fused".
+std::string declined_entry(const torch::jit::Node* n, const std::string& reason) {
+  std::string entry = n->kind().toQualString();
+  if (!n->outputs().empty()) entry += " (%" + n->outputs()[0]->debugName() + ")";
+  // Every converter states its reason; the fallback only keeps a forgotten one visible.
+  return entry + " stays in ATen: " + (reason.empty() ? "the converter declined (no reason given)" : reason);
 }
 
 }  // namespace
@@ -210,7 +280,11 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
       continue;
     }
     ctx.begin(n, origin);
-    if (!try_convert(ctx, n)) convert_opaque(g, n, origin, profile, env);
+    const Converter convert = converter_for(n);
+    if (!convert || !try_convert(ctx, convert)) {
+      if (convert) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
+      convert_opaque(g, n, origin, profile, env);
+    }
     for (torch::jit::Value* out : n->outputs()) {
       TORCHFUSE_INTERNAL_ASSERT(env.count(out), "converter for ", n->kind().toQualString(),
                                 " left output ", out->debugName(), " unbound");

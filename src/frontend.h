@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct Conversion {
   std::unique_ptr<ir::Graph> graph;
   std::vector<torch::jit::Value*> source_values;  // ir::Value::source_index -> TorchScript value
   std::vector<torch::jit::Node*> source_nodes;    // ir::Node::origin -> TorchScript node
+  // One entry per node whose converter declined it, in graph order: "aten::norm (%5) stays in
+  // ATen: norm with p=3: only p=2 is fused". Ops without a converter (matmul) are not listed.
+  std::vector<std::string> declined;
 };
 
 Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile);
