@@ -99,15 +99,9 @@ struct Growing {
 
   // Some element value or reduction of the group reads a reduction result (needs a 2nd pass).
   bool needs_passes() const {
-    const std::set<int> none;
-    for (int id : set.members[cluster]) {
-      const ir::Node* n = set.graph.nodes()[id];
-      const bool element = ir::is_reduction(n->kind) || n->output()->type.sizes == rd.domain;
-      if (!element) continue;
-      for (const ir::Value* in : n->inputs)
-        if (after_reduction(in, none)) return true;
-    }
-    return false;
+    std::vector<const ir::Node*> nodes;
+    for (int id : set.members[cluster]) nodes.push_back(set.graph.nodes()[id]);
+    return reads_own_reduction(nodes);
   }
 
   // Why the nodes of `origin` cannot join the group, or nullopt (then they have joined).

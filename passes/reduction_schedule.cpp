@@ -83,12 +83,12 @@ bool derives_from_reduction(const ir::Value* v, const std::set<const ir::Node*>&
 
 }  // namespace
 
-bool reads_own_reduction(const FusionGroup& g) {
-  const std::set<const ir::Node*> inside(g.nodes.begin(), g.nodes.end());
+bool reads_own_reduction(const std::vector<const ir::Node*>& nodes) {
+  const std::set<const ir::Node*> inside(nodes.begin(), nodes.end());
   std::vector<int64_t> domain;
-  for (const ir::Node* n : g.nodes)
+  for (const ir::Node* n : nodes)
     if (ir::is_reduction(n->kind)) domain = n->inputs[0]->type.sizes;
-  for (const ir::Node* n : g.nodes) {
+  for (const ir::Node* n : nodes) {
     if (!ir::is_reduction(n->kind) && n->output()->type.sizes != domain) continue;
     for (const ir::Value* in : n->inputs)
       if (derives_from_reduction(in, inside)) return true;
@@ -102,7 +102,7 @@ Schedule choose_schedule(const FusionGroup& g) {
     const ReductionDomain rd = ReductionDomain::of(*n);
     auto s = rd.schedule();
     TORCHFUSE_INTERNAL_ASSERT(s.has_value(), "group ", g.id, " reduces dims that are not contiguous");
-    if (rd.single_row() && reads_own_reduction(g)) return Schedule::RowReduction;
+    if (rd.single_row() && reads_own_reduction(g.nodes)) return Schedule::RowReduction;
     return *s;
   }
   return Schedule::Pointwise;

@@ -47,7 +47,9 @@ constexpr int64_t kMaxSingleRow = int64_t{1} << 15;
 // position of the reduced dims: trailing (row), leading or middle (column), all (full); a single
 // row whose elements read its own reduction (a softmax over [1, N]), the row schedule.
 Schedule choose_schedule(const FusionGroup& g);
-// Does some element value or reduction of the group read a reduction result of the group?
-bool reads_own_reduction(const FusionGroup& g);
+// Does some element value or reduction among `nodes` (a group, or one growing) read a
+// reduction result computed among them? Such a group needs a second pass over its elements,
+// which only the row schedule has. (codegen/reduction_analysis.h refines this into passes.)
+bool reads_own_reduction(const std::vector<const ir::Node*>& nodes);
 
 }  // namespace torchfuse

@@ -143,6 +143,9 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
 
   // Strict fuses lone ops too: a fusible op left to ATen would be an error.
   PassContext ctx(ir_graph, options_.strict ? 1 : options_.min_group_size, logs_);
+  // Ops a converter declined never reached the passes: their reasons come first, in
+  // explain().refused and the fusion log alike.
+  for (const std::string& why : spec->conversion->declined) ctx.refuse(why, {});
   run_fusion_passes(ctx);
   spec->plan = std::move(ctx.plan);
   spec->ir_after = to_string(ir_graph, spec->plan);

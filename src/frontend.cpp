@@ -251,6 +251,14 @@ std::string declined_entry(const torch::jit::Node* n, const std::string& reason)
   return entry + " stays in ATen: " + (reason.empty() ? "the converter declined (no reason given)" : reason);
 }
 
+bool computes_a_tensor(const torch::jit::Node* n, const Profile& profile) {
+  for (const torch::jit::Value* out : n->outputs()) {
+    auto it = profile.types.find(out);
+    if (it != profile.types.end() && it->second.is_tensor()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
@@ -282,7 +290,8 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     ctx.begin(n, origin);
     const Converter convert = converter_for(n);
     if (!convert || !try_convert(ctx, convert)) {
-      if (convert) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
+      // (Arithmetic on Python numbers, size arithmetic, computes no tensor to fuse: not listed.)
+      if (convert && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
       convert_opaque(g, n, origin, profile, env);
     }
     for (torch::jit::Value* out : n->outputs()) {

@@ -83,6 +83,23 @@ TEST(Api, OutputCodeLogPrintsTheKernel) {
   EXPECT_NE(err.find("IR before fusion"), std::string::npos) << err;
 }
 
+// An op whose converter declines it stays in ATen, and says why: explain().refused and the fusion
+// log carry the converter's reason before the passes' refusals.
+TEST(Api, DeclinedOpsSayWhy) {
+  const auto m = module_returning("x", "torch.norm(x * 2.0, 3) + torch.relu(x).sum()");
+  const std::vector<c10::IValue> in{torch::randn({8, 16})};
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+  ASSERT_FALSE(e.refused.empty());
+  EXPECT_NE(e.refused[0].find("aten::norm"), std::string::npos) << e.refused[0];
+  EXPECT_NE(e.refused[0].find("stays in ATen: norm with p=3: only p=2 is fused"), std::string::npos) << e.refused[0];
+  torchfuse::CompileOptions o = tftest::quiet_options();
+  o.logs = "fusion";
+  testing::internal::CaptureStderr();
+  torchfuse::compile(m, o).explain(in);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("norm with p=3: only p=2 is fused"), std::string::npos) << err;
+}
+
 TEST(Api, SilentByDefault) {
   auto c = torchfuse::compile(module_returning("x", "torch.relu(x) * 2.0"));
   testing::internal::CaptureStderr();

@@ -261,6 +261,28 @@ TEST(GpuChains, HundredMillionElements) {
                        1, "1e8 elements");
 }
 
+// kernels() lists what was compiled for the device: the kernel built for the profiled layout,
+// then the variant a misaligned input of the same signature needed (no vector loads).
+TEST(GpuChains, KernelsAreTheOnesCompiledForTheDevice) {
+  REQUIRE_GPU();
+  auto m = module_returning("x", "torch.softmax(x * 2.0, dim=-1)");
+  auto c = torchfuse::compile(m, poisoned());
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const auto aligned = torch::randn({64, 1024}, opts);
+  const auto misaligned = torch::randn({64 * 1024 + 1}, opts).narrow(0, 1, 64 * 1024).view({64, 1024});
+  ASSERT_TRUE(torchfuse::compare_with_eager(c, {aligned}).passed());
+  ASSERT_EQ(c.kernels().size(), 1u);
+  EXPECT_NE(c.kernels()[0].source.find("vector width 4"), std::string::npos) << c.kernels()[0].source;
+  const auto report = torchfuse::compare_with_eager(c, {misaligned});
+  EXPECT_TRUE(report.passed()) << report.to_string();
+  EXPECT_EQ(c.stats().specializations, 1);
+  const auto kernels = c.kernels();
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].name, kernels[1].name);
+  EXPECT_NE(kernels[0].source.find("vector width 4"), std::string::npos);
+  EXPECT_NE(kernels[1].source.find("vector width 1"), std::string::npos) << kernels[1].source;
+}
+
 TEST(GpuChains, MoreThanTwoToTheThirtyOneElements) {
   REQUIRE_GPU();
   const int64_t n = (int64_t{1} << 31) + 4099;  // odd tail: not a multiple of any vector width
