@@ -36,6 +36,8 @@ fi
 "$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
+"$BUILD_DIR"/tests/torchfuse_replay_tests --gtest_brief=1 >"$OUT/replay_tests.log" 2>&1 || status=1
+bash scripts/check_layers.sh >"$OUT/layers.log" 2>&1 || status=1
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
 if [ "${COMPILE_TIMES:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
   compile_cache=$(mktemp -d)
@@ -50,10 +52,11 @@ if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
 fi
 echo "== summary =="
 cat "$OUT/gpu.txt"
-for f in cpu_tests gpu_tests gpu_reduction_tests; do
+for f in cpu_tests gpu_tests gpu_reduction_tests replay_tests; do
   echo "$f: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/$f.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
 done
+echo "layers: $(tail -1 "$OUT/layers.log")"
 echo "demo: $(tail -1 "$OUT/demo.log")"
 for run in cold warm; do
   [ -f "$OUT/compile_$run.log" ] || continue
