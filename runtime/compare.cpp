@@ -40,6 +40,8 @@ void flatten(const c10::IValue& v, std::vector<c10::IValue>& out) {
     for (const auto& e : v.toTupleRef().elements()) flatten(e, out);
   } else if (v.isList()) {
     for (const auto& e : v.toListRef()) flatten(e, out);
+  } else if (v.isGenericDict()) {
+    for (const auto& entry : v.toGenericDict()) flatten(entry.value(), out);  // in insertion order
   } else {
     out.push_back(v);
   }

@@ -47,12 +47,25 @@ c10::IValue run_rewritten(const torch::jit::Code& code, std::vector<c10::IValue>
     if (std::exception_ptr own = runtime::take_fusion_op_error()) std::rethrow_exception(own);
     throw;
   }
-  return stack.at(0);
+  return graph_result(stack);
 }
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
+}
+
+// The options, checked: every bad value is an Error naming the field.
+CompileOptions validated(CompileOptions o) {
+  TORCHFUSE_CHECK(o.min_group_size >= 1, "torchfuse: CompileOptions::min_group_size must be at least 1, got ",
+                  o.min_group_size);
+  TORCHFUSE_CHECK(o.max_specializations >= 1, "torchfuse: CompileOptions::max_specializations must be at least 1, got ",
+                  o.max_specializations);
+  const std::string& arch = o.offline_arch;
+  const bool arch_ok = arch.size() >= 5 && arch.compare(0, 3, "sm_") == 0 &&
+                       arch.find_first_not_of("0123456789", 3) == (arch.back() == 'a' ? arch.size() - 1 : std::string::npos);
+  TORCHFUSE_CHECK(arch_ok, "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", arch, "\"");
+  return o;
 }
 
 // The options with what the environment adds: profiling, injected failures.
@@ -66,7 +79,7 @@ CompileOptions resolve_env(CompileOptions o) {
 
 CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options)
     : graph_(std::move(graph)),
-      options_(resolve_env(std::move(options))),
+      options_(validated(resolve_env(std::move(options)))),
       logs_(LogSwitches::from_env_and(options_.logs)),
       tuning_(runtime::resolve_tuning(options_.tune)),
       eager_code_(graph_, "torchfuse_eager"),
@@ -78,7 +91,7 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   if (writes_inputs_ && logs_.fusion) log_info("fusion: the graph writes to its inputs or parameters; it runs eager");
 }
 
-void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) const {
+void CompiledModuleImpl::check_arity(std::vector<c10::IValue>& inputs) const {
   TORCHFUSE_CHECK(inputs.size() == graph_->inputs().size(), "torchfuse: forward expects ", graph_->inputs().size(),
                   " inputs, got ", inputs.size());
   // The kinds the graph declares: a tensor where a number is expected (or the reverse) is a
@@ -95,6 +108,8 @@ void CompiledModuleImpl::check_arity(const std::vector<c10::IValue>& inputs) con
       TORCHFUSE_CHECK(v.isTensor(), what(), "a Tensor, got ", v.tagKind());
     } else if (declared->kind() == c10::TypeKind::FloatType) {
       TORCHFUSE_CHECK(v.isDouble() || v.isInt(), what(), "a float, got ", v.tagKind());
+      // As Python's call of a scripted function does: the graph computes with a float.
+      if (v.isInt()) inputs[i] = static_cast<double>(v.toInt());
     } else if (declared->kind() == c10::TypeKind::IntType) {
       TORCHFUSE_CHECK(v.isInt(), what(), "an int, got ", v.tagKind());
     } else if (declared->kind() == c10::TypeKind::BoolType) {
@@ -112,20 +127,38 @@ c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
   check_arity(inputs);
   torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
   torch::jit::InterpreterState(eager_code_).run(stack);
-  return stack.at(0);
+  return graph_result(stack);
 }
+
+namespace {
+
+// Calls fn on every defined tensor of `iv`, inside tuples, lists and dicts too.
+template <typename Fn>
+void for_each_tensor(const c10::IValue& iv, const Fn& fn) {
+  if (iv.isTensor()) {
+    if (iv.toTensor().defined()) fn(iv.toTensor());
+  } else if (iv.isTuple()) {
+    for (const auto& e : iv.toTupleRef().elements()) for_each_tensor(e, fn);
+  } else if (iv.isList()) {
+    for (const auto& e : iv.toListRef()) for_each_tensor(e, fn);
+  } else if (iv.isGenericDict()) {
+    for (const auto& entry : iv.toGenericDict()) for_each_tensor(entry.value(), fn);
+  }
+}
+
+}  // namespace
 
 bool CompiledModuleImpl::runs_fused(const std::vector<c10::IValue>& inputs) const {
   if (writes_inputs_) return false;
-  bool any_cuda = false;
+  bool any_cuda = false, eager_only = false;
   for (const auto& iv : inputs) {
-    if (!iv.isTensor() || !iv.toTensor().defined()) continue;
-    const at::Tensor& t = iv.toTensor();
-    if (t.requires_grad() && c10::GradMode::is_enabled()) return false;  // autograd needs eager
-    if (t.device().is_cuda()) any_cuda = true;
-    else if (!t.device().is_cpu()) return false;
+    for_each_tensor(iv, [&](const at::Tensor& t) {
+      if (t.requires_grad() && c10::GradMode::is_enabled()) eager_only = true;  // autograd needs eager
+      if (t.device().is_cuda()) any_cuda = true;
+      else if (!t.device().is_cpu()) eager_only = true;
+    });
   }
-  return any_cuda && runtime::driver_api() != nullptr;
+  return !eager_only && any_cuda && runtime::driver_api() != nullptr;
 }
 
 std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs,
@@ -199,7 +232,8 @@ void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
   finish(spec);
 }
 
-c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>& inputs) {
+c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>& given) {
+  std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
   attach_fallbacks(*spec);
@@ -252,7 +286,8 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   return run_rewritten(*spec->code, std::move(inputs));
 }
 
-Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& inputs, bool compile_kernels) {
+Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {
+  std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   auto spec = analyze(inputs, nullptr);
   Explanation e;
@@ -314,7 +349,8 @@ Stats CompiledModuleImpl::stats() const {
   return s;
 }
 
-c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& inputs) const {
+c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& given) const {
+  std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   std::vector<c10::IValue> upcast;
   for (const auto& v : inputs) {
@@ -342,10 +378,11 @@ c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>
   torch::jit::Code code(graph, "torchfuse_reference");
   torch::jit::Stack stack(upcast.begin(), upcast.end());
   torch::jit::InterpreterState(code).run(stack);
-  return stack.at(0);
+  return graph_result(stack);
 }
 
-std::vector<c10::ScalarType> CompiledModuleImpl::value_dtypes(const std::vector<c10::IValue>& inputs) const {
+std::vector<c10::ScalarType> CompiledModuleImpl::value_dtypes(const std::vector<c10::IValue>& given) const {
+  std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   const Profile profile = profile_graph(graph_->copy(), inputs);
   std::set<c10::ScalarType> dtypes;

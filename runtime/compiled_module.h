@@ -63,7 +63,8 @@ class CompiledModuleImpl {
   // rewrites the graph.
   void bind_to_cuda(Specialization& spec, int device) const;
   bool runs_fused(const std::vector<c10::IValue>& inputs) const;
-  void check_arity(const std::vector<c10::IValue>& inputs) const;
+  // Checks the inputs against the graph's declared kinds; an int for a float becomes a float.
+  void check_arity(std::vector<c10::IValue>& inputs) const;
 
   std::shared_ptr<torch::jit::Graph> graph_;
   CompileOptions options_;

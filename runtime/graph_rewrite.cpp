@@ -34,8 +34,9 @@ std::vector<torch::jit::Node*> dependents_inside(const std::vector<torch::jit::N
   if (group_nodes.size() < 2) return moved;
   for (torch::jit::Node* n = group_nodes.front()->next(); n != group_nodes.back(); n = n->next()) {
     if (in_group.count(n)) continue;
-    const bool depends = std::any_of(n->inputs().begin(), n->inputs().end(),
-                                     [&](const torch::jit::Value* v) { return tainted.count(v) > 0; });
+    const auto reads = values_read(n);  // an if node reads what its blocks read
+    const bool depends =
+        std::any_of(reads.begin(), reads.end(), [&](const torch::jit::Value* v) { return tainted.count(v) > 0; });
     if (!depends) continue;
     moved.push_back(n);
     for (const torch::jit::Value* out : n->outputs()) tainted.insert(out);

@@ -10,6 +10,19 @@ namespace {
 
 // What a specialization assumes of one input: the guard.
 std::string guard_of(const c10::IValue& iv) {
+  // Containers are guarded element by element (a dtype or requires_grad inside a list counts).
+  auto joined = [](const char* open, const auto& elements, const char* close) {
+    std::string g = open;
+    for (const auto& e : elements) g += guard_of(e) + ", ";
+    return g + close;
+  };
+  if (iv.isTuple()) return joined("(", iv.toTupleRef().elements(), ")");
+  if (iv.isList()) return joined("[", iv.toListRef(), "]");
+  if (iv.isGenericDict()) {
+    std::string g = "{";
+    for (const auto& entry : iv.toGenericDict()) g += guard_of(entry.key()) + ": " + guard_of(entry.value()) + ", ";
+    return g + "}";
+  }
   if (!iv.isTensor() || !iv.toTensor().defined()) return type_of_ivalue(iv).str();
   const at::Tensor& t = iv.toTensor();
   std::string g = std::string(ir::dtype_short_name(t.scalar_type())) + " rank " + std::to_string(t.dim()) + " ";

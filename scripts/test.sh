@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 cd "${BUILD_DIR:-build}"
-ctest --output-on-failure "$@"
+ctest --output-on-failure -j "${JOBS:-$(nproc)}" "$@"

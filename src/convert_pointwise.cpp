@@ -220,8 +220,21 @@ bool convert_gelu(ConvertContext& ctx) {
   return convert_unary(ctx, kind);
 }
 
+// Does this to() return a new tensor even where nothing changes (_to_copy, copy=True)? nullopt
+// when copy is not a constant.
+std::optional<bool> always_copies(ConvertContext& ctx) {
+  const torch::jit::Node* n = ctx.node();
+  if (n->kind() == c10::Symbol::fromQualString("aten::_to_copy")) return true;
+  const auto* schema = n->maybeSchema();
+  const auto index = schema ? schema->argumentIndexWithName("copy") : c10::nullopt;
+  if (!index) return false;  // type_as
+  const auto c = ctx.constant(*index);
+  if (!c || !c->isBool()) return std::nullopt;
+  return c->toBool();
+}
+
 // aten::to, type_as, _to_copy: a dtype change on the same device is a cast; no change is the
-// identity (eager returns the input itself).
+// identity (eager returns the input itself), or a copy where the op must return a new tensor.
 bool convert_cast(ConvertContext& ctx) {
   ir::Value* x = ctx.in(0);
   const ir::Type& out = ctx.out_type();
@@ -237,10 +250,13 @@ bool convert_cast(ConvertContext& ctx) {
   }
   if (!is_kernel_dtype(x->type.dtype)) return ctx.decline(not_kernel_dtype("input", x->type.dtype));
   if (!is_kernel_dtype(out.dtype)) return ctx.decline(not_kernel_dtype("output", out.dtype));
-  if (x->type.dtype == out.dtype) {
+  const auto copies = always_copies(ctx);
+  if (!copies) return ctx.decline("copy is not a constant bool");
+  if (x->type.dtype == out.dtype && !*copies) {
     ctx.bind_identity(x);
     return true;
   }
+  // (A cast to the same dtype is a copy: the result never aliases its input.)
   ctx.bind_output(0, ctx.pointwise(OpKind::Cast, {x}, out.dtype, out.dtype));
   return true;
 }

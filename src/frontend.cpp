@@ -2,6 +2,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
+
 #include "src/convert_context.h"
 #include "src/error.h"
 #include "src/literal.h"
@@ -194,6 +196,41 @@ void ConvertContext::bind_output(size_t i, ir::Value* v) {
 
 namespace {
 
+// Is `v` defined inside node `n` (by a node of its blocks, or as a block parameter)?
+bool defined_inside(const torch::jit::Value* v, const torch::jit::Node* n) {
+  for (const torch::jit::Node* d = v->node(); d; d = d->owningBlock() ? d->owningBlock()->owningNode() : nullptr) {
+    if (d == n) return true;
+  }
+  return false;
+}
+
+void free_values(torch::jit::Block* b, torch::jit::Node* n, std::vector<torch::jit::Value*>& out) {
+  auto add = [&](torch::jit::Value* v) {
+    if (!defined_inside(v, n) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  for (torch::jit::Node* inner : b->nodes()) {
+    for (torch::jit::Value* v : inner->inputs()) add(v);
+    for (torch::jit::Block* nested : inner->blocks()) free_values(nested, n, out);
+  }
+  for (torch::jit::Value* v : b->return_node()->inputs()) add(v);
+}
+
+}  // namespace
+
+std::vector<torch::jit::Value*> values_read(torch::jit::Node* n) {
+  std::vector<torch::jit::Value*> out(n->inputs().begin(), n->inputs().end());
+  for (torch::jit::Block* b : n->blocks()) free_values(b, n, out);
+  return out;
+}
+
+c10::IValue graph_result(std::vector<c10::IValue>& stack) {
+  if (stack.size() == 1) return stack[0];
+  if (stack.empty()) return c10::IValue();
+  return c10::ivalue::Tuple::create(std::vector<c10::IValue>(stack.begin(), stack.end()));
+}
+
+namespace {
+
 ir::Value* convert_constant(ir::Graph& g, torch::jit::Node* n, const Profile& profile) {
   auto iv = torch::jit::toIValue(n->output());
   if (iv && (iv->isDouble() || iv->isInt() || iv->isBool())) return g.add_scalar_constant(iv->toScalar());
@@ -206,8 +243,9 @@ ir::Value* convert_constant(ir::Graph& g, torch::jit::Node* n, const Profile& pr
 
 void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile& profile,
                     std::unordered_map<const torch::jit::Value*, ir::Value*>& env) {
+  // Values its blocks read count as its inputs: a group computing one of them must output it.
   std::vector<ir::Value*> inputs;
-  for (torch::jit::Value* in : n->inputs()) inputs.push_back(env.at(in));
+  for (torch::jit::Value* in : values_read(n)) inputs.push_back(env.at(in));
   std::vector<ir::Type> outs;
   for (torch::jit::Value* out : n->outputs()) {
     auto it = profile.types.find(out);
@@ -251,6 +289,16 @@ std::string declined_entry(const torch::jit::Node* n, const std::string& reason)
   return entry + " stays in ATen: " + (reason.empty() ? "the converter declined (no reason given)" : reason);
 }
 
+// Does a block of `n` (an if or loop body) hold an op torchfuse converts?
+bool blocks_hold_fusible_ops(const torch::jit::Node* n) {
+  for (const torch::jit::Block* b : n->blocks()) {
+    for (const torch::jit::Node* inner : b->nodes()) {
+      if (converter_for(inner) || blocks_hold_fusible_ops(inner)) return true;
+    }
+  }
+  return false;
+}
+
 bool computes_a_tensor(const torch::jit::Node* n, const Profile& profile) {
   for (const torch::jit::Value* out : n->outputs()) {
     auto it = profile.types.find(out);
@@ -292,6 +340,10 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     if (!convert || !try_convert(ctx, convert)) {
       // (Arithmetic on Python numbers, size arithmetic, computes no tensor to fuse: not listed.)
       if (convert && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
+      if (blocks_hold_fusible_ops(n)) {
+        conv.declined.push_back(declined_entry(
+            n, "control flow: the ops in its blocks run through ATen (torchfuse fuses the graph's top-level ops)"));
+      }
       convert_opaque(g, n, origin, profile, env);
     }
     for (torch::jit::Value* out : n->outputs()) {

@@ -49,4 +49,12 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile);
 // ir::Type of a runtime value (tensor, number, bool; anything else is Other).
 ir::Type type_of_ivalue(const c10::IValue& v);
 
+// The values node `n` reads: its inputs, then the values defined outside it that the nodes of its
+// blocks (if/loop bodies) read, each once, in order of first use. Fusion must treat a value
+// an if-body reads as read by the if node.
+std::vector<torch::jit::Value*> values_read(torch::jit::Node* n);
+
+// A graph's result from the stack it left: its one output, a tuple of several, None for none.
+c10::IValue graph_result(std::vector<c10::IValue>& stack);
+
 }  // namespace torchfuse

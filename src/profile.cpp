@@ -49,8 +49,8 @@ Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std
   for (size_t i = 0; i < exposed.size(); ++i) {
     profile.types[exposed[i]] = type_of_ivalue(stack[original_outputs + i]);
   }
-  TORCHFUSE_INTERNAL_ASSERT(original_outputs == 1, "graph has ", original_outputs, " outputs");
-  profile.result = stack[0];
+  stack.resize(original_outputs);
+  profile.result = graph_result(stack);
   return profile;
 }
 

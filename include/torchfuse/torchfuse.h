@@ -174,7 +174,9 @@ struct forward_takes_one_tensor<H, std::void_t<decltype(std::declval<H&>()->forw
 }  // namespace detail
 
 // A torch::nn::Module (a ModuleHolder such as torch::nn::Sequential or Linear, whose forward
-// takes one or two tensors and returns a tensor), traced with example inputs.
+// takes one or two tensors and returns a tensor), traced with example inputs in eval mode, as
+// compile() puts TorchScript modules in eval mode (dropout is the identity); the module's own
+// training flag is restored afterwards.
 template <typename Holder>
 CompiledModule compile_nn(Holder module, const std::vector<at::Tensor>& example_inputs,
                           CompileOptions options = {}) {
@@ -195,12 +197,17 @@ CompiledModule compile_nn(Holder module, const std::vector<at::Tensor>& example_
     saved.emplace_back(p, p.requires_grad());
     p.requires_grad_(false);
   }
+  const bool training = module->is_training();
+  module->eval();
   struct Restore {
+    Holder& module;
+    bool training;
     std::vector<std::pair<at::Tensor, bool>>& saved;
     ~Restore() {
       for (auto& [p, flag] : saved) p.requires_grad_(flag);
+      module->train(training);
     }
-  } restore{saved};
+  } restore{module, training, saved};
   return compile(fn, example_inputs, std::move(options));
 }
 
