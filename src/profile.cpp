@@ -1,3 +1,4 @@
+#include <ATen/ATen.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
@@ -19,7 +20,34 @@ ir::Type type_of_ivalue(const c10::IValue& v) {
   return ir::Type::other();
 }
 
-Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs) {
+namespace {
+
+bool any_16bit_cpu_tensor(const std::vector<c10::IValue>& inputs) {
+  for (const auto& v : inputs) {
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.device().is_cpu()) return false;
+    if (t.scalar_type() == c10::kHalf || t.scalar_type() == c10::kBFloat16) return true;
+  }
+  return false;
+}
+
+// The inputs as meta tensors: same dtypes, sizes and strides, no data.
+std::vector<c10::IValue> on_meta(const std::vector<c10::IValue>& inputs) {
+  std::vector<c10::IValue> out;
+  for (const auto& v : inputs) {
+    if (!v.isTensor() || !v.toTensor().defined()) {
+      out.push_back(v);
+      continue;
+    }
+    const at::Tensor& t = v.toTensor();
+    out.emplace_back(at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta)));
+  }
+  return out;
+}
+
+// Runs the graph once on `inputs`, every top-level value exposed.
+Profile run_profile(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs) {
   TORCHFUSE_CHECK(inputs.size() == graph->inputs().size(), "torchfuse: forward expects ",
                   graph->inputs().size(), " inputs, got ", inputs.size());
   // Expose every top-level value as an extra output, run once, then restore the graph.
@@ -52,6 +80,31 @@ Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std
   stack.resize(original_outputs);
   profile.result = graph_result(stack);
   return profile;
+}
+
+}  // namespace
+
+
+Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<c10::IValue>& inputs) {
+  try {
+    return run_profile(graph, inputs);
+  } catch (const std::exception&) {
+    // LibTorch's CPU kernels lack some fp16/bf16 ops (1.13: Half softmax), but planning needs
+    // only types: run on meta tensors, and take their types as the CPU's. Where meta cannot run
+    // the graph either, the CPU's error stands.
+    if (!any_16bit_cpu_tensor(inputs)) throw;
+    const std::exception_ptr cpu_error = std::current_exception();
+    Profile meta;
+    try {
+      meta = run_profile(graph, on_meta(inputs));
+    } catch (const std::exception&) {
+      std::rethrow_exception(cpu_error);
+    }
+    for (auto& [value, type] : meta.types)
+      if (type.is_tensor()) type.device = c10::Device(c10::kCPU);
+    meta.result = c10::IValue();  // no values were computed
+    return meta;
+  }
 }
 
 }  // namespace torchfuse

@@ -158,6 +158,20 @@ TEST(Defects, GuardsLookInsideLists) {
   EXPECT_NE(input_signature({list({a, b})}), input_signature({list({a, b, a})}));
 }
 
+// explain() of fp16 graphs works without a GPU even where LibTorch's CPU kernels lack the op
+// (1.13 has no Half softmax): planning takes its types from a meta run. (1.13 has no meta
+// layer norm either: an fp16 layer norm still needs a CPU kernel there; see docs, Known limits.)
+TEST(Defects, ExplainsHalfGraphsOnTheCpu) {
+  const auto x = torch::randn({32, 96}).to(torch::kHalf);
+  for (const char* expr : {"torch.softmax(x * 2.0, dim=-1)", "torch.log_softmax(x, 1) + x", "torch.sigmoid(x) * x"}) {
+    SCOPED_TRACE(expr);
+    const auto e = torchfuse::compile(tftest::module_returning("x", expr), tftest::quiet_options()).explain({x}, true);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    EXPECT_NE(e.kernels[0].source.find("tf_half"), std::string::npos);
+  }
+}
+
 // ---- the same on the GPU, through the fused path ----
 
 TEST(DefectsGpu, ListElementDtypeChangeRecompilesInsteadOfThrowing) {
