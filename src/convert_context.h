@@ -47,6 +47,8 @@ class ConvertContext {
 
   // IR value for TorchScript input i.
   ir::Value* in(size_t i) const;
+  // IR value of an earlier TorchScript value (nullptr when it has none).
+  ir::Value* ir_value(const torch::jit::Value* v) const;
   const ir::Type& in_type(size_t i) const { return in(i)->type; }
   // Profiled type of TorchScript output i.
   const ir::Type& out_type(size_t i = 0) const;

@@ -279,13 +279,68 @@ bool convert_softmax(ConvertContext& ctx, bool log) {
   return finish(ctx, pw(ctx, OpKind::Div, {e, s}, out));
 }
 
-// The trailing dims a normalized_shape argument names. Declines (nullopt) when it is not a
-// constant list that matches the input's trailing sizes.
-std::optional<std::vector<int64_t>> normalized_dims(ConvertContext& ctx, ir::Value* x) {
+// Is `x` computed from `y` by pointwise ops alone (or `y` itself)? Then, with both of one rank,
+// a dim of y that is not size 1 (the guard keeps it so) has x's size on every call: pointwise ops
+// broadcast, and a size-1 dim is the only one that may differ.
+bool pointwise_from(const ir::Value* x, const ir::Value* y, int budget = 64) {
+  if (x == y) return true;
+  if (budget <= 0 || !x->producer || !ir::is_pointwise(x->producer->kind)) return false;
+  for (const ir::Value* in : x->producer->inputs)
+    if (in->type.is_tensor() && pointwise_from(in, y, budget - 1)) return true;
+  return false;
+}
+
+// The trailing dims of `x` that a normalized_shape computed from sizes names, the way scripted
+// models write it: [x.size(-1)], [x.size(-2), x.size(-1)] or x.size(), of x or of a tensor x is
+// computed from pointwise. Such a shape matches the input on every call of the specialization.
+std::optional<std::vector<int64_t>> trailing_dims_from_sizes(ConvertContext& ctx, ir::Value* x) {
+  const torch::jit::Node* list = ctx.node()->input(1)->node();
+  const int64_t rank = x->type.rank();
+  static const auto size_kind = c10::Symbol::fromQualString("aten::size");
+  // Every dim of y that the list reads must be one that always has x's size.
+  auto sizes_of_x = [&](const torch::jit::Node* n, const std::vector<int64_t>& dims) {
+    if (n->kind() != size_kind) return false;
+    const ir::Value* y = ctx.ir_value(n->input(0));
+    if (!y || !y->type.is_tensor() || y->type.rank() != rank || !pointwise_from(x, y)) return false;
+    for (int64_t d : dims)
+      if (y != x && (y->type.sizes[d] == 1 || y->type.sizes[d] != x->type.sizes[d])) return false;
+    return true;
+  };
+  std::vector<int64_t> every;
+  for (int64_t d = 0; d < rank; ++d) every.push_back(d);
+  auto is_size_of_x = [&](const torch::jit::Node* n) { return n->inputs().size() == 1 && sizes_of_x(n, every); };
+  if (is_size_of_x(list)) return rank > 0 ? std::optional<std::vector<int64_t>>(every) : std::nullopt;  // x.size()
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().empty()) return std::nullopt;
+  const int64_t k = static_cast<int64_t>(list->inputs().size());
+  if (k > rank) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (int64_t j = 0; j < k; ++j) {
+    const torch::jit::Node* size = list->input(j)->node();
+    if (size->kind() != size_kind || size->inputs().size() != 2) return std::nullopt;
+    const auto dim = torch::jit::toIValue(size->input(1));
+    if (!dim || !dim->isInt()) return std::nullopt;
+    const int64_t d = dim->toInt() < 0 ? dim->toInt() + rank : dim->toInt();
+    if (d != rank - k + j || !sizes_of_x(size, {d})) return std::nullopt;
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+// The trailing dims a normalized_shape argument names, and whether their sizes are pinned (a
+// constant list: every call must have those sizes; a list of x's own sizes: never checked).
+// Declines (nullopt) when it is neither, or a constant list that does not match the input's
+// trailing sizes.
+struct NormalizedDims {
+  std::vector<int64_t> dims;
+  bool pinned = true;
+};
+
+std::optional<NormalizedDims> normalized_dims(ConvertContext& ctx, ir::Value* x) {
   const std::string name = ctx.arg_name(1);
+  if (auto dims = trailing_dims_from_sizes(ctx, x)) return NormalizedDims{*dims, false};
   auto shape = ctx.constant(1);
   if (!shape || !shape->isIntList()) {
-    ctx.decline(name + " is not a constant list of ints");
+    ctx.decline(name + " is not a constant list of ints, nor a list of the input's trailing sizes");
     return std::nullopt;
   }
   const auto s = shape->toIntVector();
@@ -298,8 +353,11 @@ std::optional<std::vector<int64_t>> normalized_dims(ConvertContext& ctx, ir::Val
   }
   std::vector<int64_t> dims;
   for (int64_t d = rank - static_cast<int64_t>(s.size()); d < rank; ++d) dims.push_back(d);
-  return dims;
+  return NormalizedDims{dims, true};
 }
+
+// pinned(r) where the normalized shape pins its sizes.
+ir::Value* pinned_if(const NormalizedDims& n, ir::Value* reduced) { return n.pinned ? pinned(reduced) : reduced; }
 
 // Optional weight/bias input: nullptr when None; false in *ok (and a decline) when it cannot be
 // used.
@@ -327,11 +385,11 @@ bool convert_layer_norm(ConvertContext& ctx) {
   if (!ok) return false;  // declined there
   ir::Value* b = optional_tensor(ctx, 3, &ok);
   if (!ok) return false;  // declined there
-  ir::Value* sum = pinned(reduce(ctx, OpKind::ReduceSum, x, *dims, true, out));
+  ir::Value* sum = pinned_if(*dims, reduce(ctx, OpKind::ReduceSum, x, dims->dims, true, out));
   ir::Value* mean = pw(ctx, OpKind::Div, {sum, ctx.graph().add_reduced_count(0)}, out);
   ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
   ir::Value* var = pw(ctx, OpKind::Div,
-                      {pinned(reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, true, out)),
+                      {pinned_if(*dims, reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), dims->dims, true, out)),
                        ctx.graph().add_reduced_count(0)},
                       out);
   ir::Value* rstd = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {var, literal(ctx, eps->toDouble())}, out)}, out);
@@ -371,7 +429,7 @@ bool convert_rms_norm(ConvertContext& ctx) {
   ir::Value* w = optional_tensor(ctx, 2, &ok);
   if (!ok) return false;  // declined there
   const auto acc = opmath_type(x->type.dtype);
-  ir::Value* ms = pw(ctx, OpKind::Div, {pinned(reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), *dims, true, acc)),
+  ir::Value* ms = pw(ctx, OpKind::Div, {pinned_if(*dims, reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {x, x}, acc), dims->dims, true, acc)),
                                         ctx.graph().add_reduced_count(0)},
                      acc);
   ir::Value* r = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {ms, literal(ctx, eps)}, acc)}, acc);

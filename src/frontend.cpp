@@ -134,6 +134,11 @@ bool ConvertContext::needs_inputs(size_t n) {
   return decline(op_with_arity() + ": expected at least " + std::to_string(n));
 }
 
+ir::Value* ConvertContext::ir_value(const torch::jit::Value* v) const {
+  auto it = env_.find(v);
+  return it == env_.end() ? nullptr : it->second;
+}
+
 ir::Value* ConvertContext::in(size_t i) const {
   auto it = env_.find(node_->inputs().at(i));
   TORCHFUSE_INTERNAL_ASSERT(it != env_.end(), "TorchScript value %", node_->inputs()[i]->debugName(),
