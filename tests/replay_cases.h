@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct ReplayCase {
   // The inputs in a dtype (values do not matter: only dtypes, sizes and strides reach codegen).
   std::function<std::vector<c10::IValue>(c10::ScalarType)> inputs;
 };
+// GoogleTest prints a case by its name (test names stay stable; ctest lists them).
+inline void PrintTo(const ReplayCase& c, std::ostream* os) { *os << c.name; }
 
 namespace replay_detail {
 

@@ -102,6 +102,10 @@ struct OpParam {
 
 class GpuOps : public ::testing::TestWithParam<OpParam> {};
 
+void PrintTo(const OpParam& p, std::ostream* os) {
+  *os << c10::toString(p.dtype) << ", layout " << static_cast<int>(p.layout);
+}
+
 std::string param_name(const ::testing::TestParamInfo<OpParam>& info) {
   static const char* const kLayouts[] = {"contiguous", "transposed", "sliced"};
   const c10::ScalarType t = info.param.dtype;
