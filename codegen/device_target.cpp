@@ -1,10 +1,16 @@
 #include "codegen/device_target.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace torchfuse {
 namespace codegen {
+
+std::optional<int> arch_major(const std::string& arch) {
+  if (arch.compare(0, 3, "sm_") != 0) return std::nullopt;
+  const std::string digits = arch.substr(3, arch.size() - 3 - (arch.back() == 'a' ? 1 : 0));
+  if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoi(digits.substr(0, digits.size() - 1));  // the last digit is the minor number
+}
 
 DeviceTarget device_target(const DeviceFacts& facts, const Tuning& tuning) {
   DeviceTarget t;
@@ -17,8 +23,7 @@ DeviceTarget device_target(const DeviceFacts& facts, const Tuning& tuning) {
 
 DeviceTarget offline_target(const std::string& arch, const Tuning& tuning) {
   DeviceFacts facts;
-  facts.cc_major = 0;
-  if (arch.size() > 4 && arch.compare(0, 3, "sm_") == 0) facts.cc_major = std::atoi(arch.substr(3, arch.size() - 4).c_str());
+  facts.cc_major = arch_major(arch).value_or(0);
   return device_target(facts, tuning);
 }
 

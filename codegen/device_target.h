@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "codegen/tuning.h"
@@ -26,9 +27,13 @@ struct DeviceFacts {
   bool occupancy_query = true;   // the driver has cuOccupancyMaxActiveBlocksPerMultiprocessor
 };
 
+// The compute capability's major number of a real architecture name ("sm_80" -> 8, "sm_90a" -> 9,
+// "sm_100" -> 10), or nullopt when `arch` is not one.
+std::optional<int> arch_major(const std::string& arch);
 // Clusters (up to tuning.row_cluster blocks) and bulk copies from sm_90 on.
 DeviceTarget device_target(const DeviceFacts& facts, const Tuning& tuning);
-// An H100-class part (132 multiprocessors, 50 MB of L2) of architecture `arch` ("sm_90", "sm_80").
+// An H100-class part (132 multiprocessors, 50 MB of L2) of architecture `arch` ("sm_90", "sm_80";
+// a name arch_major does not take plans as for a part without clusters or bulk copies).
 DeviceTarget offline_target(const std::string& arch, const Tuning& tuning);
 
 }  // namespace codegen

@@ -61,10 +61,8 @@ CompileOptions validated(CompileOptions o) {
                   o.min_group_size);
   TORCHFUSE_CHECK(o.max_specializations >= 1, "torchfuse: CompileOptions::max_specializations must be at least 1, got ",
                   o.max_specializations);
-  const std::string& arch = o.offline_arch;
-  const bool arch_ok = arch.size() >= 5 && arch.compare(0, 3, "sm_") == 0 &&
-                       arch.find_first_not_of("0123456789", 3) == (arch.back() == 'a' ? arch.size() - 1 : std::string::npos);
-  TORCHFUSE_CHECK(arch_ok, "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", arch, "\"");
+  TORCHFUSE_CHECK(codegen::arch_major(o.offline_arch).has_value(),
+                  "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", o.offline_arch, "\"");
   return o;
 }
 
@@ -125,6 +123,10 @@ void CompiledModuleImpl::check_arity(std::vector<c10::IValue>& inputs) const {
 
 c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
   check_arity(inputs);
+  return run_eager(std::move(inputs));
+}
+
+c10::IValue CompiledModuleImpl::run_eager(std::vector<c10::IValue> inputs) {
   torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
   torch::jit::InterpreterState(eager_code_).run(stack);
   return graph_result(stack);
@@ -246,7 +248,7 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   check_arity(inputs);
   if (!runs_fused(inputs)) {
     ++eager_calls_;
-    return forward_eager(std::move(inputs));
+    return run_eager(std::move(inputs));
   }
   const std::string sig = input_signature(inputs);
   std::shared_ptr<Specialization> spec;
@@ -280,7 +282,7 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   }
   if (!spec) {
     ++eager_calls_;
-    return forward_eager(std::move(inputs));
+    return run_eager(std::move(inputs));
   }
   ++fused_calls_;
   return run_rewritten(*spec->code, std::move(inputs));

@@ -63,6 +63,8 @@ class CompiledModuleImpl {
   // rewrites the graph.
   void bind_to_cuda(Specialization& spec, int device) const;
   bool runs_fused(const std::vector<c10::IValue>& inputs) const;
+  // forward_eager on inputs check_arity already took.
+  c10::IValue run_eager(std::vector<c10::IValue> inputs);
   // Checks the inputs against the graph's declared kinds; an int for a float becomes a float.
   void check_arity(std::vector<c10::IValue>& inputs) const;
 
