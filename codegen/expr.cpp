@@ -110,7 +110,26 @@ std::string ir_comment(const ir::Node& n) {
   return s + ")";
 }
 
+// Ops whose result is exact when their operands are 16-bit values (an eager op's operands are):
+// rounding it again changes nothing.
+bool exact_on_16bit_operands(OpKind kind) {
+  switch (kind) {
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
+      return true;
+    default: return false;
+  }
+}
+
+std::string round_to(c10::ScalarType t, const std::string& float_expr) {
+  return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + float_expr + ")";
+}
+
 }  // namespace
+
+std::string eager_rounded(const ir::Value* v, const std::string& float_expr) {
+  if (!v->eager_rounds || !ir::is_16bit_float(v->type.dtype)) return float_expr;
+  return round_to(v->type.dtype, float_expr);
+}
 
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names) {
   if (v->constant) return literal(*v->constant, as);
@@ -198,8 +217,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
              n.inputs[0]->type.dtype != out) {
     // An explicit cast rounds to the narrower type, as eager does, even though the value stays
     // in a float register.
-    expr = std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") +
-           operand(n.inputs[0], c10::ScalarType::Float, names) + ")";
+    expr = round_to(out, operand(n.inputs[0], c10::ScalarType::Float, names));
   } else if (compute == c10::ScalarType::Float && exp_of_shifted_max(n)) {
     expr = "tf_exp_shifted(" + operand(n.inputs[0], compute, names) + ")";
   } else if (auto fast = compute == c10::ScalarType::Float && fast_math ? one_plus(n, out, names) : std::nullopt) {
@@ -220,7 +238,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
       const std::string e = operand(v, compute, names);
       const auto t = v->type.dtype;
       if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float || !ir::is_16bit_float(t)) return e;
-      return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + e + ")";
+      return round_to(t, e);
     };
     const std::string a = compared(n.inputs[0]);
     std::optional<std::string> special;
@@ -228,8 +246,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
     const std::string b_expr = compared(n.inputs[1]);
     if (n.kind == OpKind::DivTrunc && (out == c10::kHalf || out == c10::kBFloat16)) {
       // Eager rounds the quotient to the output dtype before truncating it.
-      special = "truncf(" + std::string(out == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + a + " / " +
-                b_expr + "))";
+      special = "truncf(" + round_to(out, a + " / " + b_expr) + ")";
     }
     if (n.kind == OpKind::Div && compute == c10::ScalarType::Float && reciprocals && reciprocals->count(n.inputs[1])) {
       // The reciprocal is 0 where 1 / v would not be exact enough (v zero, denormal, infinite or
@@ -241,6 +258,9 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   }
   const std::string name = b.fresh("t");
   expr = convert(expr, result_dtype(n, compute), out);
+  // Casts and truncating divisions to 16 bits round above already.
+  const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc) && ir::is_16bit_float(out);
+  if (!rounded && !exact_on_16bit_operands(n.kind)) expr = eager_rounded(n.output(), expr);
   b.line(register_type(out) + " " + name + " = " + expr + ";  // " + ir_comment(n));
   names[n.output()] = name;
 }

@@ -495,8 +495,8 @@ struct RowKernel {
     const std::string m = "red" + str(o.max->output()->id);
     const std::string s = "red" + str(r->output()->id);
     b.line("const float " + m + " = tf_online_max(" + pair + ");  // %" + str(o.max->output()->id));
-    b.line("const float " + s + " = tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ");  // %" +
-           str(r->output()->id));
+    const std::string sum = "tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ")";
+    b.line("const float " + s + " = " + eager_rounded(r->output(), sum) + ";  // %" + str(r->output()->id));
     names[o.max->output()] = m;
     names[r->output()] = s;
   }
@@ -587,7 +587,8 @@ struct RowKernel {
         }
         const std::string name = "red" + str(r->output()->id);
         const auto out = register_dtype(r->output()->type.dtype);
-        b.line("const " + register_type(out) + " " + name + " = (" + register_type(out) + ")" + team_reduce(r) + ";  // %" +
+        const std::string total = "(" + register_type(out) + ")" + team_reduce(r);
+        b.line("const " + register_type(out) + " " + name + " = " + eager_rounded(r->output(), total) + ";  // %" +
                str(r->output()->id));
         names[r->output()] = name;
       }

@@ -2,10 +2,11 @@
 // primitives reduce_sum / reduce_max / reduce_min and pointwise ops, the way eager computes
 // them, so that they fuse with their neighbours:
 //   mean       = reduce_sum(x) / N
-//   var, std   = two passes: d = x - mean(x); reduce_sum(d * d) / (N - correction) (never E[x^2] - E[x]^2)
+//   var, std   = corrected two passes (below): d = x - mean(x); (sum(d * d) - sum(d)^2 / N) / (N - correction)
+//                (never E[x^2] - E[x]^2)
 //   softmax    = e / reduce_sum(e) with e = exp(x - reduce_max(x))
 //   logsumexp  = log(reduce_sum(exp(x - m))) + m, m = reduce_max(x) with infinities masked to 0
-//   layer_norm = (x - mean) * rsqrt(var + eps) * w + b;  rms_norm = x * rsqrt(mean(x^2) + eps) * w
+//   layer_norm = (x - mean) * rsqrt(var + eps) * w + b, mean and var by the corrected two passes;  rms_norm = x * rsqrt(mean(x^2) + eps) * w
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
@@ -193,6 +194,38 @@ bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
   return finish(ctx, r);
 }
 
+// Mean and sum of squared deviations by the corrected two-pass algorithm (Chan, Golub and
+// LeVeque): m0 = sum(x) / N, d = x - m0, s = sum(d), q = sum(d * d); mean = m0 + s / N and
+// M2 = max(q - s * s / N, 0). The correction term makes the mean exact where every value of a
+// row is equal (m0 is a rounding off; eager's Welford mean is exact, and its layer norm and
+// variance exactly 0 there), and keeps M2 at least as accurate as the plain two passes. `pin`:
+// the reductions' sizes are pinned (layer_norm's constant normalized_shape). `keepdim` is for
+// M2; the mean is made only with keepdim (nullptr otherwise).
+struct Moments {
+  ir::Value* mean = nullptr;
+  ir::Value* m2 = nullptr;
+};
+
+Moments corrected_moments(ConvertContext& ctx, ir::Value* x, const std::vector<int64_t>& dims, bool keepdim,
+                          c10::ScalarType out, bool pin) {
+  auto sum = [&](ir::Value* v, bool keep) {
+    ir::Value* r = reduce(ctx, OpKind::ReduceSum, v, dims, keep, out);
+    return pin ? pinned(r) : r;
+  };
+  ir::Value* n = ctx.graph().add_reduced_count(0);
+  ir::Value* m0 = pw(ctx, OpKind::Div, {sum(x, true), n}, out);
+  ir::Value* d = pw(ctx, OpKind::Sub, {x, m0}, out);
+  ir::Value* s = sum(d, keepdim);
+  ir::Value* q = sum(pw(ctx, OpKind::Mul, {d, d}, out), keepdim);
+  Moments m;
+  m.m2 = pw(ctx, OpKind::ClampMin,
+            {pw(ctx, OpKind::Sub, {q, pw(ctx, OpKind::Div, {pw(ctx, OpKind::Mul, {s, s}, out), n}, out)}, out),
+             literal(ctx, 0.0)},
+            out);
+  if (keepdim) m.mean = pw(ctx, OpKind::Add, {m0, pw(ctx, OpKind::Div, {s, n}, out)}, out);
+  return m;
+}
+
 // var / std: (self, unbiased) | (self, dim, unbiased, keepdim) | (self, dim, correction, keepdim).
 bool convert_var_std(ConvertContext& ctx, bool is_std) {
   ir::Value* x = reducible_input(ctx);
@@ -223,10 +256,8 @@ bool convert_var_std(ConvertContext& ctx, bool is_std) {
     return ctx.decline(ctx.op_with_arity() + ": only " + op + "(input, unbiased) and " + op +
                        "(input, dim, correction, keepdim) are fused");
   }
-  ir::Value* mean = pw(ctx, OpKind::Div, {reduce(ctx, OpKind::ReduceSum, x, *dims, true, out), ctx.graph().add_reduced_count(0)}, out);
-  ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
-  ir::Value* ss = reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), *dims, keepdim, out);
-  ir::Value* var = pw(ctx, OpKind::Div, {ss, ctx.graph().add_reduced_count(correction)}, out);
+  const Moments m = corrected_moments(ctx, x, *dims, keepdim, out, false);
+  ir::Value* var = pw(ctx, OpKind::Div, {m.m2, ctx.graph().add_reduced_count(correction)}, out);
   return finish(ctx, is_std ? pw(ctx, OpKind::Sqrt, {var}, out) : var);
 }
 
@@ -385,15 +416,10 @@ bool convert_layer_norm(ConvertContext& ctx) {
   if (!ok) return false;  // declined there
   ir::Value* b = optional_tensor(ctx, 3, &ok);
   if (!ok) return false;  // declined there
-  ir::Value* sum = pinned_if(*dims, reduce(ctx, OpKind::ReduceSum, x, dims->dims, true, out));
-  ir::Value* mean = pw(ctx, OpKind::Div, {sum, ctx.graph().add_reduced_count(0)}, out);
-  ir::Value* d = pw(ctx, OpKind::Sub, {x, mean}, out);
-  ir::Value* var = pw(ctx, OpKind::Div,
-                      {pinned_if(*dims, reduce(ctx, OpKind::ReduceSum, pw(ctx, OpKind::Mul, {d, d}, out), dims->dims, true, out)),
-                       ctx.graph().add_reduced_count(0)},
-                      out);
+  const Moments m = corrected_moments(ctx, x, dims->dims, true, out, dims->pinned);
+  ir::Value* var = pw(ctx, OpKind::Div, {m.m2, ctx.graph().add_reduced_count(0)}, out);
   ir::Value* rstd = pw(ctx, OpKind::Rsqrt, {pw(ctx, OpKind::Add, {var, literal(ctx, eps->toDouble())}, out)}, out);
-  ir::Value* y = pw(ctx, OpKind::Mul, {d, rstd}, out);
+  ir::Value* y = pw(ctx, OpKind::Mul, {pw(ctx, OpKind::Sub, {x, m.mean}, out), rstd}, out);
   if (w) y = pw(ctx, OpKind::Mul, {y, w}, out);
   if (b) y = pw(ctx, OpKind::Add, {y, b}, out);
   return finish(ctx, y);

@@ -195,6 +195,7 @@ void ConvertContext::bind_identity(ir::Value* input) {
 void ConvertContext::bind_output(size_t i, ir::Value* v) {
   ir::Value*& slot = env_[node_->outputs().at(i)];
   slot = v;
+  if (v->producer && ir::is_16bit_float(v->type.dtype)) v->eager_rounds = true;
 }
 
 // ---- conversion ----

@@ -75,6 +75,10 @@ struct Value {
   // specialization serves every size.
   std::optional<double> reduced_count_minus;
   bool is_constant_tensor = false;      // a frozen parameter or buffer
+  // Eager stores this value in its fp16/bf16 dtype (it is an ATen op's result, not a composite's
+  // intermediate): kernels round the float register to that dtype where it is made, as eager does,
+  // so that comparisons, overflow to inf and later roundings see what eager sees.
+  bool eager_rounds = false;
   Node* producer = nullptr;             // null for graph inputs and constants
   std::vector<Node*> uses;              // one entry per use, in node order
   int source_index = -1;                // the TorchScript value it stands for (frontend table), -1 if none

@@ -174,6 +174,27 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = torch.layer_norm(x0, [1024])\n"
        "    t3 = x0.amin(-1, keepdim=False)\n"
        "    return torch.minimum(t3, t0)\n"},
+      // Rows whose values are all equal: eager's Welford mean is exact and its layer norm and
+      // variance exactly 0; torchfuse's float mean was a rounding off (corrected two passes now).
+      {"fuzz_s3_3274_layer_norm_of_equal_values", f32, {{{256}, L::Expanded}},
+       "    return torch.layer_norm(x0, [256])\n"},
+      {"fuzz_s2_4441_std_of_equal_values", f32, {{{64, 300}}, {{1, 300}, L::Expanded}},
+       "    t0 = x1 * 7.25 + 3.0\n"
+       "    return (t0.std(-1, keepdim=True), torch.var(t0 + x0 * 0.0, -1, keepdim=False))\n"},
+      {"fuzz_s3_43_bf16_layer_norm_of_three_equal_values", bf16, {{{3}, L::Expanded}, {{5, 3}}},
+       "    t0 = torch.exp(torch.clamp(x0 * 4.0 + 6.0, -20.0, 20.0))\n"
+       "    return (torch.layer_norm(t0, [3]), torch.layer_norm(x1 + t0 * 0.0, [3]))\n"},
+      // fp16 intermediates rounded as eager rounds them: t1 overflows to inf in eager, and
+      // t1 - t1.half() is NaN there (the float64 reference, rounding only at the cast, gives
+      // -inf); kept in a float register it was finite and the result 0.
+      {"fuzz_s3_5246_fp16_product_overflows_as_in_eager", f16, {{{4096}}},
+       "    t0 = x0 * 300.0\n"
+       "    t1 = t0 * t0\n"
+       "    return t1 - t1.half()\n"},
+      {"fuzz_s3_174_bf16_where_after_rounded_log", bf16, {{{512, 384}}},
+       "    t0 = x0 * 0.01 + 1.105\n"
+       "    t1 = torch.log(t0)\n"
+       "    return torch.where(t1 > 0.1, t1, x0)\n"},
   };
 }
 

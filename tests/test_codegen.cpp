@@ -1,6 +1,9 @@
 // Codegen: the source builder, literals, layouts, and every generated kernel through NVRTC for
 // sm_90 (no GPU needed).
+#include <algorithm>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "codegen/cuda_types.h"
 #include "codegen/layout.h"
@@ -152,8 +155,55 @@ TEST(Codegen, HalfAndBf16StayInStorageTypeWithFloatMath) {
   const auto e = torchfuse::compile(m, tftest::quiet_options()).explain({x, x});
   ASSERT_EQ(e.kernels.size(), 1u);
   EXPECT_TRUE(contains_in_order(e.kernels[0].source,
-                                {"const tf_bf16* in0;", "float t0 = tf_sigmoid_fast(in0);", "tf_vec<tf_bf16, 8>",
+                                {"const tf_bf16* in0;", "float t0 = tf_round_bf16(tf_sigmoid_fast(in0));", "tf_vec<tf_bf16, 8>",
                                  "const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);", "tf_float_to_bf16(r0)"}));
+}
+
+// A fused chain rounds each fp16/bf16 value that eager stores (an ATen op's result) where it is
+// made, and nothing inside a composite op (layer norm's mean, variance and rstd stay float, as in
+// eager's kernel): comparisons, overflow and later roundings then see eager's values.
+TEST(Codegen, SixteenBitResultsRoundWhereEagerStoresThem) {
+  // (LibTorch 1.13 profiles fp16 layer norm nowhere without a GPU: fp16 takes a plain chain.)
+  struct Case {
+    c10::ScalarType dtype;
+    const char* expr;
+    std::vector<std::string> rounded;  // op names, sorted
+  };
+  const Case cases[] = {{c10::kBFloat16, "torch.layer_norm(x * 2.0, [64]) + 1.0", {"add", "mul", "mul"}},
+                        {c10::kHalf, "torch.exp(x * 2.0).sum(-1, keepdim=True) + x", {"add", "exp", "mul"}}};
+  for (const auto& [dtype, expr, expected] : cases) {
+    SCOPED_TRACE(expr);
+    const std::string round = dtype == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(";
+    auto m = module_returning("x", expr);
+    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain({torch::randn({8, 64}).to(dtype)});
+    ASSERT_EQ(e.kernels.size(), 1u);
+    const std::string& src = e.kernels[0].source;
+    // Each IR statement once (a pass may compute a value again): does its line round?
+    std::map<std::string, bool> rounds;
+    std::istringstream lines(src.substr(src.find("// torchfuse fusion group")));
+    for (std::string line; std::getline(lines, line);) {
+      const size_t c = line.find("  // %");
+      const size_t eq = c == std::string::npos ? c : line.find(" = ", c);
+      if (eq == std::string::npos || line.find(" = ") > c) continue;
+      rounds[line.substr(c + 5)] = line.find(round) < c;
+    }
+    std::vector<std::string> rounded, plain;
+    for (const auto& [ir, r] : rounds) {
+      const std::string op = ir.substr(ir.find(" = ") + 3);
+      (r ? rounded : plain).push_back(op.substr(0, op.find('(')));
+    }
+    std::sort(rounded.begin(), rounded.end());
+    // bf16: the product, the normalized value (layer norm's result) and the sum, not the layer
+    // norm's internal sums, means, differences and rsqrt; fp16: every op, the sum included.
+    EXPECT_EQ(rounded, expected) << src;
+    if (dtype == c10::kHalf) {  // the sum's result, named red<id>
+      EXPECT_NE(src.find(" = " + round + "(float)"), std::string::npos) << src;
+    }
+    if (dtype == c10::kBFloat16) {
+      EXPECT_NE(std::find(plain.begin(), plain.end(), "rsqrt"), plain.end()) << src;
+      EXPECT_NE(std::find(plain.begin(), plain.end(), "sub"), plain.end()) << src;
+    }
+  }
 }
 
 // Fast math: exp, sigmoid and SiLU take their ex2/rcp forms only where eager rounds the result to
@@ -169,20 +219,20 @@ TEST(Codegen, FastMathWhereEagerRoundsTo16Bits) {
   };
   const Case cases[] = {
       {"torch.sigmoid(x) * x", c10::kFloat, "= tf_sigmoid(", "_fast("},
-      {"torch.sigmoid(x) * x", c10::kBFloat16, "= tf_sigmoid_fast(", "= tf_sigmoid("},
+      {"torch.sigmoid(x) * x", c10::kBFloat16, "= tf_round_bf16(tf_sigmoid_fast(", "= tf_sigmoid("},
       {"torch.exp(x) * 2.0", c10::kFloat, "= expf(", "_fast("},
-      {"torch.exp(x) * 2.0", c10::kBFloat16, "= tf_exp_fast(", "expf("},
-      {"torch.silu(x) * x", c10::kBFloat16, "= tf_silu_fast(", "= tf_silu("},
+      {"torch.exp(x) * 2.0", c10::kBFloat16, "= tf_round_bf16(tf_exp_fast(", "expf("},
+      {"torch.silu(x) * x", c10::kBFloat16, "= tf_round_bf16(tf_silu_fast(", "= tf_silu("},
       {"torch.silu(x) * x", c10::kFloat, "= tf_silu(", "_fast("},
       {"0.5 * x * (1 + torch.tanh(0.8 * x))", c10::kFloat, "= tf_one_plus_tanh(", "+ 1.0f)"},
-      {"0.5 * x * (torch.tanh(0.8 * x) + 1.0)", c10::kBFloat16, "= tf_one_plus_tanh(", "+ 1.0f)"},
+      {"0.5 * x * (torch.tanh(0.8 * x) + 1.0)", c10::kBFloat16, "= tf_round_bf16(tf_one_plus_tanh(", "+ 1.0f)"},
       {"x * (torch.tanh(x) + 2.0)", c10::kFloat, "+ 2.0f)", "tf_one_plus_tanh("},
       {"x * 0.5 * (1.0 + torch.erf(x * 0.7071067811865476))", c10::kFloat, "= tf_one_plus_erf(", "_16("},
-      {"x * 0.5 * (torch.erf(x * 0.7071067811865476) + 1)", c10::kBFloat16, "= tf_one_plus_erf_16(", "+ 1.0f)"},
+      {"x * 0.5 * (torch.erf(x * 0.7071067811865476) + 1)", c10::kBFloat16, "= tf_round_bf16(tf_one_plus_erf_16(", "+ 1.0f)"},
       {"torch.erf(x) * 2.0 + 1.0", c10::kFloat, "= erff(", "tf_one_plus_erf("},
       {"torch.gelu(x) * 2.0", c10::kFloat, "= tf_gelu_fast(", "= tf_gelu("},
-      {"torch.gelu(x) * 2.0", c10::kBFloat16, "= tf_gelu_fast_16(", "= tf_gelu("},
-      {"torch.gelu(x, approximate='tanh') * 2.0", c10::kBFloat16, "= tf_gelu_tanh_fast(", "= tf_gelu_tanh("},
+      {"torch.gelu(x) * 2.0", c10::kBFloat16, "= tf_round_bf16(tf_gelu_fast_16(", "= tf_gelu("},
+      {"torch.gelu(x, approximate='tanh') * 2.0", c10::kBFloat16, "= tf_round_bf16(tf_gelu_tanh_fast(", "= tf_gelu_tanh("},
   };
   const auto options = tftest::quiet_options(1);
   for (const auto& c : cases) {

@@ -1,18 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, bf16
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
-// cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
+// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
+// cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread; 3 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // in2 = %2 bf16, inner_contiguous
 // in3 = %3 bf16, inner_contiguous
 // out0 = %8 bf16, per element
-// out1 = %22 bf16, per element
+// out1 = %31 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -43,6 +43,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
@@ -58,17 +59,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
     const tf_index ro3 = a0 * (tf_index)p.in3_outer_stride[0];
-    tf_vec<tf_bf16, 8> kept0[4];
-    tf_vec<tf_bf16, 8> kept1[4];
+    float cache8[32];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
-        kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
-        const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        kept1[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0));
-        const tf_vec<tf_bf16, 8> v1 = kept1[k];
+        const tf_vec<tf_bf16, 8> v0 = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
+        const tf_vec<tf_bf16, 8> v1 = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0));
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -76,46 +74,49 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = (x0 + x1);  // %8 = add(%0, %1)
-          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
+          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          cache8[k * 8 + lane] = t0;
+          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red9 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    const float red10 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    float t1 = (red10 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
+    float acc2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        const tf_vec<tf_bf16, 8> v1 = kept1[k];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float x2 = tf_to_float(v0.v[lane]);  // %0
-          float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t2 = (x2 + x3);  // %8 = add(%0, %1)
-          float t3 = (t2 - t1);  // %12 = sub(%8, %11)
-          float t4 = (t3 * t3);  // %13 = mul(%12, %12)
-          acc1 = tf_sum_op()(acc1, t4);  // reduce_sum -> %14
+          float t2 = (cache8[k * 8 + lane] - t1);  // %12 = sub(%8, %11)
+          float t3 = (t2 * t2);  // %14 = mul(%12, %12)
+          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %13
+          acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %15
         }
       }
     }
-    const float red14 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %14
-    float t5 = (red14 / (float)((double)p.cols));  // %16 = div(%14, N)
-    float t6 = (t5 + 1e-05f);  // %18 = add(%16, 1e-05)
-    float t7 = rsqrtf(t6);  // %19 = rsqrt(%18)
+    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    float t4 = (red13 * red13);  // %16 = mul(%13, %13)
+    float t5 = (t4 / (float)((double)p.cols));  // %17 = div(%16, N)
+    float t6 = (red15 - t5);  // %18 = sub(%15, %17)
+    float t7 = (t6 < 0.0f ? 0.0f : t6);  // %20 = clamp_min(%18, 0.0)
+    float t8 = (red13 / (float)((double)p.cols));  // %21 = div(%13, N)
+    float t9 = (t1 + t8);  // %22 = add(%11, %21)
+    float t10 = (t7 / (float)((double)p.cols));  // %24 = div(%20, N)
+    float t11 = (t10 + 1e-05f);  // %26 = add(%24, 1e-05)
+    float t12 = rsqrtf(t11);  // %27 = rsqrt(%26)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        const tf_vec<tf_bf16, 8> v1 = kept1[k];
         const tf_vec<tf_bf16, 8> v2 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);
         const tf_vec<tf_bf16, 8> v3 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in3 + ro3 + j0);
         float o1[8];
@@ -123,16 +124,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float x4 = tf_to_float(v0.v[lane]);  // %0
-          float x5 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = (x4 + x5);  // %8 = add(%0, %1)
-          float t9 = (t8 - t1);  // %12 = sub(%8, %11)
-          float t10 = (t9 * t7);  // %20 = mul(%12, %19)
-          float x6 = tf_to_float(v2.v[lane]);  // %2
-          float t11 = (t10 * x6);  // %21 = mul(%20, %2)
-          float x7 = tf_to_float(v3.v[lane]);  // %3
-          float t12 = (t11 + x7);  // %22 = add(%21, %3)
-          o1[lane] = t12;
+          float t13 = (cache8[k * 8 + lane] - t9);  // %28 = sub(%8, %22)
+          float t14 = (t13 * t12);  // %29 = mul(%28, %27)
+          float x2 = tf_to_float(v2.v[lane]);  // %2
+          float t15 = (t14 * x2);  // %30 = mul(%29, %2)
+          float x3 = tf_to_float(v3.v[lane]);  // %3
+          float t16 = tf_round_bf16((t15 + x3));  // %31 = add(%30, %3)
+          o1[lane] = t16;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out1 + row * (tf_index)p.cols + j0) = s1;
@@ -140,10 +138,10 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_90: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
+// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
 // in0 = %0 bf16, inner_contiguous
@@ -151,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
 // in2 = %2 bf16, inner_contiguous
 // in3 = %3 bf16, inner_contiguous
 // out0 = %8 bf16, per element
-// out1 = %22 bf16, per element
+// out1 = %31 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -199,6 +197,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
@@ -245,17 +244,18 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = (x0 + x1);  // %8 = add(%0, %1)
-          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
+          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red9 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    const float red10 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    float t1 = (red10 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
+    float acc2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -268,17 +268,25 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
           float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t2 = (x2 + x3);  // %8 = add(%0, %1)
+          float t2 = tf_round_bf16((x2 + x3));  // %8 = add(%0, %1)
           float t3 = (t2 - t1);  // %12 = sub(%8, %11)
-          float t4 = (t3 * t3);  // %13 = mul(%12, %12)
-          acc1 = tf_sum_op()(acc1, t4);  // reduce_sum -> %14
+          float t4 = (t3 * t3);  // %14 = mul(%12, %12)
+          acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %13
+          acc2 = tf_sum_op()(acc2, t4);  // reduce_sum -> %15
         }
       }
     }
-    const float red14 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %14
-    float t5 = (red14 / (float)((double)p.cols));  // %16 = div(%14, N)
-    float t6 = (t5 + 1e-05f);  // %18 = add(%16, 1e-05)
-    float t7 = rsqrtf(t6);  // %19 = rsqrt(%18)
+    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    float t5 = (red13 * red13);  // %16 = mul(%13, %13)
+    float t6 = (t5 / (float)((double)p.cols));  // %17 = div(%16, N)
+    float t7 = (red15 - t6);  // %18 = sub(%15, %17)
+    float t8 = (t7 < 0.0f ? 0.0f : t7);  // %20 = clamp_min(%18, 0.0)
+    float t9 = (red13 / (float)((double)p.cols));  // %21 = div(%13, N)
+    float t10 = (t1 + t9);  // %22 = add(%11, %21)
+    float t11 = (t8 / (float)((double)p.cols));  // %24 = div(%20, N)
+    float t12 = (t11 + 1e-05f);  // %26 = add(%24, 1e-05)
+    float t13 = rsqrtf(t12);  // %27 = rsqrt(%26)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -294,14 +302,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x4 = tf_to_float(v0.v[lane]);  // %0
           float x5 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = (x4 + x5);  // %8 = add(%0, %1)
-          float t9 = (t8 - t1);  // %12 = sub(%8, %11)
-          float t10 = (t9 * t7);  // %20 = mul(%12, %19)
+          float t14 = tf_round_bf16((x4 + x5));  // %8 = add(%0, %1)
+          float t15 = (t14 - t10);  // %28 = sub(%8, %22)
+          float t16 = (t15 * t13);  // %29 = mul(%28, %27)
           float x6 = tf_to_float(v2.v[lane]);  // %2
-          float t11 = (t10 * x6);  // %21 = mul(%20, %2)
+          float t17 = (t16 * x6);  // %30 = mul(%29, %2)
           float x7 = tf_to_float(v3.v[lane]);  // %3
-          float t12 = (t11 + x7);  // %22 = add(%21, %3)
-          o1[lane] = t12;
+          float t18 = tf_round_bf16((t17 + x7));  // %31 = add(%30, %3)
+          o1[lane] = t18;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out1 + row * (tf_index)p.cols + j0) = s1;

@@ -1,10 +1,10 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, f32
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
+// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 4, 8 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
@@ -12,7 +12,7 @@
 // in2 = %2 f32, inner_contiguous
 // in3 = %3 f32, inner_contiguous
 // out0 = %8 f32, per element
-// out1 = %22 f32, per element
+// out1 = %31 f32, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -43,6 +43,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
@@ -75,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float x1 = v1.v[lane];  // %1
           float t0 = (x0 + x1);  // %8 = add(%0, %1)
           cache8[k * 4 + lane] = t0;
-          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
+          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
         tf_vec<float, 4> s0;
@@ -84,9 +85,10 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red9 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    const float red10 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    float t1 = (red10 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
+    float acc2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -96,15 +98,23 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float t2 = (cache8[k * 4 + lane] - t1);  // %12 = sub(%8, %11)
-          float t3 = (t2 * t2);  // %13 = mul(%12, %12)
-          acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %14
+          float t3 = (t2 * t2);  // %14 = mul(%12, %12)
+          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %13
+          acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %15
         }
       }
     }
-    const float red14 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %14
-    float t4 = (red14 / (float)((double)p.cols));  // %16 = div(%14, N)
-    float t5 = (t4 + 1e-05f);  // %18 = add(%16, 1e-05)
-    float t6 = rsqrtf(t5);  // %19 = rsqrt(%18)
+    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    float t4 = (red13 * red13);  // %16 = mul(%13, %13)
+    float t5 = (t4 / (float)((double)p.cols));  // %17 = div(%16, N)
+    float t6 = (red15 - t5);  // %18 = sub(%15, %17)
+    float t7 = (t6 < 0.0f ? 0.0f : t6);  // %20 = clamp_min(%18, 0.0)
+    float t8 = (red13 / (float)((double)p.cols));  // %21 = div(%13, N)
+    float t9 = (t1 + t8);  // %22 = add(%11, %21)
+    float t10 = (t7 / (float)((double)p.cols));  // %24 = div(%20, N)
+    float t11 = (t10 + 1e-05f);  // %26 = add(%24, 1e-05)
+    float t12 = rsqrtf(t11);  // %27 = rsqrt(%26)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -116,13 +126,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t7 = (cache8[k * 4 + lane] - t1);  // %12 = sub(%8, %11)
-          float t8 = (t7 * t6);  // %20 = mul(%12, %19)
+          float t13 = (cache8[k * 4 + lane] - t9);  // %28 = sub(%8, %22)
+          float t14 = (t13 * t12);  // %29 = mul(%28, %27)
           float x2 = v2.v[lane];  // %2
-          float t9 = (t8 * x2);  // %21 = mul(%20, %2)
+          float t15 = (t14 * x2);  // %30 = mul(%29, %2)
           float x3 = v3.v[lane];  // %3
-          float t10 = (t9 + x3);  // %22 = add(%21, %3)
-          o1[lane] = t10;
+          float t16 = (t15 + x3);  // %31 = add(%30, %3)
+          o1[lane] = t16;
         }
         tf_vec<float, 4> s1;
         #pragma unroll

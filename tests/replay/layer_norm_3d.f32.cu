@@ -1,16 +1,16 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, f32
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // in2 = %2 f32, inner_contiguous
-// out0 = %19 f32, per element
+// out0 = %28 f32, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -37,6 +37,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
@@ -62,13 +63,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = v0.v[lane];  // %0
           cache0[k * 4 + lane] = x0;
-          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %6
+          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %7
         }
       }
     }
-    const float red6 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %6
-    float t0 = (red6 / (float)((double)p.cols));  // %8 = div(%6, N)
+    const float red7 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %7
+    float t0 = (red7 / (float)((double)p.cols));  // %8 = div(%7, N)
     float acc1 = 0.0f;
+    float acc2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -78,15 +80,23 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float t1 = (cache0[k * 4 + lane] - t0);  // %9 = sub(%0, %8)
-          float t2 = (t1 * t1);  // %10 = mul(%9, %9)
-          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %11
+          float t2 = (t1 * t1);  // %11 = mul(%9, %9)
+          acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %10
+          acc2 = tf_sum_op()(acc2, t2);  // reduce_sum -> %12
         }
       }
     }
-    const float red11 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %11
-    float t3 = (red11 / (float)((double)p.cols));  // %13 = div(%11, N)
-    float t4 = (t3 + 1e-05f);  // %15 = add(%13, 1e-05)
-    float t5 = rsqrtf(t4);  // %16 = rsqrt(%15)
+    const float red10 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %10
+    const float red12 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %12
+    float t3 = (red10 * red10);  // %13 = mul(%10, %10)
+    float t4 = (t3 / (float)((double)p.cols));  // %14 = div(%13, N)
+    float t5 = (red12 - t4);  // %15 = sub(%12, %14)
+    float t6 = (t5 < 0.0f ? 0.0f : t5);  // %17 = clamp_min(%15, 0.0)
+    float t7 = (red10 / (float)((double)p.cols));  // %18 = div(%10, N)
+    float t8 = (t0 + t7);  // %19 = add(%8, %18)
+    float t9 = (t6 / (float)((double)p.cols));  // %21 = div(%17, N)
+    float t10 = (t9 + 1e-05f);  // %23 = add(%21, 1e-05)
+    float t11 = rsqrtf(t10);  // %24 = rsqrt(%23)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -98,13 +108,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t6 = (cache0[k * 4 + lane] - t0);  // %9 = sub(%0, %8)
-          float t7 = (t6 * t5);  // %17 = mul(%9, %16)
+          float t12 = (cache0[k * 4 + lane] - t8);  // %25 = sub(%0, %19)
+          float t13 = (t12 * t11);  // %26 = mul(%25, %24)
           float x1 = v1.v[lane];  // %1
-          float t8 = (t7 * x1);  // %18 = mul(%17, %1)
+          float t14 = (t13 * x1);  // %27 = mul(%26, %1)
           float x2 = v2.v[lane];  // %2
-          float t9 = (t8 + x2);  // %19 = add(%18, %2)
-          o0[lane] = t9;
+          float t15 = (t14 + x2);  // %28 = add(%27, %2)
+          o0[lane] = t15;
         }
         tf_vec<float, 4> s0;
         #pragma unroll

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, f32
 // inputs: [96, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul)
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
 // cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
-// out0 = %16 f32, per element
+// out0 = %25 f32, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -29,6 +29,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
@@ -50,13 +51,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = v0.v[lane];  // %0
           cache0[k * 4 + lane] = x0;
-          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %5
+          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %6
         }
       }
     }
-    const float red5 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
-    float t0 = (red5 / (float)((double)p.cols));  // %7 = div(%5, N)
+    const float red6 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %6
+    float t0 = (red6 / (float)((double)p.cols));  // %7 = div(%6, N)
     float acc1 = 0.0f;
+    float acc2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -66,15 +68,23 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float t1 = (cache0[k * 4 + lane] - t0);  // %8 = sub(%0, %7)
-          float t2 = (t1 * t1);  // %9 = mul(%8, %8)
-          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %10
+          float t2 = (t1 * t1);  // %10 = mul(%8, %8)
+          acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %9
+          acc2 = tf_sum_op()(acc2, t2);  // reduce_sum -> %11
         }
       }
     }
-    const float red10 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %10
-    float t3 = (red10 / (float)((double)p.cols));  // %12 = div(%10, N)
-    float t4 = (t3 + 1e-06f);  // %14 = add(%12, 1e-06)
-    float t5 = rsqrtf(t4);  // %15 = rsqrt(%14)
+    const float red9 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %9
+    const float red11 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %11
+    float t3 = (red9 * red9);  // %12 = mul(%9, %9)
+    float t4 = (t3 / (float)((double)p.cols));  // %13 = div(%12, N)
+    float t5 = (red11 - t4);  // %14 = sub(%11, %13)
+    float t6 = (t5 < 0.0f ? 0.0f : t5);  // %16 = clamp_min(%14, 0.0)
+    float t7 = (red9 / (float)((double)p.cols));  // %17 = div(%9, N)
+    float t8 = (t0 + t7);  // %18 = add(%7, %17)
+    float t9 = (t6 / (float)((double)p.cols));  // %20 = div(%16, N)
+    float t10 = (t9 + 1e-06f);  // %22 = add(%20, 1e-06)
+    float t11 = rsqrtf(t10);  // %23 = rsqrt(%22)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -84,9 +94,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t6 = (cache0[k * 4 + lane] - t0);  // %8 = sub(%0, %7)
-          float t7 = (t6 * t5);  // %16 = mul(%8, %15)
-          o0[lane] = t7;
+          float t12 = (cache0[k * 4 + lane] - t8);  // %24 = sub(%0, %18)
+          float t13 = (t12 * t11);  // %25 = mul(%24, %23)
+          o0[lane] = t13;
         }
         tf_vec<float, 4> s0;
         #pragma unroll

@@ -1,15 +1,15 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, f32
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> sqrt -> add -> mul
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
 // cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
-// %12 is %4 again (the same reduction of the same values)
+// %21 is %5 again (the same reduction of the same values)
 // in0 = %0 f32, inner_contiguous
-// out0 = %22 f32, per element
+// out0 = %38 f32, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -30,7 +30,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
   (void)team;
   __shared__ float smem_acc0[4];
   __shared__ float smem_acc1[4];
-  __shared__ float smem_acc3[4];
+  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc4[4];
+  __shared__ float smem_acc5[4];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
@@ -52,15 +54,17 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = v0.v[lane];  // %0
           cache0[k * 4 + lane] = x0;
-          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %4
+          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %5
         }
       }
     }
-    const float red4 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %4
-    float t0 = (red4 / (float)((double)p.cols));  // %6 = div(%4, N)
-    float t1 = (red4 / (float)((double)p.cols));  // %14 = div(%12, N)
+    const float red5 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
+    float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
+    float t1 = (red5 / (float)((double)p.cols));  // %22 = div(%21, N)
     float acc1 = 0.0f;
-    float acc3 = 0.0f;
+    float acc2 = 0.0f;
+    float acc4 = 0.0f;
+    float acc5 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -70,20 +74,36 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float t2 = (cache0[k * 4 + lane] - t0);  // %7 = sub(%0, %6)
-          float t3 = (t2 * t2);  // %8 = mul(%7, %7)
-          float t4 = (cache0[k * 4 + lane] - t1);  // %15 = sub(%0, %14)
-          float t5 = (t4 * t4);  // %16 = mul(%15, %15)
-          acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %9
-          acc3 = tf_sum_op()(acc3, t5);  // reduce_sum -> %17
+          float t3 = (t2 * t2);  // %9 = mul(%7, %7)
+          float t4 = (cache0[k * 4 + lane] - t1);  // %23 = sub(%0, %22)
+          float t5 = (t4 * t4);  // %25 = mul(%23, %23)
+          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
+          acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %10
+          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %24
+          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %26
         }
       }
     }
-    const float red9 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %9
-    const float red17 = (float)tf_block_reduce<4>(acc3, tf_sum_op(), smem_acc3);  // %17
-    float t6 = (red9 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %11 = div(%9, N)
-    float t7 = (red17 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %19 = div(%17, N)
-    float t8 = sqrtf(t7);  // %20 = sqrt(%19)
-    float t9 = (t6 + t8);  // %21 = add(%11, %20)
+    const float red8 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float red10 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %10
+    const float red24 = (float)tf_block_reduce<4>(acc4, tf_sum_op(), smem_acc4);  // %24
+    const float red26 = (float)tf_block_reduce<4>(acc5, tf_sum_op(), smem_acc5);  // %26
+    float t6 = (red8 * red8);  // %11 = mul(%8, %8)
+    float t7 = (t6 / (float)((double)p.cols));  // %12 = div(%11, N)
+    float t8 = (red10 - t7);  // %13 = sub(%10, %12)
+    float t9 = (t8 < 0.0f ? 0.0f : t8);  // %15 = clamp_min(%13, 0.0)
+    float t10 = (red8 / (float)((double)p.cols));  // %16 = div(%8, N)
+    float t11 = (t0 + t10);  // %17 = add(%6, %16)
+    float t12 = (t9 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %19 = div(%15, N)
+    float t13 = (red24 * red24);  // %27 = mul(%24, %24)
+    float t14 = (t13 / (float)((double)p.cols));  // %28 = div(%27, N)
+    float t15 = (red26 - t14);  // %29 = sub(%26, %28)
+    float t16 = (t15 < 0.0f ? 0.0f : t15);  // %31 = clamp_min(%29, 0.0)
+    float t17 = (red24 / (float)((double)p.cols));  // %32 = div(%24, N)
+    float t18 = (t1 + t17);  // %33 = add(%22, %32)
+    float t19 = (t16 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %35 = div(%31, N)
+    float t20 = sqrtf(t19);  // %36 = sqrt(%35)
+    float t21 = (t12 + t20);  // %37 = add(%19, %36)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -93,8 +113,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t10 = (t9 * cache0[k * 4 + lane]);  // %22 = mul(%21, %0)
-          o0[lane] = t10;
+          float t22 = (t21 * cache0[k * 4 + lane]);  // %38 = mul(%37, %0)
+          o0[lane] = t22;
         }
         tf_vec<float, 4> s0;
         #pragma unroll
