@@ -110,11 +110,13 @@ std::string ir_comment(const ir::Node& n) {
   return s + ")";
 }
 
-// Ops whose result is exact when their operands are 16-bit values (an eager op's operands are):
-// rounding it again changes nothing.
+// Ops whose result is exact when their operands are 16-bit values (an eager op's operands are,
+// and a number clamped to or selected beside one is rounded to its dtype): rounding it again
+// changes nothing.
 bool exact_on_16bit_operands(OpKind kind) {
   switch (kind) {
     case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
+    case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where:
       return true;
     default: return false;
   }
@@ -124,11 +126,25 @@ std::string round_to(c10::ScalarType t, const std::string& float_expr) {
   return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + float_expr + ")";
 }
 
+// Ops whose result stays within fp16's range when their operands are fp16 values.
+bool bounded_on_half_operands(OpKind kind) {
+  switch (kind) {
+    case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Erf: case OpKind::Log: case OpKind::Sqrt:
+    case OpKind::Rsqrt: case OpKind::Silu: case OpKind::Gelu: case OpKind::GeluTanh:
+      return true;
+    default: return false;
+  }
+}
+
+bool rounded_in_register(const ir::Value* v) { return v->eager_rounds && v->feeds_discontinuity; }
+
 }  // namespace
 
-std::string eager_rounded(const ir::Value* v, const std::string& float_expr) {
+std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow) {
   if (!v->eager_rounds || !ir::is_16bit_float(v->type.dtype)) return float_expr;
-  return round_to(v->type.dtype, float_expr);
+  if (v->feeds_discontinuity) return round_to(v->type.dtype, float_expr);
+  if (v->type.dtype == c10::kHalf && may_overflow) return "tf_half_range(" + float_expr + ")";
+  return float_expr;
 }
 
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names) {
@@ -238,6 +254,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
       const std::string e = operand(v, compute, names);
       const auto t = v->type.dtype;
       if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float || !ir::is_16bit_float(t)) return e;
+      if (rounded_in_register(v)) return e;  // where it was made
       return round_to(t, e);
     };
     const std::string a = compared(n.inputs[0]);
@@ -260,7 +277,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   expr = convert(expr, result_dtype(n, compute), out);
   // Casts and truncating divisions to 16 bits round above already.
   const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc) && ir::is_16bit_float(out);
-  if (!rounded && !exact_on_16bit_operands(n.kind)) expr = eager_rounded(n.output(), expr);
+  if (!rounded && !exact_on_16bit_operands(n.kind)) expr = eager_rounded(n.output(), expr, !bounded_on_half_operands(n.kind));
   b.line(register_type(out) + " " + name + " = " + expr + ";  // " + ir_comment(n));
   names[n.output()] = name;
 }

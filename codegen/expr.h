@@ -23,9 +23,11 @@ using ValueNames = std::map<const ir::Value*, std::string>;
 void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names, bool fast_math,
                     const ValueNames* reciprocals = nullptr);
 
-// `float_expr` (a float) rounded to v's 16-bit dtype where eager stores v in it
-// (ir::Value::eager_rounds); `float_expr` itself otherwise.
-std::string eager_rounded(const ir::Value* v, const std::string& float_expr);
+// `float_expr` (a float) as eager would store v: rounded to v's 16-bit dtype where eager stores it
+// so and a discontinuous op reads it (ir::Value::feeds_discontinuity); else, for fp16, infinite
+// beyond fp16's range as eager's would be (`may_overflow`: the op can leave that range);
+// `float_expr` itself otherwise.
+std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow = true);
 
 // The operand `v` as an expression of register dtype `as` (literal or converted variable).
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names);

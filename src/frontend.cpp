@@ -359,6 +359,7 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     }
   }
   for (torch::jit::Value* out : graph.outputs()) g.add_output(env.at(out));
+  ir::mark_discontinuity_feeds(g);
   for (torch::jit::Node* n : ctx.identities()) {
     n->output()->replaceAllUsesWith(n->input(0));
     n->destroy();

@@ -239,6 +239,33 @@ std::vector<Value*> Graph::free_values() const {
 
 // ---- printer ----
 
+namespace {
+
+// Ops whose result jumps where an operand crosses a bound.
+bool is_discontinuous(const Node& n) {
+  switch (n.kind) {
+    case OpKind::DivTrunc: case OpKind::DivFloor: case OpKind::LogicalNot: case OpKind::LogicalAnd:
+    case OpKind::LogicalOr:
+      return true;
+    case OpKind::Cast: return !c10::isFloatingType(n.output()->type.dtype);
+    default: return is_comparison(n.kind);
+  }
+}
+
+}  // namespace
+
+void mark_discontinuity_feeds(Graph& graph) {
+  const auto& nodes = graph.nodes();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    for (Value* out : (*it)->outputs) {
+      // Opaque users run through ATen, which reads the value as eager stored it.
+      out->feeds_discontinuity = std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
+        return u->kind != OpKind::Opaque && (is_discontinuous(*u) || u->output()->feeds_discontinuity);
+      });
+    }
+  }
+}
+
 std::string to_string(const Node& node) {
   std::ostringstream os;
   for (size_t i = 0; i < node.outputs.size(); ++i) {

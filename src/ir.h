@@ -76,9 +76,14 @@ struct Value {
   std::optional<double> reduced_count_minus;
   bool is_constant_tensor = false;      // a frozen parameter or buffer
   // Eager stores this value in its fp16/bf16 dtype (it is an ATen op's result, not a composite's
-  // intermediate): kernels round the float register to that dtype where it is made, as eager does,
-  // so that comparisons, overflow to inf and later roundings see what eager sees.
+  // intermediate). Kernels keep it in a float register; see feeds_discontinuity.
   bool eager_rounds = false;
+  // A comparison, a truncating or floor division, a logical op or a cast to an integral type
+  // reads this value or one computed from it (mark_discontinuity_feeds): where eager_rounds too,
+  // kernels round the register to the 16-bit dtype where it is made, as eager does, since a value
+  // an ulp off may land on the other side of a bound there. Elsewhere the rounding only moves
+  // results within the dtype's tolerance, and costs a conversion per op.
+  bool feeds_discontinuity = false;
   Node* producer = nullptr;             // null for graph inputs and constants
   std::vector<Node*> uses;              // one entry per use, in node order
   int source_index = -1;                // the TorchScript value it stands for (frontend table), -1 if none
@@ -135,6 +140,9 @@ class Graph {
   std::vector<Value*> outputs_;
   std::vector<Node*> nodes_;
 };
+
+// Sets Value::feeds_discontinuity on every value of the graph.
+void mark_discontinuity_feeds(Graph& graph);
 
 // Prints one node as "%5 : f32[4, 8] = add(%3, %4)".
 std::string to_string(const Node& node);

@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          float t0 = (x0 + x1);  // %8 = add(%0, %1)
           cache8[k * 8 + lane] = t0;
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
@@ -129,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float x2 = tf_to_float(v2.v[lane]);  // %2
           float t15 = (t14 * x2);  // %30 = mul(%29, %2)
           float x3 = tf_to_float(v3.v[lane]);  // %3
-          float t16 = tf_round_bf16((t15 + x3));  // %31 = add(%30, %3)
+          float t16 = (t15 + x3);  // %31 = add(%30, %3)
           o1[lane] = t16;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);
@@ -244,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          float t0 = (x0 + x1);  // %8 = add(%0, %1)
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
@@ -268,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
           float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t2 = tf_round_bf16((x2 + x3));  // %8 = add(%0, %1)
+          float t2 = (x2 + x3);  // %8 = add(%0, %1)
           float t3 = (t2 - t1);  // %12 = sub(%8, %11)
           float t4 = (t3 * t3);  // %14 = mul(%12, %12)
           acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %13
@@ -302,13 +302,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x4 = tf_to_float(v0.v[lane]);  // %0
           float x5 = tf_to_float(v1.v[lane]);  // %1
-          float t14 = tf_round_bf16((x4 + x5));  // %8 = add(%0, %1)
+          float t14 = (x4 + x5);  // %8 = add(%0, %1)
           float t15 = (t14 - t10);  // %28 = sub(%8, %22)
           float t16 = (t15 * t13);  // %29 = mul(%28, %27)
           float x6 = tf_to_float(v2.v[lane]);  // %2
           float t17 = (t16 * x6);  // %30 = mul(%29, %2)
           float x7 = tf_to_float(v3.v[lane]);  // %3
-          float t18 = tf_round_bf16((t17 + x7));  // %31 = add(%30, %3)
+          float t18 = (t17 + x7);  // %31 = add(%30, %3)
           o1[lane] = t18;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);

@@ -72,9 +72,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = tf_round_bf16((x0 * 0.125f));  // %6 = mul(%0, 0.125)
+          float t0 = (x0 * 0.125f);  // %6 = mul(%0, 0.125)
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t1 = tf_round_bf16((t0 + x1));  // %7 = add(%6, %1)
+          float t1 = (t0 + x1);  // %7 = add(%6, %1)
           cache7[k * 8 + lane] = t1;
           acc0 = tf_max_op()(acc0, t1);  // reduce_max -> %8
         }
@@ -108,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t4 = tf_round_bf16((rcp0 != 0.0f ? cache10[k * 8 + lane] * rcp0 : cache10[k * 8 + lane] / red11));  // %12 = div(%10, %11)
+          float t4 = (rcp0 != 0.0f ? cache10[k * 8 + lane] * rcp0 : cache10[k * 8 + lane] / red11);  // %12 = div(%10, %11)
           o0[lane] = t4;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -23,12 +23,12 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  float t0 = tf_round_bf16((in0 + in1));  // %6 = add(%0, %1)
-  float t1 = tf_round_bf16((t0 * 0.5f));  // %7 = mul(%6, 0.5)
-  float t2 = tf_round_bf16((t0 * 0.70710677f));  // %8 = mul(%6, 0.7071067811865476)
-  float t3 = tf_round_bf16(erff(t2));  // %9 = erf(%8)
-  float t4 = tf_round_bf16(tf_one_plus_erf_16(t2));  // %10 = add(%9, 1.0)
-  float t5 = tf_round_bf16((t1 * t4));  // %11 = mul(%7, %10)
+  float t0 = (in0 + in1);  // %6 = add(%0, %1)
+  float t1 = (t0 * 0.5f);  // %7 = mul(%6, 0.5)
+  float t2 = (t0 * 0.70710677f);  // %8 = mul(%6, 0.7071067811865476)
+  float t3 = erff(t2);  // %9 = erf(%8)
+  float t4 = tf_one_plus_erf_16(t2);  // %10 = add(%9, 1.0)
+  float t5 = (t1 * t4);  // %11 = mul(%7, %10)
   out0 = t5;
 }
 

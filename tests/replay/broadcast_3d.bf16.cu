@@ -23,9 +23,9 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  float t0 = tf_round_bf16((in0 * in1));  // %3 = mul(%0, %1)
-  float t1 = tf_round_bf16(tanhf(t0));  // %4 = tanh(%3)
-  float t2 = tf_round_bf16((t1 + in0));  // %5 = add(%4, %0)
+  float t0 = (in0 * in1);  // %3 = mul(%0, %1)
+  float t1 = tanhf(t0);  // %4 = tanh(%3)
+  float t2 = (t1 + in0);  // %5 = add(%4, %0)
   out0 = t2;
 }
 

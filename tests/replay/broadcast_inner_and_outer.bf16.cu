@@ -26,9 +26,9 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float in2, float& out0) {
-  float t0 = tf_round_bf16((in0 - in1));  // %5 = sub(%0, %1)
-  float t1 = tf_round_bf16((t0 * in2));  // %6 = mul(%5, %2)
-  float t2 = tf_round_bf16((t1 + 1.0f));  // %7 = add(%6, 1.0)
+  float t0 = (in0 - in1);  // %5 = sub(%0, %1)
+  float t1 = (t0 * in2);  // %6 = mul(%5, %2)
+  float t2 = (t1 + 1.0f);  // %7 = add(%6, 1.0)
   out0 = t2;
 }
 

@@ -23,8 +23,8 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  float t0 = tf_round_bf16(tf_silu_fast(in0));  // %3 = silu(%0)
-  float t1 = tf_round_bf16((t0 + in1));  // %4 = add(%3, %1)
+  float t0 = tf_silu_fast(in0);  // %3 = silu(%0)
+  float t1 = (t0 + in1);  // %4 = add(%3, %1)
   out0 = t1;
 }
 

@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     #pragma unroll
     for (int lane = 0; lane < 1; ++lane) {
       float x0 = tf_to_float(in0[ooff0 + ioff0 + roff0]);  // %0
-      float t0 = tf_round_bf16((x0 * 3.0f));  // %4 = mul(%0, 3.0)
+      float t0 = (x0 * 3.0f);  // %4 = mul(%0, 3.0)
       acc0[lane] = tf_max_op()(acc0[lane], t0);  // reduce_max -> %5
     }
   }
@@ -62,8 +62,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
       for (int lane = 0; lane < 1; ++lane) {
         float total_acc0 = acc0[lane];
         for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx * 1 + lane]);
-        const float total_acc0_out = tf_round_bf16(total_acc0);
-        if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0_out);
+        if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0);
       }
     }
     return;
@@ -73,7 +72,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     for (int lane = 0; lane < 1; ++lane) {
       float total_acc0 = acc0[lane];
       for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx * 1 + lane]);
-      const float total_acc0_out = tf_round_bf16(total_acc0);
       p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_acc0;
     }
   }
@@ -110,8 +108,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     for (int lane = 0; lane < 1; ++lane) {
       float total_acc0 = acc0[lane];
       for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx * 1 + lane]);
-      const float total_acc0_out = tf_round_bf16(total_acc0);
-      if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0_out);
+      if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0);
     }
   }
 }

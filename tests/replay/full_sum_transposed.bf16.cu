@@ -32,15 +32,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     const tf_index c0 = rem;
     const tf_index off0 = c0 * (tf_index)p.in0_stride[0] + c1 * (tf_index)p.in0_stride[1];
     float x0 = tf_to_float(in0[off0]);  // %0
-    float t0 = tf_round_bf16((x0 * x0));  // %4 = mul(%0, %0)
-    float t1 = tf_round_bf16((t0 + 1.0f));  // %5 = add(%4, 1.0)
+    float t0 = (x0 * x0);  // %4 = mul(%0, %0)
+    float t1 = (t0 + 1.0f);  // %5 = add(%4, 1.0)
     acc0 = tf_sum_op()(acc0, t1);  // reduce_sum -> %6
   }
   __shared__ float smem_acc0[16];
   const float red6 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
-  const float red6_out = tf_round_bf16(red6);
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_out);
+    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6);
     return;
   }
   if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red6;
@@ -55,7 +54,6 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red6_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  const float red6_all_out = tf_round_bf16(red6_all);
-  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_all_out);
+  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_all);
 }
 // ==== sm_90: the same kernels as sm_80

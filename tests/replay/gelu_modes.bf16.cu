@@ -20,9 +20,9 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float& out0) {
-  float t0 = tf_round_bf16(tf_gelu_fast_16(in0));  // %4 = gelu(%0)
-  float t1 = tf_round_bf16(tf_gelu_tanh_fast(in0));  // %5 = gelu_tanh(%0)
-  float t2 = tf_round_bf16((t0 + t1));  // %6 = add(%4, %5)
+  float t0 = tf_gelu_fast_16(in0);  // %4 = gelu(%0)
+  float t1 = tf_gelu_tanh_fast(in0);  // %5 = gelu_tanh(%0)
+  float t2 = (t0 + t1);  // %6 = add(%4, %5)
   out0 = t2;
 }
 

@@ -20,15 +20,15 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float& out0) {
-  float t0 = tf_round_bf16((in0 * 0.5f));  // %5 = mul(%0, 0.5)
-  float t1 = tf_round_bf16((in0 * 0.044715f));  // %6 = mul(%0, 0.044715)
-  float t2 = tf_round_bf16((t1 * in0));  // %7 = mul(%6, %0)
-  float t3 = tf_round_bf16((t2 * in0));  // %8 = mul(%7, %0)
-  float t4 = tf_round_bf16((in0 + t3));  // %9 = add(%0, %8)
-  float t5 = tf_round_bf16((t4 * 0.7978846f));  // %10 = mul(%9, 0.79788456)
-  float t6 = tf_round_bf16(tanhf(t5));  // %11 = tanh(%10)
-  float t7 = tf_round_bf16(tf_one_plus_tanh(t5));  // %12 = add(%11, 1)
-  float t8 = tf_round_bf16((t0 * t7));  // %13 = mul(%5, %12)
+  float t0 = (in0 * 0.5f);  // %5 = mul(%0, 0.5)
+  float t1 = (in0 * 0.044715f);  // %6 = mul(%0, 0.044715)
+  float t2 = (t1 * in0);  // %7 = mul(%6, %0)
+  float t3 = (t2 * in0);  // %8 = mul(%7, %0)
+  float t4 = (in0 + t3);  // %9 = add(%0, %8)
+  float t5 = (t4 * 0.7978846f);  // %10 = mul(%9, 0.79788456)
+  float t6 = tanhf(t5);  // %11 = tanh(%10)
+  float t7 = tf_one_plus_tanh(t5);  // %12 = add(%11, 1)
+  float t8 = (t0 * t7);  // %13 = mul(%5, %12)
   out0 = t8;
 }
 

@@ -114,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           float x3 = tf_to_float(v1.v[lane]);  // %1
           float t14 = (t13 * x3);  // %27 = mul(%26, %1)
           float x4 = tf_to_float(v2.v[lane]);  // %2
-          float t15 = tf_round_bf16((t14 + x4));  // %28 = add(%27, %2)
+          float t15 = (t14 + x4);  // %28 = add(%27, %2)
           o0[lane] = t15;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

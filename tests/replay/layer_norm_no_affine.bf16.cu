@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
           float t12 = (x2 - t8);  // %24 = sub(%0, %18)
-          float t13 = tf_round_bf16((t12 * t11));  // %25 = mul(%24, %23)
+          float t13 = (t12 * t11);  // %25 = mul(%24, %23)
           o0[lane] = t13;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
+    float t0 = (red8 / (float)((double)p.cols));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -79,16 +79,16 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t1 = tf_round_bf16((x1 - t0));  // %11 = sub(%0, %10)
-          float t2 = tf_round_bf16((t1 * t1));  // %12 = mul(%11, %11)
+          float t1 = (x1 - t0);  // %11 = sub(%0, %10)
+          float t2 = (t1 * t1);  // %12 = mul(%11, %11)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %13
         }
       }
     }
     const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
-    float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
-    float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
+    float t3 = (red13 / (float)((double)p.cols));  // %15 = div(%13, N)
+    float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
+    float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -102,12 +102,12 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t6 = tf_round_bf16((x2 - t0));  // %11 = sub(%0, %10)
-          float t7 = tf_round_bf16((t6 * t5));  // %18 = mul(%11, %17)
+          float t6 = (x2 - t0);  // %11 = sub(%0, %10)
+          float t7 = (t6 * t5);  // %18 = mul(%11, %17)
           float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = tf_round_bf16((t7 * x3));  // %19 = mul(%18, %1)
+          float t8 = (t7 * x3);  // %19 = mul(%18, %1)
           float x4 = tf_to_float(v2.v[lane]);  // %2
-          float t9 = tf_round_bf16((t8 + x4));  // %20 = add(%19, %2)
+          float t9 = (t8 + x4);  // %20 = add(%19, %2)
           o0[lane] = t9;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
+    float t0 = (red8 / (float)((double)p.cols));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -223,16 +223,16 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t1 = tf_round_bf16((x1 - t0));  // %11 = sub(%0, %10)
-          float t2 = tf_round_bf16((t1 * t1));  // %12 = mul(%11, %11)
+          float t1 = (x1 - t0);  // %11 = sub(%0, %10)
+          float t2 = (t1 * t1);  // %12 = mul(%11, %11)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %13
         }
       }
     }
     const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
-    float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
-    float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
+    float t3 = (red13 / (float)((double)p.cols));  // %15 = div(%13, N)
+    float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
+    float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -246,12 +246,12 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t6 = tf_round_bf16((x2 - t0));  // %11 = sub(%0, %10)
-          float t7 = tf_round_bf16((t6 * t5));  // %18 = mul(%11, %17)
+          float t6 = (x2 - t0);  // %11 = sub(%0, %10)
+          float t7 = (t6 * t5);  // %18 = mul(%11, %17)
           float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = tf_round_bf16((t7 * x3));  // %19 = mul(%18, %1)
+          float t8 = (t7 * x3);  // %19 = mul(%18, %1)
           float x4 = tf_to_float(v2.v[lane]);  // %2
-          float t9 = tf_round_bf16((t8 + x4));  // %20 = add(%19, %2)
+          float t9 = (t8 + x4);  // %20 = add(%19, %2)
           o0[lane] = t9;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
           float t3 = (x2 - red3);  // %4 = sub(%0, %3)
-          float t4 = tf_round_bf16((t3 - t2));  // %8 = sub(%4, %7)
+          float t4 = (t3 - t2);  // %8 = sub(%4, %7)
           o0[lane] = t4;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
           const tf_index i = i0 + lane;
           (void)i;
           float x0 = tf_to_float(v0[u].v[lane]);  // %0
-          float t0 = tf_round_bf16((x0 * x0));  // %2 = mul(%0, %0)
+          float t0 = (x0 * x0);  // %2 = mul(%0, %0)
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %3
         }
       }
@@ -53,14 +53,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   else {
     for (tf_index i = first; i < (tf_index)p.numel; i += step) {
       float x1 = tf_to_float(in0[i]);  // %0
-      float t1 = tf_round_bf16((x1 * x1));  // %2 = mul(%0, %0)
+      float t1 = (x1 * x1);  // %2 = mul(%0, %0)
       acc0 = tf_sum_op()(acc0, t1);  // reduce_sum -> %3
     }
   }
   __shared__ float smem_acc0[16];
   const float red3 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t2 = tf_round_bf16((red3 / (float)((double)p.numel)));  // %5 = div(%3, N)
+    float t2 = (red3 / (float)((double)p.numel));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t2);
     return;
   }
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red3_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t3 = tf_round_bf16((red3_all / (float)((double)p.numel)));  // %5 = div(%3, N)
+  float t3 = (red3_all / (float)((double)p.numel));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t3);
 }
 // ==== sm_90: the same kernels as sm_80

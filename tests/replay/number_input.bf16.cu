@@ -22,10 +22,10 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, double in1, float& out0) {
-  float t0 = tf_round_bf16((in0 * (float)(in1)));  // %4 = mul(%0, %1)
-  float t1 = tf_round_bf16(tf_sigmoid_fast(in0));  // %5 = sigmoid(%0)
-  float t2 = tf_round_bf16((t1 * 2.5f));  // %6 = mul(%5, 2.5)
-  float t3 = tf_round_bf16((t0 + t2));  // %7 = add(%4, %6)
+  float t0 = (in0 * (float)(in1));  // %4 = mul(%0, %1)
+  float t1 = tf_sigmoid_fast(in0);  // %5 = sigmoid(%0)
+  float t2 = (t1 * 2.5f);  // %6 = mul(%5, 2.5)
+  float t3 = (t0 + t2);  // %7 = add(%4, %6)
   out0 = t3;
 }
 

@@ -174,6 +174,9 @@ template <typename T, int N> __device__ __forceinline__ tf_vec<T, N> tf_pack(con
 // A float rounded to the nearest fp16/bf16 value, kept as float.
 __device__ __forceinline__ float tf_round_half(float f) { return tf_to_float(tf_float_to_half(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_to_float(tf_float_to_bf16(f)); }
+// An fp16 result kept in float as eager's would be stored: infinite from 65520 (where cvt.rn.f16
+// rounds to inf) on, unrounded below; NaN stays NaN.
+__device__ __forceinline__ float tf_half_range(float f) { return fabsf(f) < 65520.0f ? f : f * __int_as_float(0x7f800000); }
 
 // NaN-propagating maximum/minimum, as torch.maximum/minimum.
 template <typename T> __device__ __forceinline__ T tf_maximum(T a, T b) {

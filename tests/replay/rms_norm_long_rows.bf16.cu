@@ -55,15 +55,15 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = tf_round_bf16((x0 * x0));  // %8 = pow(%0, 2)
+          float t0 = (x0 * x0);  // %8 = pow(%0, 2)
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
         }
       }
     }
     const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
-    float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
-    float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
+    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
+    float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
@@ -76,9 +76,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t4 = tf_round_bf16((x1 * t3));  // %14 = mul(%0, %13)
+          float t4 = (x1 * t3);  // %14 = mul(%0, %13)
           float x2 = tf_to_float(v1.v[lane]);  // %1
-          float t5 = tf_round_bf16((t4 * x2));  // %15 = mul(%14, %1)
+          float t5 = (t4 * x2);  // %15 = mul(%14, %1)
           o0[lane] = t5;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -169,15 +169,15 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = tf_round_bf16((x0 * x0));  // %8 = pow(%0, 2)
+          float t0 = (x0 * x0);  // %8 = pow(%0, 2)
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
         }
       }
     }
     const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
-    float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
-    float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
+    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
+    float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
@@ -190,9 +190,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t4 = tf_round_bf16((x1 * t3));  // %14 = mul(%0, %13)
+          float t4 = (x1 * t3);  // %14 = mul(%0, %13)
           float x2 = tf_to_float(v1.v[lane]);  // %1
-          float t5 = tf_round_bf16((t4 * x2));  // %15 = mul(%14, %1)
+          float t5 = (t4 * x2);  // %15 = mul(%14, %1)
           o0[lane] = t5;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

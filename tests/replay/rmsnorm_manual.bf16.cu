@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float t6 = (t5 * t4);  // %17 = mul(%10, %16)
           float t7 = tf_round_bf16(t6);  // %19 = cast[to=bf16](%17)
           float x2 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = tf_round_bf16((t7 * x2));  // %20 = mul(%19, %1)
+          float t8 = (t7 * x2);  // %20 = mul(%19, %1)
           o0[lane] = t8;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -198,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float t6 = (t5 * t4);  // %17 = mul(%10, %16)
           float t7 = tf_round_bf16(t6);  // %19 = cast[to=bf16](%17)
           float x2 = tf_to_float(v1.v[lane]);  // %1
-          float t8 = tf_round_bf16((t7 * x2));  // %20 = mul(%19, %1)
+          float t8 = (t7 * x2);  // %20 = mul(%19, %1)
           o0[lane] = t8;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

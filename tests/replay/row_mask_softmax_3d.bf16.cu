@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %5 = add(%0, %1)
+          float t0 = (x0 + x1);  // %5 = add(%0, %1)
           cache5[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %6
         }
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = tf_round_bf16((rcp0 != 0.0f ? cache8[k * 8 + lane] * rcp0 : cache8[k * 8 + lane] / red9));  // %10 = div(%8, %9)
+          float t3 = (rcp0 != 0.0f ? cache8[k * 8 + lane] * rcp0 : cache8[k * 8 + lane] / red9);  // %10 = div(%8, %9)
           o0[lane] = t3;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

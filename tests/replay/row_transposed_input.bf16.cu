@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(in0[ro0 + j * (tf_index)p.in0_red_stride[0]]);  // %0
-          float t0 = tf_round_bf16((x0 * 2.0f));  // %4 = mul(%0, 2.0)
+          float t0 = (x0 * 2.0f);  // %4 = mul(%0, 2.0)
           cache4[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
         }
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = tf_round_bf16((rcp0 != 0.0f ? cache7[k * 8 + lane] * rcp0 : cache7[k * 8 + lane] / red8));  // %9 = div(%7, %8)
+          float t3 = (rcp0 != 0.0f ? cache7[k * 8 + lane] * rcp0 : cache7[k * 8 + lane] / red8);  // %9 = div(%7, %8)
           o0[lane] = t3;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -23,8 +23,8 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  float t0 = tf_round_bf16(tf_sigmoid_fast(in0));  // %2 = sigmoid(%1)
-  float t1 = tf_round_bf16((in1 * t0));  // %3 = mul(%0, %2)
+  float t0 = tf_sigmoid_fast(in0);  // %2 = sigmoid(%1)
+  float t1 = (in1 * t0);  // %3 = mul(%0, %2)
   out0 = t1;
 }
 

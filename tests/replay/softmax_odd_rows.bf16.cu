@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = tf_round_bf16((rcp0 != 0.0f ? cache5[k * 8 + lane] * rcp0 : cache5[k * 8 + lane] / red6));  // %7 = div(%5, %6)
+          float t2 = (rcp0 != 0.0f ? cache5[k * 8 + lane] * rcp0 : cache5[k * 8 + lane] / red6);  // %7 = div(%5, %6)
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

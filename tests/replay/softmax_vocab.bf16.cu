@@ -68,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
           float x1 = tf_to_float(in0[ro0 + j]);  // %0
           float t0 = (x1 - red3);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
-          float t2 = tf_round_bf16((rcp0 != 0.0f ? t1 * rcp0 : t1 / red6));  // %7 = div(%5, %6)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red6);  // %7 = div(%5, %6)
           o0[lane] = t2;
         }
         tf_vec<tf_bf16, 1> s0;

@@ -23,9 +23,9 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  float t0 = tf_round_bf16((in0 + in1));  // %4 = add(%0, %1)
+  float t0 = (in0 + in1);  // %4 = add(%0, %1)
   float t1 = (t0 < 0.0f ? 0.0f : t0);  // %5 = relu(%4)
-  float t2 = tf_round_bf16((t1 * 2.0f));  // %6 = mul(%5, 2.0)
+  float t2 = (t1 * 2.0f);  // %6 = mul(%5, 2.0)
   out0 = t2;
 }
 

@@ -24,10 +24,10 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0, float& out1) {
-  float t0 = tf_round_bf16((in0 * in1));  // %4 = mul(%0, %1)
-  float t1 = tf_round_bf16((t0 + 1.0f));  // %5 = add(%4, 1.0)
-  float t2 = tf_round_bf16(tanhf(t1));  // %6 = tanh(%5)
-  float t3 = tf_round_bf16((t2 - in1));  // %7 = sub(%6, %1)
+  float t0 = (in0 * in1);  // %4 = mul(%0, %1)
+  float t1 = (t0 + 1.0f);  // %5 = add(%4, 1.0)
+  float t2 = tanhf(t1);  // %6 = tanh(%5)
+  float t3 = (t2 - in1);  // %7 = sub(%6, %1)
   out0 = t1;
   out1 = t3;
 }

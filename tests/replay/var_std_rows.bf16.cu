@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t9 = (t8 < 0.0f ? 0.0f : t8);  // %15 = clamp_min(%13, 0.0)
     float t10 = (red8 / (float)((double)p.cols));  // %16 = div(%8, N)
     float t11 = (t0 + t10);  // %17 = add(%6, %16)
-    float t12 = tf_round_bf16((t9 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %19 = div(%15, N)
+    float t12 = (t9 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %19 = div(%15, N)
     float t13 = (red24 * red24);  // %27 = mul(%24, %24)
     float t14 = (t13 / (float)((double)p.cols));  // %28 = div(%27, N)
     float t15 = (red26 - t14);  // %29 = sub(%26, %28)
@@ -99,8 +99,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t17 = (red24 / (float)((double)p.cols));  // %32 = div(%24, N)
     float t18 = (t1 + t17);  // %33 = add(%22, %32)
     float t19 = (t16 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %35 = div(%31, N)
-    float t20 = tf_round_bf16(sqrtf(t19));  // %36 = sqrt(%35)
-    float t21 = tf_round_bf16((t12 + t20));  // %37 = add(%19, %36)
+    float t20 = sqrtf(t19);  // %36 = sqrt(%35)
+    float t21 = (t12 + t20);  // %37 = add(%19, %36)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t22 = tf_round_bf16((t21 * x2));  // %38 = mul(%37, %0)
+          float t22 = (t21 * x2);  // %38 = mul(%37, %0)
           o0[lane] = t22;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -238,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t9 = (t8 < 0.0f ? 0.0f : t8);  // %15 = clamp_min(%13, 0.0)
     float t10 = (red8 / (float)((double)p.cols));  // %16 = div(%8, N)
     float t11 = (t0 + t10);  // %17 = add(%6, %16)
-    float t12 = tf_round_bf16((t9 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %19 = div(%15, N)
+    float t12 = (t9 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %19 = div(%15, N)
     float t13 = (red24 * red24);  // %27 = mul(%24, %24)
     float t14 = (t13 / (float)((double)p.cols));  // %28 = div(%27, N)
     float t15 = (red26 - t14);  // %29 = sub(%26, %28)
@@ -246,8 +246,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t17 = (red24 / (float)((double)p.cols));  // %32 = div(%24, N)
     float t18 = (t1 + t17);  // %33 = add(%22, %32)
     float t19 = (t16 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %35 = div(%31, N)
-    float t20 = tf_round_bf16(sqrtf(t19));  // %36 = sqrt(%35)
-    float t21 = tf_round_bf16((t12 + t20));  // %37 = add(%19, %36)
+    float t20 = sqrtf(t19);  // %36 = sqrt(%35)
+    float t21 = (t12 + t20);  // %37 = add(%19, %36)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t22 = tf_round_bf16((t21 * x2));  // %38 = mul(%37, %0)
+          float t22 = (t21 * x2);  // %38 = mul(%37, %0)
           o0[lane] = t22;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
