@@ -247,20 +247,14 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
     }
     expr = fast ? *fast : unary_expr(n.kind, compute, a);
   } else {
-    // A comparison sees 16-bit operands as eager does, rounded to their dtype: a value kept in a
-    // float register (a bf16 mean, x / (|x| + 1) in fp16) may lie on the other side of the bound
-    // than its rounding (found by the fuzzer: torch.where(t > 0.1, t, y) picked the other branch).
-    const auto compared = [&](const ir::Value* v) {
-      const std::string e = operand(v, compute, names);
-      const auto t = v->type.dtype;
-      if (!ir::is_comparison(n.kind) || v->constant || compute != c10::ScalarType::Float || !ir::is_16bit_float(t)) return e;
-      if (rounded_in_register(v)) return e;  // where it was made
-      return round_to(t, e);
-    };
-    const std::string a = compared(n.inputs[0]);
+    // A comparison sees 16-bit operands as eager does, rounded to their dtype: an eager-stored
+    // value that reaches one is rounded where it is made (Value::feeds_discontinuity; found by
+    // the fuzzer: torch.where(t > 0.1, t, y) picked the other branch). A composite's own float
+    // intermediates compare unrounded, as in eager's kernel.
+    const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> special;
     if (n.kind == OpKind::Pow) special = pow_special(a, n.inputs[1], compute);
-    const std::string b_expr = compared(n.inputs[1]);
+    const std::string b_expr = operand(n.inputs[1], compute, names);
     if (n.kind == OpKind::DivTrunc && (out == c10::kHalf || out == c10::kBFloat16)) {
       // Eager rounds the quotient to the output dtype before truncating it.
       special = "truncf(" + round_to(out, a + " / " + b_expr) + ")";

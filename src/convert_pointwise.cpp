@@ -253,6 +253,7 @@ bool convert_cast(ConvertContext& ctx) {
   const auto copies = always_copies(ctx);
   if (!copies) return ctx.decline("copy is not a constant bool");
   if (x->type.dtype == out.dtype && !*copies) {
+    if (ir::is_16bit_float(x->type.dtype)) x->cast_to_own_dtype = true;
     ctx.bind_identity(x);
     return true;
   }

@@ -196,7 +196,7 @@ bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
 
 // Mean and sum of squared deviations by the corrected two-pass algorithm (Chan, Golub and
 // LeVeque): m0 = sum(x) / N, d = x - m0, s = sum(d), q = sum(d * d); mean = m0 + s / N and
-// M2 = max(q - s * s / N, 0). The correction term makes the mean exact where every value of a
+// M2 = max(q - s * (s / N), 0). The correction term makes the mean exact where every value of a
 // row is equal (m0 is a rounding off; eager's Welford mean is exact, and its layer norm and
 // variance exactly 0 there), and keeps M2 at least as accurate as the plain two passes. `pin`:
 // the reductions' sizes are pinned (layer_norm's constant normalized_shape). `keepdim` is for
@@ -217,9 +217,14 @@ Moments corrected_moments(ConvertContext& ctx, ir::Value* x, const std::vector<i
   ir::Value* d = pw(ctx, OpKind::Sub, {x, m0}, out);
   ir::Value* s = sum(d, keepdim);
   ir::Value* q = sum(pw(ctx, OpKind::Mul, {d, d}, out), keepdim);
+  // The correction s * (s / N) is at most q, except where q overflowed (values near 1e30 square
+  // to inf): there it is dropped, so that M2 is inf as eager's Welford M2 is, not inf - inf.
+  ir::Value* c = pw(ctx, OpKind::Mul, {s, pw(ctx, OpKind::Div, {s, n}, out)}, out);
+  ir::Value* finite_c = ctx.pointwise(OpKind::Lt, {c, literal(ctx, std::numeric_limits<double>::infinity())},
+                                      c10::ScalarType::Bool, out);
   Moments m;
   m.m2 = pw(ctx, OpKind::ClampMin,
-            {pw(ctx, OpKind::Sub, {q, pw(ctx, OpKind::Div, {pw(ctx, OpKind::Mul, {s, s}, out), n}, out)}, out),
+            {pw(ctx, OpKind::Sub, {q, pw(ctx, OpKind::Where, {finite_c, c, literal(ctx, 0.0)}, out)}, out),
              literal(ctx, 0.0)},
             out);
   if (keepdim) m.mean = pw(ctx, OpKind::Add, {m0, pw(ctx, OpKind::Div, {s, n}, out)}, out);

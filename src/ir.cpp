@@ -247,7 +247,8 @@ bool is_discontinuous(const Node& n) {
     case OpKind::DivTrunc: case OpKind::DivFloor: case OpKind::LogicalNot: case OpKind::LogicalAnd:
     case OpKind::LogicalOr:
       return true;
-    case OpKind::Cast: return !c10::isFloatingType(n.output()->type.dtype);
+    // A cast to 16 bits rounds there in the float64 reference too.
+    case OpKind::Cast: return !c10::isFloatingType(n.output()->type.dtype) || is_16bit_float(n.output()->type.dtype);
     default: return is_comparison(n.kind);
   }
 }
@@ -259,7 +260,7 @@ void mark_discontinuity_feeds(Graph& graph) {
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     for (Value* out : (*it)->outputs) {
       // Opaque users run through ATen, which reads the value as eager stored it.
-      out->feeds_discontinuity = std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
+      out->feeds_discontinuity = out->cast_to_own_dtype || std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
         return u->kind != OpKind::Opaque && (is_discontinuous(*u) || u->output()->feeds_discontinuity);
       });
     }

@@ -84,6 +84,9 @@ struct Value {
   // an ulp off may land on the other side of a bound there. Elsewhere the rounding only moves
   // results within the dtype's tolerance, and costs a conversion per op.
   bool feeds_discontinuity = false;
+  // An explicit cast to its own 16-bit dtype read it (`t.to(torch.bfloat16)` of a bf16 t): eager's
+  // identity, but the float64 reference rounds there, so kernels round it as for a discontinuity.
+  bool cast_to_own_dtype = false;
   Node* producer = nullptr;             // null for graph inputs and constants
   std::vector<Node*> uses;              // one entry per use, in node order
   int source_index = -1;                // the TorchScript value it stands for (frontend table), -1 if none

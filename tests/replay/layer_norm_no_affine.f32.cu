@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, f32
 // inputs: [96, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> mul -> div -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
 // cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
-// out0 = %25 f32, per element
+// out0 = %29 f32, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -76,15 +76,17 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
     const float red9 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %9
     const float red11 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %11
-    float t3 = (red9 * red9);  // %12 = mul(%9, %9)
-    float t4 = (t3 / (float)((double)p.cols));  // %13 = div(%12, N)
-    float t5 = (red11 - t4);  // %14 = sub(%11, %13)
-    float t6 = (t5 < 0.0f ? 0.0f : t5);  // %16 = clamp_min(%14, 0.0)
-    float t7 = (red9 / (float)((double)p.cols));  // %17 = div(%9, N)
-    float t8 = (t0 + t7);  // %18 = add(%7, %17)
-    float t9 = (t6 / (float)((double)p.cols));  // %20 = div(%16, N)
-    float t10 = (t9 + 1e-06f);  // %22 = add(%20, 1e-06)
-    float t11 = rsqrtf(t10);  // %23 = rsqrt(%22)
+    float t3 = (red9 / (float)((double)p.cols));  // %12 = div(%9, N)
+    float t4 = (red9 * t3);  // %13 = mul(%9, %12)
+    bool t5 = (t4 < __int_as_float(0x7f800000));  // %15 = lt(%13, inf)
+    float t6 = (t5 ? t4 : 0.0f);  // %17 = where(%15, %13, 0.0)
+    float t7 = (red11 - t6);  // %18 = sub(%11, %17)
+    float t8 = (t7 < 0.0f ? 0.0f : t7);  // %20 = clamp_min(%18, 0.0)
+    float t9 = (red9 / (float)((double)p.cols));  // %21 = div(%9, N)
+    float t10 = (t0 + t9);  // %22 = add(%7, %21)
+    float t11 = (t8 / (float)((double)p.cols));  // %24 = div(%20, N)
+    float t12 = (t11 + 1e-06f);  // %26 = add(%24, 1e-06)
+    float t13 = rsqrtf(t12);  // %27 = rsqrt(%26)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -94,9 +96,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t12 = (cache0[k * 4 + lane] - t8);  // %24 = sub(%0, %18)
-          float t13 = (t12 * t11);  // %25 = mul(%24, %23)
-          o0[lane] = t13;
+          float t14 = (cache0[k * 4 + lane] - t10);  // %28 = sub(%0, %22)
+          float t15 = (t14 * t13);  // %29 = mul(%28, %27)
+          o0[lane] = t15;
         }
         tf_vec<float, 4> s0;
         #pragma unroll

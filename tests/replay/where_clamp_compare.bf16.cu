@@ -22,13 +22,13 @@ struct tf_fused_0_params {
 };
 
 __device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
-  bool t0 = (tf_round_bf16(in0) > tf_round_bf16(in1));  // %10 = gt(%0, %1)
+  bool t0 = (in0 > in1);  // %10 = gt(%0, %1)
   float t1 = (in1 * 0.1f);  // %11 = mul(%1, 0.1)
   float t2 = (t0 ? in0 : t1);  // %12 = where(%10, %0, %11)
   float t3 = (t2 < -1.0f ? -1.0f : t2);  // %14 = clamp_min(%12, -1.0)
   float t4 = (t3 > 2.0f ? 2.0f : t3);  // %16 = clamp_max(%14, 2.0)
   float t5 = tf_maximum(in0, in1);  // %17 = maximum(%0, %1)
-  bool t6 = (tf_round_bf16(in0) <= 0.5f);  // %19 = le(%0, 0.5)
+  bool t6 = (in0 <= 0.5f);  // %19 = le(%0, 0.5)
   float t7 = (float)(t6);  // %20 = cast[to=f32](%19)
   float t8 = (t5 * t7);  // %21 = mul(%17, %20)
   float t9 = (t4 + t8);  // %22 = add(%16, %21)
