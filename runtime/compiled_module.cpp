@@ -7,6 +7,7 @@
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
 
 #include "codegen/nvrtc.h"
 #include "codegen/device_target.h"
@@ -38,8 +39,8 @@ namespace {
 
 // Runs a rewritten graph. A torchfuse::Error of a fusion node reaches the caller as itself,
 // not as the std::runtime_error the interpreter wraps it in.
-c10::IValue run_rewritten(const torch::jit::Code& code, std::vector<c10::IValue> inputs) {
-  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
+c10::IValue run_rewritten(const torch::jit::Code& code, const std::vector<c10::IValue>& inputs) {
+  torch::jit::Stack stack(inputs.begin(), inputs.end());
   runtime::take_fusion_op_error();  // drop a stale one
   try {
     torch::jit::InterpreterState(code).run(stack);
@@ -86,50 +87,110 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
       // parameters would see that write twice, so it always runs eager.
       writes_inputs_(writes_to_inputs_or_constants(graph_)) {
   runtime::register_fusion_op();
+  // Where the frozen parameters live, for the message of a device mix.
+  for (torch::jit::Node* n : graph_->nodes()) {
+    if (n->kind() != c10::prim::Constant || !n->output()->type()->cast<c10::TensorType>()) continue;
+    const auto value = torch::jit::toIValue(n->output());
+    if (!value || !value->isTensor() || !value->toTensor().defined()) continue;
+    const c10::Device d = value->toTensor().device();
+    if (std::find(constant_devices_.begin(), constant_devices_.end(), d) == constant_devices_.end())
+      constant_devices_.push_back(d);
+  }
   if (writes_inputs_ && logs_.fusion) log_info("fusion: the graph writes to its inputs or parameters; it runs eager");
 }
+
+namespace {
+
+// A value as messages name it: "None", "an undefined tensor", "Tensor", "a tuple of 3", "Double".
+std::string kind_of(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().defined() ? "Tensor" : "an undefined tensor";
+  if (v.isTuple()) return "a tuple of " + std::to_string(v.toTupleRef().elements().size());
+  if (v.isList()) return "a list";
+  if (v.isGenericDict()) return "a dict";
+  return v.tagKind();
+}
+
+// What is wrong with passing `v` where the graph declares `declared` ("" when nothing is):
+// "must be a Tensor, got None", "element 1 must be a Tensor, got an undefined tensor". Tensors
+// must be defined; lists, tuples, dicts and optionals are checked element by element (the
+// interpreter would fail on them later with an internal assert or a message naming no input).
+// An int is a float only at the top level (the caller converts it). Other declared types are
+// left to the interpreter.
+std::string misfit(const c10::Type& declared, const c10::IValue& v, bool top_level) {
+  auto must = [&](const std::string& what) { return "must be " + what + ", got " + kind_of(v); };
+  switch (declared.kind()) {
+    case c10::TypeKind::TensorType:
+      return v.isTensor() && v.toTensor().defined() ? "" : must("a Tensor");
+    case c10::TypeKind::FloatType:
+      return v.isDouble() || (top_level && v.isInt()) ? "" : must("a float");
+    case c10::TypeKind::IntType:
+      return v.isInt() ? "" : must("an int");
+    case c10::TypeKind::BoolType:
+      return v.isBool() ? "" : must("a bool");
+    case c10::TypeKind::OptionalType:
+      // TorchScript takes an undefined tensor for None.
+      if (v.isNone() || (v.isTensor() && !v.toTensor().defined())) return "";
+      {
+        const c10::Type& element = *declared.expectRef<c10::OptionalType>().getElementType();
+        const std::string why = misfit(element, v, false);
+        // "must be a Tensor or None, got Int"; what is wrong inside a container stays as it is.
+        return why.empty() || why.rfind("must be ", 0) != 0 ? why : must("a " + element.repr_str() + " or None");
+      }
+    case c10::TypeKind::ListType: {
+      if (!v.isList()) return must("a " + declared.repr_str());
+      const c10::Type& element = *declared.expectRef<c10::ListType>().getElementType();
+      const auto list = v.toListRef();
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string why = misfit(element, list[i], false);
+        if (!why.empty()) return "element " + std::to_string(i) + " " + why;
+      }
+      return "";
+    }
+    case c10::TypeKind::TupleType: {
+      const auto elements = declared.expectRef<c10::TupleType>().elements();
+      if (!v.isTuple() || v.toTupleRef().elements().size() != elements.size()) return must("a " + declared.repr_str());
+      for (size_t i = 0; i < elements.size(); ++i) {
+        const std::string why = misfit(*elements[i], v.toTupleRef().elements()[i], false);
+        if (!why.empty()) return "element " + std::to_string(i) + " " + why;
+      }
+      return "";
+    }
+    case c10::TypeKind::DictType: {
+      if (!v.isGenericDict()) return must("a " + declared.repr_str());
+      const c10::Type& value = *declared.expectRef<c10::DictType>().getValueType();
+      for (const auto& entry : v.toGenericDict()) {
+        const std::string why = misfit(value, entry.value(), false);
+        const std::string key = entry.key().isString() ? "'" + entry.key().toStringRef() + "'"
+                                : entry.key().isInt()  ? std::to_string(entry.key().toInt())
+                                                       : entry.key().tagKind();
+        if (!why.empty()) return "entry " + key + " " + why;
+      }
+      return "";
+    }
+    default:
+      return "";
+  }
+}
+
+}  // namespace
 
 void CompiledModuleImpl::check_arity(std::vector<c10::IValue>& inputs) const {
   TORCHFUSE_CHECK(inputs.size() == graph_->inputs().size(), "torchfuse: forward expects ", graph_->inputs().size(),
                   " inputs, got ", inputs.size());
-  // The kinds the graph declares: a tensor where a number is expected (or the reverse) is a
-  // clear error here, not a failure deep inside an op.
-  c10::optional<c10::Device> cuda_device;
+  // The types the graph declares: a tensor where a number is expected (or the reverse), None or
+  // an undefined tensor where a tensor is, a list of the wrong kind are clear errors here, not
+  // failures deep inside an op.
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto& declared = graph_->inputs()[i]->type();
-    const c10::IValue& v = inputs[i];
-    // (Built only for a message: this runs on every call.)
-    auto what = [&] {
-      return "torchfuse: forward input " + std::to_string(i) + " ('" + graph_->inputs()[i]->debugNameBase() + "') must be ";
-    };
-    if (declared->kind() == c10::TypeKind::TensorType) {
-      TORCHFUSE_CHECK(v.isTensor(), what(), "a Tensor, got ", v.tagKind());
-    } else if (declared->kind() == c10::TypeKind::FloatType) {
-      TORCHFUSE_CHECK(v.isDouble() || v.isInt(), what(), "a float, got ", v.tagKind());
-      // As Python's call of a scripted function does: the graph computes with a float.
-      if (v.isInt()) inputs[i] = static_cast<double>(v.toInt());
-    } else if (declared->kind() == c10::TypeKind::IntType) {
-      TORCHFUSE_CHECK(v.isInt(), what(), "an int, got ", v.tagKind());
-    } else if (declared->kind() == c10::TypeKind::BoolType) {
-      TORCHFUSE_CHECK(v.isBool(), what(), "a bool, got ", v.tagKind());
-    }
-    if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().is_cuda()) continue;
-    const c10::Device d = v.toTensor().device();
-    TORCHFUSE_CHECK(!cuda_device || *cuda_device == d, "torchfuse: forward inputs are on different CUDA devices: ",
-                    *cuda_device, " and ", d, " (input ", i, ")");
-    cuda_device = d;
+    const c10::Type& declared = *graph_->inputs()[i]->type();
+    c10::IValue& v = inputs[i];
+    // The common case first and cheaply: this runs on every call.
+    if (declared.kind() == c10::TypeKind::TensorType && v.isTensor() && v.toTensor().defined()) continue;
+    const std::string why = misfit(declared, v, true);
+    TORCHFUSE_CHECK(why.empty(), "torchfuse: forward input ", i, " ('", graph_->inputs()[i]->debugNameBase(), "') ",
+                    why);
+    // As Python's call of a scripted function does: the graph computes with a float.
+    if (declared.kind() == c10::TypeKind::FloatType && v.isInt()) v = static_cast<double>(v.toInt());
   }
-}
-
-c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
-  check_arity(inputs);
-  return run_eager(std::move(inputs));
-}
-
-c10::IValue CompiledModuleImpl::run_eager(std::vector<c10::IValue> inputs) {
-  torch::jit::Stack stack(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end()));
-  torch::jit::InterpreterState(eager_code_).run(stack);
-  return graph_result(stack);
 }
 
 namespace {
@@ -148,19 +209,105 @@ void for_each_tensor(const c10::IValue& iv, const Fn& fn) {
   }
 }
 
+// "f32[4, 8] on cuda:0", "list [f32[4] on cpu, f32[4] on cpu]", "Double".
+std::string describe(const c10::IValue& v) {
+  if (v.isTensor() && v.toTensor().defined()) {
+    const at::Tensor& t = v.toTensor();
+    return std::string(ir::dtype_short_name(t.scalar_type())) + ir::shape_str(t.sizes().vec()) + " on " +
+           t.device().str();
+  }
+  auto elements = [](const char* name, const std::vector<c10::IValue>& items) {
+    std::string s = std::string(name) + " [";
+    for (size_t i = 0; i < items.size() && i < 4; ++i) s += (i ? ", " : "") + describe(items[i]);
+    return s + (items.size() > 4 ? ", ...]" : "]");
+  };
+  if (v.isTuple()) {
+    const auto& e = v.toTupleRef().elements();
+    return elements("tuple", std::vector<c10::IValue>(e.begin(), e.end()));
+  }
+  if (v.isList()) return elements("list", v.toListRef().vec());
+  if (v.isGenericDict()) {
+    std::vector<c10::IValue> values;
+    for (const auto& entry : v.toGenericDict()) values.push_back(entry.value());
+    return elements("dict", values);
+  }
+  return kind_of(v);
+}
+
+// The message of an ATen error, without the C++ backtrace c10::Error appends.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
 }  // namespace
 
-bool CompiledModuleImpl::runs_fused(const std::vector<c10::IValue>& inputs) const {
-  if (writes_inputs_) return false;
-  bool any_cuda = false, eager_only = false;
+std::string CompiledModuleImpl::aten_failure(const std::vector<c10::IValue>& inputs, const std::exception& e) const {
+  std::string inputs_text;
+  std::vector<std::string> devices;
+  auto add_device = [&](const c10::Device& d) {
+    if (std::find(devices.begin(), devices.end(), d.str()) == devices.end()) devices.push_back(d.str());
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = i < graph_->inputs().size() ? graph_->inputs()[i]->debugNameBase() : "?";
+    inputs_text += std::string(i ? ", " : "") + std::to_string(i) + " ('" + name + "') " + describe(inputs[i]);
+    for_each_tensor(inputs[i], [&](const at::Tensor& t) { add_device(t.device()); });
+  }
+  std::string text = "torchfuse: forward failed in an ATen op; inputs: " + inputs_text;
+  for (const c10::Device& d : constant_devices_) add_device(d);
+  if (devices.size() > 1) {
+    text += "\nits tensors are on different devices (";
+    for (size_t i = 0; i < devices.size(); ++i) text += (i ? ", " : "") + devices[i];
+    text += ")";
+    if (!constant_devices_.empty()) {
+      text += "; its tensor constants (frozen parameters) are on";
+      for (const c10::Device& d : constant_devices_) text += " " + d.str();
+    }
+  }
+  return text + "\nATen's error: " + message_of(e);
+}
+
+template <typename Fn>
+auto CompiledModuleImpl::in_aten(const std::vector<c10::IValue>& inputs, Fn&& run) const {
+  try {
+    return run();
+  } catch (const Error&) {
+    throw;  // torchfuse's own (a fusion group's, a check's) says what is wrong already
+  } catch (const std::exception& e) {
+    throw Error(aten_failure(inputs, e));
+  }
+}
+
+c10::IValue CompiledModuleImpl::forward_eager(std::vector<c10::IValue> inputs) {
+  check_arity(inputs);
+  return in_aten(inputs, [&] { return run_eager(inputs); });
+}
+
+c10::IValue CompiledModuleImpl::run_eager(const std::vector<c10::IValue>& inputs) {
+  torch::jit::Stack stack(inputs.begin(), inputs.end());
+  torch::jit::InterpreterState(eager_code_).run(stack);
+  return graph_result(stack);
+}
+
+std::optional<c10::Device> CompiledModuleImpl::fused_device(const std::vector<c10::IValue>& inputs) const {
+  if (writes_inputs_) return std::nullopt;
+  std::optional<c10::Device> cuda;
+  bool eager_only = false;
   for (const auto& iv : inputs) {
     for_each_tensor(iv, [&](const at::Tensor& t) {
       if (t.requires_grad() && c10::GradMode::is_enabled()) eager_only = true;  // autograd needs eager
-      if (t.device().is_cuda()) any_cuda = true;
-      else if (!t.device().is_cpu()) eager_only = true;
+      if (t.device().is_cuda()) {
+        // Tensors on two GPUs: eager moves them where the graph says (or fails, and says why);
+        // a specialization's kernels run on one device.
+        if (cuda && *cuda != t.device()) eager_only = true;
+        cuda = t.device();
+      } else if (!t.device().is_cpu()) {
+        eager_only = true;
+      }
     });
   }
-  return !eager_only && any_cuda && runtime::driver_api() != nullptr;
+  if (eager_only || !cuda || runtime::driver_api() == nullptr) return std::nullopt;
+  return cuda;
 }
 
 std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs,
@@ -237,18 +384,25 @@ void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
 c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>& given) {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
-  std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
-  attach_fallbacks(*spec);
-  for (const auto& k : spec->kernels) k->fall_back("run_on_fallbacks", "", /*warn=*/false);
-  finish(*spec);
-  return run_rewritten(*spec->code, inputs);
+  return in_aten(inputs, [&] {
+    std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
+    attach_fallbacks(*spec);
+    for (const auto& k : spec->kernels) k->fall_back("run_on_fallbacks", "", /*warn=*/false);
+    finish(*spec);
+    return run_rewritten(*spec->code, inputs);
+  });
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   check_arity(inputs);
-  if (!runs_fused(inputs)) {
+  return in_aten(inputs, [&] { return forward_checked(inputs); });
+}
+
+c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& inputs) {
+  const std::optional<c10::Device> device = fused_device(inputs);
+  if (!device) {
     ++eager_calls_;
-    return run_eager(std::move(inputs));
+    return run_eager(inputs);
   }
   const std::string sig = input_signature(inputs);
   std::shared_ptr<Specialization> spec;
@@ -269,12 +423,9 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
                              why_recompile(input_guards(inputs), latest_guards_)));
       }
       latest_guards_ = input_guards(inputs);
-      int device = 0;
-      for (const auto& iv : inputs)
-        if (iv.isTensor() && iv.toTensor().is_cuda()) device = iv.toTensor().device().index();
       std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
       built->index = static_cast<int>(specs_.size());
-      bind_to_cuda(*built, device);
+      bind_to_cuda(*built, device->index());
       specs_[sig] = built;
       latest_ = built;
       spec = built;
@@ -282,16 +433,16 @@ c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
   }
   if (!spec) {
     ++eager_calls_;
-    return run_eager(std::move(inputs));
+    return run_eager(inputs);
   }
   ++fused_calls_;
-  return run_rewritten(*spec->code, std::move(inputs));
+  return run_rewritten(*spec->code, inputs);
 }
 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
-  auto spec = analyze(inputs, nullptr);
+  std::shared_ptr<Specialization> spec = in_aten(inputs, [&] { return analyze(inputs, nullptr); });
   Explanation e;
   e.ir_before = spec->ir_before;
   e.ir_after = spec->ir_after;

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,11 +63,22 @@ class CompiledModuleImpl {
   // Compiles the kernels for the device (a failing group falls back), registers them and
   // rewrites the graph.
   void bind_to_cuda(Specialization& spec, int device) const;
-  bool runs_fused(const std::vector<c10::IValue>& inputs) const;
-  // forward_eager on inputs check_arity already took.
-  c10::IValue run_eager(std::vector<c10::IValue> inputs);
-  // Checks the inputs against the graph's declared kinds; an int for a float becomes a float.
+  // The CUDA device the call runs fused on, or nullopt where it runs eager: the graph writes its
+  // inputs, a tensor requires grad under grad mode, is on a device other than CPU or CUDA, the
+  // tensors are on two GPUs, none is on a GPU, or the driver API is unusable.
+  std::optional<c10::Device> fused_device(const std::vector<c10::IValue>& inputs) const;
+  // forward on inputs check_arity already took.
+  c10::IValue forward_checked(const std::vector<c10::IValue>& inputs);
+  // The graph op by op through ATen, on inputs check_arity already took.
+  c10::IValue run_eager(const std::vector<c10::IValue>& inputs);
+  // Checks the inputs against the graph's declared types (tensors defined, containers element
+  // by element); an int for a float becomes a float. Throws Error naming the input.
   void check_arity(std::vector<c10::IValue>& inputs) const;
+  // Runs `run` (which runs graph ops through ATen); an error of ATen's becomes an Error that
+  // keeps ATen's message and names the inputs, and their devices where they differ.
+  template <typename Fn>
+  auto in_aten(const std::vector<c10::IValue>& inputs, Fn&& run) const;
+  std::string aten_failure(const std::vector<c10::IValue>& inputs, const std::exception& e) const;
 
   std::shared_ptr<torch::jit::Graph> graph_;
   CompileOptions options_;
@@ -75,6 +87,7 @@ class CompiledModuleImpl {
   torch::jit::Code eager_code_;
   std::shared_ptr<runtime::CompileCounters> counters_;
   bool writes_inputs_ = false;
+  std::vector<c10::Device> constant_devices_;  // of the graph's tensor constants (frozen parameters)
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Specialization>> specs_;

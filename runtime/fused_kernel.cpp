@@ -8,6 +8,7 @@
 #include "runtime/launch_util.h"
 #include "runtime/launchers.h"
 #include "src/error.h"
+#include "src/frontend.h"
 #include "src/logging.h"
 
 namespace torchfuse {
@@ -202,10 +203,9 @@ int64_t FusedKernel::variants() const {
 
 namespace {
 
-// Inputs from the stack, checked against what the group was compiled for.
+// The group's inputs from the stack (input_differs found nothing wrong with them).
 CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
   const size_t n = g.inputs.size();
-  TORCHFUSE_INTERNAL_ASSERT(stack.size() >= n, "stack holds ", stack.size(), " values, group needs ", n);
   CallInputs call;
   call.values.assign(std::make_move_iterator(stack.end() - n), std::make_move_iterator(stack.end()));
   stack.erase(stack.end() - n, stack.end());
@@ -215,25 +215,16 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
     const c10::IValue& iv = call.values[k];
     codegen::OperandShape s;
     if (v->type.is_scalar()) {
-      TORCHFUSE_CHECK(iv.isDouble() || iv.isInt() || iv.isBool(), "torchfuse: ", g.kernel_name, " input ", k,
-                      " must be a number, got ", iv.tagKind());
       s.is_tensor = false;
       s.dtype = v->type.dtype;
       call.shapes.push_back(s);
       continue;
     }
-    TORCHFUSE_CHECK(iv.isTensor(), "torchfuse: ", g.kernel_name, " input ", k, " must be a tensor, got ", iv.tagKind());
     const at::Tensor& t = iv.toTensor();
-    TORCHFUSE_CHECK(t.scalar_type() == v->type.dtype, "torchfuse: ", g.kernel_name, " input ", k, " has dtype ",
-                    t.scalar_type(), ", compiled for ", v->type.dtype);
-    TORCHFUSE_CHECK(t.is_cuda(), "torchfuse: ", g.kernel_name, " input ", k, " is on ", t.device(),
-                    ", fused kernels run on CUDA");
     if (!have_device) {
       call.device = t.device();
       have_device = true;
     }
-    TORCHFUSE_CHECK(t.device() == call.device, "torchfuse: ", g.kernel_name, " inputs are on different devices: ",
-                    call.device, " and ", t.device());
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
@@ -248,6 +239,18 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
   ++calls_;
   if (fell_back_) return run_fallback(stack);
+  const size_t n = group_.inputs.size();
+  TORCHFUSE_INTERNAL_ASSERT(stack.size() >= n, "stack holds ", stack.size(), " values, group needs ", n);
+  for (size_t k = 0; k < n; ++k) {
+    const std::string why = input_differs(group_.inputs[k]->type, stack[stack.size() - n + k]);
+    if (why.empty()) continue;
+    // Eager's result: the group's own ops through ATen, for this call.
+    TORCHFUSE_CHECK(!options_.strict && fallback_code_ != nullptr, "torchfuse", options_.strict ? " (strict)" : "",
+                    ": fusion group ", group_.kernel_name, " (", group_.describe(), ") cannot run fused on this call: its input ",
+                    k, " (%", group_.inputs[k]->id, ") ", why,
+                    options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
+    return run_fallback(stack);
+  }
   CallInputs call = take_inputs(stack, group_);
   shape_operands(call);
   c10::DeviceGuard guard(call.device);
@@ -262,6 +265,27 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   for (auto& t : outputs) stack.emplace_back(std::move(t));
+}
+
+std::string input_differs(const ir::Type& compiled, const c10::IValue& actual) {
+  if (compiled.is_scalar()) {
+    const bool same = compiled.dtype == c10::ScalarType::Double ? actual.isDouble()
+                      : compiled.dtype == c10::ScalarType::Bool ? actual.isBool()
+                                                                : actual.isInt();
+    return same ? "" : "is a " + std::string(actual.tagKind()) + ", compiled for a number of dtype " +
+                           c10::toString(compiled.dtype);
+  }
+  if (!actual.isTensor() || !actual.toTensor().defined()) return "is " + std::string(actual.tagKind()) + ", not a tensor";
+  // Checked on every call: nothing is allocated unless something differs.
+  const at::Tensor& t = actual.toTensor();
+  auto same_class = [](int64_t a, int64_t b) { return (a == 1) == (b == 1) && (a == 0) == (b == 0); };
+  bool same = t.layout() == c10::kStrided && t.scalar_type() == compiled.dtype && t.device() == compiled.device &&
+              t.dim() == static_cast<int64_t>(compiled.sizes.size());
+  for (int64_t d = 0; same && d < t.dim(); ++d) same = same_class(t.size(d), compiled.sizes[d]);
+  if (same) return "";
+  if (t.layout() != c10::kStrided) return detail::cat("is a tensor of layout ", t.layout(), ", compiled for a strided one");
+  auto str = [](const ir::Type& type) { return type.str() + (type.device.is_cuda() ? "" : " on " + type.device.str()); };
+  return "is " + str(type_of_ivalue(actual)) + ", compiled for " + str(compiled);
 }
 
 std::vector<at::Tensor> FusedKernel::launch_timed(const CallInputs& call) {

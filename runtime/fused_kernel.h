@@ -6,6 +6,9 @@
 // Fallback: when a kernel of the group cannot be built, loaded or launched (KernelFailure), the
 // group switches for good to its fallback, the group's own TorchScript ops run by the
 // interpreter, and the failure is logged once. Under strict the failure is an Error instead.
+// A call whose inputs differ from the types the group was compiled for (input_differs: a value
+// that control flow computes can change dtype between calls of one specialization) runs the
+// fallback for that call alone; under strict it is an Error.
 #pragma once
 
 #include <atomic>
@@ -138,6 +141,12 @@ class FusedKernel {
   mutable KernelTimer timer_;
 };
 
+// Why `actual` cannot run in a kernel compiled for `compiled` ("" when it can): another kind of
+// number, not a tensor, another dtype, rank or device, or another pattern of size-1 and size-0
+// dims (broadcasting and the per-row analysis depend on it) than the profiled type's. The
+// specialization's guards fix these for the graph's inputs, not for values that control flow or
+// ops with run-time arguments compute.
+std::string input_differs(const ir::Type& compiled, const c10::IValue& actual);
 // The operands of a group as the layout planners see them, from profiled IR types.
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g);
 // The grid-stride loops never run more threads than this (the layouts' index-width bound).

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <ATen/core/ivalue.h>
@@ -73,6 +74,21 @@ class ConvertContext {
 
   ir::Graph& graph() { return graph_; }
 
+  // Types known only at run time. The input guards fix the dtype and device of the graph's
+  // inputs and of what ops compute from them, but not of what control flow returns (the branch
+  // taken can change between calls of one specialization), nor of what an op with a run-time
+  // dtype or device argument computes (x.to(d) for an int input d), nor of what is computed
+  // from those. Converters must not bake such a type into the graph: a to() of such a value is
+  // no identity to delete, a run-time dtype argument is not the profiled one. (Fused groups
+  // check such values on every call: runtime::input_differs.)
+  bool runtime_typed(const torch::jit::Value* v) const { return runtime_typed_.count(v) > 0; }
+  // The node's first dtype or device argument that is neither a constant nor the dtype or device
+  // of a value whose type is fixed ("dtype (%d)"), or "".
+  std::string runtime_type_argument() const;
+  // After the node is converted: marks its outputs as runtime-typed where it is control flow,
+  // reads a runtime-typed value or takes a runtime dtype or device argument.
+  void note_output_types();
+
  private:
   ir::Graph& graph_;
   const Profile& profile_;
@@ -81,6 +97,7 @@ class ConvertContext {
   int origin_ = -1;
   std::string decline_reason_;
   std::vector<torch::jit::Node*> identities_;
+  std::unordered_set<const torch::jit::Value*> runtime_typed_;
 };
 
 // PyTorch's type promotion for the operands of an op (tensors by dim and dtype, scalars by kind).

@@ -252,7 +252,21 @@ bool convert_cast(ConvertContext& ctx) {
   if (!is_kernel_dtype(out.dtype)) return ctx.decline(not_kernel_dtype("output", out.dtype));
   const auto copies = always_copies(ctx);
   if (!copies) return ctx.decline("copy is not a constant bool");
+  // type_as(other), to(other): the dtype comes from `other`.
+  const torch::jit::Node* n = ctx.node();
+  const auto* schema = n->maybeSchema();
+  const auto other = schema ? schema->argumentIndexWithName("other") : c10::nullopt;
+  if (other && ctx.runtime_typed(n->input(*other))) {
+    return ctx.decline("the dtype of %" + n->input(*other)->debugName() +
+                       " is only known at run time: it can change between calls");
+  }
   if (x->type.dtype == out.dtype && !*copies) {
+    // Deleting the node is right only while its input keeps the profiled dtype.
+    if (ctx.runtime_typed(n->input(0))) {
+      return ctx.decline("its input %" + n->input(0)->debugName() +
+                         " has a dtype only known at run time (control flow or a run-time dtype argument computes it): "
+                         "whether to() changes it can differ between calls");
+    }
     if (ir::is_16bit_float(x->type.dtype)) x->cast_to_own_dtype = true;
     ctx.bind_identity(x);
     return true;

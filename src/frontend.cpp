@@ -134,6 +134,29 @@ bool ConvertContext::needs_inputs(size_t n) {
   return decline(op_with_arity() + ": expected at least " + std::to_string(n));
 }
 
+std::string ConvertContext::runtime_type_argument() const {
+  const c10::FunctionSchema* schema = node_->maybeSchema();
+  if (!schema) return "";
+  for (size_t i = 0; i < schema->arguments().size() && i < node_->inputs().size(); ++i) {
+    const std::string& name = schema->arguments()[i].name();
+    if (name != "dtype" && name != "device") continue;
+    const torch::jit::Value* v = node_->inputs()[i];
+    if (torch::jit::toIValue(v)) continue;  // a constant
+    const torch::jit::Node* from = v->node();
+    const bool read_from_fixed = (from->kind() == c10::prim::dtype || from->kind() == c10::prim::device) &&
+                                 !runtime_typed(from->input(0));
+    if (!read_from_fixed) return name + " (%" + v->debugName() + ")";
+  }
+  return "";
+}
+
+void ConvertContext::note_output_types() {
+  bool varies = !node_->blocks().empty() || !runtime_type_argument().empty();
+  for (const torch::jit::Value* v : values_read(node_)) varies = varies || runtime_typed(v);
+  if (!varies) return;
+  for (const torch::jit::Value* out : node_->outputs()) runtime_typed_.insert(out);
+}
+
 ir::Value* ConvertContext::ir_value(const torch::jit::Value* v) const {
   auto it = env_.find(v);
   return it == env_.end() ? nullptr : it->second;
@@ -279,6 +302,10 @@ Converter converter_for(const torch::jit::Node* n) {
 
 // Runs the converter on the node ctx has begun; false when it declines (ctx says why).
 bool try_convert(ConvertContext& ctx, Converter convert) {
+  // The profiled output type would be baked into the kernel (x.to(d), x.sum(dtype=d) for an int
+  // input d): the next call may ask for another.
+  const std::string runtime_arg = ctx.runtime_type_argument();
+  if (!runtime_arg.empty()) return ctx.decline(runtime_arg + " is only known at run time: it can change between calls");
   // Converters handle tensors the kernels can compute on, on one device, and nothing else.
   for (torch::jit::Value* out : ctx.node()->outputs()) {
     const ir::Type& t = ctx.out_type(out->offset());
@@ -352,6 +379,7 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
       }
       convert_opaque(g, n, origin, profile, env);
     }
+    ctx.note_output_types();
     for (torch::jit::Value* out : n->outputs()) {
       TORCHFUSE_INTERNAL_ASSERT(env.count(out), "converter for ", n->kind().toQualString(),
                                 " left output ", out->debugName(), " unbound");

@@ -48,11 +48,21 @@ std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module
 
 bool writes_to_inputs_or_constants(const std::shared_ptr<torch::jit::Graph>& graph) {
   torch::jit::AliasDb db(graph);
-  torch::jit::ValueSet watched(graph->inputs().begin(), graph->inputs().end());
+  std::vector<torch::jit::Value*> watched(graph->inputs().begin(), graph->inputs().end());
   for (torch::jit::Node* n : graph->nodes())
-    if (n->kind() == c10::prim::Constant) watched.insert(n->output());
-  for (torch::jit::Node* n : graph->nodes())
-    if (db.writesToAlias(n, watched)) return true;
+    if (n->kind() == c10::prim::Constant) watched.push_back(n->output());
+  const torch::jit::ValueSet watched_set(watched.begin(), watched.end());
+  for (torch::jit::Node* n : graph->nodes()) {
+    if (db.writesToAlias(n, watched_set)) return true;
+    // writesToAlias looks at the watched values themselves, not at what they hold: xs[0].add_(1)
+    // on a list (tuple, dict) input writes an element of it. Such a write counts too.
+    const c10::FunctionSchema* schema = n->maybeSchema();
+    if (!schema || !schema->is_mutable()) continue;
+    for (size_t i = 0; i < schema->arguments().size() && i < n->inputs().size(); ++i) {
+      const auto* alias = schema->arguments()[i].alias_info();
+      if (alias && alias->isWrite() && db.mayContainAlias(n->input(i), watched)) return true;
+    }
+  }
   return false;
 }
 

@@ -97,6 +97,8 @@ struct GroupStats {
   int64_t launches = 0;       // kernels launched (a split reduction launches 2 per call)
   bool fell_back = false;     // its kernel failed: it runs its TorchScript ops through ATen
   std::string fallback_reason;  // the failure, when fell_back
+  // Calls that ran the group's ATen ops: after a failure, or for one call whose inputs differed
+  // from the profiled types (a value control flow computes changed dtype).
   int64_t fallback_calls = 0;
   // With profile_kernels: calls timed with CUDA events, their kernel milliseconds in total and
   // per call (0 without profiling).
@@ -117,7 +119,7 @@ struct Stats {
   int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
   int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen
-  int64_t fallback_calls = 0;       // calls of such groups
+  int64_t fallback_calls = 0;       // calls of such groups, and single calls whose inputs differed
   std::vector<GroupStats> groups;   // every group of every specialization
 };
 
@@ -127,6 +129,9 @@ class CompiledModuleImpl;
 class CompiledModule {
  public:
   explicit CompiledModule(std::shared_ptr<CompiledModuleImpl> impl);
+  // Inputs are checked against the graph's declared types (count; tensors defined; lists, tuples
+  // and dicts element by element): a wrong one is an Error naming it. An ATen op's error becomes
+  // an Error keeping ATen's message and naming the inputs, and their devices where they differ.
   c10::IValue forward(std::vector<c10::IValue> inputs);
   // Runs the same graph op by op through ATen, without fusion: the eager reference.
   c10::IValue forward_eager(std::vector<c10::IValue> inputs);
