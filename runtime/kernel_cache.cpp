@@ -21,15 +21,22 @@ struct KernelCache::Impl {
   std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
   // The launch path's fast lookup: by (kernel id, device, entry), no source comparison.
   std::map<std::tuple<uint64_t, int, std::string>, CUfunction> by_id;
-  DiskCache disk{DiskCache::default_dir()};
+  DiskCache disk;
+
+  explicit Impl(const std::string& dir) : disk(dir) {}
 };
 
-KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+KernelCache::KernelCache(const std::string& disk_dir) : impl_(std::make_unique<Impl>(disk_dir)) {}
+
+KernelCache::~KernelCache() = default;
 
 KernelCache& KernelCache::global() {
-  static KernelCache* cache = new KernelCache();  // never destroyed: kernels outlive static teardown
+  // Never destroyed: kernels outlive static teardown.
+  static KernelCache* cache = new KernelCache(DiskCache::default_dir());
   return *cache;
 }
+
+DiskCache& KernelCache::disk() { return impl_->disk; }
 
 std::string KernelCache::key(const codegen::GeneratedKernel& kernel, const std::string& arch) {
   std::string k = "torchfuse " + std::string(kVersion) + "\nnvrtc " + codegen::nvrtc_version() + "\narch " + arch +

@@ -1,13 +1,18 @@
 // Failure handling without a GPU: strict mode names the ops it would leave to ATen, injected
-// NVRTC failures carry the log and the source and are never cached, and every group's fallback
-// graph computes what eager computes.
+// NVRTC failures carry the log and the source and are never cached, the kernel cache over an
+// unwritable disk cache keeps kernels in memory, and every group's fallback graph computes what
+// eager computes.
+#include <cstring>
+
 #include <torch/torch.h>
 
 #include "codegen/nvrtc.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/compiled_module.h"
+#include "runtime/disk_cache.h"
 #include "src/prepare_graph.h"
+#include "tests/fs_util.h"
 #include "tests/test_util.h"
 
 using tftest::contains_in_order;
@@ -106,6 +111,53 @@ TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
   EXPECT_EQ(counters.nvrtc_compiles, 0);
   EXPECT_EQ(counters.memory_hits, 0);
   EXPECT_EQ(counters.disk_hits, 0);
+}
+
+// ---- the kernel cache over an unwritable disk cache ----
+
+torchfuse::codegen::GeneratedKernel probe_kernel(const std::string& name) {
+  torchfuse::codegen::GeneratedKernel k;
+  k.name = name;
+  k.source = "extern \"C\" __global__ void " + name + "(float* p) { p[threadIdx.x] = 2.0f; }\n";
+  return k;
+}
+
+// Compiles two kernels (each asked twice) through a kernel cache whose disk cannot take them:
+// both compile, the repeats come from memory, and the disk problem is one warning.
+void expect_memory_only_with_one_warning(torchfuse::runtime::KernelCache& cache, const std::string& what) {
+  namespace rt = torchfuse::runtime;
+  rt::CompileCounters counters;
+  testing::internal::CaptureStderr();
+  for (const char* name : {"tf_cache_probe_a", "tf_cache_probe_b"}) {
+    for (int i = 0; i < 2; ++i) {
+      const auto image = cache.cubin(probe_kernel(name), "sm_90", &counters);
+      ASSERT_TRUE(image && image->size() > 4) << name;
+      EXPECT_EQ(image->compare(0, 4, "\x7f" "ELF"), 0) << name << ": not a cubin";
+    }
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "cannot write the kernel cache"), 1) << what << ":\n" << log;
+  EXPECT_EQ(counters.nvrtc_compiles, 2) << what;
+  EXPECT_EQ(counters.memory_hits, 2) << what;
+  EXPECT_EQ(counters.disk_hits, 0) << what;
+  EXPECT_FALSE(cache.disk().storing()) << what;
+  const auto c = cache.disk().counters();
+  EXPECT_EQ(c.stores, 0) << what;
+  EXPECT_EQ(c.store_failures, 2) << what;
+}
+
+TEST(KernelCacheDisk, ReadOnlyDirectoryKeepsKernelsInMemoryWithOneWarning) {
+  tftest::TempDir tmp;
+  torchfuse::runtime::KernelCache cache(tftest::unwritable_dir(tmp.path()));
+  expect_memory_only_with_one_warning(cache, "read-only directory");
+}
+
+TEST(KernelCacheDisk, FullDiskKeepsKernelsInMemoryWithOneWarning) {
+  tftest::TempDir tmp;
+  torchfuse::runtime::KernelCache cache(tmp.path());
+  cache.disk().set_write_for_testing(&tftest::full_disk_write);
+  expect_memory_only_with_one_warning(cache, "full disk");
+  EXPECT_NE(cache.disk().store_error().find(std::strerror(ENOSPC)), std::string::npos) << cache.disk().store_error();
 }
 
 // ---- fallback graphs ----

@@ -1,7 +1,8 @@
 // GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC
 // failures (when the specialization is built and at run time), strict mode, cold vs warm
-// processes sharing a disk cache, one module on 4 threads with their own streams, a second
-// device, and per-group kernel timing. Skipped when no CUDA device is present.
+// processes sharing a disk cache, an unwritable cache directory, one module on 4 threads with
+// their own streams, a second device, and per-group kernel timing. Skipped when no CUDA device
+// is present.
 #include <ftw.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "tests/fs_util.h"
 #include "tests/test_util.h"
 
 using tftest::module_from;
@@ -187,14 +189,18 @@ void remove_tree(const std::string& dir) {
        FTW_DEPTH | FTW_PHYS);
 }
 
-// Runs the child test in a new process with the cache dir; its stats by name.
-std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run) {
+// Runs the child test in a new process with the cache dir (default: `dir`/cache); its stats by
+// name, its output in *output.
+std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run,
+                                        std::string cache_dir = "", std::string* output = nullptr) {
+  if (cache_dir.empty()) cache_dir = dir + "/cache";
   const std::string stats = dir + "/" + run + ".stats";
   const std::string log = dir + "/" + run + ".log";
-  const std::string cmd = "TORCHFUSE_CACHE_DIR='" + dir + "/cache' " + kChildStatsEnv + "='" + stats + "' '" + exe +
+  const std::string cmd = "TORCHFUSE_CACHE_DIR='" + cache_dir + "' " + kChildStatsEnv + "='" + stats + "' '" + exe +
                           "' --gtest_filter=" + kChildTest + " >'" + log + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << run << " process failed:\n" << read_file(log);
+  if (output) *output = read_file(log);
   std::map<std::string, double> values;
   std::istringstream in(read_file(stats));
   std::string key;
@@ -222,6 +228,25 @@ TEST(GpuCache, ColdThenWarmProcess) {
   std::cout << "compile() to first result: cold process " << cold["first_result_ms"] << " ms ("
             << cold["kernels_compiled"] << " NVRTC compilations), warm process " << warm["first_result_ms"]
             << " ms (" << warm["kernel_disk_hits"] << " disk hits)\n";
+}
+
+// A cache directory the process cannot write (read-only; for root, /proc/self): kernels compile
+// and run from memory, the first failed store warns once, nothing comes from disk.
+TEST(GpuCache, UnwritableCacheDirectoryWarnsOnceAndCompilesToMemory) {
+  REQUIRE_GPU();
+  const std::string exe = self_exe();
+  ASSERT_FALSE(exe.empty());
+  char tmpl[] = "/tmp/torchfuse-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string cache_dir = tftest::unwritable_dir(dir);
+  std::string output;
+  auto stats = run_child(exe, dir, "unwritable", cache_dir, &output);
+  remove_tree(dir);
+  EXPECT_GT(stats["kernels_compiled"], 0);
+  EXPECT_EQ(stats["kernel_disk_hits"], 0);
+  EXPECT_EQ(tftest::count_occurrences(output, "cannot write the kernel cache in " + cache_dir), 1) << output;
+  EXPECT_EQ(tftest::count_occurrences(output, "cannot write the kernel cache"), 1) << output;
 }
 
 // ---- concurrency ----
