@@ -63,6 +63,7 @@ CompileOptions validated(CompileOptions o) {
                   o.max_specializations);
   TORCHFUSE_CHECK(codegen::arch_major(o.offline_arch).has_value(),
                   "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", o.offline_arch, "\"");
+  runtime::FailureInjection::parse(o.debug_fail_kernels);  // a malformed entry is an Error now, not at the first call
   return o;
 }
 
@@ -334,6 +335,7 @@ Stats CompiledModuleImpl::stats() const {
         g.specialization = spec->index;
         s.fallback_groups += g.fell_back ? 1 : 0;
         s.fallback_calls += g.fallback_calls;
+        s.oom_calls += g.oom_calls;
         s.groups.push_back(std::move(g));
       }
     }

@@ -7,6 +7,7 @@
 #include "codegen/nvrtc.h"
 #include "runtime/disk_cache.h"
 #include "runtime/driver_api.h"
+#include "runtime/failure_injection.h"
 #include "src/error.h"
 #include "src/version.h"
 
@@ -121,6 +122,11 @@ CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ord
   make_context_current(ordinal);
   if (!module) {
     auto image = cubin(kernel, arch, counters);
+    // An injected load fault (debug_fail_kernels "load:") takes the driver's place with the error
+    // of an image the device cannot load; nothing is kept, as for a real failure.
+    if (has_injected_fault(kernel, Fault::Load)) {
+      check_cu(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData (injected by debug_fail_kernels)");
+    }
     check_cu(api->cuModuleLoadData(&module, image->data()), "cuModuleLoadData");
     std::lock_guard<std::mutex> lock(impl_->mu);
     // A racing thread's module stays loaded; both are equivalent.

@@ -1,7 +1,7 @@
 // Failure handling without a GPU: strict mode names the ops it would leave to ATen, injected
-// NVRTC failures carry the log and the source and are never cached, the kernel cache over an
-// unwritable disk cache keeps kernels in memory, and every group's fallback graph computes what
-// eager computes.
+// NVRTC failures carry the log and the source and are never cached, the injection grammar (load,
+// launch and oom faults), the kernel cache over an unwritable disk cache, and every group's
+// fallback graph computes what eager computes.
 #include <cstring>
 
 #include <torch/torch.h>
@@ -111,6 +111,95 @@ TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
   EXPECT_EQ(counters.nvrtc_compiles, 0);
   EXPECT_EQ(counters.memory_hits, 0);
   EXPECT_EQ(counters.disk_hits, 0);
+}
+
+TEST(InjectedFailure, KindsCountsAndRuntimeEntries) {
+  namespace rt = torchfuse::runtime;
+  using rt::Fault;
+  const auto f = rt::FailureInjection::parse("load:tf_fused_1, launch:runtime:tf_fused_2, oom:tf_fused_3, nvrtc:tf_fused_4");
+  EXPECT_TRUE(f.matches(Fault::Load, "tf_fused_1", false));
+  EXPECT_FALSE(f.matches(Fault::Nvrtc, "tf_fused_1", false));  // a kind names its own fault only
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_1", false));
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_2", false));
+  EXPECT_TRUE(f.matches(Fault::Launch, "tf_fused_2", true));
+  EXPECT_TRUE(f.matches(Fault::Nvrtc, "tf_fused_4", false));
+  EXPECT_TRUE(f.matches("tf_fused_4", false));
+  EXPECT_FALSE(f.take_oom("tf_fused_1"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(f.take_oom("tf_fused_3")) << "uncounted: every call, call " << i;
+}
+
+TEST(InjectedFailure, CountedOomFaultsRunOutAndCopiesShareTheCount) {
+  namespace rt = torchfuse::runtime;
+  const auto f = rt::FailureInjection::parse("oom#2:tf_fused_0");
+  const rt::FailureInjection copy = f;  // each FusedKernel holds a copy of its specialization's
+  EXPECT_FALSE(f.take_oom("tf_fused_1"));
+  EXPECT_TRUE(f.take_oom("tf_fused_0"));
+  EXPECT_TRUE(copy.take_oom("tf_fused_0"));
+  EXPECT_FALSE(f.take_oom("tf_fused_0"));
+  EXPECT_FALSE(copy.take_oom("tf_fused_0"));
+  // A fresh parse (a new specialization) starts over.
+  EXPECT_TRUE(rt::FailureInjection::parse("oom#2:tf_fused_0").take_oom("tf_fused_0"));
+}
+
+TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
+  const auto m = tftest::groups_around_matmul();
+  auto error_for = [&](const std::string& spec) {
+    auto o = tftest::quiet_options();
+    o.debug_fail_kernels = spec;
+    return tftest::error_of([&] { torchfuse::compile(m, o); });
+  };
+  EXPECT_TRUE(contains_in_order(error_for("tf_fused_0,crash:tf_fused_1"),
+                                {"debug_fail_kernels entry 'crash:tf_fused_1'", "unknown fault kind 'crash'"}));
+  EXPECT_NE(error_for("launch#2:*").find("only oom faults take a count"), std::string::npos);
+  EXPECT_NE(error_for("oom#0:*").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_for("oom#x:*").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_for("oom:runtime:*").find("runtime: does not apply"), std::string::npos);
+  EXPECT_NE(error_for("load:").find("no kernel named"), std::string::npos);
+  for (const char* fine : {"", "*", "tf_fused_1,", "runtime:*", "nvrtc:runtime:tf_fused_0", "load:*", "launch:runtime:*",
+                           "oom#3:tf_fused_1"}) {
+    EXPECT_EQ(error_for(fine), "") << fine;
+  }
+}
+
+// Load and launch faults mark the source with a comment: it still compiles (NVRTC does not
+// fail), its key is its own, and the driver call sites find the mark.
+TEST(InjectedFailure, LoadAndLaunchMarksCompileAndAreFoundByKind) {
+  namespace rt = torchfuse::runtime;
+  auto o = tftest::quiet_options();
+  o.debug_fail_kernels = "load:tf_fused_0,launch:tf_fused_1";
+  const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
+  const auto e = torchfuse::compile(tftest::groups_around_matmul(), o).explain(in, /*compile_kernels=*/true);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  ASSERT_EQ(e.cubin_bytes.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) EXPECT_GT(e.cubin_bytes[k], 0u) << e.kernels[k].name;
+  torchfuse::codegen::GeneratedKernel load, launch;
+  load.name = e.kernels[0].name;
+  load.source = e.kernels[0].source;
+  launch.name = e.kernels[1].name;
+  launch.source = e.kernels[1].source;
+  EXPECT_TRUE(rt::has_injected_fault(load, rt::Fault::Load)) << load.source.substr(0, 200);
+  EXPECT_FALSE(rt::has_injected_fault(load, rt::Fault::Launch));
+  EXPECT_TRUE(rt::has_injected_fault(launch, rt::Fault::Launch)) << launch.source.substr(0, 200);
+  EXPECT_FALSE(rt::has_injected_fault(launch, rt::Fault::Load));
+  EXPECT_EQ(load.source.find("#error"), std::string::npos);
+  // The unmarked kernel, for comparison: same code after the mark, another cache key.
+  o.debug_fail_kernels = "";
+  const auto plain = torchfuse::compile(tftest::groups_around_matmul(), o).explain(in);
+  torchfuse::codegen::GeneratedKernel unmarked;
+  unmarked.name = plain.kernels[0].name;
+  unmarked.source = plain.kernels[0].source;
+  EXPECT_FALSE(rt::has_injected_fault(unmarked, rt::Fault::Load));
+  EXPECT_EQ(load.source.substr(load.source.find('\n') + 1), unmarked.source);
+  EXPECT_NE(rt::KernelCache::key(load, "sm_90"), rt::KernelCache::key(unmarked, "sm_90"));
+  // Several kinds on one kernel: every mark is found; NVRTC's comes first (it fails first).
+  auto all = rt::FailureInjection::parse("nvrtc:*,load:*,launch:*").apply(unmarked, false);
+  EXPECT_EQ(all.source.rfind("#error torchfuse: injected failure", 0), 0u);
+  EXPECT_TRUE(rt::has_injected_fault(all, rt::Fault::Load));
+  EXPECT_TRUE(rt::has_injected_fault(all, rt::Fault::Launch));
+  // A mark's text further down the source (not a leading line) is not a mark.
+  torchfuse::codegen::GeneratedKernel buried = unmarked;
+  buried.source += "// torchfuse: injected fault: load (debug_fail_kernels)\n";
+  EXPECT_FALSE(rt::has_injected_fault(buried, rt::Fault::Load));
 }
 
 // ---- the kernel cache over an unwritable disk cache ----

@@ -1,8 +1,8 @@
-// GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC
-// failures (when the specialization is built and at run time), strict mode, cold vs warm
-// processes sharing a disk cache, an unwritable cache directory, one module on 4 threads with
-// their own streams, a second device, and per-group kernel timing. Skipped when no CUDA device
-// is present.
+// GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC,
+// module-load and launch failures (when the specialization is built and at run time) and on
+// out-of-memory while allocating outputs (that call only), strict mode, cold vs warm processes
+// sharing a disk cache, an unwritable cache directory, one module on 4 threads with their own
+// streams, a second device, and per-group kernel timing. Skipped when no CUDA device is present.
 #include <ftw.h>
 #include <unistd.h>
 
@@ -94,24 +94,34 @@ TEST(GpuFallback, StrictMakesTheFailureAnError) {
 // generated at run time, which "runtime:" makes fail.
 torch::jit::Module row_softmax() { return module_from("def forward(self, x):\n    return torch.softmax(x * 2.0, -1)\n"); }
 
+// NVRTC, module load and launch of a variant generated at run time: each falls back for good.
 TEST(GpuFallback, RuntimeVariantFailureFallsBackAndStays) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(row_softmax(), failing("runtime:*"));
-  expect_matches_eager(c, {rnd({32, 64})}, "short rows");
-  const auto before = c.stats();
-  ASSERT_EQ(before.fallback_groups, 0);
-  ASSERT_EQ(before.kernel_launches, 1);
-  testing::internal::CaptureStderr();
-  expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
-  expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
-  const std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
-  const auto after = c.stats();
-  EXPECT_EQ(after.specializations, 1);
-  EXPECT_EQ(after.fallback_groups, 1);
-  EXPECT_EQ(after.fallback_calls, 2);
-  EXPECT_EQ(after.kernel_launches, 1);
-  EXPECT_GE(after.kernel_variants, 2);
+  const std::pair<const char*, const char*> cases[] = {
+      {"runtime:*", "injected failure"},
+      {"load:runtime:*", "cuModuleLoadData (injected by debug_fail_kernels) failed"},
+      {"launch:runtime:*", "cuLaunchKernel"}};  // (or cuLaunchKernelEx, for a cluster of blocks)
+  for (const auto& [spec, reason] : cases) {
+    SCOPED_TRACE(spec);
+    auto c = torchfuse::compile(row_softmax(), failing(spec));
+    expect_matches_eager(c, {rnd({32, 64})}, "short rows");
+    const auto before = c.stats();
+    ASSERT_EQ(before.fallback_groups, 0);
+    ASSERT_EQ(before.kernel_launches, 1);
+    testing::internal::CaptureStderr();
+    expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
+    expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
+    const auto after = c.stats();
+    EXPECT_EQ(after.specializations, 1);
+    EXPECT_EQ(after.fallback_groups, 1);
+    EXPECT_EQ(after.fallback_calls, 2);
+    EXPECT_EQ(after.kernel_launches, 1);
+    EXPECT_GE(after.kernel_variants, 2);
+    ASSERT_EQ(after.groups.size(), 1u);
+    EXPECT_NE(after.groups[0].fallback_reason.find(reason), std::string::npos) << after.groups[0].fallback_reason;
+  }
 }
 
 TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
@@ -124,6 +134,128 @@ TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
   expect_matches_eager(c, {rnd({32, 64})}, "short rows after the error");
   EXPECT_EQ(c.stats().fallback_groups, 0);
   EXPECT_EQ(c.stats().kernel_launches, 2);
+}
+
+// ---- module load, launch and out-of-memory faults ----
+
+// A load or launch failure of tf_fused_1: that group runs through ATen for good, logged once
+// with the driver call and its error code; tf_fused_0 stays fused; every result is eager's.
+void expect_falls_back_for_good(const std::string& spec, const std::string& call, const std::string& code) {
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(spec));
+  constexpr int kCalls = 3;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_1"), 1) << log;
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 0) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) cannot run fused",
+                                              "CUDA driver call " + call + " (injected by debug_fail_kernels) failed",
+                                              "(code " + code + ")", "--- kernel source ---"}));
+  const auto s = c.stats();
+  EXPECT_EQ(s.fallback_groups, 1);
+  EXPECT_EQ(s.fallback_calls, kCalls);
+  EXPECT_EQ(s.oom_calls, 0);
+  EXPECT_EQ(s.fused_calls, kCalls);
+  EXPECT_EQ(s.eager_calls, 0);
+  const auto* fused = group_named(s, "tf_fused_0");
+  const auto* fallen = group_named(s, "tf_fused_1");
+  ASSERT_TRUE(fused && fallen) << s.groups.size() << " groups";
+  EXPECT_FALSE(fused->fell_back);
+  EXPECT_EQ(fused->launches, kCalls);
+  EXPECT_TRUE(fallen->fell_back);
+  EXPECT_EQ(fallen->launches, 0);
+  EXPECT_EQ(fallen->calls, kCalls);
+  EXPECT_EQ(fallen->fallback_calls, kCalls);
+  EXPECT_NE(fallen->fallback_reason.find(call), std::string::npos) << fallen->fallback_reason;
+}
+
+// The module load fails when the specialization is built.
+TEST(GpuFallback, InjectedLoadFailureFallsBackForThatGroupOnly) {
+  REQUIRE_GPU();
+  expect_falls_back_for_good("load:tf_fused_1", "cuModuleLoadData", "200");  // CUDA_ERROR_INVALID_IMAGE
+}
+
+// The launch fails at the first call (the kernel compiled and loaded).
+TEST(GpuFallback, InjectedLaunchFailureFallsBackForThatGroupOnly) {
+  REQUIRE_GPU();
+  expect_falls_back_for_good("launch:tf_fused_1", "cuLaunchKernel", "701");  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+}
+
+// The caching allocator runs out of memory for tf_fused_1's outputs on the first two calls
+// (it is asked for 512 TiB, and throws its own c10::OutOfMemoryError): those calls run the
+// group's ops through ATen, the next ones launch its kernel again. Logged once, each call counted.
+TEST(GpuFallback, OutOfMemoryFallsBackForThatCallOnly) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom#2:tf_fused_1"));
+  constexpr int kCalls = 4;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "ran out of CUDA memory"), 1) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) ran out of CUDA memory",
+                                              "later calls try the kernel again", "out of memory"}));
+  const auto s = c.stats();
+  EXPECT_EQ(s.fallback_groups, 0);
+  EXPECT_EQ(s.oom_calls, 2);
+  EXPECT_EQ(s.fallback_calls, 2);
+  EXPECT_EQ(s.fused_calls, kCalls);
+  const auto* fused = group_named(s, "tf_fused_0");
+  const auto* oom = group_named(s, "tf_fused_1");
+  ASSERT_TRUE(fused && oom) << s.groups.size() << " groups";
+  EXPECT_EQ(fused->launches, kCalls);
+  EXPECT_EQ(fused->oom_calls, 0);
+  EXPECT_FALSE(oom->fell_back);
+  EXPECT_EQ(oom->fallback_reason, "");
+  EXPECT_EQ(oom->calls, kCalls);
+  EXPECT_EQ(oom->oom_calls, 2);
+  EXPECT_EQ(oom->fallback_calls, 2);
+  EXPECT_EQ(oom->launches, kCalls - 2);
+}
+
+TEST(GpuFallback, OutOfMemoryOnEveryCallIsLoggedOnce) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom:tf_fused_1"));
+  constexpr int kCalls = 3;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "ran out of CUDA memory"), 1) << log;
+  const auto s = c.stats();
+  EXPECT_EQ(s.oom_calls, kCalls);
+  EXPECT_EQ(s.fallback_groups, 0);
+  const auto* oom = group_named(s, "tf_fused_1");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->launches, 0);
+  EXPECT_EQ(oom->fallback_calls, kCalls);
+}
+
+// Under strict each fault is an Error naming the group and the fault: a load failure when the
+// specialization is built (none is kept), a launch failure or an out-of-memory at run time.
+TEST(GpuFallback, StrictMakesLoadLaunchAndOomFaultsErrors) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* spec;
+    const char* when;
+    const char* fault;
+    int specializations;
+  };
+  const Case cases[] = {
+      {"load:tf_fused_1", "when its specialization is built", "cuModuleLoadData (injected by debug_fail_kernels)", 0},
+      {"launch:tf_fused_1", "at run time", "cuLaunchKernel (injected by debug_fail_kernels)", 1},
+      {"oom:tf_fused_1", "at run time", "CUDA out of memory allocating its outputs", 1}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.spec);
+    auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(k.spec, /*strict=*/true));
+    const std::string msg = tftest::error_of([&] { c.forward({rnd({64, 64}), rnd({64, 64})}); });
+    EXPECT_TRUE(tftest::contains_in_order(
+        msg, {std::string("torchfuse (strict): fusion group tf_fused_1 (add -> relu -> mul) cannot run fused ") + k.when,
+              k.fault}));
+    const auto s = c.stats();
+    EXPECT_EQ(s.specializations, k.specializations);
+    EXPECT_EQ(s.fallback_groups, 0);
+    EXPECT_EQ(s.fallback_calls, 0);
+    EXPECT_EQ(s.oom_calls, 0);
+  }
 }
 
 // ---- cold vs warm process ----
