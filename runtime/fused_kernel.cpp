@@ -98,14 +98,22 @@ codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::D
 
 const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
                                                         const std::function<codegen::GeneratedKernel()>& generate) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = kernels_.find(key);
-  if (it != kernels_.end()) return it->second;
-  auto k = generate();
-  const bool runtime_variant = k.source != profiled_source_;
+  std::string profiled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) return it->second;
+    profiled = profiled_source_;
+  }
+  // Generated outside the lock, so that calls of this group whose layout already has its kernel
+  // do not wait for code generation. Two threads may generate the same variant: the first kept wins.
+  codegen::GeneratedKernel k = generate();
+  const bool runtime_variant = k.source != profiled;
   k = options_.fail.apply(std::move(k), runtime_variant);
-  variant_order_.push_back(key);
-  return kernels_.emplace(key, std::move(k)).first->second;  // map nodes never move: the reference stays valid
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto [it, inserted] = kernels_.emplace(key, std::move(k));
+  if (inserted) variant_order_.push_back(key);
+  return it->second;  // map nodes never move: the reference stays valid
 }
 
 void FusedKernel::prepare(int device) {

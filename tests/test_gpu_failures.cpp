@@ -1,8 +1,9 @@
 // GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC,
 // module-load and launch failures (when the specialization is built and at run time) and on
-// out-of-memory while allocating outputs (that call only), strict mode, cold vs warm processes
-// sharing a disk cache, an unwritable cache directory, one module on 4 threads with their own
-// streams, a second device, and per-group kernel timing. Skipped when no CUDA device is present.
+// out-of-memory while allocating outputs (that call only), strict mode, max_specializations,
+// cold vs warm processes sharing a disk cache, an unwritable cache directory, one module on 4
+// threads with their own streams, a build that must not hold up calls of built signatures, a
+// second device, and per-group kernel timing. Skipped when no CUDA device is present.
 #include <ftw.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -22,6 +24,8 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
 #include "tests/fs_util.h"
 #include "tests/test_util.h"
 
@@ -258,6 +262,34 @@ TEST(GpuFallback, StrictMakesLoadLaunchAndOomFaultsErrors) {
   }
 }
 
+// ---- max_specializations ----
+
+TEST(GpuSpecializations, PastTheLimitNewSignaturesRunEagerLoggedOnceAndCounted) {
+  REQUIRE_GPU();
+  auto o = tftest::quiet_options();
+  o.max_specializations = 2;
+  auto c = torchfuse::compile(row_softmax(), o);
+  const auto input_of = [](int sig) -> std::vector<c10::IValue> {
+    if (sig == 0) return {rnd({16, 64})};
+    if (sig == 1) return {rnd({16, 64}).to(torch::kHalf)};
+    return {rnd({4, 16, 64})};
+  };
+  constexpr int kRounds = 3;
+  testing::internal::CaptureStderr();
+  for (int round = 0; round < kRounds; ++round)
+    for (int sig = 0; sig < 3; ++sig) expect_matches_eager(c, input_of(sig), "signature " + std::to_string(sig));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "(max_specializations)"), 1) << log;
+  const auto s = c.stats();
+  EXPECT_EQ(s.specializations, 2);
+  EXPECT_EQ(s.over_limit_calls, kRounds);
+  EXPECT_EQ(s.eager_calls, kRounds);
+  EXPECT_EQ(s.fused_calls, 2 * kRounds);
+  EXPECT_EQ(s.kernel_launches, 2 * kRounds);
+  EXPECT_EQ(c.graph_for(input_of(2)), "");
+  EXPECT_EQ(tftest::fusion_nodes(c.graph_for(input_of(1))), 1);
+}
+
 // ---- cold vs warm process ----
 
 constexpr const char* kChildStatsEnv = "TORCHFUSE_TEST_CHILD_STATS";
@@ -480,6 +512,51 @@ def forward(self, x, w, b):
   EXPECT_EQ(s.eager_calls, 0);
   EXPECT_EQ(s.specializations, 1);
   EXPECT_EQ(s.fallback_groups, 0);
+}
+
+// A specialization being built (held in TestHooks::before_build) does not hold up calls of a
+// built signature: another thread's calls, on their own stream, finish and match eager while
+// the build waits. The wait is a deadlock detector, not a timing check: the calls take
+// milliseconds, and only a lock held across the build would keep them waiting for the release.
+TEST(GpuConcurrency, ABuildInFlightDoesNotHoldUpCallsOfBuiltSignatures) {
+  REQUIRE_GPU();
+  torchfuse::CompiledModuleImpl impl(torchfuse::prepare_module_graph(row_softmax()), tftest::quiet_options());
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> held_builds{0};
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
+  hooks.before_build = [&](const std::vector<c10::IValue>& in) {
+    if (in[0].toTensor().scalar_type() != torch::kHalf || held_builds++ != 0) return;
+    entered.set_value();
+    released.wait();
+  };
+  impl.set_test_hooks(hooks);
+  const std::vector<c10::IValue> built{rnd({32, 64})};
+  impl.forward(built);
+  std::thread builder([&] { impl.forward({rnd({32, 64}).to(torch::kHalf)}); });
+  entered.get_future().wait();
+  constexpr int kCalls = 20;
+  auto calls = std::async(std::launch::async, [&] {
+    const c10::Device device(c10::kCUDA, 0);
+    c10::StreamGuard guard(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStreamFromGlobalPool(device, false));
+    std::string problems;
+    for (int i = 0; i < kCalls; ++i) {
+      const std::vector<c10::IValue> in{rnd({32 + i, 64})};
+      const auto report = torchfuse::compare_outputs(impl.forward_eager(in), impl.forward(in));
+      if (!report.passed()) problems += "call " + std::to_string(i) + "\n" + report.to_string();
+    }
+    torch::cuda::synchronize();
+    return problems;
+  });
+  const bool done = calls.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  builder.join();
+  EXPECT_TRUE(done) << "calls of a built signature waited for another signature's build";
+  EXPECT_EQ(calls.get(), "");
+  const auto s = impl.stats();
+  EXPECT_EQ(s.specializations, 2);
+  EXPECT_EQ(s.fused_calls, kCalls + 2);
+  EXPECT_EQ(held_builds.load(), 1);
 }
 
 // ---- a second device ----

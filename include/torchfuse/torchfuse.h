@@ -41,7 +41,9 @@ struct CompileOptions {
   std::string logs;
   // Groups with fewer ops than this are left to ATen (a single op gains nothing from fusion).
   int min_group_size = 2;
-  // Specializations kept per compiled module before new input signatures run eager.
+  // Specializations kept per compiled module (those being built count too). A call with a new
+  // input signature past the limit runs eager: logged once per module, counted in
+  // Stats::over_limit_calls (and eager_calls); signatures already compiled stay fused.
   int max_specializations = 8;
   // Fill every fused output with a poison value before its kernel runs (tests use it to
   // prove that every element is written).
@@ -121,6 +123,7 @@ struct GroupStats {
 struct Stats {
   int64_t specializations = 0;      // input signatures compiled
   int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
+  int64_t over_limit_calls = 0;     // ... of them, new signatures past max_specializations
   int64_t fused_calls = 0;          // calls that ran the fused graph
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
   int64_t kernel_cache_hits = 0;    // kernels found in a cache (memory or disk)
