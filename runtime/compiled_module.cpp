@@ -64,6 +64,7 @@ CompileOptions validated(CompileOptions o) {
                   o.max_specializations);
   TORCHFUSE_CHECK(codegen::arch_major(o.offline_arch).has_value(),
                   "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", o.offline_arch, "\"");
+  runtime::FailureInjection::parse(o.debug_fail_kernels);  // a malformed entry is an Error now, not at the first call
   return o;
 }
 
@@ -306,7 +307,9 @@ std::optional<c10::Device> CompiledModuleImpl::fused_device(const std::vector<c1
       }
     });
   }
-  if (eager_only || !cuda || runtime::driver_api() == nullptr) return std::nullopt;
+  if (eager_only) return std::nullopt;
+  if (hooks_.cpu_fallbacks) return cuda ? cuda : std::optional<c10::Device>(c10::Device(c10::kCPU));
+  if (!cuda || runtime::driver_api() == nullptr) return std::nullopt;
   return cuda;
 }
 
@@ -381,16 +384,89 @@ void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
   finish(spec);
 }
 
+void CompiledModuleImpl::bind_to_fallbacks(Specialization& spec) const {
+  attach_fallbacks(spec);
+  for (const auto& k : spec.kernels) k->fall_back("run_on_fallbacks", "", /*warn=*/false);
+  finish(spec);
+}
+
 c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>& given) {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   return in_aten(inputs, [&] {
     std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
-    attach_fallbacks(*spec);
-    for (const auto& k : spec->kernels) k->fall_back("run_on_fallbacks", "", /*warn=*/false);
-    finish(*spec);
+    bind_to_fallbacks(*spec);
     return run_rewritten(*spec->code, inputs);
   });
+}
+
+std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10::IValue>& inputs,
+                                                          c10::Device device) const {
+  if (hooks_.before_build) hooks_.before_build(inputs);
+  std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
+  if (!device.is_cuda()) {
+    bind_to_fallbacks(*built);
+    return built;
+  }
+  bind_to_cuda(*built, device.index());
+  return built;
+}
+
+std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std::vector<c10::IValue>& inputs,
+                                                                       c10::Device device) {
+  const std::string sig = input_signature(inputs);
+  std::promise<std::shared_ptr<Specialization>> promise;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = specs_.find(sig);
+    if (it != specs_.end()) return it->second;
+    auto pending = building_.find(sig);
+    if (pending != building_.end()) {
+      // Another thread builds this signature: wait for it (its error, if any, is this call's too).
+      std::shared_future<std::shared_ptr<Specialization>> result = pending->second;
+      lock.unlock();
+      return result.get();
+    }
+    // Specializations being built count toward the limit, so that it holds however many threads
+    // bring new signatures at once.
+    const size_t taken = specs_.size() + building_.size();
+    if (static_cast<int64_t>(taken) >= options_.max_specializations) {
+      if (!warned_limit_) {
+        log_warn(detail::cat("torchfuse: ", taken,
+                             " specializations compiled (max_specializations); new input signatures run eager"));
+        warned_limit_ = true;
+      }
+      return nullptr;
+    }
+    if (logs_.recompiles) {
+      log_info(detail::cat("recompiles: specialization #", taken, ": ",
+                           why_recompile(input_guards(inputs), latest_guards_)));
+    }
+    latest_guards_ = input_guards(inputs);
+    building_.emplace(sig, promise.get_future().share());
+  }
+  // Built without the module's lock: calls of built signatures, and builds of other signatures,
+  // go on meanwhile (profiling, conversion, fusion and NVRTC take milliseconds to seconds).
+  std::shared_ptr<Specialization> built;
+  try {
+    built = build(inputs, device);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      building_.erase(sig);  // nothing kept: a later call tries again
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    built->index = static_cast<int>(specs_.size());
+    specs_[sig] = built;
+    building_.erase(sig);
+    latest_ = built;
+  }
+  promise.set_value(built);
+  return built;
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
@@ -404,35 +480,10 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
     ++eager_calls_;
     return run_eager(inputs);
   }
-  const std::string sig = input_signature(inputs);
-  std::shared_ptr<Specialization> spec;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = specs_.find(sig);
-    if (it != specs_.end()) {
-      spec = it->second;
-    } else if (static_cast<int>(specs_.size()) >= options_.max_specializations) {
-      if (!warned_limit_) {
-        log_warn(detail::cat("torchfuse: ", specs_.size(),
-                             " specializations compiled (max_specializations); new input signatures run eager"));
-        warned_limit_ = true;
-      }
-    } else {
-      if (logs_.recompiles) {
-        log_info(detail::cat("recompiles: specialization #", specs_.size(), ": ",
-                             why_recompile(input_guards(inputs), latest_guards_)));
-      }
-      latest_guards_ = input_guards(inputs);
-      std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
-      built->index = static_cast<int>(specs_.size());
-      bind_to_cuda(*built, device->index());
-      specs_[sig] = built;
-      latest_ = built;
-      spec = built;
-    }
-  }
+  std::shared_ptr<Specialization> spec = specialization_for(inputs, *device);
   if (!spec) {
     ++eager_calls_;
+    ++over_limit_calls_;
     return run_eager(inputs);
   }
   ++fused_calls_;
@@ -485,6 +536,7 @@ Stats CompiledModuleImpl::stats() const {
         g.specialization = spec->index;
         s.fallback_groups += g.fell_back ? 1 : 0;
         s.fallback_calls += g.fallback_calls;
+        s.oom_calls += g.oom_calls;
         s.groups.push_back(std::move(g));
       }
     }
@@ -494,6 +546,7 @@ Stats CompiledModuleImpl::stats() const {
                    [](const GroupStats& a, const GroupStats& b) { return a.specialization < b.specialization; });
   s.eager_calls = eager_calls_;
   s.fused_calls = fused_calls_;
+  s.over_limit_calls = over_limit_calls_;
   s.kernels_compiled = counters_->nvrtc_compiles;
   s.kernel_memory_hits = counters_->memory_hits;
   s.kernel_disk_hits = counters_->disk_hits;

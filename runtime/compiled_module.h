@@ -2,6 +2,9 @@
 // signature (dtypes, sizes, strides, devices).
 #pragma once
 
+#include <atomic>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +55,18 @@ class CompiledModuleImpl {
   // fallback graph (no kernel compiled) and runs the rewritten graph, FusionGroup nodes included.
   c10::IValue run_on_fallbacks(const std::vector<c10::IValue>& inputs);
 
+  // Seams for tests; set before the first call.
+  struct TestHooks {
+    // Run by the thread that builds a specialization, outside the module's lock, before it starts
+    // (a test holds a build there to see what other calls do meanwhile).
+    std::function<void(const std::vector<c10::IValue>& inputs)> before_build;
+    // Calls with CPU tensors take the fused path, their specializations built as CUDA calls' are
+    // but with every group on its fallback graph (as run_on_fallbacks): the specialization cache,
+    // its limit and its locking run without a GPU.
+    bool cpu_fallbacks = false;
+  };
+  void set_test_hooks(TestHooks hooks) { hooks_ = std::move(hooks); }
+
  private:
   // Profiles, converts and fuses the graph for these inputs (no GPU needed). Under strict,
   // throws when a fusible op is left unfused.
@@ -63,9 +78,17 @@ class CompiledModuleImpl {
   // Compiles the kernels for the device (a failing group falls back), registers them and
   // rewrites the graph.
   void bind_to_cuda(Specialization& spec, int device) const;
+  // Puts every group on its fallback graph (no kernel), registers them and rewrites the graph.
+  void bind_to_fallbacks(Specialization& spec) const;
+  // The specialization for these inputs: built, being built by another thread (waits for it), or
+  // built now by this thread, outside the module's lock. Null past max_specializations.
+  std::shared_ptr<Specialization> specialization_for(const std::vector<c10::IValue>& inputs, c10::Device device);
+  // analyze + bind, for `device` (CPU: the test hooks' fallback-only specializations).
+  std::shared_ptr<Specialization> build(const std::vector<c10::IValue>& inputs, c10::Device device) const;
   // The CUDA device the call runs fused on, or nullopt where it runs eager: the graph writes its
   // inputs, a tensor requires grad under grad mode, is on a device other than CPU or CUDA, the
-  // tensors are on two GPUs, none is on a GPU, or the driver API is unusable.
+  // tensors are on two GPUs, none is on a GPU, or the driver API is unusable. (The CPU under
+  // TestHooks::cpu_fallbacks.)
   std::optional<c10::Device> fused_device(const std::vector<c10::IValue>& inputs) const;
   // forward on inputs check_arity already took.
   c10::IValue forward_checked(const std::vector<c10::IValue>& inputs);
@@ -89,13 +112,19 @@ class CompiledModuleImpl {
   bool writes_inputs_ = false;
   std::vector<c10::Device> constant_devices_;  // of the graph's tensor constants (frozen parameters)
 
+  TestHooks hooks_;
+
+  // Guards the maps and what follows them; held for lookups only, never while building.
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Specialization>> specs_;
+  std::map<std::string, std::shared_ptr<Specialization>> specs_;  // built, by input signature
+  // Being built by some thread; the others asking for the signature wait on its future.
+  std::map<std::string, std::shared_future<std::shared_ptr<Specialization>>> building_;
   std::shared_ptr<Specialization> latest_;
   std::vector<std::string> latest_guards_;
   bool warned_limit_ = false;
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
+  std::atomic<int64_t> over_limit_calls_{0};
 };
 
 }  // namespace torchfuse

@@ -17,6 +17,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "src/logging.h"
+
 namespace torchfuse::runtime {
 namespace {
 
@@ -146,16 +148,24 @@ bool read_all(int fd, std::string* out) {
   }
 }
 
-// Writes all of `data` to `fd`, handling short writes and EINTR.
-bool write_all(int fd, const std::string& data) {
+// Writes all of `data` to `fd` with `write_fn`, handling short writes and EINTR. A write of 0
+// bytes sets errno to EIO, so that the caller can always report an error.
+bool write_all(DiskCache::WriteFn write_fn, int fd, const std::string& data) {
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    ssize_t w = write_fn(fd, data.data() + done, data.size() - done);
     if (w < 0 && errno == EINTR) continue;
+    if (w == 0) errno = EIO;
     if (w <= 0) return false;
     done += static_cast<size_t>(w);
   }
   return true;
+}
+
+// "<call> <path>: <strerror(errno)>", for the warning of a failed store.
+std::string describe_failure(const char* call, const std::string& path) {
+  const int err = errno;
+  return std::string(call) + " " + path + ": " + std::strerror(err);
 }
 
 bool is_dir(const std::string& path) {
@@ -272,7 +282,7 @@ DiskCache::DecodeStatus DiskCache::decode_entry(const std::string& bytes, std::s
 // DiskCache.
 // ---------------------------------------------------------------------------------------------
 
-DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {
+DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)), write_(&::write) {
   // Drop trailing slashes (but keep "/") so joined paths are tidy.
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 }
@@ -336,27 +346,51 @@ std::optional<std::string> DiskCache::load_impl(const std::string& key, Outcome*
 
 bool DiskCache::store(const std::string& key, const std::string& payload) {
   if (!enabled()) return false;
+  if (!storing_) {  // a store failed before: memory only from then on
+    count_store(false);
+    return false;
+  }
   bool ok = false;
+  std::string why;
   try {
-    ok = store_impl(key, payload);
+    ok = store_impl(key, payload, &why);
   } catch (...) {  // allocation failure while encoding: report, never propagate
     ok = false;
+    why = "encoding the entry: out of memory";
   }
   count_store(ok);
+  if (!ok) stop_storing(why);
   return ok;
 }
 
-bool DiskCache::store_impl(const std::string& key, const std::string& payload) {
-  if (!make_dirs(dir_)) return false;
+bool DiskCache::store_impl(const std::string& key, const std::string& payload, std::string* why) {
+  if (!make_dirs(dir_)) {
+    *why = describe_failure("mkdir", dir_);
+    return false;
+  }
   std::string final_path = path_for(key);
   std::string tmp = temp_path(dir_, final_path.substr(dir_.size() + 1));
   std::string bytes = encode_entry(key, payload);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;  // close can report delayed write errors
+  if (fd < 0) {
+    *why = describe_failure("open", tmp);
+    return false;
+  }
+  bool ok = write_all(write_, fd, bytes);
+  if (!ok) *why = describe_failure("write", tmp);
+  if (ok && ::fsync(fd) != 0) {
+    ok = false;
+    *why = describe_failure("fsync", tmp);
+  }
+  if (::close(fd) != 0 && ok) {  // close can report delayed write errors
+    ok = false;
+    *why = describe_failure("close", tmp);
+  }
   // rename() is atomic: readers see the old complete file or the new one, never a partial one.
-  if (ok) ok = ::rename(tmp.c_str(), final_path.c_str()) == 0;
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    ok = false;
+    *why = describe_failure("rename", final_path);
+  }
   if (!ok) {
     ::unlink(tmp.c_str());
     return false;
@@ -364,6 +398,24 @@ bool DiskCache::store_impl(const std::string& key, const std::string& payload) {
   fsync_dir(dir_);
   return true;
 }
+
+void DiskCache::stop_storing(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (store_error_.empty()) store_error_ = why;
+  }
+  if (!storing_.exchange(false)) return;  // another thread's failure was first, and warned
+  log_warn("torchfuse: cannot write the kernel cache in " + dir_ + " (" + why +
+           "); kernels compiled from now on stay in this process's memory only (entries already there are still "
+           "read). Set TORCHFUSE_CACHE_DIR to a writable directory, or to off.");
+}
+
+std::string DiskCache::store_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_error_;
+}
+
+void DiskCache::set_write_for_testing(WriteFn write) { write_ = write ? write : &::write; }
 
 void DiskCache::count(Outcome outcome) {
   std::lock_guard<std::mutex> lock(mu_);

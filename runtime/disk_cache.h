@@ -2,6 +2,11 @@
 //
 // Plain C++17 + POSIX; no LibTorch or CUDA dependency, so it can be tested without a GPU.
 //
+// Unwritable directory: the first store that fails (a read-only or full file system, a path that
+// cannot be created) logs one warning naming the directory and the error, and from then on this
+// cache stores nothing: kernels compiled later stay in the process's memory. Loads go on, so a
+// read-only directory another process filled still serves its entries.
+//
 // Layout: one file per entry, named <digest_hex("torchfuse-cache-v<N>\0" + key)>.tfc in the cache
 // directory. Entries are written to a unique temp file in the same directory, fsync'ed, and
 // rename()d over the final name, so a reader (in any process) sees either the old complete file,
@@ -17,6 +22,10 @@
 // a wrong payload. A file that fails any check is counted as corrupt and deleted.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -58,11 +67,22 @@ class DiskCache {
   std::optional<std::string> load(const std::string& key);
 
   // Atomically (temp file + fsync + rename) stores `payload` under `key`, creating the directory
-  // (recursively, mode 0700) if needed. False on any I/O error or when disabled. Never throws.
+  // (recursively, mode 0700) if needed. False on any I/O error, when disabled, and after a
+  // failed store (see "Unwritable directory" above). Never throws.
   bool store(const std::string& key, const std::string& payload);
 
+  // False once a store has failed: this cache stores nothing more.
+  bool storing() const { return storing_; }
+  // What made the first store fail ("" while storing): the call, the path and the system's error.
+  std::string store_error() const;
+
+  // The write(2) behind entry files. Tests replace it to fail as a full disk does (ENOSPC).
+  using WriteFn = ssize_t (*)(int fd, const void* data, size_t size);
+  void set_write_for_testing(WriteFn write);
+
   // Every load that returns nullopt on an enabled cache is a miss; corrupt entries are also
-  // counted in `corrupt`. Loads and stores on a disabled cache count nothing.
+  // counted in `corrupt`. Every store that returns false on an enabled cache is a
+  // `store_failures` (those skipped after a failure too). A disabled cache counts nothing.
   struct Counters {
     int64_t hits = 0, misses = 0, corrupt = 0, stores = 0, store_failures = 0;
   };
@@ -79,13 +99,19 @@ class DiskCache {
  private:
   enum class Outcome { Hit, Miss, Corrupt };
   std::optional<std::string> load_impl(const std::string& key, Outcome* outcome);
-  bool store_impl(const std::string& key, const std::string& payload);
+  // On failure fills `why` with the call, the path and strerror(errno).
+  bool store_impl(const std::string& key, const std::string& payload, std::string* why);
   void count(Outcome outcome);
   void count_store(bool ok);
+  // The first failure stops storing, with one warning.
+  void stop_storing(const std::string& why);
 
   std::string dir_;
-  mutable std::mutex mu_;  // guards counters_
+  WriteFn write_;
+  std::atomic<bool> storing_{true};
+  mutable std::mutex mu_;  // guards counters_ and store_error_
   Counters counters_;
+  std::string store_error_;
 };
 
 }  // namespace torchfuse::runtime

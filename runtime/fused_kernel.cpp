@@ -1,6 +1,7 @@
 #include "runtime/fused_kernel.h"
 
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
@@ -93,19 +94,27 @@ void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const 
 }
 
 codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::DeviceTarget& target) const {
-  auto k = plain_profiled_kernel(target);
-  return options_.fail.matches(k.name, /*runtime_variant=*/false) ? with_injected_failure(std::move(k)) : k;
+  return options_.fail.apply(plain_profiled_kernel(target), /*runtime_variant=*/false);
 }
 
 const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
                                                         const std::function<codegen::GeneratedKernel()>& generate) {
+  std::string profiled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) return it->second;
+    profiled = profiled_source_;
+  }
+  // Generated outside the lock, so that calls of this group whose layout already has its kernel
+  // do not wait for code generation. Two threads may generate the same variant: the first kept wins.
+  codegen::GeneratedKernel k = generate();
+  const bool runtime_variant = k.source != profiled;
+  k = options_.fail.apply(std::move(k), runtime_variant);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = kernels_.find(key);
-  if (it != kernels_.end()) return it->second;
-  auto k = generate();
-  if (options_.fail.matches(k.name, /*runtime_variant=*/k.source != profiled_source_)) k = with_injected_failure(k);
-  variant_order_.push_back(key);
-  return kernels_.emplace(key, std::move(k)).first->second;  // map nodes never move: the reference stays valid
+  const auto [it, inserted] = kernels_.emplace(key, std::move(k));
+  if (inserted) variant_order_.push_back(key);
+  return it->second;  // map nodes never move: the reference stays valid
 }
 
 void FusedKernel::prepare(int device) {
@@ -115,8 +124,7 @@ void FusedKernel::prepare(int device) {
     std::lock_guard<std::mutex> lock(mu_);
     profiled_source_ = plain.source;
   }
-  const bool inject = options_.fail.matches(plain.name, /*runtime_variant=*/false);
-  const codegen::GeneratedKernel k = inject ? with_injected_failure(plain) : plain;
+  const codegen::GeneratedKernel k = options_.fail.apply(plain, /*runtime_variant=*/false);
   load_function(k, k.name, device, counters_.get());
   std::lock_guard<std::mutex> lock(mu_);
   prepared_ = k;
@@ -152,6 +160,20 @@ void FusedKernel::fall_back(const std::string& error, const std::string& kernel_
   log_warn(message);
 }
 
+bool FusedKernel::fall_back_for_this_call(const std::string& error) {
+  TORCHFUSE_CHECK(!options_.strict, "torchfuse (strict): fusion group ", group_.kernel_name, " (", group_.describe(),
+                  ") cannot run fused at run time: CUDA out of memory allocating its outputs: ", error);
+  if (fallback_code_ == nullptr) return false;
+  ++oom_calls_;
+  if (!oom_logged_.exchange(true)) {
+    log_warn("torchfuse: fusion group " + group_.kernel_name + " (" + group_.describe() +
+             ") ran out of CUDA memory allocating its outputs; this call runs its TorchScript ops through ATen "
+             "and later calls try the kernel again (logged once per group; stats() counts these calls as "
+             "oom_calls):\n" + error);
+  }
+  return true;
+}
+
 void FusedKernel::run_fallback(std::vector<c10::IValue>& stack) {
   ++fallback_calls_;
   const size_t n = group_.inputs.size();
@@ -171,6 +193,7 @@ GroupStats FusedKernel::stats() const {
   s.calls = calls_;
   s.launches = launches_;
   s.fallback_calls = fallback_calls_;
+  s.oom_calls = oom_calls_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.fell_back = fell_back_;
@@ -261,6 +284,12 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
     fail(failure, "at run time");
     // Nothing was launched for this call (or only a first kernel whose outputs are dropped): the
     // fallback computes it from the same inputs.
+    for (auto& v : call.values) stack.push_back(std::move(v));
+    return run_fallback(stack);
+  } catch (const c10::OutOfMemoryError& oom) {
+    // Outputs, partials and counters are allocated before the launch: nothing ran. Memory may be
+    // free again later, so only this call takes the fallback.
+    if (!fall_back_for_this_call(oom.what_without_backtrace())) throw;
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }

@@ -5,10 +5,13 @@
 //
 // Fallback: when a kernel of the group cannot be built, loaded or launched (KernelFailure), the
 // group switches for good to its fallback, the group's own TorchScript ops run by the
-// interpreter, and the failure is logged once. Under strict the failure is an Error instead.
-// A call whose inputs differ from the types the group was compiled for (input_differs: a value
-// that control flow computes can change dtype between calls of one specialization) runs the
-// fallback for that call alone; under strict it is an Error.
+// interpreter, and the failure is logged once. When the CUDA caching allocator runs out of memory
+// for the group's outputs (c10::OutOfMemoryError), only that call runs on the fallback: memory may
+// be free again for the next call, which tries the kernel again (logged once per group, every
+// such call counted). A call whose inputs differ from the types the group was compiled for
+// (input_differs: a value that control flow computes can change dtype between calls of one
+// specialization) runs the fallback for that call alone. Under strict each of these is an Error
+// naming the group instead.
 #pragma once
 
 #include <atomic>
@@ -93,7 +96,7 @@ class FusedKernel {
   const codegen::GroupAnalysis& group_analysis() const { return analysis_; }
   const codegen::Tuning& tuning() const { return options_.tuning; }
   // The kernel for the profiled types, for the device `target` describes (with the injected
-  // failure, when debug_fail_kernels names it).
+  // faults' marks, when debug_fail_kernels names it).
   codegen::GeneratedKernel kernel_for_profiled_types(const codegen::DeviceTarget& target) const;
   // The kernels compiled for the device in use: the one prepare() built for the profiled types,
   // then every other variant generated since for other layouts, in the order they were made.
@@ -101,6 +104,8 @@ class FusedKernel {
   // How many kernel variants were generated (one per layout key).
   int64_t variants() const;
   int64_t launches() const { return launches_; }
+  // Should this call's outputs run out of memory (debug_fail_kernels "oom:")? Uses up a fault.
+  bool inject_oom() const { return options_.fail.take_oom(group_.kernel_name); }
 
   // Used by the launchers.
   // The kernel generated for layout `key` (kept for the kernel's lifetime; never copied per call).
@@ -119,6 +124,10 @@ class FusedKernel {
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
   void run_fallback(std::vector<c10::IValue>& stack);
+  // The allocator ran out of memory for this call's outputs: under strict an Error; else this
+  // call runs on the fallback (logged once per group). False without a fallback graph (the
+  // caller rethrows the allocator's error, as eager would have).
+  bool fall_back_for_this_call(const std::string& error);
 
   std::shared_ptr<const void> owner_;
   FusionGroup group_;
@@ -138,6 +147,8 @@ class FusedKernel {
   std::atomic<bool> fell_back_{false};
   std::string fallback_reason_;
   std::atomic<int64_t> fallback_calls_{0};
+  std::atomic<int64_t> oom_calls_{0};      // calls whose outputs ran out of memory
+  std::atomic<bool> oom_logged_{false};
   mutable KernelTimer timer_;
 };
 

@@ -7,6 +7,7 @@
 #include "codegen/nvrtc.h"
 #include "runtime/disk_cache.h"
 #include "runtime/driver_api.h"
+#include "runtime/failure_injection.h"
 #include "src/error.h"
 #include "src/version.h"
 
@@ -21,15 +22,22 @@ struct KernelCache::Impl {
   std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
   // The launch path's fast lookup: by (kernel id, device, entry), no source comparison.
   std::map<std::tuple<uint64_t, int, std::string>, CUfunction> by_id;
-  DiskCache disk{DiskCache::default_dir()};
+  DiskCache disk;
+
+  explicit Impl(const std::string& dir) : disk(dir) {}
 };
 
-KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+KernelCache::KernelCache(const std::string& disk_dir) : impl_(std::make_unique<Impl>(disk_dir)) {}
+
+KernelCache::~KernelCache() = default;
 
 KernelCache& KernelCache::global() {
-  static KernelCache* cache = new KernelCache();  // never destroyed: kernels outlive static teardown
+  // Never destroyed: kernels outlive static teardown.
+  static KernelCache* cache = new KernelCache(DiskCache::default_dir());
   return *cache;
 }
+
+DiskCache& KernelCache::disk() { return impl_->disk; }
 
 std::string KernelCache::key(const codegen::GeneratedKernel& kernel, const std::string& arch) {
   std::string k = "torchfuse " + std::string(kVersion) + "\nnvrtc " + codegen::nvrtc_version() + "\narch " + arch +
@@ -114,6 +122,11 @@ CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ord
   make_context_current(ordinal);
   if (!module) {
     auto image = cubin(kernel, arch, counters);
+    // An injected load fault (debug_fail_kernels "load:") takes the driver's place with the error
+    // of an image the device cannot load; nothing is kept, as for a real failure.
+    if (has_injected_fault(kernel, Fault::Load)) {
+      check_cu(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData (injected by debug_fail_kernels)");
+    }
     check_cu(api->cuModuleLoadData(&module, image->data()), "cuModuleLoadData");
     std::lock_guard<std::mutex> lock(impl_->mu);
     // A racing thread's module stays loaded; both are equivalent.

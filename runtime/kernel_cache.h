@@ -24,9 +24,15 @@ struct CompileCounters {
   std::atomic<int64_t> disk_misses{0};
 };
 
+class DiskCache;
+
 class KernelCache {
  public:
   static KernelCache& global();
+  // A cache of its own over the disk cache in `disk_dir` ("" for memory only); global() uses
+  // DiskCache::default_dir(). Tests build their own to choose the directory.
+  explicit KernelCache(const std::string& disk_dir);
+  ~KernelCache();
 
   // The cubin of `kernel` for `arch` ("sm_90"): from memory, else from disk, else NVRTC.
   std::shared_ptr<const std::string> cubin(const codegen::GeneratedKernel& kernel, const std::string& arch,
@@ -39,10 +45,12 @@ class KernelCache {
   // The cache key of a kernel for an architecture (exposed for tests).
   static std::string key(const codegen::GeneratedKernel& kernel, const std::string& arch);
 
+  // The disk cache underneath (for tests and diagnostics).
+  DiskCache& disk();
+
   struct Impl;
 
  private:
-  KernelCache();
   std::unique_ptr<Impl> impl_;
 };
 

@@ -11,6 +11,7 @@
 #include <torch/version.h>
 
 #include "runtime/driver_api.h"
+#include "runtime/failure_injection.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -45,6 +46,10 @@ CUfunction load_function(const codegen::GeneratedKernel& kernel, const std::stri
 }
 
 namespace {
+
+// What an injected launch fault (debug_fail_kernels "launch:") makes the driver call answer: a
+// launch error of the kernel's own configuration, after which the context is still usable.
+constexpr CUresult kInjectedLaunchError = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
 
 // Kernels may use more than 48 KB of shared memory (static and dynamic) only after asking for it.
 // Asked once per function for the most it has needed so far (not on every launch).
@@ -92,15 +97,19 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   void* args[] = {params.data()};
   make_context_current(device.index());
   allow_shared_bytes(fn, shared_bytes, kernel);
-  const CUresult r = driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
-                                                  static_cast<unsigned>(blocks_y), 1, static_cast<unsigned>(block), 1,
-                                                  1, static_cast<unsigned>(shared_bytes), current_stream(device), args,
-                                                  nullptr);
+  const bool injected = has_injected_fault(kernel, Fault::Launch);
+  const CUresult r = injected ? kInjectedLaunchError
+                              : driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
+                                                             static_cast<unsigned>(blocks_y), 1,
+                                                             static_cast<unsigned>(block), 1, 1,
+                                                             static_cast<unsigned>(shared_bytes),
+                                                             current_stream(device), args, nullptr);
   if (r == CUDA_SUCCESS) return;
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.
-  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, "cuLaunchKernel") + " (" + entry + ")", kernel.source);
-  check_cu(r, "cuLaunchKernel");
+  const char* what = injected ? "cuLaunchKernel (injected by debug_fail_kernels)" : "cuLaunchKernel";
+  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + entry + ")", kernel.source);
+  check_cu(r, what);
 }
 
 void* stream_counters(const c10::Device& device, int64_t n) {
@@ -145,10 +154,12 @@ void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device&
   config.hStream = current_stream(device);
   config.attrs = &attr;
   config.numAttrs = 1;
-  const CUresult r = api->cuLaunchKernelEx(&config, fn, args, nullptr);
+  const bool injected = has_injected_fault(kernel, Fault::Launch);
+  const CUresult r = injected ? kInjectedLaunchError : api->cuLaunchKernelEx(&config, fn, args, nullptr);
   if (r == CUDA_SUCCESS) return;
-  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, "cuLaunchKernelEx") + " (" + kernel.name + ")", kernel.source);
-  check_cu(r, "cuLaunchKernelEx");
+  const char* what = injected ? "cuLaunchKernelEx (injected by debug_fail_kernels)" : "cuLaunchKernelEx";
+  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + kernel.name + ")", kernel.source);
+  check_cu(r, what);
 }
 
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison) {

@@ -67,8 +67,14 @@ bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& 
   return true;
 }
 
+// More float elements than any device holds (512 TiB): what an injected out-of-memory fault asks for.
+constexpr int64_t kImpossibleElements = int64_t{1} << 47;
+
 std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs& c) {
   const auto sizes = output_sizes(fk.group(), fk.analysis(), c.domain);
+  // debug_fail_kernels "oom:": the caching allocator is asked for an impossible output, so that it
+  // throws its own c10::OutOfMemoryError, as it does when the device is full.
+  if (fk.inject_oom()) new_output({kImpossibleElements}, c10::ScalarType::Float, c.device, false);
   std::vector<at::Tensor> out;
   for (size_t k = 0; k < sizes.size(); ++k) {
     out.push_back(new_output(sizes[k], fk.group().outputs[k]->type.dtype, c.device, fk.poison_outputs()));

@@ -4,6 +4,8 @@
 #   bash scripts/gpu_check.sh            # tests + demo + compile times + suite benchmark (torchfuse side)
 #   BENCH=0 bash scripts/gpu_check.sh    # skip the benchmark
 #   COMPILE_TIMES=0 ...                  # skip the cold/warm compile times
+#   STRESS_SECONDS=600 ...               # the concurrency stress for 10 minutes (default 20 s;
+#                                        # 0 skips it; scripts/stress_gpu.sh runs it alone)
 # Compile times: torchfuse_bench --compile-time --no-suite runs twice, in two processes sharing a
 # fresh, empty $TORCHFUSE_CACHE_DIR: cold (NVRTC compiles everything) then warm (kernels come from
 # the disk cache). Logs: $OUT/compile_cold.log, $OUT/compile_warm.log; COMPILE_DTYPES picks the
@@ -38,6 +40,10 @@ fi
 "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_replay_tests --gtest_brief=1 >"$OUT/replay_tests.log" 2>&1 || status=1
 bash scripts/check_layers.sh >"$OUT/layers.log" 2>&1 || status=1
+if [ "${STRESS_SECONDS:-20}" != 0 ]; then
+  "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
+    --streams "${STRESS_STREAMS:-4}" >"$OUT/stress.log" 2>&1 || status=1
+fi
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
 if [ "${COMPILE_TIMES:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
   compile_cache=$(mktemp -d)
@@ -57,6 +63,7 @@ for f in cpu_tests gpu_tests gpu_reduction_tests replay_tests; do
   grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
 done
 echo "layers: $(tail -1 "$OUT/layers.log")"
+[ -f "$OUT/stress.log" ] && sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/stress.log"
 echo "demo: $(tail -1 "$OUT/demo.log")"
 for run in cold warm; do
   [ -f "$OUT/compile_$run.log" ] || continue

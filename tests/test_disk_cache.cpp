@@ -1,5 +1,6 @@
 // Tests for runtime/disk_cache: round trips, misses, corruption handling, key-collision guard,
-// default directory selection, and atomicity under concurrent threads and processes. No GPU needed.
+// default directory selection, atomicity under concurrent threads and processes, and unwritable
+// (read-only, full) directories. No GPU needed.
 #include "runtime/disk_cache.h"
 
 #include <cstdlib>
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include "tests/fs_util.h"
 
 namespace {
 
@@ -216,12 +219,67 @@ TEST(DiskCacheTest, StoreFailureIsReportedNotThrown) {
   std::string file = tmp.path() + "/not_a_dir";
   write_file(file, "x");
   DiskCache cache(file + "/cache");  // a regular file in the path: mkdir must fail
+  testing::internal::CaptureStderr();
   EXPECT_FALSE(cache.store("k", "v"));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("cannot write the kernel cache in " + file + "/cache (mkdir "), std::string::npos) << log;
   EXPECT_FALSE(cache.load("k").has_value());
   auto c = cache.counters();
   EXPECT_EQ(c.store_failures, 1);
   EXPECT_EQ(c.stores, 0);
   EXPECT_EQ(c.misses, 1);
+}
+
+int count_occurrences(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
+// A directory this process cannot write: the first store fails and warns once, naming the
+// directory and the error; later stores touch nothing and do not warn again; loads still answer.
+TEST(DiskCacheTest, ReadOnlyDirectoryStopsStoringWithOneWarning) {
+  TempDir tmp;
+  const std::string dir = tftest::unwritable_dir(tmp.path());
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.storing());
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.store("k1", "v1"));
+  EXPECT_FALSE(cache.store("k2", "v2"));
+  EXPECT_FALSE(cache.load("k1").has_value());
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_occurrences(log, "cannot write the kernel cache in " + dir + " ("), 1) << log;
+  EXPECT_EQ(count_occurrences(log, "cannot write the kernel cache"), 1) << log;
+  EXPECT_FALSE(cache.storing());
+  EXPECT_NE(cache.store_error().find("open " + dir + "/.tmp-"), std::string::npos) << cache.store_error();
+  const auto c = cache.counters();
+  EXPECT_EQ(c.stores, 0);
+  EXPECT_EQ(c.store_failures, 2);
+  EXPECT_EQ(c.misses, 1);
+  if (dir != "/proc/self") EXPECT_TRUE(list_dir(dir).empty());
+}
+
+// A full file system (write(2) answers ENOSPC): one warning with the system's message, no temp
+// file left, no further stores; what was stored before still loads.
+TEST(DiskCacheTest, FullDiskStopsStoringWithOneWarningAndStillServesEntries) {
+  TempDir tmp;
+  DiskCache cache(tmp.path());
+  ASSERT_TRUE(cache.store("before", "stored while there was room"));
+  cache.set_write_for_testing(&tftest::full_disk_write);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.store("k1", make_payload(1, 4096)));
+  EXPECT_FALSE(cache.store("k2", "v2"));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_occurrences(log, "cannot write the kernel cache in " + tmp.path()), 1) << log;
+  EXPECT_NE(log.find(std::strerror(ENOSPC)), std::string::npos) << log;
+  EXPECT_NE(cache.store_error().find("write " + tmp.path() + "/.tmp-"), std::string::npos) << cache.store_error();
+  EXPECT_EQ(cache.load("before").value_or("?"), "stored while there was room");
+  EXPECT_FALSE(cache.load("k1").has_value());
+  EXPECT_EQ(list_dir(tmp.path()).size(), 1u);  // the failed store's temp file is gone
+  const auto c = cache.counters();
+  EXPECT_EQ(c.stores, 1);
+  EXPECT_EQ(c.store_failures, 2);
+  EXPECT_EQ(c.hits, 1);
 }
 
 TEST(DiskCacheTest, TruncatedEntryIsCorruptRemovedAndReplaced) {

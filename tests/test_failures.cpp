@@ -1,13 +1,18 @@
 // Failure handling without a GPU: strict mode names the ops it would leave to ATen, injected
-// NVRTC failures carry the log and the source and are never cached, and every group's fallback
-// graph computes what eager computes.
+// NVRTC failures carry the log and the source and are never cached, the injection grammar (load,
+// launch and oom faults), the kernel cache over an unwritable disk cache, and every group's
+// fallback graph computes what eager computes.
+#include <cstring>
+
 #include <torch/torch.h>
 
 #include "codegen/nvrtc.h"
 #include "runtime/failure_injection.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/compiled_module.h"
+#include "runtime/disk_cache.h"
 #include "src/prepare_graph.h"
+#include "tests/fs_util.h"
 #include "tests/test_util.h"
 
 using tftest::contains_in_order;
@@ -106,6 +111,142 @@ TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
   EXPECT_EQ(counters.nvrtc_compiles, 0);
   EXPECT_EQ(counters.memory_hits, 0);
   EXPECT_EQ(counters.disk_hits, 0);
+}
+
+TEST(InjectedFailure, KindsCountsAndRuntimeEntries) {
+  namespace rt = torchfuse::runtime;
+  using rt::Fault;
+  const auto f = rt::FailureInjection::parse("load:tf_fused_1, launch:runtime:tf_fused_2, oom:tf_fused_3, nvrtc:tf_fused_4");
+  EXPECT_TRUE(f.matches(Fault::Load, "tf_fused_1", false));
+  EXPECT_FALSE(f.matches(Fault::Nvrtc, "tf_fused_1", false));  // a kind names its own fault only
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_1", false));
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_2", false));
+  EXPECT_TRUE(f.matches(Fault::Launch, "tf_fused_2", true));
+  EXPECT_TRUE(f.matches(Fault::Nvrtc, "tf_fused_4", false));
+  EXPECT_TRUE(f.matches("tf_fused_4", false));
+  EXPECT_FALSE(f.take_oom("tf_fused_1"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(f.take_oom("tf_fused_3")) << "uncounted: every call, call " << i;
+}
+
+TEST(InjectedFailure, CountedOomFaultsRunOutAndCopiesShareTheCount) {
+  namespace rt = torchfuse::runtime;
+  const auto f = rt::FailureInjection::parse("oom#2:tf_fused_0");
+  const rt::FailureInjection copy = f;  // each FusedKernel holds a copy of its specialization's
+  EXPECT_FALSE(f.take_oom("tf_fused_1"));
+  EXPECT_TRUE(f.take_oom("tf_fused_0"));
+  EXPECT_TRUE(copy.take_oom("tf_fused_0"));
+  EXPECT_FALSE(f.take_oom("tf_fused_0"));
+  EXPECT_FALSE(copy.take_oom("tf_fused_0"));
+  // A fresh parse (a new specialization) starts over.
+  EXPECT_TRUE(rt::FailureInjection::parse("oom#2:tf_fused_0").take_oom("tf_fused_0"));
+}
+
+TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
+  const auto m = tftest::groups_around_matmul();
+  auto error_for = [&](const std::string& spec) {
+    auto o = tftest::quiet_options();
+    o.debug_fail_kernels = spec;
+    return tftest::error_of([&] { torchfuse::compile(m, o); });
+  };
+  EXPECT_TRUE(contains_in_order(error_for("tf_fused_0,crash:tf_fused_1"),
+                                {"debug_fail_kernels entry 'crash:tf_fused_1'", "unknown fault kind 'crash'"}));
+  EXPECT_NE(error_for("launch#2:*").find("only oom faults take a count"), std::string::npos);
+  EXPECT_NE(error_for("oom#0:*").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_for("oom#x:*").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_for("oom:runtime:*").find("runtime: does not apply"), std::string::npos);
+  EXPECT_NE(error_for("load:").find("no kernel named"), std::string::npos);
+  for (const char* fine : {"", "*", "tf_fused_1,", "runtime:*", "nvrtc:runtime:tf_fused_0", "load:*", "launch:runtime:*",
+                           "oom#3:tf_fused_1"}) {
+    EXPECT_EQ(error_for(fine), "") << fine;
+  }
+}
+
+// Load and launch faults mark the source with a comment: it still compiles (NVRTC does not
+// fail), its key is its own, and the driver call sites find the mark.
+TEST(InjectedFailure, LoadAndLaunchMarksCompileAndAreFoundByKind) {
+  namespace rt = torchfuse::runtime;
+  auto o = tftest::quiet_options();
+  o.debug_fail_kernels = "load:tf_fused_0,launch:tf_fused_1";
+  const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
+  const auto e = torchfuse::compile(tftest::groups_around_matmul(), o).explain(in, /*compile_kernels=*/true);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;
+  ASSERT_EQ(e.cubin_bytes.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) EXPECT_GT(e.cubin_bytes[k], 0u) << e.kernels[k].name;
+  torchfuse::codegen::GeneratedKernel load, launch;
+  load.name = e.kernels[0].name;
+  load.source = e.kernels[0].source;
+  launch.name = e.kernels[1].name;
+  launch.source = e.kernels[1].source;
+  EXPECT_TRUE(rt::has_injected_fault(load, rt::Fault::Load)) << load.source.substr(0, 200);
+  EXPECT_FALSE(rt::has_injected_fault(load, rt::Fault::Launch));
+  EXPECT_TRUE(rt::has_injected_fault(launch, rt::Fault::Launch)) << launch.source.substr(0, 200);
+  EXPECT_FALSE(rt::has_injected_fault(launch, rt::Fault::Load));
+  EXPECT_EQ(load.source.find("#error"), std::string::npos);
+  // The unmarked kernel, for comparison: same code after the mark, another cache key.
+  o.debug_fail_kernels = "";
+  const auto plain = torchfuse::compile(tftest::groups_around_matmul(), o).explain(in);
+  torchfuse::codegen::GeneratedKernel unmarked;
+  unmarked.name = plain.kernels[0].name;
+  unmarked.source = plain.kernels[0].source;
+  EXPECT_FALSE(rt::has_injected_fault(unmarked, rt::Fault::Load));
+  EXPECT_EQ(load.source.substr(load.source.find('\n') + 1), unmarked.source);
+  EXPECT_NE(rt::KernelCache::key(load, "sm_90"), rt::KernelCache::key(unmarked, "sm_90"));
+  // Several kinds on one kernel: every mark is found; NVRTC's comes first (it fails first).
+  auto all = rt::FailureInjection::parse("nvrtc:*,load:*,launch:*").apply(unmarked, false);
+  EXPECT_EQ(all.source.rfind("#error torchfuse: injected failure", 0), 0u);
+  EXPECT_TRUE(rt::has_injected_fault(all, rt::Fault::Load));
+  EXPECT_TRUE(rt::has_injected_fault(all, rt::Fault::Launch));
+  // A mark's text further down the source (not a leading line) is not a mark.
+  torchfuse::codegen::GeneratedKernel buried = unmarked;
+  buried.source += "// torchfuse: injected fault: load (debug_fail_kernels)\n";
+  EXPECT_FALSE(rt::has_injected_fault(buried, rt::Fault::Load));
+}
+
+// ---- the kernel cache over an unwritable disk cache ----
+
+torchfuse::codegen::GeneratedKernel probe_kernel(const std::string& name) {
+  torchfuse::codegen::GeneratedKernel k;
+  k.name = name;
+  k.source = "extern \"C\" __global__ void " + name + "(float* p) { p[threadIdx.x] = 2.0f; }\n";
+  return k;
+}
+
+// Compiles two kernels (each asked twice) through a kernel cache whose disk cannot take them:
+// both compile, the repeats come from memory, and the disk problem is one warning.
+void expect_memory_only_with_one_warning(torchfuse::runtime::KernelCache& cache, const std::string& what) {
+  namespace rt = torchfuse::runtime;
+  rt::CompileCounters counters;
+  testing::internal::CaptureStderr();
+  for (const char* name : {"tf_cache_probe_a", "tf_cache_probe_b"}) {
+    for (int i = 0; i < 2; ++i) {
+      const auto image = cache.cubin(probe_kernel(name), "sm_90", &counters);
+      ASSERT_TRUE(image && image->size() > 4) << name;
+      EXPECT_EQ(image->compare(0, 4, "\x7f" "ELF"), 0) << name << ": not a cubin";
+    }
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "cannot write the kernel cache"), 1) << what << ":\n" << log;
+  EXPECT_EQ(counters.nvrtc_compiles, 2) << what;
+  EXPECT_EQ(counters.memory_hits, 2) << what;
+  EXPECT_EQ(counters.disk_hits, 0) << what;
+  EXPECT_FALSE(cache.disk().storing()) << what;
+  const auto c = cache.disk().counters();
+  EXPECT_EQ(c.stores, 0) << what;
+  EXPECT_EQ(c.store_failures, 2) << what;
+}
+
+TEST(KernelCacheDisk, ReadOnlyDirectoryKeepsKernelsInMemoryWithOneWarning) {
+  tftest::TempDir tmp;
+  torchfuse::runtime::KernelCache cache(tftest::unwritable_dir(tmp.path()));
+  expect_memory_only_with_one_warning(cache, "read-only directory");
+}
+
+TEST(KernelCacheDisk, FullDiskKeepsKernelsInMemoryWithOneWarning) {
+  tftest::TempDir tmp;
+  torchfuse::runtime::KernelCache cache(tmp.path());
+  cache.disk().set_write_for_testing(&tftest::full_disk_write);
+  expect_memory_only_with_one_warning(cache, "full disk");
+  EXPECT_NE(cache.disk().store_error().find(std::strerror(ENOSPC)), std::string::npos) << cache.disk().store_error();
 }
 
 // ---- fallback graphs ----

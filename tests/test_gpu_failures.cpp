@@ -1,7 +1,9 @@
-// GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC
-// failures (when the specialization is built and at run time), strict mode, cold vs warm
-// processes sharing a disk cache, one module on 4 threads with their own streams, a second
-// device, and per-group kernel timing. Skipped when no CUDA device is present.
+// GPU tests of failure handling, caches and concurrency: per-group fallback on injected NVRTC,
+// module-load and launch failures (when the specialization is built and at run time) and on
+// out-of-memory while allocating outputs (that call only), strict mode, max_specializations,
+// cold vs warm processes sharing a disk cache, an unwritable cache directory, one module on 4
+// threads with their own streams, a build that must not hold up calls of built signatures, a
+// second device, and per-group kernel timing. Skipped when no CUDA device is present.
 #include <ftw.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -21,6 +24,9 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
+#include "tests/fs_util.h"
 #include "tests/test_util.h"
 
 using tftest::module_from;
@@ -92,24 +98,34 @@ TEST(GpuFallback, StrictMakesTheFailureAnError) {
 // generated at run time, which "runtime:" makes fail.
 torch::jit::Module row_softmax() { return module_from("def forward(self, x):\n    return torch.softmax(x * 2.0, -1)\n"); }
 
+// NVRTC, module load and launch of a variant generated at run time: each falls back for good.
 TEST(GpuFallback, RuntimeVariantFailureFallsBackAndStays) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(row_softmax(), failing("runtime:*"));
-  expect_matches_eager(c, {rnd({32, 64})}, "short rows");
-  const auto before = c.stats();
-  ASSERT_EQ(before.fallback_groups, 0);
-  ASSERT_EQ(before.kernel_launches, 1);
-  testing::internal::CaptureStderr();
-  expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
-  expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
-  const std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
-  const auto after = c.stats();
-  EXPECT_EQ(after.specializations, 1);
-  EXPECT_EQ(after.fallback_groups, 1);
-  EXPECT_EQ(after.fallback_calls, 2);
-  EXPECT_EQ(after.kernel_launches, 1);
-  EXPECT_GE(after.kernel_variants, 2);
+  const std::pair<const char*, const char*> cases[] = {
+      {"runtime:*", "injected failure"},
+      {"load:runtime:*", "cuModuleLoadData (injected by debug_fail_kernels) failed"},
+      {"launch:runtime:*", "cuLaunchKernel"}};  // (or cuLaunchKernelEx, for a cluster of blocks)
+  for (const auto& [spec, reason] : cases) {
+    SCOPED_TRACE(spec);
+    auto c = torchfuse::compile(row_softmax(), failing(spec));
+    expect_matches_eager(c, {rnd({32, 64})}, "short rows");
+    const auto before = c.stats();
+    ASSERT_EQ(before.fallback_groups, 0);
+    ASSERT_EQ(before.kernel_launches, 1);
+    testing::internal::CaptureStderr();
+    expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
+    expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
+    const auto after = c.stats();
+    EXPECT_EQ(after.specializations, 1);
+    EXPECT_EQ(after.fallback_groups, 1);
+    EXPECT_EQ(after.fallback_calls, 2);
+    EXPECT_EQ(after.kernel_launches, 1);
+    EXPECT_GE(after.kernel_variants, 2);
+    ASSERT_EQ(after.groups.size(), 1u);
+    EXPECT_NE(after.groups[0].fallback_reason.find(reason), std::string::npos) << after.groups[0].fallback_reason;
+  }
 }
 
 TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
@@ -122,6 +138,156 @@ TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
   expect_matches_eager(c, {rnd({32, 64})}, "short rows after the error");
   EXPECT_EQ(c.stats().fallback_groups, 0);
   EXPECT_EQ(c.stats().kernel_launches, 2);
+}
+
+// ---- module load, launch and out-of-memory faults ----
+
+// A load or launch failure of tf_fused_1: that group runs through ATen for good, logged once
+// with the driver call and its error code; tf_fused_0 stays fused; every result is eager's.
+void expect_falls_back_for_good(const std::string& spec, const std::string& call, const std::string& code) {
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(spec));
+  constexpr int kCalls = 3;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_1"), 1) << log;
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 0) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) cannot run fused",
+                                              "CUDA driver call " + call + " (injected by debug_fail_kernels) failed",
+                                              "(code " + code + ")", "--- kernel source ---"}));
+  const auto s = c.stats();
+  EXPECT_EQ(s.fallback_groups, 1);
+  EXPECT_EQ(s.fallback_calls, kCalls);
+  EXPECT_EQ(s.oom_calls, 0);
+  EXPECT_EQ(s.fused_calls, kCalls);
+  EXPECT_EQ(s.eager_calls, 0);
+  const auto* fused = group_named(s, "tf_fused_0");
+  const auto* fallen = group_named(s, "tf_fused_1");
+  ASSERT_TRUE(fused && fallen) << s.groups.size() << " groups";
+  EXPECT_FALSE(fused->fell_back);
+  EXPECT_EQ(fused->launches, kCalls);
+  EXPECT_TRUE(fallen->fell_back);
+  EXPECT_EQ(fallen->launches, 0);
+  EXPECT_EQ(fallen->calls, kCalls);
+  EXPECT_EQ(fallen->fallback_calls, kCalls);
+  EXPECT_NE(fallen->fallback_reason.find(call), std::string::npos) << fallen->fallback_reason;
+}
+
+// The module load fails when the specialization is built.
+TEST(GpuFallback, InjectedLoadFailureFallsBackForThatGroupOnly) {
+  REQUIRE_GPU();
+  expect_falls_back_for_good("load:tf_fused_1", "cuModuleLoadData", "200");  // CUDA_ERROR_INVALID_IMAGE
+}
+
+// The launch fails at the first call (the kernel compiled and loaded).
+TEST(GpuFallback, InjectedLaunchFailureFallsBackForThatGroupOnly) {
+  REQUIRE_GPU();
+  expect_falls_back_for_good("launch:tf_fused_1", "cuLaunchKernel", "701");  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+}
+
+// The caching allocator runs out of memory for tf_fused_1's outputs on the first two calls
+// (it is asked for 512 TiB, and throws its own c10::OutOfMemoryError): those calls run the
+// group's ops through ATen, the next ones launch its kernel again. Logged once, each call counted.
+TEST(GpuFallback, OutOfMemoryFallsBackForThatCallOnly) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom#2:tf_fused_1"));
+  constexpr int kCalls = 4;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "ran out of CUDA memory"), 1) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) ran out of CUDA memory",
+                                              "later calls try the kernel again", "out of memory"}));
+  const auto s = c.stats();
+  EXPECT_EQ(s.fallback_groups, 0);
+  EXPECT_EQ(s.oom_calls, 2);
+  EXPECT_EQ(s.fallback_calls, 2);
+  EXPECT_EQ(s.fused_calls, kCalls);
+  const auto* fused = group_named(s, "tf_fused_0");
+  const auto* oom = group_named(s, "tf_fused_1");
+  ASSERT_TRUE(fused && oom) << s.groups.size() << " groups";
+  EXPECT_EQ(fused->launches, kCalls);
+  EXPECT_EQ(fused->oom_calls, 0);
+  EXPECT_FALSE(oom->fell_back);
+  EXPECT_EQ(oom->fallback_reason, "");
+  EXPECT_EQ(oom->calls, kCalls);
+  EXPECT_EQ(oom->oom_calls, 2);
+  EXPECT_EQ(oom->fallback_calls, 2);
+  EXPECT_EQ(oom->launches, kCalls - 2);
+}
+
+TEST(GpuFallback, OutOfMemoryOnEveryCallIsLoggedOnce) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom:tf_fused_1"));
+  constexpr int kCalls = 3;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "ran out of CUDA memory"), 1) << log;
+  const auto s = c.stats();
+  EXPECT_EQ(s.oom_calls, kCalls);
+  EXPECT_EQ(s.fallback_groups, 0);
+  const auto* oom = group_named(s, "tf_fused_1");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->launches, 0);
+  EXPECT_EQ(oom->fallback_calls, kCalls);
+}
+
+// Under strict each fault is an Error naming the group and the fault: a load failure when the
+// specialization is built (none is kept), a launch failure or an out-of-memory at run time.
+TEST(GpuFallback, StrictMakesLoadLaunchAndOomFaultsErrors) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* spec;
+    const char* when;
+    const char* fault;
+    int specializations;
+  };
+  const Case cases[] = {
+      {"load:tf_fused_1", "when its specialization is built", "cuModuleLoadData (injected by debug_fail_kernels)", 0},
+      {"launch:tf_fused_1", "at run time", "cuLaunchKernel (injected by debug_fail_kernels)", 1},
+      {"oom:tf_fused_1", "at run time", "CUDA out of memory allocating its outputs", 1}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.spec);
+    auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(k.spec, /*strict=*/true));
+    const std::string msg = tftest::error_of([&] { c.forward({rnd({64, 64}), rnd({64, 64})}); });
+    EXPECT_TRUE(tftest::contains_in_order(
+        msg, {std::string("torchfuse (strict): fusion group tf_fused_1 (add -> relu -> mul) cannot run fused ") + k.when,
+              k.fault}));
+    const auto s = c.stats();
+    EXPECT_EQ(s.specializations, k.specializations);
+    EXPECT_EQ(s.fallback_groups, 0);
+    EXPECT_EQ(s.fallback_calls, 0);
+    EXPECT_EQ(s.oom_calls, 0);
+  }
+}
+
+// ---- max_specializations ----
+
+TEST(GpuSpecializations, PastTheLimitNewSignaturesRunEagerLoggedOnceAndCounted) {
+  REQUIRE_GPU();
+  auto o = tftest::quiet_options();
+  o.max_specializations = 2;
+  auto c = torchfuse::compile(row_softmax(), o);
+  const auto input_of = [](int sig) -> std::vector<c10::IValue> {
+    if (sig == 0) return {rnd({16, 64})};
+    if (sig == 1) return {rnd({16, 64}).to(torch::kHalf)};
+    return {rnd({4, 16, 64})};
+  };
+  constexpr int kRounds = 3;
+  testing::internal::CaptureStderr();
+  for (int round = 0; round < kRounds; ++round)
+    for (int sig = 0; sig < 3; ++sig) expect_matches_eager(c, input_of(sig), "signature " + std::to_string(sig));
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tftest::count_occurrences(log, "(max_specializations)"), 1) << log;
+  const auto s = c.stats();
+  EXPECT_EQ(s.specializations, 2);
+  EXPECT_EQ(s.over_limit_calls, kRounds);
+  EXPECT_EQ(s.eager_calls, kRounds);
+  EXPECT_EQ(s.fused_calls, 2 * kRounds);
+  EXPECT_EQ(s.kernel_launches, 2 * kRounds);
+  EXPECT_EQ(c.graph_for(input_of(2)), "");
+  EXPECT_EQ(tftest::fusion_nodes(c.graph_for(input_of(1))), 1);
 }
 
 // ---- cold vs warm process ----
@@ -187,14 +353,18 @@ void remove_tree(const std::string& dir) {
        FTW_DEPTH | FTW_PHYS);
 }
 
-// Runs the child test in a new process with the cache dir; its stats by name.
-std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run) {
+// Runs the child test in a new process with the cache dir (default: `dir`/cache); its stats by
+// name, its output in *output.
+std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run,
+                                        std::string cache_dir = "", std::string* output = nullptr) {
+  if (cache_dir.empty()) cache_dir = dir + "/cache";
   const std::string stats = dir + "/" + run + ".stats";
   const std::string log = dir + "/" + run + ".log";
-  const std::string cmd = "TORCHFUSE_CACHE_DIR='" + dir + "/cache' " + kChildStatsEnv + "='" + stats + "' '" + exe +
+  const std::string cmd = "TORCHFUSE_CACHE_DIR='" + cache_dir + "' " + kChildStatsEnv + "='" + stats + "' '" + exe +
                           "' --gtest_filter=" + kChildTest + " >'" + log + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << run << " process failed:\n" << read_file(log);
+  if (output) *output = read_file(log);
   std::map<std::string, double> values;
   std::istringstream in(read_file(stats));
   std::string key;
@@ -222,6 +392,25 @@ TEST(GpuCache, ColdThenWarmProcess) {
   std::cout << "compile() to first result: cold process " << cold["first_result_ms"] << " ms ("
             << cold["kernels_compiled"] << " NVRTC compilations), warm process " << warm["first_result_ms"]
             << " ms (" << warm["kernel_disk_hits"] << " disk hits)\n";
+}
+
+// A cache directory the process cannot write (read-only; for root, /proc/self): kernels compile
+// and run from memory, the first failed store warns once, nothing comes from disk.
+TEST(GpuCache, UnwritableCacheDirectoryWarnsOnceAndCompilesToMemory) {
+  REQUIRE_GPU();
+  const std::string exe = self_exe();
+  ASSERT_FALSE(exe.empty());
+  char tmpl[] = "/tmp/torchfuse-cache-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string cache_dir = tftest::unwritable_dir(dir);
+  std::string output;
+  auto stats = run_child(exe, dir, "unwritable", cache_dir, &output);
+  remove_tree(dir);
+  EXPECT_GT(stats["kernels_compiled"], 0);
+  EXPECT_EQ(stats["kernel_disk_hits"], 0);
+  EXPECT_EQ(tftest::count_occurrences(output, "cannot write the kernel cache in " + cache_dir), 1) << output;
+  EXPECT_EQ(tftest::count_occurrences(output, "cannot write the kernel cache"), 1) << output;
 }
 
 // ---- concurrency ----
@@ -323,6 +512,51 @@ def forward(self, x, w, b):
   EXPECT_EQ(s.eager_calls, 0);
   EXPECT_EQ(s.specializations, 1);
   EXPECT_EQ(s.fallback_groups, 0);
+}
+
+// A specialization being built (held in TestHooks::before_build) does not hold up calls of a
+// built signature: another thread's calls, on their own stream, finish and match eager while
+// the build waits. The wait is a deadlock detector, not a timing check: the calls take
+// milliseconds, and only a lock held across the build would keep them waiting for the release.
+TEST(GpuConcurrency, ABuildInFlightDoesNotHoldUpCallsOfBuiltSignatures) {
+  REQUIRE_GPU();
+  torchfuse::CompiledModuleImpl impl(torchfuse::prepare_module_graph(row_softmax()), tftest::quiet_options());
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> held_builds{0};
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
+  hooks.before_build = [&](const std::vector<c10::IValue>& in) {
+    if (in[0].toTensor().scalar_type() != torch::kHalf || held_builds++ != 0) return;
+    entered.set_value();
+    released.wait();
+  };
+  impl.set_test_hooks(hooks);
+  const std::vector<c10::IValue> built{rnd({32, 64})};
+  impl.forward(built);
+  std::thread builder([&] { impl.forward({rnd({32, 64}).to(torch::kHalf)}); });
+  entered.get_future().wait();
+  constexpr int kCalls = 20;
+  auto calls = std::async(std::launch::async, [&] {
+    const c10::Device device(c10::kCUDA, 0);
+    c10::StreamGuard guard(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStreamFromGlobalPool(device, false));
+    std::string problems;
+    for (int i = 0; i < kCalls; ++i) {
+      const std::vector<c10::IValue> in{rnd({32 + i, 64})};
+      const auto report = torchfuse::compare_outputs(impl.forward_eager(in), impl.forward(in));
+      if (!report.passed()) problems += "call " + std::to_string(i) + "\n" + report.to_string();
+    }
+    torch::cuda::synchronize();
+    return problems;
+  });
+  const bool done = calls.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  builder.join();
+  EXPECT_TRUE(done) << "calls of a built signature waited for another signature's build";
+  EXPECT_EQ(calls.get(), "");
+  const auto s = impl.stats();
+  EXPECT_EQ(s.specializations, 2);
+  EXPECT_EQ(s.fused_calls, kCalls + 2);
+  EXPECT_EQ(held_builds.load(), 1);
 }
 
 // ---- a second device ----

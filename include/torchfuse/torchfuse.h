@@ -41,7 +41,9 @@ struct CompileOptions {
   std::string logs;
   // Groups with fewer ops than this are left to ATen (a single op gains nothing from fusion).
   int min_group_size = 2;
-  // Specializations kept per compiled module before new input signatures run eager.
+  // Specializations kept per compiled module (those being built count too). A call with a new
+  // input signature past the limit runs eager: logged once per module, counted in
+  // Stats::over_limit_calls (and eager_calls); signatures already compiled stay fused.
   int max_specializations = 8;
   // Fill every fused output with a poison value before its kernel runs (tests use it to
   // prove that every element is written).
@@ -57,11 +59,20 @@ struct CompileOptions {
   // Time every group's kernels with CUDA events; stats().groups reports the milliseconds. Also
   // on with $TORCHFUSE_PROFILE_KERNELS=1. Costs nothing when off.
   bool profile_kernels = false;
-  // Testing aid: makes NVRTC fail, for real, on the kernels of matching groups, so that their
-  // fallback runs. Comma-separated entries: "*" (every group) or a substring of the kernel name
-  // ("tf_fused_1"); prefixed by "runtime:", an entry spares the kernel compiled when the
-  // specialization is built and hits only variants generated later for new layouts. Also taken
-  // from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
+  // Testing aid: makes the kernels of matching groups fail through the paths real failures take,
+  // so that their fallback runs. Comma-separated entries [kind[#count]:][runtime:]pattern, the
+  // pattern "*" (every group) or a substring of the kernel name ("tf_fused_1"). Kinds:
+  //   nvrtc (default)  NVRTC rejects the source (an #error line);
+  //   load             cuModuleLoadData answers CUDA_ERROR_INVALID_IMAGE;
+  //   launch           cuLaunchKernel answers CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  //   oom              the caching allocator throws c10::OutOfMemoryError for the group's outputs
+  //                    (asked for more memory than the device has); "oom#2:..." only twice per
+  //                    specialization, then the kernel runs.
+  // After nvrtc, load and launch failures the group runs through ATen for good; after an oom only
+  // that call does (see GroupStats). "runtime:" (not for oom) spares the kernel built when the
+  // specialization is built and hits only variants generated later for new layouts. E.g.
+  // "load:tf_fused_1", "launch:runtime:*", "oom#1:tf_fused_0". A malformed entry is an Error from
+  // compile(). Also taken from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
   std::string debug_fail_kernels;
   // Schedule knobs for this module, "name=value,..." (the knobs of codegen/tuning.h), over the
   // defaults and $TORCHFUSE_TUNE; for tuning runs. An unknown knob or a value out of range is an
@@ -95,11 +106,15 @@ struct GroupStats {
   std::string description;    // its ops: "add -> gelu -> mul"
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
   int64_t launches = 0;       // kernels launched (a split reduction launches 2 per call)
-  bool fell_back = false;     // its kernel failed: it runs its TorchScript ops through ATen
+  // Its kernel failed to compile, load or launch: it runs its TorchScript ops through ATen for good.
+  bool fell_back = false;
   std::string fallback_reason;  // the failure, when fell_back
-  // Calls that ran the group's ATen ops: after a failure, or for one call whose inputs differed
-  // from the profiled types (a value control flow computes changed dtype).
+  // Calls that ran the group's ATen ops: after a failure, for one call whose inputs differed
+  // from the profiled types (a value control flow computes changed dtype), or out of memory.
   int64_t fallback_calls = 0;
+  // Calls whose outputs the CUDA caching allocator could not allocate: each ran the group's
+  // TorchScript ops instead, and the next call tries the kernel again.
+  int64_t oom_calls = 0;
   // With profile_kernels: calls timed with CUDA events, their kernel milliseconds in total and
   // per call (0 without profiling).
   int64_t timed_calls = 0;
@@ -110,6 +125,7 @@ struct GroupStats {
 struct Stats {
   int64_t specializations = 0;      // input signatures compiled
   int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
+  int64_t over_limit_calls = 0;     // ... of them, new signatures past max_specializations
   int64_t fused_calls = 0;          // calls that ran the fused graph
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
   int64_t kernel_cache_hits = 0;    // kernels found in a cache (memory or disk)
@@ -119,7 +135,8 @@ struct Stats {
   int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
   int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen
-  int64_t fallback_calls = 0;       // calls of such groups, and single calls whose inputs differed
+  int64_t fallback_calls = 0;       // group calls that ran through ATen (every group's fallback_calls)
+  int64_t oom_calls = 0;            // ... of them, because outputs ran out of CUDA memory
   std::vector<GroupStats> groups;   // every group of every specialization
 };
 
