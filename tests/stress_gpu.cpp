@@ -82,7 +82,12 @@ Args parse(int argc, char** argv) {
 }
 
 // A row reduction with an element output (softmax), a matmul in ATen between groups, a row
-// reduction with its element epilogue kept (g and its row sums), a column reduction.
+// reduction with its element epilogue kept (g and its row sums of squares), a column reduction.
+// The sums add terms of one sign: a bf16 sum of mixed signs cancels (g.sum(-1) over 48 values
+// came out near 0.04 from terms near 1), and there eager's result, from g rounded to bf16, and
+// torchfuse's, from g kept in float, differ by their rounding noise, which the verdict's
+// "10 x eager's error" judges as a lottery (1 call in 49,793 on H200 failed so): numerics are
+// the fuzzer's part, this tool's is concurrency.
 torch::jit::Module stress_module() {
   torch::jit::Module m("Stress");
   m.define(R"JIT(
@@ -90,7 +95,7 @@ def forward(self, x, y):
     a = torch.softmax(x * 1.5, -1)
     m = torch.matmul(a, y)
     g = torch.gelu(m) * 0.5 + m
-    return (g, g.sum(-1), (torch.sigmoid(y) * y + 1.0).sum(0))
+    return (g, (g * g).sum(-1), (torch.sigmoid(y) * y + 1.0).sum(0))
 )JIT");
   return m;
 }
