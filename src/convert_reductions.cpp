@@ -218,15 +218,13 @@ Moments corrected_moments(ConvertContext& ctx, ir::Value* x, const std::vector<i
   ir::Value* s = sum(d, keepdim);
   ir::Value* q = sum(pw(ctx, OpKind::Mul, {d, d}, out), keepdim);
   // The correction s * (s / N) is at most q, except where q overflowed (values near 1e30 square
-  // to inf): there it is dropped, so that M2 is inf as eager's Welford M2 is, not inf - inf.
+  // to inf): capped at the largest float, so that M2 is inf there as eager's Welford M2 is, not
+  // inf - inf. (A cap, not a comparison: a comparison would make the input's producers round
+  // to 16 bits, Value::feeds_discontinuity, at a conversion per element.)
   ir::Value* c = pw(ctx, OpKind::Mul, {s, pw(ctx, OpKind::Div, {s, n}, out)}, out);
-  ir::Value* finite_c = ctx.pointwise(OpKind::Lt, {c, literal(ctx, std::numeric_limits<double>::infinity())},
-                                      c10::ScalarType::Bool, out);
+  ir::Value* capped = pw(ctx, OpKind::ClampMax, {c, literal(ctx, std::numeric_limits<float>::max())}, out);
   Moments m;
-  m.m2 = pw(ctx, OpKind::ClampMin,
-            {pw(ctx, OpKind::Sub, {q, pw(ctx, OpKind::Where, {finite_c, c, literal(ctx, 0.0)}, out)}, out),
-             literal(ctx, 0.0)},
-            out);
+  m.m2 = pw(ctx, OpKind::ClampMin, {pw(ctx, OpKind::Sub, {q, capped}, out), literal(ctx, 0.0)}, out);
   if (keepdim) m.mean = pw(ctx, OpKind::Add, {m0, pw(ctx, OpKind::Div, {s, n}, out)}, out);
   return m;
 }

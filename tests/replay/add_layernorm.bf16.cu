@@ -1,10 +1,10 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, bf16
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
+// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread; 3 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
@@ -12,7 +12,7 @@
 // in2 = %2 bf16, inner_contiguous
 // in3 = %3 bf16, inner_contiguous
 // out0 = %8 bf16, per element
-// out1 = %35 bf16, per element
+// out1 = %33 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          float t0 = (x0 + x1);  // %8 = add(%0, %1)
           cache8[k * 8 + lane] = t0;
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
@@ -106,15 +106,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
     float t4 = (red13 / (float)((double)p.cols));  // %16 = div(%13, N)
     float t5 = (red13 * t4);  // %17 = mul(%13, %16)
-    bool t6 = (t5 < __int_as_float(0x7f800000));  // %19 = lt(%17, inf)
-    float t7 = (t6 ? t5 : 0.0f);  // %21 = where(%19, %17, 0.0)
-    float t8 = (red15 - t7);  // %22 = sub(%15, %21)
-    float t9 = (t8 < 0.0f ? 0.0f : t8);  // %24 = clamp_min(%22, 0.0)
-    float t10 = (red13 / (float)((double)p.cols));  // %25 = div(%13, N)
-    float t11 = (t1 + t10);  // %26 = add(%11, %25)
-    float t12 = (t9 / (float)((double)p.cols));  // %28 = div(%24, N)
-    float t13 = (t12 + 1e-05f);  // %30 = add(%28, 1e-05)
-    float t14 = rsqrtf(t13);  // %31 = rsqrt(%30)
+    float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
+    float t7 = (red15 - t6);  // %20 = sub(%15, %19)
+    float t8 = (t7 < 0.0f ? 0.0f : t7);  // %22 = clamp_min(%20, 0.0)
+    float t9 = (red13 / (float)((double)p.cols));  // %23 = div(%13, N)
+    float t10 = (t1 + t9);  // %24 = add(%11, %23)
+    float t11 = (t8 / (float)((double)p.cols));  // %26 = div(%22, N)
+    float t12 = (t11 + 1e-05f);  // %28 = add(%26, 1e-05)
+    float t13 = rsqrtf(t12);  // %29 = rsqrt(%28)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -126,13 +125,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t15 = (cache8[k * 8 + lane] - t11);  // %32 = sub(%8, %26)
-          float t16 = (t15 * t14);  // %33 = mul(%32, %31)
+          float t14 = (cache8[k * 8 + lane] - t10);  // %30 = sub(%8, %24)
+          float t15 = (t14 * t13);  // %31 = mul(%30, %29)
           float x2 = tf_to_float(v2.v[lane]);  // %2
-          float t17 = (t16 * x2);  // %34 = mul(%33, %2)
+          float t16 = (t15 * x2);  // %32 = mul(%31, %2)
           float x3 = tf_to_float(v3.v[lane]);  // %3
-          float t18 = (t17 + x3);  // %35 = add(%34, %3)
-          o1[lane] = t18;
+          float t17 = (t16 + x3);  // %33 = add(%32, %3)
+          o1[lane] = t17;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out1 + row * (tf_index)p.cols + j0) = s1;
@@ -140,10 +139,10 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_90: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
+// torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
 // in0 = %0 bf16, inner_contiguous
@@ -151,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
 // in2 = %2 bf16, inner_contiguous
 // in3 = %3 bf16, inner_contiguous
 // out0 = %8 bf16, per element
-// out1 = %35 bf16, per element
+// out1 = %33 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -246,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %8 = add(%0, %1)
+          float t0 = (x0 + x1);  // %8 = add(%0, %1)
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
@@ -270,7 +269,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
           float x3 = tf_to_float(v1.v[lane]);  // %1
-          float t2 = tf_round_bf16((x2 + x3));  // %8 = add(%0, %1)
+          float t2 = (x2 + x3);  // %8 = add(%0, %1)
           float t3 = (t2 - t1);  // %12 = sub(%8, %11)
           float t4 = (t3 * t3);  // %14 = mul(%12, %12)
           acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %13
@@ -282,15 +281,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
     float t5 = (red13 / (float)((double)p.cols));  // %16 = div(%13, N)
     float t6 = (red13 * t5);  // %17 = mul(%13, %16)
-    bool t7 = (t6 < __int_as_float(0x7f800000));  // %19 = lt(%17, inf)
-    float t8 = (t7 ? t6 : 0.0f);  // %21 = where(%19, %17, 0.0)
-    float t9 = (red15 - t8);  // %22 = sub(%15, %21)
-    float t10 = (t9 < 0.0f ? 0.0f : t9);  // %24 = clamp_min(%22, 0.0)
-    float t11 = (red13 / (float)((double)p.cols));  // %25 = div(%13, N)
-    float t12 = (t1 + t11);  // %26 = add(%11, %25)
-    float t13 = (t10 / (float)((double)p.cols));  // %28 = div(%24, N)
-    float t14 = (t13 + 1e-05f);  // %30 = add(%28, 1e-05)
-    float t15 = rsqrtf(t14);  // %31 = rsqrt(%30)
+    float t7 = (t6 > 3.4028235e+38f ? 3.4028235e+38f : t6);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
+    float t8 = (red15 - t7);  // %20 = sub(%15, %19)
+    float t9 = (t8 < 0.0f ? 0.0f : t8);  // %22 = clamp_min(%20, 0.0)
+    float t10 = (red13 / (float)((double)p.cols));  // %23 = div(%13, N)
+    float t11 = (t1 + t10);  // %24 = add(%11, %23)
+    float t12 = (t9 / (float)((double)p.cols));  // %26 = div(%22, N)
+    float t13 = (t12 + 1e-05f);  // %28 = add(%26, 1e-05)
+    float t14 = rsqrtf(t13);  // %29 = rsqrt(%28)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -306,14 +304,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           (void)j;
           float x4 = tf_to_float(v0.v[lane]);  // %0
           float x5 = tf_to_float(v1.v[lane]);  // %1
-          float t16 = tf_round_bf16((x4 + x5));  // %8 = add(%0, %1)
-          float t17 = (t16 - t12);  // %32 = sub(%8, %26)
-          float t18 = (t17 * t15);  // %33 = mul(%32, %31)
+          float t15 = (x4 + x5);  // %8 = add(%0, %1)
+          float t16 = (t15 - t11);  // %30 = sub(%8, %24)
+          float t17 = (t16 * t14);  // %31 = mul(%30, %29)
           float x6 = tf_to_float(v2.v[lane]);  // %2
-          float t19 = (t18 * x6);  // %34 = mul(%33, %2)
+          float t18 = (t17 * x6);  // %32 = mul(%31, %2)
           float x7 = tf_to_float(v3.v[lane]);  // %3
-          float t20 = (t19 + x7);  // %35 = add(%34, %3)
-          o1[lane] = t20;
+          float t19 = (t18 + x7);  // %33 = add(%32, %3)
+          o1[lane] = t19;
         }
         const tf_vec<tf_bf16, 8> s1 = tf_pack<tf_bf16>(o1);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out1 + row * (tf_index)p.cols + j0) = s1;

@@ -1,15 +1,15 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, bf16
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
 // cached mode: 32 threads per row, block 256, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
-// %25 is %5 again (the same reduction of the same values)
+// %23 is %5 again (the same reduction of the same values)
 // in0 = %0 bf16, inner_contiguous
-// out0 = %46 bf16, per element
+// out0 = %42 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     }
     const float red5 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
     float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red5 / (float)((double)p.cols));  // %26 = div(%25, N)
+    float t1 = (red5 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     float acc4 = 0.0f;
@@ -72,39 +72,37 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           float x1 = tf_to_float(v0.v[lane]);  // %0
           float t2 = (x1 - t0);  // %7 = sub(%0, %6)
           float t3 = (t2 * t2);  // %9 = mul(%7, %7)
-          float t4 = (x1 - t1);  // %27 = sub(%0, %26)
-          float t5 = (t4 * t4);  // %29 = mul(%27, %27)
+          float t4 = (x1 - t1);  // %25 = sub(%0, %24)
+          float t5 = (t4 * t4);  // %27 = mul(%25, %25)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
           acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %10
-          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %28
-          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %30
+          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %26
+          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %28
         }
       }
     }
     const float red8 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
     const float red10 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red28 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %28
-    const float red30 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %30
+    const float red26 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
+    const float red28 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
     float t6 = (red8 / (float)((double)p.cols));  // %11 = div(%8, N)
     float t7 = (red8 * t6);  // %12 = mul(%8, %11)
-    bool t8 = (t7 < __int_as_float(0x7f800000));  // %14 = lt(%12, inf)
-    float t9 = (t8 ? t7 : 0.0f);  // %16 = where(%14, %12, 0.0)
-    float t10 = (red10 - t9);  // %17 = sub(%10, %16)
-    float t11 = (t10 < 0.0f ? 0.0f : t10);  // %19 = clamp_min(%17, 0.0)
-    float t12 = (red8 / (float)((double)p.cols));  // %20 = div(%8, N)
-    float t13 = (t0 + t12);  // %21 = add(%6, %20)
-    float t14 = (t11 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %23 = div(%19, N)
-    float t15 = (red28 / (float)((double)p.cols));  // %31 = div(%28, N)
-    float t16 = (red28 * t15);  // %32 = mul(%28, %31)
-    bool t17 = (t16 < __int_as_float(0x7f800000));  // %34 = lt(%32, inf)
-    float t18 = (t17 ? t16 : 0.0f);  // %36 = where(%34, %32, 0.0)
-    float t19 = (red30 - t18);  // %37 = sub(%30, %36)
-    float t20 = (t19 < 0.0f ? 0.0f : t19);  // %39 = clamp_min(%37, 0.0)
-    float t21 = (red28 / (float)((double)p.cols));  // %40 = div(%28, N)
-    float t22 = (t1 + t21);  // %41 = add(%26, %40)
-    float t23 = (t20 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %43 = div(%39, N)
-    float t24 = sqrtf(t23);  // %44 = sqrt(%43)
-    float t25 = (t14 + t24);  // %45 = add(%23, %44)
+    float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
+    float t9 = (red10 - t8);  // %15 = sub(%10, %14)
+    float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
+    float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
+    float t12 = (t0 + t11);  // %19 = add(%6, %18)
+    float t13 = (t10 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %21 = div(%17, N)
+    float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
+    float t15 = (red26 * t14);  // %30 = mul(%26, %29)
+    float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
+    float t17 = (red28 - t16);  // %33 = sub(%28, %32)
+    float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
+    float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
+    float t20 = (t1 + t19);  // %37 = add(%24, %36)
+    float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
+    float t22 = sqrtf(t21);  // %40 = sqrt(%39)
+    float t23 = (t13 + t22);  // %41 = add(%21, %40)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -116,8 +114,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t26 = (t25 * x2);  // %46 = mul(%45, %0)
-          o0[lane] = t26;
+          float t24 = (t23 * x2);  // %42 = mul(%41, %0)
+          o0[lane] = t24;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
@@ -125,15 +123,15 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_90: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> lt -> where -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
+// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
 // cached mode: 32 threads per row, block 256, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
-// %25 is %5 again (the same reduction of the same values)
+// %23 is %5 again (the same reduction of the same values)
 // in0 = %0 bf16, inner_contiguous
-// out0 = %46 bf16, per element
+// out0 = %42 bf16, per element
 typedef int tf_index;
 
 struct tf_fused_0_params {
@@ -206,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     }
     const float red5 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
     float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red5 / (float)((double)p.cols));  // %26 = div(%25, N)
+    float t1 = (red5 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     float acc4 = 0.0f;
@@ -223,39 +221,37 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           float x1 = tf_to_float(v0.v[lane]);  // %0
           float t2 = (x1 - t0);  // %7 = sub(%0, %6)
           float t3 = (t2 * t2);  // %9 = mul(%7, %7)
-          float t4 = (x1 - t1);  // %27 = sub(%0, %26)
-          float t5 = (t4 * t4);  // %29 = mul(%27, %27)
+          float t4 = (x1 - t1);  // %25 = sub(%0, %24)
+          float t5 = (t4 * t4);  // %27 = mul(%25, %25)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
           acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %10
-          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %28
-          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %30
+          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %26
+          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %28
         }
       }
     }
     const float red8 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
     const float red10 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red28 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %28
-    const float red30 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %30
+    const float red26 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
+    const float red28 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
     float t6 = (red8 / (float)((double)p.cols));  // %11 = div(%8, N)
     float t7 = (red8 * t6);  // %12 = mul(%8, %11)
-    bool t8 = (t7 < __int_as_float(0x7f800000));  // %14 = lt(%12, inf)
-    float t9 = (t8 ? t7 : 0.0f);  // %16 = where(%14, %12, 0.0)
-    float t10 = (red10 - t9);  // %17 = sub(%10, %16)
-    float t11 = (t10 < 0.0f ? 0.0f : t10);  // %19 = clamp_min(%17, 0.0)
-    float t12 = (red8 / (float)((double)p.cols));  // %20 = div(%8, N)
-    float t13 = (t0 + t12);  // %21 = add(%6, %20)
-    float t14 = (t11 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %23 = div(%19, N)
-    float t15 = (red28 / (float)((double)p.cols));  // %31 = div(%28, N)
-    float t16 = (red28 * t15);  // %32 = mul(%28, %31)
-    bool t17 = (t16 < __int_as_float(0x7f800000));  // %34 = lt(%32, inf)
-    float t18 = (t17 ? t16 : 0.0f);  // %36 = where(%34, %32, 0.0)
-    float t19 = (red30 - t18);  // %37 = sub(%30, %36)
-    float t20 = (t19 < 0.0f ? 0.0f : t19);  // %39 = clamp_min(%37, 0.0)
-    float t21 = (red28 / (float)((double)p.cols));  // %40 = div(%28, N)
-    float t22 = (t1 + t21);  // %41 = add(%26, %40)
-    float t23 = (t20 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %43 = div(%39, N)
-    float t24 = sqrtf(t23);  // %44 = sqrt(%43)
-    float t25 = (t14 + t24);  // %45 = add(%23, %44)
+    float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
+    float t9 = (red10 - t8);  // %15 = sub(%10, %14)
+    float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
+    float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
+    float t12 = (t0 + t11);  // %19 = add(%6, %18)
+    float t13 = (t10 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %21 = div(%17, N)
+    float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
+    float t15 = (red26 * t14);  // %30 = mul(%26, %29)
+    float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
+    float t17 = (red28 - t16);  // %33 = sub(%28, %32)
+    float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
+    float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
+    float t20 = (t1 + t19);  // %37 = add(%24, %36)
+    float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
+    float t22 = sqrtf(t21);  // %40 = sqrt(%39)
+    float t23 = (t13 + t22);  // %41 = add(%21, %40)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -267,8 +263,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t26 = (t25 * x2);  // %46 = mul(%45, %0)
-          o0[lane] = t26;
+          float t24 = (t23 * x2);  // %42 = mul(%41, %0)
+          o0[lane] = t24;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
