@@ -13,7 +13,8 @@
 
 namespace tftest {
 
-// A fresh directory from mkdtemp, removed recursively when the test ends.
+// A fresh directory from mkdtemp, removed recursively when the test ends (nftw: std::filesystem's
+// remove_all crashed in a test binary built against pip LibTorch 2.11 on the GPU machine).
 class TempDir {
  public:
   TempDir() {

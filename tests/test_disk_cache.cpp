@@ -31,28 +31,7 @@ using torchfuse::runtime::digest_hex;
 using torchfuse::runtime::DiskCache;
 using torchfuse::runtime::sha256_hex;
 
-// A fresh directory from mkdtemp, removed recursively when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/torchfuse_disk_cache_test.XXXXXX";
-    const char* made = ::mkdtemp(tmpl);
-    path_ = made ? made : "";
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      ::nftw(path_.c_str(), &TempDir::remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  static int remove_one(const char* p, const struct stat*, int, struct FTW*) {
-    ::remove(p);
-    return 0;
-  }
-  std::string path_;
-};
+using tftest::TempDir;
 
 // Sets (or unsets, with nullptr) an environment variable and restores it on scope exit.
 class EnvGuard {

@@ -346,13 +346,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// Removes a directory tree. (std::filesystem::remove_all crashed in this binary when built
-// against pip LibTorch 2.11 on the GPU machine; nftw does not depend on the C++ library.)
-void remove_tree(const std::string& dir) {
-  nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
-       FTW_DEPTH | FTW_PHYS);
-}
-
 // Runs the child test in a new process with the cache dir (default: `dir`/cache); its stats by
 // name, its output in *output.
 std::map<std::string, double> run_child(const std::string& exe, const std::string& dir, const std::string& run,
@@ -378,12 +371,11 @@ TEST(GpuCache, ColdThenWarmProcess) {
   REQUIRE_GPU();
   const std::string exe = self_exe();
   ASSERT_FALSE(exe.empty());
-  char tmpl[] = "/tmp/torchfuse-cache-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const tftest::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& dir = tmp.path();
   auto cold = run_child(exe, dir, "cold");
   auto warm = run_child(exe, dir, "warm");
-  remove_tree(dir);
   EXPECT_GT(cold["kernels_compiled"], 0);
   EXPECT_EQ(cold["kernel_disk_hits"], 0);
   EXPECT_EQ(warm["kernels_compiled"], 0);
@@ -400,13 +392,12 @@ TEST(GpuCache, UnwritableCacheDirectoryWarnsOnceAndCompilesToMemory) {
   REQUIRE_GPU();
   const std::string exe = self_exe();
   ASSERT_FALSE(exe.empty());
-  char tmpl[] = "/tmp/torchfuse-cache-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const tftest::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& dir = tmp.path();
   const std::string cache_dir = tftest::unwritable_dir(dir);
   std::string output;
   auto stats = run_child(exe, dir, "unwritable", cache_dir, &output);
-  remove_tree(dir);
   EXPECT_GT(stats["kernels_compiled"], 0);
   EXPECT_EQ(stats["kernel_disk_hits"], 0);
   EXPECT_EQ(tftest::count_occurrences(output, "cannot write the kernel cache in " + cache_dir), 1) << output;
