@@ -105,7 +105,7 @@ struct GroupStats {
   std::string kernel_name;    // "tf_fused_0"
   std::string description;    // its ops: "add -> gelu -> mul"
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
-  int64_t launches = 0;       // kernels launched (a split reduction launches 2 per call)
+  int64_t launches = 0;       // kernels launched: one per fused call (split reductions combine their partials in it)
   // Its kernel failed to compile, load or launch: it runs its TorchScript ops through ATen for good.
   bool fell_back = false;
   std::string fallback_reason;  // the failure, when fell_back
