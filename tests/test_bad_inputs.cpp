@@ -19,15 +19,12 @@ using tftest::module_from;
 using tftest::module_returning;
 namespace ir = torchfuse::ir;
 
-namespace {
+using tftest::dict;
+using tftest::expect_error;
+using tftest::list;
+using tftest::tuple;
 
-// The torchfuse::Error `fn` throws names every one of `needles`, in order.
-template <typename Fn>
-void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
-  const std::string message = tftest::error_of(fn);
-  ASSERT_FALSE(message.empty()) << "no torchfuse::Error; expected one naming '" << needles.at(0) << "'";
-  EXPECT_TRUE(tftest::contains_in_order(message, needles));
-}
+namespace {
 
 // Does `fn` throw (eager's verdict on an input, taken from ATen itself)?
 template <typename Fn>
@@ -50,14 +47,6 @@ void expect_rewrite_matches_eager(const torch::jit::Module& m, const std::vector
   auto impl = impl_of(m);
   const auto report = torchfuse::compare_outputs(impl.forward_eager(in), impl.run_on_fallbacks(in));
   EXPECT_TRUE(report.passed()) << report.to_string() << impl.explain(in, false).rewritten_graph;
-}
-
-c10::IValue list(std::vector<at::Tensor> ts) { return c10::List<at::Tensor>(std::move(ts)); }
-c10::IValue tuple(std::vector<c10::IValue> vs) { return c10::ivalue::Tuple::create(std::move(vs)); }
-c10::IValue dict(const std::vector<std::pair<std::string, at::Tensor>>& entries) {
-  c10::Dict<std::string, at::Tensor> d;
-  for (const auto& [k, v] : entries) d.insert(k, v);
-  return d;
 }
 
 // ---- wrong arity ----

@@ -12,6 +12,11 @@
 using tftest::module_from;
 using tftest::module_returning;
 
+using tftest::dict;
+using tftest::expect_error;
+using tftest::list;
+using tftest::tuple;
+
 namespace {
 
 torchfuse::CompileOptions poisoned() {
@@ -24,13 +29,6 @@ torch::Tensor rnd(std::vector<int64_t> sizes, c10::ScalarType dtype = c10::kFloa
   return torch::randn(sizes, torch::TensorOptions().device(device)).to(dtype);
 }
 
-template <typename Fn>
-void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
-  const std::string message = tftest::error_of(fn);
-  ASSERT_FALSE(message.empty()) << "no torchfuse::Error; expected one naming '" << needles.at(0) << "'";
-  EXPECT_TRUE(tftest::contains_in_order(message, needles));
-}
-
 // compare_with_eager, and the call ran the fused graph.
 void expect_fused_matches_eager(torchfuse::CompiledModule& c, const std::vector<c10::IValue>& in,
                                 const std::string& label) {
@@ -40,14 +38,6 @@ void expect_fused_matches_eager(torchfuse::CompiledModule& c, const std::vector<
   torch::cuda::synchronize();
   EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
   EXPECT_GT(c.stats().fused_calls, before.fused_calls) << "the call ran eager";
-}
-
-c10::IValue list(std::vector<at::Tensor> ts) { return c10::List<at::Tensor>(std::move(ts)); }
-c10::IValue tuple(std::vector<c10::IValue> vs) { return c10::ivalue::Tuple::create(std::move(vs)); }
-c10::IValue dict(const std::vector<std::pair<std::string, at::Tensor>>& entries) {
-  c10::Dict<std::string, at::Tensor> d;
-  for (const auto& [k, v] : entries) d.insert(k, v);
-  return d;
 }
 
 // ---- CPU and CUDA mixed ----

@@ -98,6 +98,23 @@ def forward(self, x, w):
 )JIT");
 }
 
+// The torchfuse::Error `fn` throws names every one of `needles`, in order.
+template <typename Fn>
+void expect_error(Fn&& fn, const std::vector<std::string>& needles) {
+  const std::string message = error_of(fn);
+  ASSERT_FALSE(message.empty()) << "no torchfuse::Error; expected one naming '" << needles.at(0) << "'";
+  EXPECT_TRUE(contains_in_order(message, needles));
+}
+
+// Container inputs, as a caller passes them to forward().
+inline c10::IValue list(std::vector<at::Tensor> ts) { return c10::List<at::Tensor>(std::move(ts)); }
+inline c10::IValue tuple(std::vector<c10::IValue> vs) { return c10::ivalue::Tuple::create(std::move(vs)); }
+inline c10::IValue dict(const std::vector<std::pair<std::string, at::Tensor>>& entries) {
+  c10::Dict<std::string, at::Tensor> d;
+  for (const auto& [k, v] : entries) d.insert(k, v);
+  return d;
+}
+
 }  // namespace tftest
 
 #define REQUIRE_GPU() \
