@@ -48,7 +48,7 @@ for log in sorted(glob.glob(logs + "/log.*")):
                 for name, p, c in re.findall(r" (\S+(?: \S+)?) (\d+)/(\d+)", line.split(":", 1)[1]):
                     tables[title][name][0] += int(p)
                     tables[title][name][1] += int(c)
-        if line.startswith("  failed:") or line.startswith("  skipped:"):
+        if line.startswith(("  failed:", "  skipped:", "  passed:")):
             kind, name, n = re.match(r"  (\w+): (.*): (\d+)", line).groups()
             totals[f"{kind}: {name}"] += int(n)
     failures += re.findall(r"### program.*?(?=\n### program|\Z)", text, re.S)

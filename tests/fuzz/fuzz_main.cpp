@@ -155,6 +155,15 @@ class Checker {
       const auto report = torchfuse::compare_with_eager(c, in);
       torch::cuda::synchronize();
       o.schedules = schedules_of(c.kernels());
+      if (!report.passed() && only_error_size(report)) {
+        std::string why;
+        if (passes_over_draws(c, p, report, cuda, &why)) {
+          o.category = "passed over draws";
+          o.detail = why;
+          return o;
+        }
+        return {Outcome::Fail, "wrong values", report.to_string() + why + "\n" + c.graph_for(in), o.schedules};
+      }
       if (!report.passed()) {
         bool shape = false;
         for (const auto& out : report.outputs) shape = shape || out.problem == "shape differs";
@@ -173,6 +182,102 @@ class Checker {
     }
     if (s.fused_calls == 0) return {Outcome::Fail, "ran eager", "no call ran fused", o.schedules};
     return o;
+  }
+
+  // True when every failing output failed only the size of its error (the RMSE rule or the outlier
+  // guard), not NaN/infinity placement, shape or dtype.
+  static bool only_error_size(const torchfuse::ComparisonReport& report) {
+    for (const auto& out : report.outputs) {
+      if (out.passed) continue;
+      const bool size_only = out.problem.rfind("RMSE against", 0) == 0 || out.problem.rfind("an element farther", 0) == 0;
+      if (!size_only) return false;
+    }
+    return true;
+  }
+
+  // The verdict again over kDraws fresh input draws, pooled: eager's error on one draw is one sample,
+  // and where the result cancels (a sum of terms that add up to ~0) it swings by 10x between
+  // draws, so a compiled result as accurate as eager on average can fail against a lucky draw.
+  // Every draw must pass compare_with_eager's other rules; per output, the RMSE against float64 over
+  // all draws must be within m x eager's pooled RMSE + atol / 10, and no element of any draw farther
+  // than atol + rtol |ref| + m x eager's worst element over all draws (the same rules, on more
+  // samples). A wrong kernel misses on every draw and still fails.
+  bool passes_over_draws(torchfuse::CompiledModule& c, const tffuzz::Program& p, const torchfuse::ComparisonReport& first,
+                         const c10::Device& device, std::string* why) const {
+    constexpr int kDraws = 8;
+    struct Pool {
+      double sq_a = 0, sq_e = 0, n = 0, eager_worst = 0, excess = 0;
+    };
+    std::vector<Pool> pools(first.outputs.size());
+    for (int d = 0; d < kDraws; ++d) {
+      const auto in = p.make_inputs(device, p.dtype);
+      const c10::IValue eager = c.forward_eager(in);
+      const c10::IValue actual = c.forward(in);
+      const c10::IValue reference = c.forward_reference(in);
+      const auto report = torchfuse::compare_outputs_with_reference(eager, actual, reference);
+      if (!report.passed() && !only_error_size(report)) {
+        *why = "draw " + std::to_string(d + 1) + " of " + std::to_string(kDraws) + " fails otherwise:\n" + report.to_string();
+        return false;
+      }
+      const auto e = flat_tensors(eager), a = flat_tensors(actual), r = flat_tensors(reference);
+      for (size_t i = 0; i < pools.size() && i < e.size(); ++i) {
+        if (!e[i].defined() || !e[i].is_floating_point() || e[i].numel() == 0) continue;
+        const at::Tensor ed = e[i].to(at::kDouble), ad = a[i].to(at::kDouble), rd = r[i].to(at::kDouble);
+        const at::Tensor judged = rd.to(e[i].scalar_type()).isfinite() & ed.isfinite();
+        const at::Tensor zero = at::zeros_like(ed);
+        const at::Tensor a_err = at::where(judged, (ad - rd).abs(), zero);
+        const at::Tensor e_err = at::where(judged, (ed - rd).abs(), zero);
+        Pool& pl = pools[i];
+        pl.sq_a += a_err.square().sum().item<double>();
+        pl.sq_e += e_err.square().sum().item<double>();
+        pl.n += judged.sum().item<double>();
+        pl.eager_worst = std::max(pl.eager_worst, e_err.max().item<double>());
+        const double rtol = first.outputs[i].tolerance.rtol;
+        pl.excess = std::max(pl.excess, at::where(judged, a_err - rtol * rd.abs(), zero).max().item<double>());
+      }
+    }
+    std::ostringstream os;
+    bool ok = true;
+    for (size_t i = 0; i < pools.size(); ++i) {
+      const Pool& pl = pools[i];
+      if (pl.n == 0) continue;
+      const auto& o = first.outputs[i];
+      const double m = o.rmse_multiplier, atol = o.tolerance.atol;
+      const double rmse_a = std::sqrt(pl.sq_a / pl.n), rmse_e = std::sqrt(pl.sq_e / pl.n);
+      const bool rmse_ok = rmse_a <= m * rmse_e + atol / 10;
+      const bool outlier_ok = pl.excess <= atol + m * pl.eager_worst;
+      ok = ok && rmse_ok && outlier_ok;
+      os << "output " << i << " over " << kDraws << " more draws: rmse vs f64 compiled " << rmse_a << ", eager " << rmse_e
+         << " (m " << m << "); worst excess " << pl.excess << " vs " << atol + m * pl.eager_worst
+         << (rmse_ok && outlier_ok ? ": passes" : ": fails") << "\n";
+    }
+    *why = os.str();
+    return ok;
+  }
+
+  static std::vector<at::Tensor> flat_tensors(const c10::IValue& v) {
+    std::vector<at::Tensor> out;
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else if (v.isTuple()) {
+      for (const auto& e : v.toTupleRef().elements()) {
+        auto sub = flat_tensors(e);
+        out.insert(out.end(), sub.begin(), sub.end());
+      }
+    } else if (v.isList()) {
+      for (const auto& e : v.toListRef()) {
+        auto sub = flat_tensors(e);
+        out.insert(out.end(), sub.begin(), sub.end());
+      }
+    } else if (v.isGenericDict()) {
+      for (const auto& entry : v.toGenericDict()) {  // in insertion order, as compare_with_eager
+        auto sub = flat_tensors(entry.value());
+        out.insert(out.end(), sub.begin(), sub.end());
+      }
+    } else {
+      out.emplace_back();  // a non-tensor output keeps its position
+    }
+    return out;
   }
 
   const Args& args_;
@@ -226,7 +331,8 @@ int main(int argc, char** argv) {
   const Checker checker(args);
   std::map<std::string, Tally> by_op, by_dtype, by_schedule;
   std::map<std::string, int> skips, failures;
-  std::ostringstream failed;
+  std::ostringstream failed, pooled;
+  int over_draws = 0;  // passed only when judged over more input draws (see passes_over_draws)
   int passed = 0, failed_count = 0, skipped = 0;
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -246,6 +352,11 @@ int main(int argc, char** argv) {
       continue;
     }
     const bool ok = o.kind == Outcome::Pass;
+    if (ok && o.category == "passed over draws") {
+      ++over_draws;
+      pooled << "### program " << i << " (seed " << args.seed << "): passed over draws\n" << describe_inputs(p) << "\n```\n"
+             << p.source() << "```\n" << o.detail << "\n";
+    }
     (ok ? passed : failed_count)++;
     for (const auto& op : p.ops()) (ok ? by_op[op].pass : by_op[op].fail)++;
     (ok ? by_dtype[c10::toString(p.dtype)].pass : by_dtype[c10::toString(p.dtype)].fail)++;
@@ -266,6 +377,7 @@ int main(int argc, char** argv) {
   summary << "torchfuse_fuzz --mode " << args.mode << " --seed " << args.seed << " --start " << args.start << " --count "
           << args.count << " (ran " << ran << "): " << passed << " passed, " << failed_count << " failed, " << skipped << " skipped ("
           << seconds << " s)\n";
+  if (over_draws > 0) summary << "  passed: judged over 8 more draws (one draw's error above eager's): " << over_draws << "\n";
   for (const auto& [k, n] : failures) summary << "  failed: " << k << ": " << n << "\n";
   for (const auto& [k, n] : skips) summary << "  skipped: " << k << ": " << n << "\n";
   auto table = [&](const char* title, const std::map<std::string, Tally>& t) {
@@ -276,7 +388,7 @@ int main(int argc, char** argv) {
   table("per dtype (passed/checked)", by_dtype);
   table("per op (programs using it)", by_op);
   table("per schedule (kernels)", by_schedule);
-  std::cout << summary.str() << failed.str();
-  if (!args.report.empty()) std::ofstream(args.report) << summary.str() << "\n" << failed.str();
+  std::cout << summary.str() << failed.str() << pooled.str();
+  if (!args.report.empty()) std::ofstream(args.report) << summary.str() << "\n" << failed.str() << pooled.str();
   return failed_count == 0 ? 0 : 1;
 }
