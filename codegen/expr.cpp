@@ -140,9 +140,9 @@ bool rounded_in_register(const ir::Value* v) { return v->eager_rounds && v->feed
 
 }  // namespace
 
-std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow) {
+std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow, Rounding rounding) {
   if (!v->eager_rounds || !ir::is_16bit_float(v->type.dtype)) return float_expr;
-  if (v->feeds_discontinuity) return round_to(v->type.dtype, float_expr);
+  if (v->feeds_discontinuity || rounding == Rounding::Always) return round_to(v->type.dtype, float_expr);
   if (v->type.dtype == c10::kHalf && may_overflow) return "tf_half_range(" + float_expr + ")";
   return float_expr;
 }
@@ -220,7 +220,8 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
 
 }  // namespace
 
-void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals) {
+void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals,
+                    bool per_row) {
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
   const c10::ScalarType out = n.output()->type.dtype;
   c10::ScalarType compute = register_dtype(n.compute_dtype == c10::ScalarType::Undefined ? out : n.compute_dtype);
@@ -271,7 +272,9 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   expr = convert(expr, result_dtype(n, compute), out);
   // Casts and truncating divisions to 16 bits round above already.
   const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc) && ir::is_16bit_float(out);
-  if (!rounded && !exact_on_16bit_operands(n.kind)) expr = eager_rounded(n.output(), expr, !bounded_on_half_operands(n.kind));
+  if (!rounded && !exact_on_16bit_operands(n.kind)) {
+    expr = eager_rounded(n.output(), expr, !bounded_on_half_operands(n.kind), per_row ? Rounding::Always : Rounding::WhereItDecides);
+  }
   b.line(register_type(out) + " " + name + " = " + expr + ";  // " + ir_comment(n));
   names[n.output()] = name;
 }

@@ -20,14 +20,28 @@ using ValueNames = std::map<const ir::Value*, std::string>;
 // infinite or NaN); a float division by v becomes a multiplication where that is nonzero
 // (per-row divisors: one division per row instead of per element). `fast_math`: the layout's
 // (Tuning::fast_math when it was planned).
+// `per_row`: the node computes one value per row (or column), which always rounds as eager stores
+// it (see eager_rounded).
 void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names, bool fast_math,
-                    const ValueNames* reciprocals = nullptr);
+                    const ValueNames* reciprocals = nullptr, bool per_row = false);
+
+// How eager_rounded treats an eager-stored 16-bit value.
+enum class Rounding {
+  // Round where a discontinuous op reads it (ir::Value::feeds_discontinuity): per-element values,
+  // where a conversion per op would cost the bf16 suite up to 2.4x.
+  WhereItDecides,
+  // Round always: reduction results and values computed from them once per row or column. They
+  // are few (the conversion costs nothing measurable), and they are where cancellation shows: a
+  // sum subtracted from the same sum stored by another kernel is 0 in eager, and half an ulp of
+  // the sum (8 on an fp16 sum of 19,000) when one copy stays in a float register.
+  Always,
+};
 
 // `float_expr` (a float) as eager would store v: rounded to v's 16-bit dtype where eager stores it
-// so and a discontinuous op reads it (ir::Value::feeds_discontinuity); else, for fp16, infinite
-// beyond fp16's range as eager's would be (`may_overflow`: the op can leave that range);
-// `float_expr` itself otherwise.
-std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow = true);
+// so and `rounding` asks for it; else, for fp16, infinite beyond fp16's range as eager's would be
+// (`may_overflow`: the op can leave that range); `float_expr` itself otherwise.
+std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow = true,
+                          Rounding rounding = Rounding::WhereItDecides);
 
 // The operand `v` as an expression of register dtype `as` (literal or converted variable).
 std::string operand(const ir::Value* v, c10::ScalarType as, const ValueNames& names);

@@ -165,7 +165,7 @@ void PassEmitter::emit_row_reciprocals(int level) {
 
 void PassEmitter::emit_row_phase(int level, const std::function<void(size_t, const std::string&)>& store) {
   for (const ir::Node* n : a.row_nodes) {
-    if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names, fast_math);
+    if (a.level_of(n->output()) == level) emit_pointwise(b, *n, names, fast_math, nullptr, /*per_row=*/true);
   }
   if (reciprocals) emit_row_reciprocals(level);
   store_row_outputs(level, store);

@@ -496,7 +496,7 @@ struct RowKernel {
     const std::string s = "red" + str(r->output()->id);
     b.line("const float " + m + " = tf_online_max(" + pair + ");  // %" + str(o.max->output()->id));
     const std::string sum = "tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ")";
-    b.line("const float " + s + " = " + eager_rounded(r->output(), sum) + ";  // %" + str(r->output()->id));
+    b.line("const float " + s + " = " + eager_rounded(r->output(), sum, true, Rounding::Always) + ";  // %" + str(r->output()->id));
     names[o.max->output()] = m;
     names[r->output()] = s;
   }
@@ -588,7 +588,7 @@ struct RowKernel {
         const std::string name = "red" + str(r->output()->id);
         const auto out = register_dtype(r->output()->type.dtype);
         const std::string total = "(" + register_type(out) + ")" + team_reduce(r);
-        b.line("const " + register_type(out) + " " + name + " = " + eager_rounded(r->output(), total) + ";  // %" +
+        b.line("const " + register_type(out) + " " + name + " = " + eager_rounded(r->output(), total, true, Rounding::Always) + ";  // %" +
                str(r->output()->id));
         names[r->output()] = name;
       }

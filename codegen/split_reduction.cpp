@@ -41,7 +41,7 @@ void emit_restrict_pointers(SourceBuilder& b, const FusionGroup& g, const Inputs
 std::string result_in_register_type(SourceBuilder& b, const ir::Node& r, const std::string& accumulated) {
   const std::string acc_t = register_type(accumulator_dtype(r, true));
   const std::string out_t = register_type(register_dtype(r.output()->type.dtype));
-  const std::string rounded = eager_rounded(r.output(), acc_t == out_t ? accumulated : "(" + out_t + ")" + accumulated);
+  const std::string rounded = eager_rounded(r.output(), acc_t == out_t ? accumulated : "(" + out_t + ")" + accumulated, true, Rounding::Always);
   if (rounded == accumulated) return accumulated;
   const std::string name = accumulated + "_out";
   b.line("const " + out_t + " " + name + " = " + rounded + ";");

@@ -51,9 +51,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red5 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %5
-    const float red6 = (float)tf_warp_reduce<32>(acc1, tf_min_op());  // %6
-    float t0 = (red5 - red6);  // %7 = sub(%5, %6)
+    const float red5 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_max_op()));  // %5
+    const float red6 = tf_round_bf16((float)tf_warp_reduce<32>(acc1, tf_min_op()));  // %6
+    float t0 = tf_round_bf16((red5 - red6));  // %7 = sub(%5, %6)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t0);
   }
 }
@@ -105,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_1(const tf_fused_1_pa
         }
       }
     }
-    const float red8 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %8
+    const float red8 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_sum_op()));  // %8
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(red8);
   }
 }

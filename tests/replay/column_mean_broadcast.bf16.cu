@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
       for (int lane = 0; lane < 8; ++lane) {
         float total_acc0 = acc0[lane];
         for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 8 + lane]);
-        float t0 = (total_acc0 / (float)((double)p.red));  // %7 = div(%5, N)
+        float t0 = tf_round_bf16((total_acc0 / (float)((double)p.red)));  // %7 = div(%5, N)
         if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(t0);
       }
     }
@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     for (int lane = 0; lane < 8; ++lane) {
       float total_acc0 = acc0[lane];
       for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 8 + lane]);
-      float t1 = (total_acc0 / (float)((double)p.red));  // %7 = div(%5, N)
+      float t1 = tf_round_bf16((total_acc0 / (float)((double)p.red)));  // %7 = div(%5, N)
       if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(t1);
     }
   }

@@ -59,8 +59,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   }
   __shared__ float smem_acc0[16];
   const float red5 = tf_block_reduce<16>(acc0, tf_max_op(), smem_acc0);
+  const float red5_out = tf_round_bf16(red5);
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5);
+    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5_out);
     return;
   }
   if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red5;
@@ -75,7 +76,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_max_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red5_all = tf_block_reduce<16>(acc0_all, tf_max_op(), smem_acc0_all);
-  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5_all);
+  const float red5_all_out = tf_round_bf16(red5_all);
+  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5_all_out);
 }
 // ==== sm_80: tf_fused_1 (reduce_sum -> div)
 // <prelude.cu>
@@ -134,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_1(const tf_fused_1_pa
   __shared__ float smem_acc0[16];
   const float red6 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t0 = (red6 / (float)((double)p.numel));  // %8 = div(%6, N)
+    float t0 = tf_round_bf16((red6 / (float)((double)p.numel)));  // %8 = div(%6, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t0);
     return;
   }
@@ -150,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_1(const tf_fused_1_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red6_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t1 = (red6_all / (float)((double)p.numel));  // %8 = div(%6, N)
+  float t1 = tf_round_bf16((red6_all / (float)((double)p.numel)));  // %8 = div(%6, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t1);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -38,8 +38,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   }
   __shared__ float smem_acc0[16];
   const float red6 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
+  const float red6_out = tf_round_bf16(red6);
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6);
+    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_out);
     return;
   }
   if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red6;
@@ -54,6 +55,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red6_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_all);
+  const float red6_all_out = tf_round_bf16(red6_all);
+  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red6_all_out);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = (red8 / (float)((double)p.cols));  // %10 = div(%8, N)
+    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -86,9 +86,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = (red13 / (float)((double)p.cols));  // %15 = div(%13, N)
-    float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
-    float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
+    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
+    float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
+    float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = (red8 / (float)((double)p.cols));  // %10 = div(%8, N)
+    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -230,9 +230,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = (red13 / (float)((double)p.cols));  // %15 = div(%13, N)
-    float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
-    float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
+    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
+    float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
+    float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;

@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     }
     const float red11 = (float)tf_warp_reduce<16>(acc1, tf_sum_op());  // %11
     float t8 = logf(red11);  // %18 = log(%11)
-    float t9 = (t8 + t5);  // %19 = add(%18, %17)
+    float t9 = tf_round_bf16((t8 + t5));  // %19 = add(%18, %17)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t9);
   }
 }

@@ -65,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
     bool t4 = (t3 == __int_as_float(0x7f800000));  // %15 = eq(%13, inf)
     float t5 = (t4 ? 0.0f : red3);  // %17 = where(%15, 0.0, %12)
     float t6 = logf(red11);  // %18 = log(%11)
-    float t7 = (t6 + t5);  // %19 = add(%18, %17)
+    float t7 = tf_round_bf16((t6 + t5));  // %19 = add(%18, %17)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t7);
   }
 }

@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   __shared__ float smem_acc0[16];
   const float red3 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t2 = (red3 / (float)((double)p.numel));  // %5 = div(%3, N)
+    float t2 = tf_round_bf16((red3 / (float)((double)p.numel)));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t2);
     return;
   }
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red3_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t3 = (red3_all / (float)((double)p.numel));  // %5 = div(%3, N)
+  float t3 = tf_round_bf16((red3_all / (float)((double)p.numel)));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t3);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -77,7 +77,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
       for (int lane = 0; lane < 8; ++lane) {
         float total_acc0 = acc0[lane];
         for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 8 + lane]);
-        if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0);
+        const float total_acc0_out = tf_round_bf16(total_acc0);
+        if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0_out);
       }
     }
     return;
@@ -87,6 +88,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     for (int lane = 0; lane < 8; ++lane) {
       float total_acc0 = acc0[lane];
       for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 8 + lane]);
+      const float total_acc0_out = tf_round_bf16(total_acc0);
       p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_acc0;
     }
   }
@@ -123,7 +125,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     for (int lane = 0; lane < 8; ++lane) {
       float total_acc0 = acc0[lane];
       for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 8 + lane]);
-      if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0);
+      const float total_acc0_out = tf_round_bf16(total_acc0);
+      if (true) out0[o * (tf_index)p.inner + i + lane] = tf_float_to_bf16(total_acc0_out);
     }
   }
 }

@@ -61,9 +61,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
-    float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
-    float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
+    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
+    float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
+    float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
@@ -175,9 +175,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
       }
     }
     const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
-    float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
-    float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
+    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
+    float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
+    float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 512 + tl) * 8;

@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
     }
     const tf_max_sum ms9 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
     const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
+    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
     const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     for (tf_index j0 = (tf_index)tl * 8; j0 < (tf_index)p.cols; j0 += 8192) {
       if (row_ok) {
@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
     }
     const tf_max_sum ms9 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
     const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
+    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
     const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     for (unsigned c = 0; c < ring_chunks; ++c) {
       const unsigned rq = ring_q + c;  // the block's chunk

@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
     const tf_max_sum ms9 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
     const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
+    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
     const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
     const tf_max_sum ms9 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
     const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
+    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
     const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {

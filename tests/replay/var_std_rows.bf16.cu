@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
     float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
     float t12 = (t0 + t11);  // %19 = add(%6, %18)
-    float t13 = (t10 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %21 = div(%17, N)
+    float t13 = tf_round_bf16((t10 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %21 = div(%17, N)
     float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
     float t15 = (red26 * t14);  // %30 = mul(%26, %29)
     float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
@@ -101,8 +101,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
     float t20 = (t1 + t19);  // %37 = add(%24, %36)
     float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
-    float t22 = sqrtf(t21);  // %40 = sqrt(%39)
-    float t23 = (t13 + t22);  // %41 = add(%21, %40)
+    float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)
+    float t23 = tf_round_bf16((t13 + t22));  // %41 = add(%21, %40)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -241,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
     float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
     float t12 = (t0 + t11);  // %19 = add(%6, %18)
-    float t13 = (t10 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %21 = div(%17, N)
+    float t13 = tf_round_bf16((t10 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %21 = div(%17, N)
     float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
     float t15 = (red26 * t14);  // %30 = mul(%26, %29)
     float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
@@ -250,8 +250,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
     float t20 = (t1 + t19);  // %37 = add(%24, %36)
     float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
-    float t22 = sqrtf(t21);  // %40 = sqrt(%39)
-    float t23 = (t13 + t22);  // %41 = add(%21, %40)
+    float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)
+    float t23 = tf_round_bf16((t13 + t22));  // %41 = add(%21, %40)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
