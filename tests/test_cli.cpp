@@ -6,15 +6,18 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <dirent.h>
 #include <string>
 #include <vector>
 
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include "tests/fs_util.h"
 #include "tools/cli_args.h"
+#include "tools/json_writer.h"
 
 namespace {
 
@@ -159,6 +162,15 @@ TEST(CliArgs, BadArgumentsNameTheProblem) {
   EXPECT_HAS(args_error({"explain", "m.pt", "--json=yes"}), "--json takes no value");
 }
 
+TEST(CliJson, EscapesStringsAndNestsValues) {
+  EXPECT_EQ(torchfuse_cli::json_escape("a\"b\\c\nd\te\x01"), "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
+  torchfuse_cli::JsonWriter j;
+  j.begin_object().field("n", 3).field("x", 0.5).array("v", std::vector<std::string>{"p", "q"});
+  j.key("o").begin_object().field("b", true).end_object();
+  j.key("nan").value(std::nan("")).end_object();
+  EXPECT_EQ(j.str(), R"({"n":3,"x":0.5,"v":["p","q"],"o":{"b":true},"nan":null})");
+}
+
 // ---- the binary ----
 
 struct RunResult {
@@ -282,9 +294,25 @@ TEST(CliBinary, BadArgumentsExitTwoWithOneLine) {
     std::fclose(f);
   }
   expect_error(run_cli({"explain", junk, "--device", "cpu", "--input", "f32[4]"}), "cannot load");
+  // With --json the error is also a JSON object on stdout.
+  const RunResult j = run_cli({"explain", model, "--json", "--input", "f32[8,x]"});
+  EXPECT_EQ(j.status, 2);
+  EXPECT_HAS(j.output, R"({"command":"","ok":false,"error":"--input 'f32[8,x]': size 'x' is not an integer"})");
   const RunResult help = run_cli({"verify", "--help"});
   EXPECT_EQ(help.status, 0);
   EXPECT_HAS(help.output, "usage: torchfuse verify");
+}
+
+// Without CUDA in LibTorch (the CPU-only build), asking for the GPU is an error, not a crash.
+TEST(CliBinary, CudaWithoutCudaIsAnError) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "LibTorch sees a GPU";
+  tftest::TempDir dir;
+  const std::string model = save_module(dir);
+  for (const char* command : {"bench", "verify"}) {
+    const RunResult r = run_cli({command, model, "--device", "cuda", "--input", "f32[8,64]"});
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_HAS(r.output, "torchfuse: error: --device cuda: LibTorch sees no CUDA device");
+  }
 }
 
 TEST(CliBinary, VerifyOnCpuPasses) {

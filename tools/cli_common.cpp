@@ -69,8 +69,15 @@ torch::jit::Module load_model(const CliOptions& o, const std::string& device) {
     throw UsageError("cannot load '" + o.model + "' as a TorchScript model: " + one_line(e));
   }
   if (!m.find_method("forward")) throw UsageError("the model '" + o.model + "' has no forward method");
-  if (o.module_dtype) m.to(*o.module_dtype);
-  m.to(torch::Device(device));
+  // Only floating parameters and buffers change dtype (integer buffers such as position ids stay).
+  auto convert = [&](at::Tensor t) {
+    const bool to_dtype = o.module_dtype && t.is_floating_point();
+    if (to_dtype || t.device() != torch::Device(device)) {
+      t.set_data(t.to(torch::Device(device), to_dtype ? *o.module_dtype : t.scalar_type()));
+    }
+  };
+  for (const at::Tensor& p : m.parameters()) convert(p);
+  for (const at::Tensor& b : m.buffers()) convert(b);
   if (o.eval) m.eval();
   return m;
 }
