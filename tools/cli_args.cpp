@@ -207,7 +207,8 @@ bool takes(Command c, const std::string& flag) {
   return true;
 }
 
-const char* kCommonFlags = R"(  --input SPEC     one per forward input, in order: DTYPE[SIZES][:LO..HI]
+const char* kCommonFlags = R"(  --input SPEC     one per forward input, in order: DTYPE[SIZES][:LO..HI]; trailing
+                   inputs with a default in forward's signature may be left out
                    DTYPE: f32 f16 bf16 f64 i32 i64 i8 u8 b8; SIZES: 8,512 (f32[] is 0-dim)
                    floats: standard normal, or uniform in [LO, HI) with :LO..HI
                    integers: uniform in [LO, HI) (default 0..10); b8: 0 or 1
@@ -263,7 +264,9 @@ std::string usage(Command command) {
     case Command::Bench:
       head = "usage: torchfuse bench MODEL --input SPEC... [--warmup 10] [--iters 50] [--repeats 5]\n"
              "Times one call of the TorchScript module (module.forward), of eager op by op\n"
-             "(forward_eager) and of torchfuse: `repeats` loops of `iters` calls after `warmup` calls,\n"
+             "(forward_eager) and of torchfuse: `repeats` loops of `iters` calls after one first call\n"
+             "(TorchScript profiles and torchfuse compiles there; torchfuse is also checked against eager)\n"
+             "and `warmup` calls, "
              "timed with CUDA events; reports the median and the minimum per call, kernels per call\n"
              "(PyTorch profiler) and the speedup over TorchScript.\n";
       extra = "  --warmup N       untimed calls first (default 10)\n"
