@@ -4,6 +4,7 @@
 // against the libtorchfuse.so of a build directory (PyTorch's own LibTorch).
 //
 //   tf = torchfuse_py.compile_graph(torch.jit.script(fn).graph)
+//   tf = torchfuse_py.compile_file("model.pt")   # a saved module (scripts/real_models.py)
 //   out = tf(x, w)              # tensors in, a tensor or a tuple of tensors out
 //   tf.stats()                  # fused and eager calls, launches, groups that fell back
 //   tf.explain(x, w)            # kernels planned for these inputs (no GPU needed)
@@ -85,6 +86,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         d["groups"] = static_cast<int64_t>(s.groups.size());
         return d;
       });
+  m.def(
+      "compile_file", [](const std::string& path) { return torchfuse::compile(torch::jit::load(path)); },
+      "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model");
   m.def(
       "compile_graph",
       [](std::shared_ptr<torch::jit::Graph> graph) { return torchfuse::compile_graph(std::move(graph)); },

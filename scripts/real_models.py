@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Real models, random weights: trace, save, and time them (issue 22's "Measure").
+
+Builds three Hugging Face `transformers` models with random weights, on the GPU:
+  llama  LlamaModel, TinyLlama-1.1B's layer (hidden 2048, 32 heads, 4 KV heads, SwiGLU 5632,
+         RMSNorm, RoPE), 8 layers of its 22; input_ids [B, 128]
+  bert   BertModel, bert-base (12 layers, hidden 768, GELU-erf, post-norm); input_ids and an
+         attention mask with padding [B, 128]
+  vit    ViTModel, vit-base-patch16-224 (12 layers); pixel_values [B, 3, 224, 224]
+For each model, dtype (f32, bf16) and batch (8, 1): traces it (torch.jit.trace, saved to
+OUT/<model>-<dtype>-b<batch>.pt with the inputs as OUT/<...>.inputs.pt), then times eager
+(the nn.Module), the TorchScript module and torch.compile (default mode) with CUDA events
+(median of --repeats loops of --iters calls, after warm-up), and counts CUDA kernels per call
+with torch.profiler, split into GEMM/attention kernels and the rest (non-GEMM work: the kernels a
+fusion compiler is meant to merge), listing the most frequent non-GEMM kernels.
+
+With --torchfuse-build DIR (a build against this PyTorch), the saved file is compiled with
+torchfuse::compile through benchmarks/torchfuse_py.cpp and timed and profiled by the same timer,
+checked with compare_with_eager, and its refusals listed. With --torchfuse BIN (the `torchfuse`
+command-line tool, tools/), the file also goes through `torchfuse bench --json` and `torchfuse verify`.
+
+    python3 scripts/real_models.py --out OUT [--models llama,bert,vit] [--torchfuse build-gpu/tools/torchfuse]
+
+Writes OUT/real_models.json and OUT/real_models.md.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+GEMM_MARKERS = ("gemm", "cutlass", "xmma", "nvjet", "cublas", "sm90_", "sm80_", "wgmma", "flash", "fmha",
+                "attention", "splitk", "gemv")
+
+
+def is_gemm_kernel(name):
+    n = name.lower()
+    return any(m in n for m in GEMM_MARKERS)
+
+
+def build(name, dtype, batch, seq):
+    import transformers as tr
+    torch.manual_seed(0)
+    if name == "llama":
+        cfg = tr.LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=8, num_attention_heads=32,
+                             num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048, rms_norm_eps=1e-5, use_cache=False,
+                             torchscript=True, attn_implementation="sdpa")
+        model = tr.LlamaModel(cfg)
+        inputs = (torch.randint(0, cfg.vocab_size, (batch, seq)),)
+        specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}"]
+    elif name == "bert":
+        cfg = tr.BertConfig(torchscript=True, attn_implementation="sdpa")
+        model = tr.BertModel(cfg, add_pooling_layer=False)
+        ids = torch.randint(0, cfg.vocab_size, (batch, seq))
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[:, seq * 3 // 4:] = 0  # padding: the mask takes part
+        inputs = (ids, mask)
+        specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}", f"i64[{batch},{seq}]:1..2"]
+    elif name == "vit":
+        cfg = tr.ViTConfig(torchscript=True, attn_implementation="sdpa")
+        model = tr.ViTModel(cfg, add_pooling_layer=False)
+        inputs = (torch.randn(batch, 3, 224, 224),)
+        specs = [f"{'bf16' if dtype == torch.bfloat16 else 'f32'}[{batch},3,224,224]"]
+    else:
+        raise SystemExit(f"unknown model {name}")
+    model = model.eval().to("cuda", dtype)
+    inputs = tuple(t.to("cuda", dtype) if t.is_floating_point() else t.to("cuda") for t in inputs)
+    return model, inputs, specs
+
+
+def time_calls(fn, inputs, warmup, iters, repeats):
+    with torch.inference_mode():
+        for _ in range(warmup):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / iters)
+    return statistics.median(times), min(times)
+
+
+def kernels_per_call(fn, inputs):
+    from torch.profiler import ProfilerActivity, profile
+    with torch.inference_mode():
+        fn(*inputs)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn(*inputs)
+            torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+             and not e.name.startswith(("Memcpy", "Memset", "cudaMemcpy"))]
+    gemm = [n for n in names if is_gemm_kernel(n)]
+    other = [n for n in names if not is_gemm_kernel(n)]
+    counts = {}
+    for n in other:
+        counts[n] = counts.get(n, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+    return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": top}
+
+
+def run_torchfuse(binary, path, specs, dtype_flag, args):
+    # The traced file holds the dtype already; --dtype is not needed.
+    cmd = [binary, "bench", path] + sum([["--input", s] for s in specs], []) + [
+        "--warmup", str(args.warmup), "--iters", str(args.iters), "--repeats", str(args.repeats), "--json"]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.torchfuse_timeout)
+    res = {"command": " ".join(cmd), "rc": p.returncode, "seconds": time.time() - t0}
+    try:
+        res["bench"] = json.loads(p.stdout)
+    except ValueError:
+        res["stdout"] = p.stdout[-4000:]
+    res["stderr"] = p.stderr[-4000:]
+    v = subprocess.run([binary, "verify", path] + sum([["--input", s] for s in specs], []), capture_output=True,
+                       text=True, timeout=args.torchfuse_timeout)
+    res["verify_rc"] = v.returncode
+    res["verify"] = (v.stdout + v.stderr)[-3000:]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", default="llama,bert,vit")
+    ap.add_argument("--dtypes", default="bf16,f32")
+    ap.add_argument("--batches", default="8,1")
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
+    ap.add_argument("--torchfuse-build", default="", help="a torchfuse build against this PyTorch: times torchfuse "
+                    "in this process by the same timer (benchmarks/torchfuse_py.cpp)")
+    ap.add_argument("--torchfuse-timeout", type=float, default=240)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import transformers
+    env = {"torch": torch.__version__, "transformers": transformers.__version__,
+           "device": torch.cuda.get_device_name(0)}
+    print(env, flush=True)
+    tfpy = None
+    if args.torchfuse_build:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_torch_compile import load_torchfuse
+        tfpy = load_torchfuse(args.torchfuse_build)
+    rows = []
+    for name in args.models.split(","):
+        for dname in args.dtypes.split(","):
+            dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dname]
+            for batch in [int(b) for b in args.batches.split(",")]:
+                row = {"model": name, "dtype": dname, "batch": batch}
+                t0 = time.time()
+                model, inputs, specs = build(name, dtype, batch, args.seq)
+                with torch.inference_mode(False), torch.no_grad():
+                    traced = torch.jit.trace(model, inputs, strict=False)
+                path = os.path.join(args.out, f"{name}-{dname}-b{batch}.pt")
+                traced.save(path)
+                row["trace_s"] = round(time.time() - t0, 1)
+                row["specs"] = specs
+                row["eager_us"], _ = time_calls(model, inputs, args.warmup, args.iters, args.repeats)
+                row["eager_kernels"] = kernels_per_call(model, inputs)
+                loaded = torch.jit.load(path)
+                row["torchscript_us"], _ = time_calls(loaded, inputs, args.warmup, args.iters, args.repeats)
+                row["torchscript_kernels"] = kernels_per_call(loaded, inputs)
+                if not args.no_compile:
+                    t1 = time.time()
+                    compiled = torch.compile(model)
+                    with torch.inference_mode():
+                        compiled(*inputs)
+                    row["compile_s"] = round(time.time() - t1, 1)
+                    row["torch_compile_us"], _ = time_calls(compiled, inputs, args.warmup, args.iters, args.repeats)
+                    row["torch_compile_kernels"] = kernels_per_call(compiled, inputs)
+                    torch._dynamo.reset()
+                if tfpy is not None:
+                    t1 = time.time()
+                    tf = tfpy.compile_file(path)
+                    passed, report = tf.compare_with_eager(*inputs)
+                    row["torchfuse_first_call_s"] = round(time.time() - t1, 1)
+                    row["torchfuse_matches_eager"] = passed
+                    row["torchfuse_report"] = report
+                    row["torchfuse_us"], _ = time_calls(tf, inputs, args.warmup, args.iters, args.repeats)
+                    row["torchfuse_kernels"] = kernels_per_call(tf, inputs)
+                    row["torchfuse_stats"] = tf.stats()
+                    row["torchfuse_refused"] = tf.explain(*inputs)["refused"]
+                if args.torchfuse:
+                    row["torchfuse_cli"] = run_torchfuse(args.torchfuse, path, specs, dname, args)
+                rows.append(row)
+                print(json.dumps({k: v for k, v in row.items() if not k.endswith("kernels")}, default=str)[:1500],
+                      flush=True)
+                del model, traced, loaded
+                torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "real_models.json"), "w") as f:
+        json.dump({"env": env, "rows": rows}, f, indent=1, default=str)
+    lines = [f"{env['device']}, torch {env['torch']}, transformers {env['transformers']}", "",
+             "| model | dtype | batch | eager us | TorchScript us | torch.compile us | torchfuse us | kernels/call eager / TS / compile / torchfuse (non-GEMM) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tf_us = f"{r['torchfuse_us']:.0f}" if "torchfuse_us" in r else ""
+        k = lambda key: (f"{r[key]['total']} ({r[key]['non_gemm']})" if key in r else "")
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} | {r['eager_us']:.0f} | {r['torchscript_us']:.0f} | "
+                     f"{r.get('torch_compile_us', float('nan')):.0f} | {tf_us} | {k('eager_kernels')} / "
+                     f"{k('torchscript_kernels')} / {k('torch_compile_kernels')} / {k('torchfuse_kernels')} |")
+    lines.append("")
+    for r in rows:
+        for key in ("torchscript_kernels", "torch_compile_kernels", "torchfuse_kernels"):
+            if key in r:
+                lines.append(f"- {r['model']} {r['dtype']} b{r['batch']} {key}: top non-GEMM " +
+                             ", ".join(f"{n[:60]} x{c}" for n, c in r[key]["top_non_gemm"]))
+    for r in rows:
+        if "torchfuse_refused" in r:
+            lines.append(f"- {r['model']} {r['dtype']} b{r['batch']}: torchfuse matches eager: {r['torchfuse_matches_eager']}; "
+                         f"stats {r['torchfuse_stats']}; refused ({len(r['torchfuse_refused'])}): " +
+                         "; ".join(sorted(set(x[:100] for x in r["torchfuse_refused"]))[:12]))
+    with open(os.path.join(args.out, "real_models.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
