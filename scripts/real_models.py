@@ -196,6 +196,8 @@ def main():
                 if args.torchfuse:
                     row["torchfuse_cli"] = run_torchfuse(args.torchfuse, path, specs, dname, args)
                 rows.append(row)
+                with open(os.path.join(args.out, "real_models.json"), "w") as f:  # so far, in case of a timeout
+                    json.dump({"env": env, "rows": rows}, f, indent=1, default=str)
                 print(json.dumps({k: v for k, v in row.items() if not k.endswith("kernels")}, default=str)[:1500],
                       flush=True)
                 del model, traced, loaded
