@@ -11,6 +11,7 @@
 //   tf.compare_with_eager(x, w) # (passed, report): torchfuse::compare_with_eager, float64 reference
 
 #include <torch/extension.h>
+#include <torch/script.h>
 
 #include <torchfuse/torchfuse.h>
 
@@ -87,7 +88,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return d;
       });
   m.def(
-      "compile_file", [](const std::string& path) { return torchfuse::compile(torch::jit::load(path)); },
+      "compile_file", [](const std::string& path) -> torchfuse::CompiledModule { return torchfuse::compile(torch::jit::load(path)); },
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model");
   m.def(
       "compile_graph",
