@@ -39,6 +39,17 @@ pybind11::object to_python(const c10::IValue& v) {
     for (size_t i = 0; i < elements.size(); ++i) t[i] = to_python(elements[i]);
     return std::move(t);
   }
+  if (v.isGenericDict()) {  // a traced model's output dict, keys in insertion order
+    pybind11::dict d;
+    for (const auto& entry : v.toGenericDict()) d[to_python(entry.key())] = to_python(entry.value());
+    return std::move(d);
+  }
+  if (v.isList()) {
+    pybind11::list l;
+    for (const auto& e : v.toListRef()) l.append(to_python(e));
+    return std::move(l);
+  }
+  if (v.isString()) return pybind11::cast(v.toStringRef());
   if (v.isDouble()) return pybind11::cast(v.toDouble());
   if (v.isInt()) return pybind11::cast(v.toInt());
   if (v.isBool()) return pybind11::cast(v.toBool());
