@@ -323,4 +323,23 @@ TEST(CliBinary, VerifyOnCpuPasses) {
   EXPECT_HAS(r.output, "PASS");
 }
 
+// The GPU paths: verify compares on the GPU and passes; bench times the three variants and counts
+// kernels (the module is one fused kernel; eager runs its three ops as three).
+TEST(CliBinary, VerifyAndBenchOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  tftest::TempDir dir;
+  const std::string model = save_module(dir);
+  const RunResult v = run_cli({"verify", model, "--device", "cuda", "--input", "f32[64,1000]"});
+  EXPECT_EQ(v.status, 0) << v.output;
+  EXPECT_HAS(v.output, "PASS");
+  const RunResult b = run_cli({"bench", model, "--device", "cuda", "--input", "bf16[64,1000]", "--warmup", "2",
+                               "--iters", "5", "--repeats", "2", "--json"});
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_HAS(b.output, "\"matches_eager\":true");
+  const size_t at = b.output.find("\"name\":\"torchfuse\"");
+  ASSERT_NE(at, std::string::npos) << b.output;
+  const std::string entry = b.output.substr(at, b.output.find('}', at) - at);
+  EXPECT_HAS(entry, "\"kernels_per_call\":1,");  // one fused kernel
+}
+
 }  // namespace
