@@ -15,12 +15,34 @@
 namespace torchfuse {
 namespace runtime {
 
+namespace {
+
+// The device the group computes on (its outputs').
+c10::Device group_device(const FusionGroup& g) {
+  return g.outputs.empty() ? c10::Device(c10::kCPU) : g.outputs.front()->type.device;
+}
+
+// A kernel parameter for a number or a 0-dim CPU tensor: double for floating values (exact for
+// every float dtype), long long otherwise (emit_operand_param, ParamPacker::scalar).
+c10::ScalarType number_param_dtype(c10::ScalarType t) {
+  return c10::isFloatingType(t) ? c10::ScalarType::Double : t == c10::ScalarType::Bool ? t : c10::ScalarType::Long;
+}
+
+}  // namespace
+
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
   std::vector<codegen::OperandShape> ops;
+  const c10::Device device = group_device(g);
   for (const ir::Value* v : g.inputs) {
     codegen::OperandShape s;
     s.is_tensor = v->type.is_tensor();
     s.dtype = v->type.dtype;
+    if (ir::is_host_scalar(v->type, device)) {
+      s.is_tensor = false;
+      s.dtype = number_param_dtype(v->type.dtype);
+      ops.push_back(std::move(s));
+      continue;
+    }
     s.sizes = v->type.sizes;
     s.strides = v->type.strides;
     ops.push_back(std::move(s));
@@ -233,13 +255,14 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
   call.values.assign(std::make_move_iterator(stack.end() - n), std::make_move_iterator(stack.end()));
   stack.erase(stack.end() - n, stack.end());
   bool have_device = false;
+  const c10::Device device = group_device(g);
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs[k];
     const c10::IValue& iv = call.values[k];
     codegen::OperandShape s;
-    if (v->type.is_scalar()) {
+    if (v->type.is_scalar() || ir::is_host_scalar(v->type, device)) {
       s.is_tensor = false;
-      s.dtype = v->type.dtype;
+      s.dtype = v->type.is_scalar() ? v->type.dtype : number_param_dtype(v->type.dtype);
       call.shapes.push_back(s);
       continue;
     }

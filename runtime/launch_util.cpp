@@ -18,6 +18,12 @@ namespace torchfuse {
 namespace runtime {
 
 void ParamPacker::scalar(const c10::IValue& v) {
+  if (v.isTensor()) {  // a 0-dim CPU tensor (ir::is_host_scalar): its value, read on the host
+    const at::Tensor& t = v.toTensor();
+    if (t.is_floating_point()) f64(t.item<double>());
+    else i64(t.item<int64_t>());
+    return;
+  }
   if (v.isDouble()) f64(v.toDouble());
   else if (v.isBool()) i64(v.toBool() ? 1 : 0);
   else i64(v.toInt());

@@ -31,7 +31,7 @@ bool output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands
                                              : "an operand is neither a tensor nor a number");
     }
     if (!v->type.is_tensor()) continue;
-    if (v->type.device != out.device) {
+    if (v->type.device != out.device && !ir::is_host_scalar(v->type, out.device)) {
       return ctx.decline("operand on " + v->type.device.str() + ", output on " + out.device.str());
     }
     auto b = ir::broadcast_shapes(shape, v->type.sizes);

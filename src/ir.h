@@ -64,6 +64,12 @@ const char* dtype_short_name(c10::ScalarType dtype);
 // fp16 or bf16: stored in 16 bits, computed in float registers.
 inline bool is_16bit_float(c10::ScalarType t) { return t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16; }
 
+// A 0-dim CPU tensor read by ops on a GPU: eager hands its value to the GPU kernel as a number
+// (TensorIterator's CPU scalars), and so do fused kernels (a kernel parameter read on the host).
+inline bool is_host_scalar(const Type& t, const c10::Device& compute_device) {
+  return t.is_tensor() && t.sizes.empty() && t.device.is_cpu() && !compute_device.is_cpu();
+}
+
 struct Node;
 
 struct Value {

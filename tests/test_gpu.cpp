@@ -174,6 +174,14 @@ std::vector<Chain> chains() {
        [](auto t) { return std::vector<c10::IValue>{rnd({64, 128}, t), rnd({128}, t)}; }},
       {"odd_sizes", "def forward(self, x, y):\n    return torch.clamp(x * y + 0.5, -1.0, 1.0) * torch.sigmoid(y)\n",
        [](auto t) { return std::vector<c10::IValue>{rnd({3, 5, 7}, t), rnd({7}, t)}; }},
+      // 0-dim CPU tensors beside GPU tensors (traced models make them: position ids, scales): a
+      // kernel parameter, as eager's CPU scalars; f32 5.2 rounds to the 16-bit common dtype.
+      {"cpu_scalar_input", "def forward(self, x, s):\n    return torch.relu(x * s + 1.0) - s\n",
+       [](auto t) { return std::vector<c10::IValue>{rnd({64, 128}, t), torch::tensor(0.37)}; }},
+      {"cpu_scalars_made_in_graph",
+       "def forward(self, x):\n    s = torch.tensor(2.6) * 2.0\n    n = torch.tensor(3)\n"
+       "    return torch.sigmoid(x) * s + x / s - n\n",
+       [](auto t) { return std::vector<c10::IValue>{rnd({33, 257}, t)}; }},
   };
 }
 
