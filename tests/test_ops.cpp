@@ -196,6 +196,21 @@ TEST(OpsCodegen, PrimitivesEmitLibmAndIntegerForms) {
                                 {"tf_round_bf16(0.1f)"}));
 }
 
+// A fill with a number known only at run time (a float argument): the kernel takes it as a
+// parameter and, for a 16-bit output, rounds it to that dtype as eager's fill does.
+TEST(OpsCodegen, RunTimeFillNumbersAreKernelParametersRoundedToTheDtype) {
+  auto m = tftest::module_returning("x, v: float", "torch.relu(x) * torch.full_like(x, v) + x.masked_fill(x > 0, v)");
+  auto options = tftest::quiet_options();
+  options.offline_arch = "sm_80";
+  const auto e = torchfuse::compile(m, options).explain({torch::randn({8, 64}).to(c10::kBFloat16), 0.3},
+                                                        /*compile_kernels=*/true);
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_EQ(count_occurrences(e.ir_before, "aten::"), 0) << e.ir_before;
+  EXPECT_EQ(count_occurrences(e.kernels[0].source, "tf_round_bf16((float)(in1))"), 2) << e.kernels[0].source;
+  ASSERT_EQ(e.cubin_bytes.size(), 1u);
+  EXPECT_GT(e.cubin_bytes[0], 0u);
+}
+
 // What stays in ATen, with the reason (Conversion::declined).
 std::vector<std::string> declined(const std::string& source, const std::vector<c10::IValue>& inputs) {
   auto unit = torch::jit::compile(source);

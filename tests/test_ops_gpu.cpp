@@ -162,6 +162,25 @@ TEST(OpsGpu, IntegerOpsFuseAndMatchEagerExactly) {
   }
 }
 
+// A fill number known only at run time (a float argument), in every float dtype.
+TEST(OpsGpu, RunTimeFillNumbersMatchEager) {
+  REQUIRE_GPU();
+  for (const auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    auto options = tftest::quiet_options();
+    options.debug_poison_outputs = true;
+    auto compiled = torchfuse::compile(
+        tftest::module_returning("x, v: float", "torch.relu(x) * torch.full_like(x, v) + x.masked_fill(x > 0, v)"), options);
+    const std::vector<c10::IValue> in = {float_input(dtype), 0.3};
+    compiled.forward(in);
+    const auto report = torchfuse::compare_with_eager(compiled, in);
+    torch::cuda::synchronize();
+    EXPECT_TRUE(report.passed()) << report.to_string() << compiled.graph_for(in);
+    EXPECT_GT(compiled.stats().fused_calls, 0);
+    EXPECT_EQ(compiled.kernels().size(), 1u) << compiled.graph_for(in);
+  }
+}
+
 // Inside reductions' prologues and epilogues: one kernel, matching eager.
 TEST(OpsGpu, OpsInReductionGroupsMatchEager) {
   REQUIRE_GPU();
