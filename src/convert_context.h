@@ -1,5 +1,6 @@
 // Shared state for converting one TorchScript node into IR nodes. Converters for families of
-// ops (pointwise in frontend.cpp, reductions in convert_reductions.cpp) use it.
+// ops (pointwise in convert_pointwise.cpp, activations in convert_activations.cpp, reductions in
+// convert_reductions.cpp) use it.
 #pragma once
 
 #include <optional>
