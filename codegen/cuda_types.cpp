@@ -432,6 +432,36 @@ template <typename T> __device__ __forceinline__ T tf_div_floor(T a, T b) {
   }
   return copysign(T(0), a / b);
 }
+// Python-style remainder (the result takes the divisor's sign), as ATen's: fmod, then the sign
+// fixed by adding the divisor; for integers the same with %.
+__device__ __forceinline__ float tf_remainder(float a, float b) {
+  float mod = fmodf(a, b);
+  if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) mod += b;
+  return mod;
+}
+__device__ __forceinline__ double tf_remainder(double a, double b) {
+  double mod = fmod(a, b);
+  if (mod != 0.0 && ((b < 0.0) != (mod < 0.0))) mod += b;
+  return mod;
+}
+template <typename T> __device__ __forceinline__ T tf_remainder(T a, T b) {
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+// torch.sign: -1, 0 or 1 (0 for NaN and -0.0); a bool is its own sign.
+template <typename T> __device__ __forceinline__ T tf_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
+__device__ __forceinline__ bool tf_sign(bool a) { return a; }
+// An integer to a constant power e >= 0 by square-and-multiply, as eager's powi: wrapping
+// (computed modulo 2^64, then narrowed) where the result overflows T.
+template <typename T> __device__ __forceinline__ T tf_powi(T base, long long e) {
+  unsigned long long result = 1, b = (unsigned long long)(long long)base;
+  for (; e > 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return (T)result;
+}
 // Reduction operators and deterministic team reductions (fixed shuffle/shared-memory order:
 // the same input gives the same bits on every run).
 struct tf_sum_op { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };

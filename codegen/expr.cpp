@@ -34,6 +34,15 @@ std::optional<std::string> pow_special(const std::string& a, const ir::Value* ex
   return std::nullopt;
 }
 
+// An integer base to a constant exponent >= 0 (the converter checks), wrapping on overflow as
+// eager's square-and-multiply does.
+std::optional<std::string> pow_integral(const std::string& a, const ir::Value* exponent, c10::ScalarType t) {
+  if (is_floating_reg(t)) return std::nullopt;
+  TORCHFUSE_INTERNAL_ASSERT(exponent->constant && exponent->constant->isIntegral(false) && exponent->constant->toLong() >= 0,
+                            "integer pow needs a constant exponent >= 0");
+  return "tf_powi(" + a + ", " + std::to_string(exponent->constant->toLong()) + "LL)";
+}
+
 std::string unary_expr(OpKind kind, c10::ScalarType t, const std::string& a) {
   const bool fl = is_floating_reg(t);
   switch (kind) {
@@ -55,6 +64,20 @@ std::string unary_expr(OpKind kind, c10::ScalarType t, const std::string& a) {
     case OpKind::Reciprocal: return "(" + one(t) + " / " + a + ")";
     case OpKind::LogicalNot: return "(!" + a + ")";
     case OpKind::Cast: return a;
+    case OpKind::Sin: return math("sin", t, a);
+    case OpKind::Cos: return math("cos", t, a);
+    case OpKind::Log1p: return math("log1p", t, a);
+    case OpKind::Expm1: return math("expm1", t, a);
+    case OpKind::Exp2: return math("exp2", t, a);
+    case OpKind::Log2: return math("log2", t, a);
+    case OpKind::Log10: return math("log10", t, a);
+    // Integers and bools round to themselves (eager copies them).
+    case OpKind::Floor: return fl ? math("floor", t, a) : a;
+    case OpKind::Ceil: return fl ? math("ceil", t, a) : a;
+    case OpKind::Trunc: return fl ? math("trunc", t, a) : a;
+    // Half to even, as eager's nearbyint in the default rounding mode.
+    case OpKind::Round: return fl ? math("rint", t, a) : a;
+    case OpKind::Sign: return "tf_sign(" + a + ")";
     default: break;
   }
   TORCHFUSE_INTERNAL_ASSERT(false, "not a unary op: ", ir::op_name(kind));
@@ -82,6 +105,11 @@ std::string binary_expr(OpKind kind, c10::ScalarType t, const std::string& a, co
     case OpKind::Ge: return "(" + a + " >= " + b + ")";
     case OpKind::LogicalAnd: return "(" + a + " && " + b + ")";
     case OpKind::LogicalOr: return "(" + a + " || " + b + ")";
+    // Integer divisors are nonzero constants (the converter checks).
+    case OpKind::Fmod: return is_floating_reg(t) ? std::string(is_float(t) ? "fmodf(" : "fmod(") + a + ", " + b + ")"
+                                                 : "(" + a + " % " + b + ")";
+    case OpKind::Remainder: return "tf_remainder(" + a + ", " + b + ")";
+    case OpKind::Atan2: return std::string(is_float(t) ? "atan2f(" : "atan2(") + a + ", " + b + ")";
     default: break;
   }
   TORCHFUSE_INTERNAL_ASSERT(false, "not a binary op: ", ir::op_name(kind));
@@ -117,6 +145,10 @@ bool exact_on_16bit_operands(OpKind kind) {
   switch (kind) {
     case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
     case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where:
+    // Integral values of a 16-bit value's magnitude, and an fmod (a - n * b exactly, below |b|),
+    // are 16-bit values too.
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
+    case OpKind::Fmod:
       return true;
     default: return false;
   }
@@ -130,7 +162,9 @@ std::string round_to(c10::ScalarType t, const std::string& float_expr) {
 bool bounded_on_half_operands(OpKind kind) {
   switch (kind) {
     case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Erf: case OpKind::Log: case OpKind::Sqrt:
-    case OpKind::Rsqrt: case OpKind::Silu: case OpKind::Gelu: case OpKind::GeluTanh:
+    case OpKind::Rsqrt: case OpKind::Silu: case OpKind::Gelu: case OpKind::GeluTanh: case OpKind::Sin:
+    case OpKind::Cos: case OpKind::Log1p: case OpKind::Log2: case OpKind::Log10: case OpKind::Atan2:
+    case OpKind::Remainder:
       return true;
     default: return false;
   }
@@ -230,6 +264,10 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   if (n.kind == OpKind::Where) {
     expr = "(" + operand(n.inputs[0], c10::ScalarType::Bool, names) + " ? " +
            operand(n.inputs[1], compute, names) + " : " + operand(n.inputs[2], compute, names) + ")";
+  } else if (n.kind == OpKind::Fill) {
+    // The number as the output dtype stores it (a 16-bit fill rounds it, as eager's fill does).
+    expr = ir::is_16bit_float(out) ? round_to(out, operand(n.inputs[1], c10::ScalarType::Float, names))
+                                   : operand(n.inputs[1], compute, names);
   } else if (n.kind == OpKind::Cast && (out == c10::kHalf || out == c10::kBFloat16) &&
              n.inputs[0]->type.dtype != out) {
     // An explicit cast rounds to the narrower type, as eager does, even though the value stays
@@ -255,6 +293,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
     const std::string a = operand(n.inputs[0], compute, names);
     std::optional<std::string> special;
     if (n.kind == OpKind::Pow) special = pow_special(a, n.inputs[1], compute);
+    if (n.kind == OpKind::Pow && !special) special = pow_integral(a, n.inputs[1], compute);
     const std::string b_expr = operand(n.inputs[1], compute, names);
     if (n.kind == OpKind::DivTrunc && (out == c10::kHalf || out == c10::kBFloat16)) {
       // Eager rounds the quotient to the output dtype before truncating it.
@@ -270,8 +309,8 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   }
   const std::string name = b.fresh("t");
   expr = convert(expr, result_dtype(n, compute), out);
-  // Casts and truncating divisions to 16 bits round above already.
-  const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc) && ir::is_16bit_float(out);
+  // Casts, truncating divisions and fills to 16 bits round above already.
+  const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc || n.kind == OpKind::Fill) && ir::is_16bit_float(out);
   if (!rounded && !exact_on_16bit_operands(n.kind)) {
     expr = eager_rounded(n.output(), expr, !bounded_on_half_operands(n.kind), per_row ? Rounding::Always : Rounding::WhereItDecides);
   }

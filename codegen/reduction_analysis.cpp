@@ -49,7 +49,9 @@ namespace {
 bool transcendental(ir::OpKind k) {
   switch (k) {
     case ir::OpKind::Exp: case ir::OpKind::Log: case ir::OpKind::Tanh: case ir::OpKind::Sigmoid: case ir::OpKind::Erf:
-    case ir::OpKind::Gelu: case ir::OpKind::GeluTanh: case ir::OpKind::Silu: case ir::OpKind::Pow: return true;
+    case ir::OpKind::Gelu: case ir::OpKind::GeluTanh: case ir::OpKind::Silu: case ir::OpKind::Pow:
+    case ir::OpKind::Sin: case ir::OpKind::Cos: case ir::OpKind::Log1p: case ir::OpKind::Expm1: case ir::OpKind::Exp2:
+    case ir::OpKind::Log2: case ir::OpKind::Log10: case ir::OpKind::Atan2: return true;
     default: return false;
   }
 }

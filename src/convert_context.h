@@ -1,5 +1,6 @@
 // Shared state for converting one TorchScript node into IR nodes. Converters for families of
-// ops (pointwise in frontend.cpp, reductions in convert_reductions.cpp) use it.
+// ops (pointwise in convert_pointwise.cpp, activations in convert_activations.cpp, reductions in
+// convert_reductions.cpp) use it.
 #pragma once
 
 #include <optional>
@@ -122,5 +123,18 @@ using Converter = bool (*)(ConvertContext&);
 // Converters by TorchScript kind ("aten::add"); pointwise and reduction tables merged.
 const std::unordered_map<std::string, Converter>& pointwise_converters();
 const std::unordered_map<std::string, Converter>& reduction_converters();
+const std::unordered_map<std::string, Converter>& activation_converters();
+// Helpers of the pointwise converters (convert_pointwise.cpp), shared with the activations'.
+// The output is a tensor of the operands' broadcast shape, on their device; declines otherwise.
+bool pointwise_output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands);
+// A tensor operand converted to a 16-bit common dtype first, as eager loads it.
+ir::Value* to_common_dtype(ConvertContext& ctx, ir::Value* v, c10::ScalarType common);
+// A Python float rounded to a 16-bit dtype, as eager's comparison, clamp and where kernels take it.
+ir::Value* literal_as_dtype(ConvertContext& ctx, ir::Value* v, c10::ScalarType common);
+// x clamped to [lo, hi] (either may be null), the bounds taken as eager's clamp takes them.
+ir::Value* clamp_between(ConvertContext& ctx, ir::Value* x, ir::Value* lo, ir::Value* hi, c10::ScalarType out);
+// The elementwise form of a binary op (type promotion, 16-bit operands): max(a, b) and
+// min(a, b), whose reduction forms share their names, convert through it.
+bool convert_binary_op(ConvertContext& ctx, ir::OpKind kind);
 
 }  // namespace torchfuse

@@ -1,5 +1,7 @@
 // TorchScript pointwise ops -> IR. Composite forms are decomposed so that every IR node is a
 // primitive: add/sub with alpha become a multiply and an add, clamp becomes clamp_min/clamp_max.
+#include <cmath>
+
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -139,9 +141,23 @@ bool convert_binary(ConvertContext& ctx, OpKind kind) {
   if (kind == OpKind::LogicalAnd || kind == OpKind::LogicalOr) compute = c10::ScalarType::Bool;
   const bool integral = !is_floating(compute) && compute != c10::ScalarType::Bool;
   // Integer powers and integer rounding divisions have edge cases (negative exponents, division
-  // by zero) where a kernel would not match eager: leave them to ATen.
+  // by zero) where a kernel would not match eager: only a tensor to a constant power >= 0 (exact
+  // in integers, wrapping as eager's) is fused.
   if (integral && kind == OpKind::Pow) {
-    return ctx.decline(std::string("pow on ") + ir::dtype_short_name(compute) + ": integer powers are left to ATen");
+    const bool constant_power = a->type.is_tensor() && b->constant && b->constant->isIntegral(false) && b->constant->toLong() >= 0;
+    if (!constant_power) {
+      return ctx.decline(std::string("pow on ") + ir::dtype_short_name(compute) +
+                         ": only integer tensors to a constant power >= 0 are fused");
+    }
+  }
+  // Integer fmod and remainder divide: by a nonzero constant only (a zero divisor is an error on
+  // the CPU and undefined in CUDA kernels).
+  if ((kind == OpKind::Fmod || kind == OpKind::Remainder) && !is_floating(compute)) {
+    if (compute == c10::ScalarType::Bool) return ctx.decline(ctx.op_name() + " on bools is left to ATen");
+    if (!b->constant || !b->constant->isIntegral(false) || b->constant->toLong() == 0) {
+      return ctx.decline(ctx.op_name() + " on " + ir::dtype_short_name(compute) +
+                         ": only integer division by a nonzero constant is fused");
+    }
   }
   if (integral && (kind == OpKind::DivTrunc || kind == OpKind::DivFloor)) {
     return ctx.decline("div with " + ctx.arg_str(2) + " on " + ir::dtype_short_name(compute) +
@@ -151,7 +167,9 @@ bool convert_binary(ConvertContext& ctx, OpKind kind) {
     a = to_common(ctx, a, compute);
     b = to_common(ctx, b, compute);
   }
-  if (ir::is_comparison(kind)) {
+  // Comparisons, and fmod and remainder (gpu_kernel_with_scalars converts a Python number to the
+  // common dtype), see a number beside a 16-bit tensor rounded to its dtype.
+  if (ir::is_comparison(kind) || kind == OpKind::Fmod || kind == OpKind::Remainder) {
     a = literal_as(ctx, a, compute);
     b = literal_as(ctx, b, compute);
   }
@@ -188,11 +206,7 @@ bool convert_clamp(ConvertContext& ctx, bool has_min, bool has_max) {
   if (lo) operands.push_back(lo);
   if (hi) operands.push_back(hi);
   if (!output_matches(ctx, operands)) return false;  // declined there
-  const auto out = ctx.out_type().dtype;
-  ir::Value* v = to_common(ctx, x, out);
-  if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, literal_as(ctx, to_common(ctx, lo, out), out)}, out, out);
-  if (hi) v = ctx.pointwise(OpKind::ClampMax, {v, literal_as(ctx, to_common(ctx, hi, out), out)}, out, out);
-  ctx.bind_output(0, v);
+  ctx.bind_output(0, clamp_between(ctx, x, lo, hi, ctx.out_type().dtype));
   return true;
 }
 
@@ -295,6 +309,89 @@ bool convert_square(ConvertContext& ctx) {
   return true;
 }
 
+// round(x) and round(x, decimals=d): nearbyint(x * 10^d) / 10^d in the op's math type, as
+// ATen's round_decimals (d < 0: nearbyint(x / 10^-d) * 10^-d).
+bool convert_round(ConvertContext& ctx) {
+  if (ctx.num_inputs() < 2) return convert_unary(ctx, OpKind::Round);
+  auto decimals = ctx.constant(1);
+  if (!decimals || !decimals->isInt()) return ctx.decline(ctx.arg_name(1) + " is not a constant int");
+  const int64_t d = decimals->toInt();
+  if (d == 0) return convert_unary(ctx, OpKind::Round);
+  ir::Value* x = ctx.in(0);
+  if (!output_matches(ctx, {x})) return false;  // declined there
+  const auto out = ctx.out_type().dtype;
+  if (!is_floating(out)) return ctx.decline(ctx.arg_str(1) + " on " + ir::dtype_short_name(out) + " is left to ATen");
+  if (d > 30 || d < -30) return ctx.decline(ctx.arg_str(1) + ": 10^|decimals| is not exact enough; left to ATen");
+  // std::pow(10, |d|) as ATen takes it: a double, converted to the math type.
+  double p = std::pow(10.0, static_cast<double>(d < 0 ? -d : d));
+  if (opmath_type(out) == c10::ScalarType::Float) p = static_cast<float>(p);
+  const OpKind scale = d > 0 ? OpKind::Mul : OpKind::Div;
+  const OpKind unscale = d > 0 ? OpKind::Div : OpKind::Mul;
+  ir::Value* r = ctx.pointwise(OpKind::Round, {ctx.pointwise(scale, {x, ctx.scalar(p)}, out, out)}, out, out);
+  ctx.bind_output(0, ctx.pointwise(unscale, {r, ctx.scalar(p)}, out, out));
+  return true;
+}
+
+// logical_xor(a, b): bool(a) != bool(b).
+bool convert_logical_xor(ConvertContext& ctx) {
+  if (!ctx.needs_inputs(2)) return false;  // declined there
+  ir::Value* a = ctx.in(0);
+  ir::Value* b = ctx.in(1);
+  if (!output_matches(ctx, {a, b})) return false;  // declined there
+  if (ctx.out_type().dtype != c10::ScalarType::Bool) return ctx.decline("output is not bool");
+  ctx.bind_output(0, ctx.pointwise(OpKind::Ne, {a, b}, c10::ScalarType::Bool, c10::ScalarType::Bool));
+  return true;
+}
+
+// masked_fill(x, mask, value): where(mask, value, x), the value (a number or a 0-dim tensor)
+// converted to x's dtype as eager's fill converts it.
+bool convert_masked_fill(ConvertContext& ctx) {
+  if (!ctx.needs_inputs(3)) return false;  // declined there
+  ir::Value* x = ctx.in(0);
+  ir::Value* mask = ctx.in(1);
+  ir::Value* value = ctx.in(2);
+  if (!mask->type.is_tensor() || mask->type.dtype != c10::ScalarType::Bool) {
+    return ctx.decline("mask is " + mask->type.str() + ", not a bool tensor");
+  }
+  if (!x->type.is_tensor()) return ctx.decline(not_a_tensor("input", x->type));
+  if (value->type.is_tensor() && value->type.rank() != 0) return ctx.decline("value is not a 0-dim tensor");
+  if (!output_matches(ctx, {x, mask, value})) return false;  // declined there
+  const auto out = ctx.out_type().dtype;
+  if (out != x->type.dtype || ctx.out_type().sizes != x->type.sizes) {
+    return ctx.decline("output " + ctx.out_type().str() + " is not of the input's dtype and shape");
+  }
+  ir::Value* fill = nullptr;
+  if (value->type.is_tensor()) {
+    fill = to_common(ctx, value, out);
+  } else if (value->constant) {
+    fill = literal_as(ctx, value, out);
+  } else {
+    fill = ctx.pointwise(OpKind::Fill, {x, value}, out, out);  // a run-time number: rounded there
+  }
+  ctx.bind_output(0, ctx.pointwise(OpKind::Where, {mask, fill, x}, out, out));
+  return true;
+}
+
+// zeros_like, ones_like, full_like: the number broadcast to the input's shape, in the output's
+// dtype (a Fill node: absorbed into a group, nothing allocated for it). `value_index` < 0: the
+// number is `fixed`.
+bool convert_fill_like(ConvertContext& ctx, int value_index, double fixed) {
+  ir::Value* x = ctx.in(0);
+  if (!x->type.is_tensor()) return ctx.decline(not_a_tensor("input", x->type));
+  ir::Value* value = nullptr;
+  if (value_index >= 0) {
+    if (!ctx.needs_inputs(static_cast<size_t>(value_index) + 1)) return false;  // declined there
+    value = ctx.in(static_cast<size_t>(value_index));
+    if (!value->type.is_scalar()) return ctx.decline(ctx.arg_name(static_cast<size_t>(value_index)) + " is not a number");
+  } else {
+    value = ctx.scalar(c10::Scalar(static_cast<int64_t>(fixed)));
+  }
+  if (!output_matches(ctx, {x})) return false;  // declined there
+  const auto out = ctx.out_type().dtype;
+  ctx.bind_output(0, ctx.pointwise(OpKind::Fill, {x, value}, out, out));
+  return true;
+}
+
 #define TF_UNARY(name, kind) {name, [](ConvertContext& c) { return convert_unary(c, kind); }}
 #define TF_BINARY(name, kind) {name, [](ConvertContext& c) { return convert_binary(c, kind); }}
 
@@ -343,8 +440,43 @@ const std::unordered_map<std::string, Converter>& pointwise_converters() {
       {"aten::_to_copy", convert_cast},
       {"aten::dropout", convert_dropout},
       {"aten::square", convert_square},
+      TF_UNARY("aten::sin", OpKind::Sin),
+      TF_UNARY("aten::cos", OpKind::Cos),
+      TF_UNARY("aten::log1p", OpKind::Log1p),
+      TF_UNARY("aten::expm1", OpKind::Expm1),
+      TF_UNARY("aten::exp2", OpKind::Exp2),
+      TF_UNARY("aten::log2", OpKind::Log2),
+      TF_UNARY("aten::log10", OpKind::Log10),
+      TF_UNARY("aten::floor", OpKind::Floor),
+      TF_UNARY("aten::ceil", OpKind::Ceil),
+      TF_UNARY("aten::trunc", OpKind::Trunc),
+      TF_UNARY("aten::fix", OpKind::Trunc),
+      TF_UNARY("aten::sign", OpKind::Sign),
+      {"aten::round", convert_round},
+      TF_BINARY("aten::fmod", OpKind::Fmod),
+      TF_BINARY("aten::remainder", OpKind::Remainder),
+      TF_BINARY("aten::atan2", OpKind::Atan2),
+      {"aten::logical_xor", convert_logical_xor},
+      {"aten::masked_fill", convert_masked_fill},
+      {"aten::zeros_like", [](ConvertContext& c) { return convert_fill_like(c, -1, 0.0); }},
+      {"aten::ones_like", [](ConvertContext& c) { return convert_fill_like(c, -1, 1.0); }},
+      {"aten::full_like", [](ConvertContext& c) { return convert_fill_like(c, 1, 0.0); }},
   };
   return table;
+}
+
+bool pointwise_output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands) {
+  return output_matches(ctx, operands);
+}
+ir::Value* to_common_dtype(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) { return to_common(ctx, v, common); }
+ir::Value* literal_as_dtype(ConvertContext& ctx, ir::Value* v, c10::ScalarType common) { return literal_as(ctx, v, common); }
+bool convert_binary_op(ConvertContext& ctx, ir::OpKind kind) { return convert_binary(ctx, kind); }
+
+ir::Value* clamp_between(ConvertContext& ctx, ir::Value* x, ir::Value* lo, ir::Value* hi, c10::ScalarType out) {
+  ir::Value* v = to_common(ctx, x, out);
+  if (lo) v = ctx.pointwise(OpKind::ClampMin, {v, literal_as(ctx, to_common(ctx, lo, out), out)}, out, out);
+  if (hi) v = ctx.pointwise(OpKind::ClampMax, {v, literal_as(ctx, to_common(ctx, hi, out), out)}, out, out);
+  return v;
 }
 
 }  // namespace torchfuse

@@ -169,6 +169,10 @@ bool convert_sum_mean(ConvertContext& ctx, bool mean) {
 // amax / amin (self, dim, keepdim); max / min (self): every dim; max.dim / min.dim (self, dim,
 // keepdim) when the indices are unused.
 bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
+  // max(a, b) and min(a, b) of two tensors: torch.maximum and torch.minimum.
+  if (!list_form && ctx.num_inputs() == 2 && ctx.in(1)->type.is_tensor()) {
+    return convert_binary_op(ctx, kind == OpKind::ReduceMax ? OpKind::Maximum : OpKind::Minimum);
+  }
   ir::Value* x = reducible_input(ctx);
   if (!x) return false;  // declined there
   const auto out = ctx.out_type().dtype;

@@ -28,6 +28,12 @@ constexpr OpInfo kOps[] = {
     {OpKind::Gelu, "gelu", 1},         {OpKind::GeluTanh, "gelu_tanh", 1},
     {OpKind::Silu, "silu", 1},         {OpKind::Cast, "cast", 1},
     {OpKind::Reciprocal, "reciprocal", 1}, {OpKind::LogicalNot, "logical_not", 1},
+    {OpKind::Sin, "sin", 1},           {OpKind::Cos, "cos", 1},
+    {OpKind::Log1p, "log1p", 1},       {OpKind::Expm1, "expm1", 1},
+    {OpKind::Exp2, "exp2", 1},         {OpKind::Log2, "log2", 1},
+    {OpKind::Log10, "log10", 1},       {OpKind::Floor, "floor", 1},
+    {OpKind::Ceil, "ceil", 1},         {OpKind::Round, "round", 1},
+    {OpKind::Trunc, "trunc", 1},       {OpKind::Sign, "sign", 1},
     {OpKind::Add, "add", 2},           {OpKind::Sub, "sub", 2},
     {OpKind::Mul, "mul", 2},           {OpKind::Div, "div", 2},
     {OpKind::DivTrunc, "div_trunc", 2}, {OpKind::DivFloor, "div_floor", 2},
@@ -37,7 +43,9 @@ constexpr OpInfo kOps[] = {
     {OpKind::Ne, "ne", 2},             {OpKind::Lt, "lt", 2},
     {OpKind::Le, "le", 2},             {OpKind::Gt, "gt", 2},
     {OpKind::Ge, "ge", 2},             {OpKind::LogicalAnd, "logical_and", 2},
-    {OpKind::LogicalOr, "logical_or", 2}, {OpKind::Where, "where", 3},
+    {OpKind::LogicalOr, "logical_or", 2}, {OpKind::Fmod, "fmod", 2},
+    {OpKind::Remainder, "remainder", 2}, {OpKind::Atan2, "atan2", 2},
+    {OpKind::Fill, "fill", 2},         {OpKind::Where, "where", 3},
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
     {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Opaque, "opaque", -1},
 };
@@ -245,7 +253,8 @@ namespace {
 bool is_discontinuous(const Node& n) {
   switch (n.kind) {
     case OpKind::DivTrunc: case OpKind::DivFloor: case OpKind::LogicalNot: case OpKind::LogicalAnd:
-    case OpKind::LogicalOr:
+    case OpKind::LogicalOr: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc:
+    case OpKind::Sign: case OpKind::Fmod: case OpKind::Remainder:
       return true;
     // A cast to 16 bits rounds there in the float64 reference too.
     case OpKind::Cast: return !c10::isFloatingType(n.output()->type.dtype) || is_16bit_float(n.output()->type.dtype);

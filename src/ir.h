@@ -19,10 +19,14 @@ namespace ir {
 enum class OpKind {
   // unary pointwise
   Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Relu, Gelu, GeluTanh, Silu, Cast,
-  Reciprocal, LogicalNot,
+  Reciprocal, LogicalNot, Sin, Cos, Log1p, Expm1, Exp2, Log2, Log10, Floor, Ceil, Round, Trunc, Sign,
   // binary pointwise
+
   Add, Sub, Mul, Div, DivTrunc, DivFloor, Pow, ClampMin, ClampMax, Maximum, Minimum,
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, Fmod, Remainder, Atan2,
+  // Fill(like, value): `value` (a number) broadcast to the shape of the tensor `like`, whose
+  // elements it does not read (zeros_like, ones_like, full_like).
+  Fill,
   // ternary pointwise
   Where,
   // reductions over `dims` (keepdim as attribute)

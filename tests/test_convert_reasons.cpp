@@ -97,12 +97,12 @@ TEST(ConvertReasons, EachDeclineSaysWhy) {
        {"aten::dropout (%y.1)" + stays + "train=True: only dropout in eval mode is fused"}},
       {"def f(x):\n    v, i = torch.max(x, 1)\n    return v * 2.0, i\n", {x}, nullptr,
        {"aten::max (%v.1)" + stays + "max(input, dim) with its indices used: only the values are fused"}},
-      // Integer tensors convert (i + 2 is fused), integer powers do not; arithmetic on Python
-      // numbers has no tensor to fuse and is not listed.
-      {"def f(i, n: int):\n    p = i ** 2\n    m = n + 1\n    return (p + (i + 2)) * m\n",
+      // Integer tensors convert (i + 2 and i ** 2 are fused), integer tensor powers do not;
+      // arithmetic on Python numbers has no tensor to fuse and is not listed.
+      {"def f(i, n: int):\n    p = i ** i\n    m = n + 1\n    return (p + (i ** 2 + 2)) * m\n",
        {torch::arange(6).reshape({2, 3}), 3},
        nullptr,
-       {"aten::pow (%p.1)" + stays + "pow on i64: integer powers are left to ATen"}},
+       {"aten::pow (%p.1)" + stays + "pow on i64: only integer tensors to a constant power >= 0 are fused"}},
       // Eager rejects these while profiling: the graph is edited after it.
       {returning_y("x", "torch.softmax(x, 1)"), {x3}, set_constant_input("aten::softmax", 1, int64_t{4}),
        {"aten::softmax (%y.1)" + stays + "dim 4 out of range for rank 3"}},

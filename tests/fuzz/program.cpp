@@ -178,6 +178,21 @@ class Generator {
         {"A.float()", {"cast"}},
         {"A.to(15)", {"cast"}},  // torch.bfloat16: a ScalarType number (the C++ define has no resolver for the name)
         {"A.half()", {"cast"}},
+        {"torch.sin(A)", {"sin"}},
+        {"torch.cos(A) * A", {"cos", "mul"}},
+        {"torch.log1p(torch.abs(A))", {"abs", "log1p"}},
+        {"torch.expm1(torch.clamp(A, -10.0, 10.0))", {"clamp", "expm1"}},
+        {"torch.floor(A * 2.0)", {"mul", "floor"}},
+        {"torch.round(A)", {"round"}},
+        {"torch.sign(A) * A", {"sign", "mul"}},
+        {"torch.leaky_relu(A, 0.1)", {"leaky_relu"}},
+        {"torch.elu(A)", {"elu"}},
+        {"torch.softplus(A)", {"softplus"}},
+        {"torch.hardswish(A)", {"hardswish"}},
+        {"torch.hardsigmoid(A)", {"hardsigmoid"}},
+        {"torch.hardtanh(A, -0.5, 1.5)", {"hardtanh"}},
+        {"torch.mish(A)", {"mish"}},
+        {"torch.full_like(A, 0.5) * A", {"full_like", "mul"}},
     };
     const Value& a = operand();
     const Pattern& u = one_of(table);
@@ -198,6 +213,11 @@ class Generator {
         {"torch.maximum(A, B)", {"maximum"}},
         {"torch.minimum(A, B)", {"minimum"}},
         {"torch.where(A > 0.1, A, B)", {"gt", "where"}},
+        {"torch.remainder(A, torch.abs(B) + 0.5)", {"abs", "add", "remainder"}},
+        {"torch.fmod(A * B, 0.75)", {"mul", "fmod"}},
+        {"(A * B).masked_fill(B > 0.5, 0.0)", {"mul", "gt", "masked_fill"}},
+        {"torch.where(B > 0.0, A, 0.0)", {"gt", "where"}},
+        {"torch.max(A, B)", {"max_binary"}},
     };
     const Value& a = operand();
     std::vector<const Value*> partners;

@@ -1,14 +1,12 @@
 // torchfuse replay corpus (tests/test_replay.cpp): unary_chain, f32
 // inputs: [256, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (sigmoid -> tanh -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub)
+// ==== sm_80: tf_fused_0 (sigmoid -> tanh -> abs -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> log1p -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (pointwise): sigmoid -> tanh -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub
+// torchfuse fusion group 0 (pointwise): sigmoid -> tanh -> abs -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> log1p -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub
 // coalesced domain rank 1; vector width 4; 32-bit indices
 // in0 = %0 f32, linear
-// in1 = %8 f32, linear
-// in2 = %19 f32, linear
 // out0 = %29 f32, contiguous
 typedef int tf_index;
 
@@ -18,41 +16,39 @@ struct tf_fused_0_params {
   long long size[1];
   unsigned long long size_div[1];  // tf_fast_div of each size
   const float* in0;
-  const float* in1;
-  const float* in2;
   float* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float in2, float& out0) {
+__device__ __forceinline__ void tf_fused_0_compute(float in0, float& out0) {
   float t0 = tf_sigmoid(in0);  // %6 = sigmoid(%0)
   float t1 = tanhf(in0);  // %7 = tanh(%0)
-  float t2 = (-in1);  // %9 = neg(%8)
-  float t3 = expf(t2);  // %10 = exp(%9)
-  float t4 = (t1 * t3);  // %11 = mul(%7, %10)
-  float t5 = (t0 + t4);  // %12 = add(%6, %11)
-  float t6 = (in1 + 1.0f);  // %13 = add(%8, 1.0)
-  float t7 = sqrtf(t6);  // %14 = sqrt(%13)
-  float t8 = (in0 * in0);  // %15 = mul(%0, %0)
-  float t9 = (t8 + 2.0f);  // %16 = add(%15, 2.0)
-  float t10 = rsqrtf(t9);  // %17 = rsqrt(%16)
-  float t11 = (t7 - t10);  // %18 = sub(%14, %17)
-  float t12 = (t11 + in2);  // %20 = add(%18, %19)
-  float t13 = (t5 < 0.0f ? 0.0f : t5);  // %21 = relu(%12)
-  float t14 = (t12 + 3.0f);  // %22 = add(%20, 3.0)
-  float t15 = (1.0f / t14);  // %23 = reciprocal(%22)
-  float t16 = (t13 * t15);  // %24 = mul(%21, %23)
-  float t17 = tf_silu(in0);  // %25 = silu(%0)
-  float t18 = (t16 + t17);  // %26 = add(%24, %25)
-  float t19 = (-in0);  // %27 = neg(%0)
-  float t20 = (t19 * t19);  // %28 = pow(%27, 2)
-  float t21 = (t18 - t20);  // %29 = sub(%26, %28)
-  out0 = t21;
+  float t2 = fabsf(in0);  // %8 = abs(%0)
+  float t3 = (-t2);  // %9 = neg(%8)
+  float t4 = expf(t3);  // %10 = exp(%9)
+  float t5 = (t1 * t4);  // %11 = mul(%7, %10)
+  float t6 = (t0 + t5);  // %12 = add(%6, %11)
+  float t7 = (t2 + 1.0f);  // %13 = add(%8, 1.0)
+  float t8 = sqrtf(t7);  // %14 = sqrt(%13)
+  float t9 = (in0 * in0);  // %15 = mul(%0, %0)
+  float t10 = (t9 + 2.0f);  // %16 = add(%15, 2.0)
+  float t11 = rsqrtf(t10);  // %17 = rsqrt(%16)
+  float t12 = (t8 - t11);  // %18 = sub(%14, %17)
+  float t13 = log1pf(t2);  // %19 = log1p(%8)
+  float t14 = (t12 + t13);  // %20 = add(%18, %19)
+  float t15 = (t6 < 0.0f ? 0.0f : t6);  // %21 = relu(%12)
+  float t16 = (t14 + 3.0f);  // %22 = add(%20, 3.0)
+  float t17 = (1.0f / t16);  // %23 = reciprocal(%22)
+  float t18 = (t15 * t17);  // %24 = mul(%21, %23)
+  float t19 = tf_silu(in0);  // %25 = silu(%0)
+  float t20 = (t18 + t19);  // %26 = add(%24, %25)
+  float t21 = (-in0);  // %27 = neg(%0)
+  float t22 = (t21 * t21);  // %28 = pow(%27, 2)
+  float t23 = (t20 - t22);  // %29 = sub(%26, %28)
+  out0 = t23;
 }
 
 extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
   const float* __restrict__ in0 = p.in0;
-  const float* __restrict__ in1 = p.in1;
-  const float* __restrict__ in2 = p.in2;
   float* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
   const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;
@@ -61,12 +57,10 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     for (tf_index v = first; v < nvec; v += step) {
       const tf_index i = v * 4;
       const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + i);
-      const tf_vec<float, 4> v1 = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + i);
-      const tf_vec<float, 4> v2 = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + i);
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_fused_0_compute(v0.v[lane], v1.v[lane], v2.v[lane], r0[lane]);
+        tf_fused_0_compute(v0.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -77,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_fused_0_compute(in0[i], in1[i], in2[i], r0);
+    tf_fused_0_compute(in0[i], r0);
     out0[i] = r0;
   }
 }
