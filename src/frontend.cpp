@@ -204,7 +204,8 @@ ir::Value* ConvertContext::pointwise(ir::OpKind kind, std::vector<ir::Value*> in
     auto b = ir::broadcast_shapes(shape, v->type.sizes);
     TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "operands of ", ir::op_name(kind), " do not broadcast");
     shape = *b;
-    device = v->type.device;
+    // A 0-dim CPU tensor beside GPU tensors is a number for the kernel: the GPU tensors decide.
+    if (device.is_cpu() || !v->type.device.is_cpu()) device = v->type.device;
   }
   auto strides = ir::contiguous_strides(shape);
   return emit(kind, std::move(inputs), ir::Type::tensor(out_dtype, shape, strides, device), compute_dtype)->output();

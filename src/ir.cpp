@@ -348,7 +348,9 @@ void verify_pointwise_types(const Node& n, std::vector<std::string>& problems) {
       return;
     }
     shape = *b;
-    if (in->type.device != out.device) problems.push_back(to_string(n) + ": inputs on another device");
+    if (in->type.device != out.device && !is_host_scalar(in->type, out.device)) {
+      problems.push_back(to_string(n) + ": inputs on another device");
+    }
   }
   if (shape != out.sizes) problems.push_back(to_string(n) + ": output shape is not the broadcast of its inputs");
   if (is_comparison(n.kind) && out.dtype != c10::ScalarType::Bool) {
