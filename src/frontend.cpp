@@ -207,6 +207,15 @@ ir::Value* ConvertContext::pointwise(ir::OpKind kind, std::vector<ir::Value*> in
     // A 0-dim CPU tensor beside GPU tensors is a number for the kernel: the GPU tensors decide.
     if (device.is_cpu() || !v->type.device.is_cpu()) device = v->type.device;
   }
+  // Only host scalars (a CPU 0-dim tensor cast to the common dtype of a GPU op): the node computes
+  // where the op it belongs to does.
+  const ir::Type& op_out = out_type();
+  if (device.is_cpu() && op_out.is_tensor() && !op_out.device.is_cpu()) {
+    bool all_host = true;
+    for (ir::Value* v : inputs)
+      if (v->type.is_tensor() && !ir::is_host_scalar(v->type, op_out.device)) all_host = false;
+    if (all_host) device = op_out.device;
+  }
   auto strides = ir::contiguous_strides(shape);
   return emit(kind, std::move(inputs), ir::Type::tensor(out_dtype, shape, strides, device), compute_dtype)->output();
 }
