@@ -555,6 +555,27 @@ Stats CompiledModuleImpl::stats() const {
   return s;
 }
 
+namespace {
+
+// Gives every floating tensor constant of `block` and its nested blocks (the parameters and
+// buffers freezing put into the graph, tensors a trace captured) float64 values, as
+// forward_reference does for the inputs: a float64 input meeting a bf16 weight would make
+// _convolution or layer_norm refuse the mix, and matmul round to the weight's dtype. Integer and
+// bool constants (token-id tables, masks) keep their dtypes.
+void upcast_floating_constants(torch::jit::Block* block) {
+  for (torch::jit::Node* n : block->nodes()) {
+    for (torch::jit::Block* b : n->blocks()) upcast_floating_constants(b);
+    if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;
+    if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) continue;
+    const at::Tensor t = n->t(c10::attr::value);
+    if (!t.defined() || !t.is_floating_point() || t.scalar_type() == at::kDouble) continue;
+    n->t_(c10::attr::value, t.to(at::kDouble));  // the copy's attribute; the module's tensor stays
+    n->output()->inferTypeFrom(n->t(c10::attr::value));
+  }
+}
+
+}  // namespace
+
 c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& given) const {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
@@ -563,9 +584,13 @@ c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>
     const bool floating = v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point();
     upcast.push_back(floating ? c10::IValue(v.toTensor().to(at::kDouble)) : v);
   }
-  // Every top-level value narrower than float64 with float64 inputs is a cast the graph asks for
-  // (or a parameter): it returns to float64 right after it is made.
   auto graph = graph_->copy();
+  upcast_floating_constants(graph->block());
+  // With float64 inputs and constants, every top-level value narrower than float64 is a cast the
+  // graph asks for (.to(torch.bfloat16), .half(), .float(), a dtype argument such as
+  // softmax(x, d, dtype=torch.float32) or zeros(..., dtype=...)): it rounds there, as in eager,
+  // and returns to float64 right after it is made. (Values inside blocks are not profiled: a
+  // cast inside an If or Loop body holds its dtype until the block ends.)
   const Profile profile = profile_graph(graph, upcast);
   std::vector<torch::jit::Value*> narrow;
   for (torch::jit::Node* n : graph->nodes()) {
