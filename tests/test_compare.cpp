@@ -235,10 +235,10 @@ graph(%x : Tensor):
 }
 
 // (e) A graph that cannot run in float64: the report says so, and why, instead of '-' alone.
-// fake_quantize takes float32 only; a dtype check like a model's own asserts is another such graph.
+// quantize_per_tensor takes float32 only; a dtype assert in the model is another such graph.
 TEST(Compare, AReferenceThatCannotRunIsReported) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"torch.fake_quantize_per_tensor_affine(x * 2.0, 0.1, 0, -128, 127) + 1.0", ""},
+      {"torch.quantize_per_tensor(x * 2.0, 0.1, 0, 13).dequantize() + 1.0", ""},
       {"", "def forward(self, x):\n    assert x.dtype == 6, 'float32 only'\n    return x * 2.0 + 1.0\n"},
   };
   for (const auto& [expr, source] : cases) {
