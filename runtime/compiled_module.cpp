@@ -574,6 +574,27 @@ void upcast_floating_constants(torch::jit::Block* block) {
   }
 }
 
+// Inside If and Loop bodies, which the profile does not see, the casts readable from the graph
+// itself return to float64 too: an op whose `dtype` argument is a constant fp16, bf16 or fp32
+// (.to(torch.bfloat16), softmax(x, d, dtype=torch.float32), zeros(..., dtype=...)). It rounds
+// there and what follows in the body runs in float64, as at the top level.
+void widen_casts_in_blocks(torch::jit::Graph& graph, torch::jit::Block* block, bool nested) {
+  for (torch::jit::Node* n : block->nodes()) {
+    for (torch::jit::Block* b : n->blocks()) widen_casts_in_blocks(graph, b, true);
+    const c10::FunctionSchema* schema = nested ? n->maybeSchema() : nullptr;
+    if (!schema || n->outputs().size() != 1 || !n->output()->type()->cast<c10::TensorType>()) continue;
+    const c10::optional<int> at = schema->argumentIndexWithName("dtype");
+    if (!at || static_cast<size_t>(*at) >= n->inputs().size()) continue;
+    const c10::optional<c10::IValue> dtype = torch::jit::toIValue(n->input(*at));
+    if (!dtype || !dtype->isInt()) continue;
+    const auto t = static_cast<c10::ScalarType>(dtype->toInt());
+    if (t != at::kHalf && t != at::kBFloat16 && t != at::kFloat) continue;
+    torch::jit::WithInsertPoint point(n->next());
+    torch::jit::Value* wide = graph.insert(c10::aten::to, {n->output(), static_cast<int64_t>(at::kDouble)});
+    n->output()->replaceAllUsesAfterNodeWith(wide->node(), wide);
+  }
+}
+
 }  // namespace
 
 c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& given) const {
@@ -586,11 +607,12 @@ c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>
   }
   auto graph = graph_->copy();
   upcast_floating_constants(graph->block());
+  widen_casts_in_blocks(*graph, graph->block(), false);
   // With float64 inputs and constants, every top-level value narrower than float64 is a cast the
   // graph asks for (.to(torch.bfloat16), .half(), .float(), a dtype argument such as
   // softmax(x, d, dtype=torch.float32) or zeros(..., dtype=...)): it rounds there, as in eager,
-  // and returns to float64 right after it is made. (Values inside blocks are not profiled: a
-  // cast inside an If or Loop body holds its dtype until the block ends.)
+  // and returns to float64 right after it is made. (Values inside blocks are not profiled:
+  // there only the casts with a constant dtype argument return, widen_casts_in_blocks.)
   const Profile profile = profile_graph(graph, upcast);
   std::vector<torch::jit::Value*> narrow;
   for (torch::jit::Node* n : graph->nodes()) {

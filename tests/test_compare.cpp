@@ -187,6 +187,29 @@ def forward(self, x):
   EXPECT_TRUE(report.passed()) << report.to_string();
 }
 
+// The same inside an If body, which the profile does not see: the cast rounds once, and the
+// product after it is float64 (not bf16, which would round it again).
+TEST(Compare, CastsInsideBlocksRoundOnceToo) {
+  auto c = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, x):
+    if x.size(0) > 0:
+        y = x.to(15) * 3.0 + 0.001
+        z = torch.softmax(x, -1, 6) * 0.1
+    else:
+        y = x
+        z = x
+    return y, z
+)JIT"));
+  torch::manual_seed(17);
+  const auto x = torch::randn({8, 64});
+  const auto out = c.forward_reference({x}).toTupleRef().elements();
+  const auto xd = x.to(torch::kDouble);
+  const at::Tensor y = out.at(0).toTensor(), z = out.at(1).toTensor();
+  ASSERT_EQ(y.scalar_type(), torch::kDouble);
+  EXPECT_TRUE(torch::equal(y, x.to(torch::kBFloat16).to(torch::kDouble) * 3.0 + 0.001)) << (y - xd * 3.0).abs().max();
+  EXPECT_TRUE(torch::equal(z, torch::softmax(xd, -1, torch::kFloat).to(torch::kDouble) * 0.1));
+}
+
 // (d) A traced graph's size arithmetic: NumToTensor(size(x, 1)), integer tensors from it (a
 // reshape size through aten::Int, an index), and a float scale from it (sqrt of a long tensor
 // is float32: it rounds there and returns to float64). The integer tensors stay integer.

@@ -165,9 +165,10 @@ class CompiledModule {
   // The float64 reference for these inputs: floating inputs and floating tensor constants
   // (frozen parameters and buffers) upcast to float64, integer and bool tensors as they are, and
   // every cast to a narrower float the graph asks for (.to(torch.bfloat16), .half(), a dtype
-  // argument such as softmax's) rounds to that dtype and returns to float64, so that the
-  // arithmetic the graph does is exact but the roundings it asks for stay. Throws where the graph
-  // cannot run in float64 (ATen's error, unwrapped).
+  // argument such as softmax's; inside If and Loop bodies, those with a constant dtype argument)
+  // rounds to that dtype and returns to float64, so that the arithmetic the graph does is exact
+  // but the roundings it asks for stay. Throws where the graph cannot run in float64 (ATen's
+  // error, unwrapped).
   c10::IValue forward_reference(const std::vector<c10::IValue>& inputs);
   // The dtypes of the tensors the graph computes for these inputs, intermediates included (one
   // eager run): compare_with_eager judges by the lowest precision the graph works in.
