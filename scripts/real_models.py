@@ -234,7 +234,7 @@ def main():
                          "; ".join(sorted(set(x[:100] for x in r["torchfuse_refused"]))[:12]))
     for r in rows:
         verify = r.get("torchfuse_cli", {}).get("verify", "")
-        outs = [l for l in verify.splitlines() if l.startswith("output ")]
+        outs = [l for l in verify.splitlines() if l.startswith("output ") or l.startswith("no float64 reference")]
         if outs:
             lines.append(f"- {r['model']} {r['dtype']} b{r['batch']} torchfuse verify: " + " | ".join(" ".join(o.split()) for o in outs[:3]))
     with open(os.path.join(args.out, "real_models.md"), "w") as f:

@@ -323,6 +323,39 @@ TEST(CliBinary, VerifyOnCpuPasses) {
   EXPECT_HAS(r.output, "PASS");
 }
 
+// verify on a model taking token ids judges against the float64 reference (its parameters are
+// floating); where the graph cannot run in float64 (quantize_per_tensor takes float32 only), the
+// report says why, in the table's text and in the JSON.
+TEST(CliBinary, VerifyReportsTheFloat64Reference) {
+  tftest::TempDir dir;
+  torch::jit::Module ids("Ids");
+  ids.register_parameter("table", torch::randn({50, 16}), false);
+  ids.define(R"(
+def forward(self, x):
+    return torch.relu(torch.embedding(self.table, x) * 2.0) + 1.0
+)");
+  const std::string ids_path = dir.path() + "/ids.pt";
+  ids.save(ids_path);
+  const RunResult r = run_cli({"verify", ids_path, "--device", "cpu", "--input", "i64[4,32]:0..50", "--json"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "\"has_reference\":true");
+  EXPECT_HAS(r.output, "\"reference_note\":\"\"");
+
+  torch::jit::Module q("Quantized");
+  q.define(R"(
+def forward(self, x):
+    return torch.quantize_per_tensor(x * 2.0, 0.1, 0, 13).dequantize() + 1.0
+)");
+  const std::string q_path = dir.path() + "/q.pt";
+  q.save(q_path);
+  const RunResult text = run_cli({"verify", q_path, "--device", "cpu", "--input", "f32[8,64]"});
+  EXPECT_EQ(text.status, 0) << text.output;
+  EXPECT_HAS(text.output, "no float64 reference: Quantize only works on Float Tensor, got Double");
+  const RunResult json = run_cli({"verify", q_path, "--device", "cpu", "--input", "f32[8,64]", "--json"});
+  EXPECT_EQ(json.status, 0) << json.output;
+  EXPECT_HAS(json.output, "\"reference_note\":\"no float64 reference: Quantize only works");
+}
+
 // The GPU paths: verify compares on the GPU and passes; bench times the three variants and counts
 // kernels (the module is one fused kernel; eager runs its three ops as three).
 TEST(CliBinary, VerifyAndBenchOnTheGpu) {

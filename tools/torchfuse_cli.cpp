@@ -203,6 +203,7 @@ int run_verify(const tc::CliOptions& o) {
       j.field("rtol", c.tolerance.rtol).field("atol", c.tolerance.atol).end_object();
     }
     j.end_array();
+    j.field("reference_note", report.reference_note);  // why there is no float64 reference, if not
     j.field("report", report.to_string());
     stats_json(j, st);
     j.end_object();

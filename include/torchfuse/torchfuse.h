@@ -162,9 +162,13 @@ class CompiledModule {
   Stats stats() const;
   // The graph forward() runs for these inputs' signature, if compiled (for tests: count fusion nodes).
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
-  // The float64 reference for these inputs: floating inputs and parameters upcast to float64, and
-  // every explicit cast to a narrower float in the graph rounds to that dtype and returns to float64, so
-  // that the arithmetic the graph does is exact but the roundings it asks for stay.
+  // The float64 reference for these inputs: floating inputs and floating tensor constants
+  // (frozen parameters and buffers) upcast to float64, integer and bool tensors as they are, and
+  // every cast to a narrower float the graph asks for (.to(torch.bfloat16), .half(), a dtype
+  // argument such as softmax's; inside If and Loop bodies, those with a constant dtype argument)
+  // rounds to that dtype and returns to float64, so that the arithmetic the graph does is exact
+  // but the roundings it asks for stay. Throws where the graph cannot run in float64 (ATen's
+  // error, unwrapped).
   c10::IValue forward_reference(const std::vector<c10::IValue>& inputs);
   // The dtypes of the tensors the graph computes for these inputs, intermediates included (one
   // eager run): compare_with_eager judges by the lowest precision the graph works in.
@@ -265,14 +269,19 @@ struct OutputComparison {
 
 struct ComparisonReport {
   std::vector<OutputComparison> outputs;
+  // Set by compare_with_eager when the graph computes in floating point but its float64
+  // reference could not run: "no float64 reference: <the first line of the error>"; to_string()
+  // prints it below the table.
+  std::string reference_note;
   bool passed() const;
   std::string to_string() const;  // a short table
 };
 
 // Runs eager (op by op through ATen) and compiled on the same inputs and compares every tensor
-// output. Shapes and dtypes must match. When floating inputs exist, the graph also runs in float64
-// (forward_reference) and a floating output passes as PyTorch's own accuracy check
-// (torch._dynamo.utils.same) judges:
+// output. Shapes and dtypes must match. When the graph computes in floating point (a floating
+// input, a floating value it makes, or a floating tensor constant: frozen parameters, so models
+// taking token ids count), it also runs in float64 (forward_reference) and a floating output
+// passes as PyTorch's own accuracy check (torch._dynamo.utils.same) judges:
 //   1. allclose(compiled, eager, rtol, atol), NaN positions equal; otherwise
 //   2. over the elements where eager and the reference are finite,
 //        rmse(compiled - ref) <= m * rmse(eager - ref) + atol / 10,
@@ -286,8 +295,9 @@ struct ComparisonReport {
 //      be farther from the reference than atol + rtol * |ref| + m * (eager's worst element).
 // A result closer to float64 than eager's passes even where eager rounded luckily on one element;
 // the largest per-element errors and the worst element's index are reported.
-// Without a reference (no floating input, or the graph refuses float64):
-// |compiled - eager| <= atol + rtol * |eager| per element, NaN exactly where eager has NaN.
+// Without a reference (the graph computes in no floating dtype, or it cannot run in float64, e.g.
+// an op without a float64 kernel): |compiled - eager| <= atol + rtol * |eager| per element, NaN
+// exactly where eager has NaN; in the second case ComparisonReport::reference_note says why.
 ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs,
                                     const Tolerance* tolerance = nullptr);
 // The reference form of the check, on given results.
