@@ -291,3 +291,49 @@ TEST(ViewsStrides, ImpossibleTransformsFail) {
 }
 
 }  // namespace
+
+namespace {
+
+// The transform agrees with torch's own views: reading the input through the transformed sizes
+// and strides (as_strided) gives the view of the input broadcast to the step's shape.
+TEST(ViewsStrides, AgreeWithTorchViews) {
+  struct Case {
+    const char* name;
+    at::Tensor input;
+    std::vector<int64_t> value_sizes;  // the shape the input broadcasts to before the views
+    std::vector<ViewStep> steps;
+    std::function<at::Tensor(const at::Tensor&)> torch_views;
+  };
+  const auto base = torch::arange(2 * 3 * 4).to(torch::kFloat);
+  const std::vector<Case> cases = {
+      {"permute", base.reshape({2, 3, 4}), {2, 3, 4}, {step(OpKind::Permute, {2, 0, 1}, 3)},
+       [](const at::Tensor& t) { return t.permute({2, 0, 1}); }},
+      {"permute_of_transposed", base.reshape({2, 4, 3}).transpose(1, 2), {2, 3, 4}, {step(OpKind::Permute, {0, 2, 1}, 3)},
+       [](const at::Tensor& t) { return t.permute({0, 2, 1}); }},
+      // Every other column: dims 0 and 1 still chain (12 == 4 * 3).
+      {"flatten_of_sliced_columns", base.reshape({2, 3, 4}).slice(2, 0, 4, 2), {2, 3, 2}, {step(OpKind::Flatten, {0, 1}, 3)},
+       [](const at::Tensor& t) { return t.flatten(0, 1); }},
+      {"unsqueeze_then_permute", base.reshape({6, 4}), {6, 4},
+       {step(OpKind::Unsqueeze, {1}, 2), step(OpKind::Permute, {2, 1, 0}, 3)},
+       [](const at::Tensor& t) { return t.unsqueeze(1).permute({2, 1, 0}); }},
+      {"squeeze_then_flatten", base.reshape({2, 1, 12}), {2, 1, 12},
+       {step(OpKind::Squeeze, {1}, 3), step(OpKind::Flatten, {0, 1}, 2)},
+       [](const at::Tensor& t) { return t.squeeze(1).flatten(0, 1); }},
+      {"broadcast_row_permuted", base.slice(0, 0, 4), {2, 3, 4}, {step(OpKind::Permute, {0, 2, 1}, 3)},
+       [](const at::Tensor& t) { return t.permute({0, 2, 1}); }},
+      {"broadcast_column_unsqueezed", base.slice(0, 0, 3).reshape({3, 1}), {3, 5}, {step(OpKind::Unsqueeze, {0}, 2)},
+       [](const at::Tensor& t) { return t.unsqueeze(0); }},
+      {"broadcast_merged_whole", base.slice(0, 0, 2).reshape({2, 1, 1}), {2, 3, 4}, {step(OpKind::Flatten, {1, 2}, 3)},
+       [](const at::Tensor& t) { return t.flatten(1, 2); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<int64_t> sizes = c.input.sizes().vec(), strides = c.input.strides().vec();
+    ASSERT_TRUE(torchfuse::apply_view_steps(c.steps, sizes, strides));
+    const at::Tensor read = c.input.as_strided(sizes, strides, c.input.storage_offset());
+    const at::Tensor expected = c.torch_views(c.input.expand(c.value_sizes).contiguous());
+    EXPECT_TRUE(torch::equal(read.expand(expected.sizes()), expected)) << read << expected;
+  }
+}
+
+}  // namespace
