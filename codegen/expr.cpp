@@ -256,6 +256,12 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
 
 void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals,
                     bool per_row) {
+  if (ir::is_view(n.kind)) {
+    // Inputs are read through their views (FusionGroup::input_views): the value in the input's
+    // register already is the one at the view's element.
+    names[n.output()] = names.at(n.inputs.at(0));
+    return;
+  }
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));
   const c10::ScalarType out = n.output()->type.dtype;
   c10::ScalarType compute = register_dtype(n.compute_dtype == c10::ScalarType::Undefined ? out : n.compute_dtype);

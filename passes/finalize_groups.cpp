@@ -44,8 +44,25 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
     reduction_domain = true;
     break;
   }
+  g.input_views.assign(g.inputs.size(), {});
+  if (has_view(g.nodes)) {
+    // The output domain; each input is read through its views into it.
+    TORCHFUSE_INTERNAL_ASSERT(!reduction_domain, "group ", g.id, " holds views and a reduction");
+    const ViewPaths p = view_paths(g.nodes, [&](const ir::Value* v) {
+      if (is_graph_output(graph, v)) return true;
+      for (const ir::Node* user : v->uses)
+        if (!inside.count(user)) return true;
+      return false;
+    });
+    TORCHFUSE_INTERNAL_ASSERT(p.why_not.empty(), "group ", g.id, " holds views it cannot hold: ", p.why_not);
+    domain = p.domain;
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      auto it = p.input_steps.find(g.inputs[k]);
+      if (it != p.input_steps.end()) g.input_views[k] = it->second;
+    }
+  }
   for (const ir::Node* n : g.nodes) {
-    if (reduction_domain) break;
+    if (reduction_domain || has_view(g.nodes)) break;
     auto b = ir::broadcast_shapes(domain, n->output()->type.sizes);
     TORCHFUSE_INTERNAL_ASSERT(b.has_value(), "group ", g.id, " holds shapes that do not broadcast");
     domain = *b;

@@ -7,6 +7,11 @@
 #include <set>
 
 namespace torchfuse {
+namespace {
+
+bool elementwise(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_view(n->kind); }
+
+}  // namespace
 
 void fuse_pointwise(PassContext& ctx) {
   ClusterSet set = clusters_from_plan(ctx);
@@ -17,7 +22,7 @@ void fuse_pointwise(PassContext& ctx) {
   std::map<int, std::vector<int>> by_origin;
   std::set<int> unfused_reduction_origins;
   for (const ir::Node* n : nodes) {
-    if (ir::is_pointwise(n->kind) && set.group_of[n->id] == -1) by_origin[n->origin].push_back(n->id);
+    if (elementwise(n) && set.group_of[n->id] == -1) by_origin[n->origin].push_back(n->id);
     if (ir::is_reduction(n->kind) && set.group_of[n->id] == -1) unfused_reduction_origins.insert(n->origin);
   }
   for (auto& [origin, ids] : by_origin) {
@@ -26,14 +31,24 @@ void fuse_pointwise(PassContext& ctx) {
   // Consumers last to first: each group grows towards its producers.
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node* consumer = nodes[i];
-    if (!ir::is_pointwise(consumer->kind)) continue;
+    if (!elementwise(consumer) && !ir::is_reduction(consumer->kind)) continue;
     for (const ir::Value* v : consumer->inputs) {
       const ir::Node* producer = v->producer;
-      if (!producer || !ir::is_pointwise(producer->kind)) continue;
+      if (!producer || !(elementwise(producer) || ir::is_reduction(producer->kind))) continue;
       const int c = set.group_of[consumer->id];
       const int p = set.group_of[producer->id];
       if (p == c || p < 0 || c < 0) continue;
-      if (set.has_reduction(p) || set.has_reduction(c)) continue;  // fuse_reductions decides those
+      if (set.has_reduction(p) || set.has_reduction(c)) {
+        // fuse_reductions decides those; it takes no views.
+        if (ir::is_view(producer->kind) || ir::is_view(consumer->kind)) {
+          std::vector<int> both = set.members[p];
+          both.insert(both.end(), set.members[c].begin(), set.members[c].end());
+          ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) +
+                         ": views inside reduction groups are not fused yet",
+                     both);
+        }
+        continue;
+      }
       if (auto why = why_not_fuse(set, p, c)) {
         std::vector<int> both = set.members[p];
         both.insert(both.end(), set.members[c].begin(), set.members[c].end());

@@ -20,8 +20,15 @@ std::string FusionGroup::describe() const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i) s += " -> ";
     s += ir::op_name(nodes[i]->kind);
+    if (ir::is_view(nodes[i]->kind)) s += ir::shape_str(nodes[i]->dims);
   }
   return s;
+}
+
+bool FusionGroup::has_views() const {
+  for (const auto& steps : input_views)
+    if (!steps.empty()) return true;
+  return has_view(nodes);
 }
 
 std::string to_string(const ir::Graph& graph, const FusionPlan& plan) {
@@ -52,6 +59,9 @@ std::string to_string(const ir::Graph& graph, const FusionPlan& plan) {
     os << ") outputs(";
     for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << "%" << g.outputs[i]->id;
     os << ") ops: " << g.describe() << "\n";
+    for (size_t i = 0; i < g.input_views.size() && i < g.inputs.size(); ++i) {
+      if (!g.input_views[i].empty()) os << "  input %" << g.inputs[i]->id << " read through " << describe_steps(g.input_views[i]) << "\n";
+    }
   }
   return os.str();
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "passes/view_steps.h"
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -31,8 +32,12 @@ struct FusionGroup {
   std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order
   std::vector<const ir::Value*> outputs;  // values used after the group, in definition order
   std::vector<int64_t> domain;            // the iteration shape (pointwise: the output shape)
+  // Per input (parallel to `inputs`): the views between it and the output domain, which the
+  // runtime applies to its sizes and strides (apply_view_steps); empty without views.
+  std::vector<std::vector<ViewStep>> input_views;
   std::string kernel_name;                // set by finalize_groups
-  // One line: "add -> gelu -> add".
+  bool has_views() const;
+  // One line: "add -> gelu -> add" ("relu -> permute[0, 2, 1] -> mul" with views).
   std::string describe() const;
 };
 

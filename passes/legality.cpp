@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "passes/view_steps.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -34,7 +35,34 @@ void ClusterSet::merge(int into, int from) {
   members[from].clear();
 }
 
+std::vector<const ir::Node*> ClusterSet::nodes_of(const std::vector<int>& clusters) const {
+  std::vector<int> ids;
+  for (int c : clusters) ids.insert(ids.end(), members[c].begin(), members[c].end());
+  std::sort(ids.begin(), ids.end());
+  std::vector<const ir::Node*> out;
+  for (int id : ids) out.push_back(graph.nodes()[id]);
+  return out;
+}
+
+ViewPaths ClusterSet::view_paths_of(const std::vector<int>& clusters) const {
+  const auto& outs = graph.outputs();
+  auto escapes = [&](const ir::Value* v) {
+    if (std::find(outs.begin(), outs.end(), v) != outs.end()) return true;
+    for (const ir::Node* user : v->uses) {
+      if (std::find(clusters.begin(), clusters.end(), group_of[user->id]) == clusters.end()) return true;
+    }
+    return false;
+  };
+  return view_paths(nodes_of(clusters), escapes);
+}
+
 std::vector<int64_t> ClusterSet::domain(int cluster) const {
+  if (has_view(nodes_of({cluster}))) {
+    // The output domain: the shapes before the views are in other index spaces.
+    const ViewPaths p = view_paths_of({cluster});
+    TORCHFUSE_INTERNAL_ASSERT(p.why_not.empty(), "cluster ", cluster, " holds views it cannot hold: ", p.why_not);
+    return p.domain;
+  }
   std::vector<int64_t> shape;
   for (int id : members[cluster]) {
     const ir::Node* n = graph.nodes()[id];
@@ -112,6 +140,16 @@ c10::Device device_of(const ClusterSet& set, int cluster) {
 std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer) {
   if (device_of(set, producer) != device_of(set, consumer)) {
     return "they are on different devices";
+  }
+  if (has_view(set.nodes_of({producer, consumer}))) {
+    // Shapes on either side of a view are in different index spaces: view_paths checks that
+    // every value reaches one output domain through one sequence of views, and the domain.
+    const ViewPaths p = set.view_paths_of({producer, consumer});
+    if (!p.why_not.empty()) return p.why_not;
+    if (connected_outside(set, producer, consumer)) {
+      return "a path through an unfused node connects them (fusing would create a cycle)";
+    }
+    return side_effect_between(set, producer, consumer);
   }
   const auto dp = set.domain(producer);
   const auto dc = set.domain(consumer);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "passes/view_steps.h"
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -22,8 +23,12 @@ struct ClusterSet {
   void dissolve(int cluster);
   // Moves every node of `from` into `into`.
   void merge(int into, int from);
-  // The broadcast of every member's output shape.
+  // The broadcast of every member's output shape (with views: of those in the output domain).
   std::vector<int64_t> domain(int cluster) const;
+  // The nodes of the clusters, in node order.
+  std::vector<const ir::Node*> nodes_of(const std::vector<int>& clusters) const;
+  // view_paths of the clusters taken as one group.
+  ViewPaths view_paths_of(const std::vector<int>& clusters) const;
   bool has_reduction(int cluster) const;
   // "%7 (mul)" for the last node of a cluster, to name it in messages.
   std::string name(int cluster) const;
@@ -35,7 +40,9 @@ struct ClusterSet {
 //  - a value of the smaller cluster used outside the merge would be computed over the larger
 //    domain: refused;
 //  - no path between them through a node outside both (that would be a cycle);
-//  - no node with side effects between their first and last nodes.
+//  - no node with side effects between their first and last nodes;
+//  - with views in either: view_paths' rules (one sequence of views from each value to one
+//    output domain, no pre-view value needed outside, merges possible) instead of the shape rules.
 std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer);
 
 // True when some value of `cluster` is used outside `cluster` and `other`, or is a graph output.

@@ -28,6 +28,13 @@ c10::ScalarType number_param_dtype(c10::ScalarType t) {
   return c10::isFloatingType(t) ? c10::ScalarType::Double : t == c10::ScalarType::Bool ? t : c10::ScalarType::Long;
 }
 
+// Input k as the output domain sees it: its sizes and strides through the group's views
+// (FusionGroup::input_views). False when a merge of dims does not fit its strides.
+bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s) {
+  if (k >= g.input_views.size() || g.input_views[k].empty() || !s.is_tensor) return true;
+  return apply_view_steps(g.input_views[k], s.sizes, s.strides);
+}
+
 }  // namespace
 
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
@@ -45,6 +52,9 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
     }
     s.sizes = v->type.sizes;
     s.strides = v->type.strides;
+    // The fusion passes checked the profiled path (view_paths).
+    TORCHFUSE_INTERNAL_ASSERT(view_operand(g, ops.size(), s), g.kernel_name, ": input %", v->id,
+                              " cannot be read through its views");
     ops.push_back(std::move(s));
   }
   return ops;
@@ -248,8 +258,13 @@ int64_t FusedKernel::variants() const {
 
 namespace {
 
-// The group's inputs from the stack (input_differs found nothing wrong with them).
-CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
+// The group's inputs from the stack (input_differs found nothing wrong with them), read through
+// the group's views. `views_fit` turns false when an input's strides do not let a view merge
+// its dims: the guards pin ranks and which dims are size 1, so the fusion passes' check of the
+// broadcast holds, but not strides (a group input computed by an ATen op may come strided on
+// another call): that call runs the fallback.
+CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bool& views_fit) {
+  views_fit = true;
   const size_t n = g.inputs.size();
   CallInputs call;
   call.values.assign(std::make_move_iterator(stack.end() - n), std::make_move_iterator(stack.end()));
@@ -274,6 +289,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g) {
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
+    views_fit = views_fit && view_operand(g, k, s);
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");
@@ -297,7 +313,16 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
                     options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
     return run_fallback(stack);
   }
-  CallInputs call = take_inputs(stack, group_);
+  bool views_fit = true;
+  CallInputs call = take_inputs(stack, group_, views_fit);
+  if (!views_fit) {
+    TORCHFUSE_CHECK(!options_.strict && fallback_code_ != nullptr, "torchfuse", options_.strict ? " (strict)" : "",
+                    ": fusion group ", group_.kernel_name, " (", group_.describe(),
+                    ") cannot run fused on this call: an input's strides do not fit the group's views",
+                    options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
+    for (auto& v : call.values) stack.push_back(std::move(v));
+    return run_fallback(stack);
+  }
   shape_operands(call);
   c10::DeviceGuard guard(call.device);
   std::vector<at::Tensor> outputs;

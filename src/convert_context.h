@@ -124,6 +124,8 @@ using Converter = bool (*)(ConvertContext&);
 const std::unordered_map<std::string, Converter>& pointwise_converters();
 const std::unordered_map<std::string, Converter>& reduction_converters();
 const std::unordered_map<std::string, Converter>& activation_converters();
+// permute, transpose, t, unsqueeze, squeeze, flatten, view / reshape (convert_views.cpp).
+const std::unordered_map<std::string, Converter>& view_converters();
 // Helpers of the pointwise converters (convert_pointwise.cpp), shared with the activations'.
 // The output is a tensor of the operands' broadcast shape, on their device; declines otherwise.
 bool pointwise_output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands);

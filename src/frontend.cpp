@@ -303,7 +303,8 @@ void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile
 // which is no decline to report.
 Converter converter_for(const torch::jit::Node* n) {
   const std::string kind = n->kind().toQualString();
-  for (const auto* table : {&pointwise_converters(), &activation_converters(), &reduction_converters()}) {
+  for (const auto* table : {&pointwise_converters(), &activation_converters(), &reduction_converters(),
+                            &view_converters()}) {
     auto it = table->find(kind);
     if (it != table->end()) return it->second;
   }

@@ -47,7 +47,9 @@ constexpr OpInfo kOps[] = {
     {OpKind::Remainder, "remainder", 2}, {OpKind::Atan2, "atan2", 2},
     {OpKind::Fill, "fill", 2},         {OpKind::Where, "where", 3},
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
-    {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Opaque, "opaque", -1},
+    {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Permute, "permute", 1},
+    {OpKind::Unsqueeze, "unsqueeze", 1}, {OpKind::Squeeze, "squeeze", 1},
+    {OpKind::Flatten, "flatten", 1},   {OpKind::Opaque, "opaque", -1},
 };
 
 const OpInfo& info(OpKind kind) {
@@ -76,7 +78,59 @@ const char* op_name(OpKind kind) { return info(kind).name; }
 int op_arity(OpKind kind) { return info(kind).arity; }
 
 bool is_pointwise(OpKind kind) {
-  return kind != OpKind::Opaque && !is_reduction(kind);
+  return kind != OpKind::Opaque && !is_reduction(kind) && !is_view(kind);
+}
+bool is_view(OpKind kind) {
+  return kind == OpKind::Permute || kind == OpKind::Unsqueeze || kind == OpKind::Squeeze || kind == OpKind::Flatten;
+}
+
+std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::vector<int64_t>& dims,
+                                                      const std::vector<int64_t>& in) {
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> out;
+  switch (kind) {
+    case OpKind::Permute: {
+      if (static_cast<int64_t>(dims.size()) != rank) return std::nullopt;
+      std::vector<char> used(in.size(), 0);
+      for (int64_t d : dims) {
+        if (d < 0 || d >= rank || used[d]) return std::nullopt;
+        used[d] = 1;
+        out.push_back(in[d]);
+      }
+      return out;
+    }
+    case OpKind::Unsqueeze: {
+      out = in;
+      if (!std::is_sorted(dims.begin(), dims.end())) return std::nullopt;
+      for (int64_t d : dims) {
+        if (d < 0 || d > static_cast<int64_t>(out.size())) return std::nullopt;
+        out.insert(out.begin() + d, 1);
+      }
+      return out;
+    }
+    case OpKind::Squeeze: {
+      if (!std::is_sorted(dims.begin(), dims.end()) || std::adjacent_find(dims.begin(), dims.end()) != dims.end()) {
+        return std::nullopt;
+      }
+      for (int64_t d : dims)
+        if (d < 0 || d >= rank || in[d] != 1) return std::nullopt;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!std::binary_search(dims.begin(), dims.end(), d)) out.push_back(in[d]);
+      return out;
+    }
+    case OpKind::Flatten: {
+      if (dims.size() != 2 || dims[0] < 0 || dims[0] >= dims[1] || dims[1] >= rank) return std::nullopt;
+      int64_t merged = 1;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d < dims[0] || d > dims[1]) out.push_back(in[d]);
+        else merged *= in[d];
+        if (d == dims[1]) out.push_back(merged);
+      }
+      return out;
+    }
+    default:
+      return std::nullopt;
+  }
 }
 bool is_reduction(OpKind kind) {
   return kind == OpKind::ReduceSum || kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
@@ -283,7 +337,7 @@ std::string to_string(const Node& node) {
   }
   os << " = " << (node.kind == OpKind::Opaque ? node.opaque_name : op_name(node.kind));
   std::vector<std::string> attrs;
-  if (is_reduction(node.kind)) {
+  if (is_reduction(node.kind) || is_view(node.kind)) {
     attrs.push_back("dims=[" + join_ints(node.dims) + "]");
     if (node.keepdim) attrs.push_back("keepdim");
   }
@@ -378,6 +432,19 @@ void verify_reduction_types(const Node& n, std::vector<std::string>& problems) {
   if (expected != out.sizes) problems.push_back(to_string(n) + ": output shape does not match the reduced dims");
 }
 
+void verify_view_types(const Node& n, std::vector<std::string>& problems) {
+  const Type& in = n.inputs.at(0)->type;
+  const Type& out = n.output()->type;
+  if (!in.is_tensor() || !out.is_tensor()) {
+    problems.push_back(to_string(n) + ": view of a non-tensor");
+    return;
+  }
+  const auto expected = view_output_sizes(n.kind, n.dims, in.sizes);
+  if (!expected) problems.push_back(to_string(n) + ": dims do not fit the input " + shape_str(in.sizes));
+  else if (*expected != out.sizes) problems.push_back(to_string(n) + ": output shape is not the view of its input");
+  if (in.dtype != out.dtype || in.device != out.device) problems.push_back(to_string(n) + ": a view changes no dtype or device");
+}
+
 }  // namespace
 
 std::vector<std::string> verify(const Graph& graph) {
@@ -405,6 +472,7 @@ std::vector<std::string> verify(const Graph& graph) {
       continue;
     }
     if (is_pointwise(n->kind)) verify_pointwise_types(*n, problems);
+    else if (is_view(n->kind)) verify_view_types(*n, problems);
     else verify_reduction_types(*n, problems);
   }
   for (const Value* v : graph.values()) {

@@ -31,6 +31,11 @@ enum class OpKind {
   Where,
   // reductions over `dims` (keepdim as attribute)
   ReduceSum, ReduceMax, ReduceMin,
+  // views (pointwise groups read them as index maps; see passes/view_steps.h), `dims` says how:
+  // Permute: output dim i is input dim dims[i]. Unsqueeze: size-1 dims inserted at the output
+  // positions `dims` (sorted). Squeeze: the input's size-1 dims `dims` (sorted) removed.
+  // Flatten: input dims [dims[0], dims[1]] merged into one.
+  Permute, Unsqueeze, Squeeze, Flatten,
   // anything else: runs through ATen, never fused
   Opaque,
 };
@@ -39,6 +44,12 @@ const char* op_name(OpKind kind);
 bool is_pointwise(OpKind kind);
 bool is_reduction(OpKind kind);
 bool is_comparison(OpKind kind);
+// Permute, Unsqueeze, Squeeze, Flatten: they change which element is which, not values.
+bool is_view(OpKind kind);
+// The output sizes of view `kind` with `dims` on an input of `in` sizes, or nullopt when the
+// dims do not fit (out of range, not a permutation, squeezing a dim that is not size 1).
+std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::vector<int64_t>& dims,
+                                                      const std::vector<int64_t>& in);
 // Number of inputs the op takes (-1: any, for Opaque).
 int op_arity(OpKind kind);
 
@@ -109,7 +120,7 @@ struct Node {
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   // attributes
-  std::vector<int64_t> dims;        // reductions: sorted, non-negative
+  std::vector<int64_t> dims;        // reductions: sorted, non-negative; views: see OpKind
   bool keepdim = false;             // reductions
   c10::ScalarType compute_dtype = c10::ScalarType::Undefined;  // dtype the op computes in (before opmath)
   std::string opaque_name;          // Opaque: the ATen/prim op name

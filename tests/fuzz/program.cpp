@@ -144,7 +144,7 @@ class Generator {
   Statement statement() {
     for (int attempt = 0; attempt < 20; ++attempt) {
       const int kind = pick(100);
-      std::optional<Statement> s = kind < 33 ? unary() : kind < 63 ? binary() : reduction();
+      std::optional<Statement> s = kind < 30 ? unary() : kind < 57 ? binary() : kind < 67 ? view() : reduction();
       if (s && numel(s->sizes) <= o_.max_elements) return *s;
     }
     return *unary();
@@ -230,6 +230,69 @@ class Generator {
     s.sizes = *broadcast(a.sizes, b.sizes);
     s.reads = {a.name, b.name};
     s.ops = op.ops;
+    return s;
+  }
+
+  // A view of a live value, with a pointwise op after it so that it can join a group:
+  // permute, transpose, t, unsqueeze, squeeze, flatten, reshape(-1).
+  std::optional<Statement> view() {
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    Statement s;
+    s.reads = {a.name};
+    std::string v;
+    const int kind = pick(7);
+    if (kind == 0 && r >= 2) {
+      std::vector<int64_t> perm(r);
+      for (int64_t i = 0; i < r; ++i) perm[i] = i;
+      std::shuffle(perm.begin(), perm.end(), rng_);
+      for (int64_t d : perm) s.sizes.push_back(a.sizes[d]);
+      std::string dims;
+      for (int64_t d : perm) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      v = a.name + ".permute(" + dims + ")";
+      s.ops = {"permute"};
+    } else if (kind == 1 && r >= 2) {
+      const int64_t d0 = pick(static_cast<int>(r)), d1 = pick(static_cast<int>(r));
+      s.sizes = a.sizes;
+      std::swap(s.sizes[d0], s.sizes[d1]);
+      v = a.name + ".transpose(" + std::to_string(d0 - (chance(0.5) ? r : 0)) + ", " + std::to_string(d1) + ")";
+      s.ops = {"transpose"};
+    } else if (kind == 2 && r == 2) {
+      s.sizes = {a.sizes[1], a.sizes[0]};
+      v = a.name + ".t()";
+      s.ops = {"t"};
+    } else if (kind == 3) {
+      const int64_t d = pick(static_cast<int>(r) + 1);
+      s.sizes = a.sizes;
+      s.sizes.insert(s.sizes.begin() + d, 1);
+      v = a.name + ".unsqueeze(" + std::to_string(d) + ")";
+      s.ops = {"unsqueeze"};
+    } else if (kind == 4 && std::count(a.sizes.begin(), a.sizes.end(), 1) > 0) {
+      for (int64_t d : a.sizes)
+        if (d != 1) s.sizes.push_back(d);
+      v = a.name + ".squeeze()";
+      s.ops = {"squeeze"};
+    } else if (kind == 5 && r >= 2) {
+      const int64_t lo = pick(static_cast<int>(r) - 1);
+      const int64_t hi = lo + 1 + pick(static_cast<int>(r - lo - 1));
+      int64_t merged = 1;
+      for (int64_t d = 0; d < r; ++d) {
+        if (d < lo || d > hi) s.sizes.push_back(a.sizes[d]);
+        else merged *= a.sizes[d];
+        if (d == hi) s.sizes.push_back(merged);
+      }
+      v = a.name + ".flatten(" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+      s.ops = {"flatten"};
+    } else if (kind == 6 && r >= 2) {
+      s.sizes = {numel(a.sizes)};
+      v = a.name + ".reshape(-1)";
+      s.ops = {"reshape"};
+    } else {
+      return std::nullopt;
+    }
+    s.expr = "torch.relu(" + v + ") * 1.5";
+    s.ops.push_back("relu");
+    s.ops.push_back("mul");
     return s;
   }
 
