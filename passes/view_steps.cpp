@@ -93,9 +93,8 @@ std::string name(const ir::Node* n) { return "%" + std::to_string(n->output()->i
 // merged dim must not broadcast the input inside it (a size-1 dim of the input where the view's
 // input has more: no stride walks that). The guards pin which dims are size 1, so this holds
 // for every call; the strides are checked again per call (apply_view_steps).
-std::string check_input_path(const ir::Value* v, const std::vector<ViewStep>& steps) {
+std::string check_strides_path(const ir::Value* v, const std::vector<ViewStep>& steps, std::vector<int64_t> strides) {
   std::vector<int64_t> sizes = v->type.sizes;
-  std::vector<int64_t> strides = v->type.strides;
   for (const ViewStep& step : steps) {
     std::vector<int64_t> padded = sizes;
     while (static_cast<int64_t>(padded.size()) < step.rank) padded.insert(padded.begin(), 1);
@@ -117,6 +116,17 @@ std::string check_input_path(const ir::Value* v, const std::vector<ViewStep>& st
     }
   }
   return "";
+}
+
+// Both layouts the input may arrive in must read through the path: a fused producer's
+// (contiguous) and eager's, should its op stay in ATen (too small a group, a refusal).
+std::string check_input_path(const ir::Value* v, const std::vector<ViewStep>& steps) {
+  const std::string why = check_strides_path(v, steps, v->type.strides);
+  if (!why.empty() || v->eager_strides.empty() || v->eager_strides == v->type.strides) return why;
+  const std::string eager = check_strides_path(v, steps, v->eager_strides);
+  if (eager.empty()) return "";
+  return eager.substr(0, eager.rfind(" (")) + " (its strides as eager makes them, " + ir::shape_str(v->eager_strides) +
+         ", do not merge)";
 }
 
 }  // namespace
@@ -199,7 +209,12 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
     }
     p.domain = *b;
   }
-  for (const auto& [v, steps] : p.input_steps) {
+  // In value order, so that the reason given does not depend on where values sit in memory.
+  std::vector<std::pair<const ir::Value*, const std::vector<ViewStep>*>> by_id;
+  for (const auto& [v, steps] : p.input_steps) by_id.emplace_back(v, &steps);
+  std::sort(by_id.begin(), by_id.end(), [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
+  for (const auto& [v, steps_ptr] : by_id) {
+    const std::vector<ViewStep>& steps = *steps_ptr;
     if (steps.empty()) continue;
     const std::string why = check_input_path(v, steps);
     if (!why.empty()) {

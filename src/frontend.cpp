@@ -229,6 +229,8 @@ void ConvertContext::bind_output(size_t i, ir::Value* v) {
   ir::Value*& slot = env_[node_->outputs().at(i)];
   slot = v;
   if (v->producer && ir::is_16bit_float(v->type.dtype)) v->eager_rounds = true;
+  const ir::Type& eager = out_type(i);
+  if (v->producer && eager.is_tensor() && eager.sizes == v->type.sizes) v->eager_strides = eager.strides;
 }
 
 // ---- conversion ----

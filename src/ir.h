@@ -108,6 +108,10 @@ struct Value {
   // An explicit cast to its own 16-bit dtype read it (`t.to(torch.bfloat16)` of a bf16 t): eager's
   // identity, but the float64 reference rounds there, so kernels round it as for a discontinuity.
   bool cast_to_own_dtype = false;
+  // The strides eager gives this value (the profile's), when an ATen op's result: `type.strides`
+  // are those of a fused group's output (contiguous), but the value arrives with these when its
+  // op stays in ATen (a transposed input makes a transposed sum).
+  std::vector<int64_t> eager_strides;
   Node* producer = nullptr;             // null for graph inputs and constants
   std::vector<Node*> uses;              // one entry per use, in node order
   int source_index = -1;                // the TorchScript value it stands for (frontend table), -1 if none
