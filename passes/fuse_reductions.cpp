@@ -27,6 +27,16 @@ struct Growing {
 
   bool in_group(const ir::Value* v) const { return v->producer && set.group_of[v->producer->id] == cluster; }
 
+  // `n`'s output is a graph output or read by a node neither in the group nor joining it.
+  bool used_outside(const ir::Node* n, const std::set<int>& joining) const {
+    const ir::Value* v = n->output();
+    for (const ir::Value* out : set.graph.outputs())
+      if (out == v) return true;
+    for (const ir::Node* u : v->uses)
+      if (set.group_of[u->id] != cluster && !joining.count(u->id)) return true;
+    return false;
+  }
+
   // Is `v` computed from a reduction result of the group (a per-row value, or derived from one)?
   bool after_reduction(const ir::Value* v, const std::set<int>& joining) const {
     if (!v->producer) return false;
@@ -85,6 +95,12 @@ struct Growing {
     auto b = ir::broadcast_shapes(shape, rd.domain);
     if (!b || *b != rd.domain) {
       return "its shape " + ir::shape_str(shape) + " does not broadcast to the domain " + ir::shape_str(rd.domain);
+    }
+    // The group writes full-size and per-row outputs: a value computed before the reduction over
+    // only some dims (a [C] column value in a [R, C] row group) cannot be one.
+    if (!reads_reduction && shape != rd.domain && used_outside(n, joining)) {
+      return "its output " + ir::shape_str(shape) + " is used outside the group, which writes only " +
+             ir::shape_str(rd.domain) + " and per-row outputs";
     }
     const bool full = shape == rd.domain;
     if (full && schedule != Schedule::RowReduction) {

@@ -187,7 +187,8 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
   for (const ir::Node* n : nodes) {
     // Inputs, and the path each is read through.
     for (const ir::Value* v : n->inputs) {
-      if ((v->producer && inside.count(v->producer)) || !v->type.is_tensor() || v->type.rank() == 0) continue;
+      // 0-dim inputs too: unsqueeze makes them [1] (the runtime skips host scalars' steps).
+      if ((v->producer && inside.count(v->producer)) || !v->type.is_tensor()) continue;
       std::vector<ViewStep> steps;
       if (ir::is_view(n->kind)) steps.push_back(view_step_of(*n));
       const auto& rest = p.after.at(n);

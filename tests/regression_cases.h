@@ -198,6 +198,18 @@ inline std::vector<RegressionCase> regression_cases() {
       // One fp16 sum of 4,097 values near 4.6 made twice: stored by one kernel, kept in a float
       // register by the other; their difference was the register's rounding (7.95), eager's 0.
       // Reduction results now round as eager stores them.
+      // A [255] value computed before a [255, 255] row reduction, also returned: it joined the
+      // reduction group, which cannot write a column-aligned output (internal error; found once
+      // views let the fuzzer flatten [255, 1] to [255]).
+      {"fuzz_s5_340_column_value_returned_from_a_row_group", f32, {{{255, 255}}, {{255}}},
+       "    t0 = torch.relu(x1) * 1.5\n"
+       "    t1 = x0 * t0\n"
+       "    t4 = t1 * torch.rsqrt(t1.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+       "    return (t4, t0)\n"},
+      // unsqueeze of a 0-dim reduction result inside a pointwise group: the domain is [1].
+      {"fuzz_s5_3088_unsqueeze_of_a_0dim_value", f16, {{{512}}},
+       "    t2 = x0.amin(-1, keepdim=False)\n"
+       "    return torch.relu(t2.unsqueeze(0)) * 1.5\n"},
       {"fuzz_s6_1713_fp16_sum_minus_the_same_sum_stored", f16, {{{4097, 64}}},
        "    t0 = torch.logsumexp(x0, 1, keepdim=False)\n"
        "    t1 = t0.sum(-1, keepdim=False)\n"

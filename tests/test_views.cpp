@@ -178,7 +178,10 @@ TEST(Views, StridesThatDoNotMergeAreRefused) {
   // x transposed: its dims 1 and 2 do not merge into one stride.
   const auto x = torch::randn({4, 16, 8}).transpose(1, 2);
   const auto e = explain(module_returning("x, y", "torch.relu(x * 2.0).flatten(1, 2) * y"), {x, torch::randn({4, 128})});
-  EXPECT_TRUE(any_refusal_contains(e, "(its strides do not merge)")) << refusals(e);
+  // Read as eager makes the product (transposed like x), should it stay in ATen: no merge either.
+  EXPECT_TRUE(any_refusal_contains(e, "(its strides as eager makes them, [128, 1, 16], do not merge)")) << refusals(e);
+  // The product joins no group with the flatten: two groups, the flatten a view between them.
+  EXPECT_EQ(e.kernels.size(), 2u) << refusals(e);
 }
 
 TEST(Views, ViewOfAnInputUsedOutsideStaysInATen) {
