@@ -109,14 +109,12 @@ def kernels_per_call(fn, inputs):
     return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": top}
 
 
-def run_torchfuse(binary, path, specs, dtype_flag, args):
+def run_torchfuse(binary, path, specs, args):
     # The traced file holds the dtype already; --dtype is not needed.
-    cmd = [binary, "bench", path] + sum([["--input", s] for s in specs], []) + [
-        "--warmup", str(args.warmup), "--iters", str(args.iters), "--repeats", str(args.repeats), "--json"]
-    if not args.cli_bench:
-        cmd = []
-        res = {}
-    else:
+    res = {}
+    if args.cli_bench:
+        cmd = [binary, "bench", path] + sum([["--input", s] for s in specs], []) + [
+            "--warmup", str(args.warmup), "--iters", str(args.iters), "--repeats", str(args.repeats), "--json"]
         t0 = time.time()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.torchfuse_timeout)
         res = {"command": " ".join(cmd), "rc": p.returncode, "seconds": time.time() - t0}
@@ -201,7 +199,7 @@ def main():
                     # compare_with_eager through the CLI: inside this Python process, an exception
                     # thrown and caught within libtorchfuse (the float64 reference failing) crashed
                     # the process on the GPU machine (docs/performance.md, real models).
-                    row["torchfuse_cli"] = run_torchfuse(args.torchfuse, path, specs, dname, args)
+                    row["torchfuse_cli"] = run_torchfuse(args.torchfuse, path, specs, args)
                     row["torchfuse_matches_eager"] = row["torchfuse_cli"]["verify_rc"] == 0
                 rows.append(row)
                 with open(os.path.join(args.out, "real_models.json"), "w") as f:  # so far, in case of a timeout
