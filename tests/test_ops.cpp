@@ -24,6 +24,8 @@ struct OpCase {
   bool integer = false;  // run on int32 and int64 inputs instead of f32 and bf16
   bool f32_only = false;  // LibTorch 1.13's CPU kernel lacks bf16 (mish_cpu): profiled in f32 only
 };
+// GoogleTest prints the case by its expression (not the struct's bytes, pointers included).
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.expr; }
 
 std::vector<OpCase> op_cases() {
   return {
