@@ -28,6 +28,20 @@ c10::ScalarType number_param_dtype(c10::ScalarType t) {
   return c10::isFloatingType(t) ? c10::ScalarType::Double : t == c10::ScalarType::Bool ? t : c10::ScalarType::Long;
 }
 
+// A number kernel parameter for a Python number or a 0-dim CPU tensor (ir::is_host_scalar) of a
+// group on `device`: fills `s` and returns true; false for a tensor the kernel reads.
+bool number_operand(const ir::Value* v, const c10::Device& device, codegen::OperandShape& s) {
+  if (v->type.is_scalar()) {
+    s.dtype = v->type.dtype;
+  } else if (ir::is_host_scalar(v->type, device)) {
+    s.dtype = number_param_dtype(v->type.dtype);
+  } else {
+    return false;
+  }
+  s.is_tensor = false;
+  return true;
+}
+
 // Input k as the output domain sees it: its sizes and strides through the group's views
 // (FusionGroup::input_views). False when a merge of dims does not fit its strides.
 bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s) {
@@ -42,14 +56,12 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
   const c10::Device device = group_device(g);
   for (const ir::Value* v : g.inputs) {
     codegen::OperandShape s;
-    s.is_tensor = v->type.is_tensor();
-    s.dtype = v->type.dtype;
-    if (ir::is_host_scalar(v->type, device)) {
-      s.is_tensor = false;
-      s.dtype = number_param_dtype(v->type.dtype);
+    if (number_operand(v, device, s)) {
       ops.push_back(std::move(s));
       continue;
     }
+    s.is_tensor = v->type.is_tensor();
+    s.dtype = v->type.dtype;
     s.sizes = v->type.sizes;
     s.strides = v->type.strides;
     // The fusion passes checked the profiled path (view_paths).
@@ -275,9 +287,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
     const ir::Value* v = g.inputs[k];
     const c10::IValue& iv = call.values[k];
     codegen::OperandShape s;
-    if (v->type.is_scalar() || ir::is_host_scalar(v->type, device)) {
-      s.is_tensor = false;
-      s.dtype = v->type.is_scalar() ? v->type.dtype : number_param_dtype(v->type.dtype);
+    if (number_operand(v, device, s)) {
       call.shapes.push_back(s);
       continue;
     }
@@ -298,6 +308,12 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
 
 }  // namespace
 
+void FusedKernel::check_can_fall_back(const std::string& why) const {
+  TORCHFUSE_CHECK(!options_.strict && fallback_code_ != nullptr, "torchfuse", options_.strict ? " (strict)" : "",
+                  ": fusion group ", group_.kernel_name, " (", group_.describe(), ") cannot run fused on this call: ", why,
+                  options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
+}
+
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
   ++calls_;
   if (fell_back_) return run_fallback(stack);
@@ -307,19 +323,13 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
     const std::string why = input_differs(group_.inputs[k]->type, stack[stack.size() - n + k]);
     if (why.empty()) continue;
     // Eager's result: the group's own ops through ATen, for this call.
-    TORCHFUSE_CHECK(!options_.strict && fallback_code_ != nullptr, "torchfuse", options_.strict ? " (strict)" : "",
-                    ": fusion group ", group_.kernel_name, " (", group_.describe(), ") cannot run fused on this call: its input ",
-                    k, " (%", group_.inputs[k]->id, ") ", why,
-                    options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
+    check_can_fall_back("its input " + std::to_string(k) + " (%" + std::to_string(group_.inputs[k]->id) + ") " + why);
     return run_fallback(stack);
   }
   bool views_fit = true;
   CallInputs call = take_inputs(stack, group_, views_fit);
   if (!views_fit) {
-    TORCHFUSE_CHECK(!options_.strict && fallback_code_ != nullptr, "torchfuse", options_.strict ? " (strict)" : "",
-                    ": fusion group ", group_.kernel_name, " (", group_.describe(),
-                    ") cannot run fused on this call: an input's strides do not fit the group's views",
-                    options_.strict ? std::string() : " and the group has no fallback: " + no_fallback_why_);
+    check_can_fall_back("an input's strides do not fit the group's views");
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }

@@ -123,6 +123,8 @@ class FusedKernel {
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
+  // Throws (strict mode, or no fallback) where this call cannot run fused because of `why`.
+  void check_can_fall_back(const std::string& why) const;
   void run_fallback(std::vector<c10::IValue>& stack);
   // The allocator ran out of memory for this call's outputs: under strict an Error; else this
   // call runs on the fallback (logged once per group). False without a fallback graph (the
