@@ -316,6 +316,12 @@ bool is_discontinuous(const Node& n) {
   }
 }
 
+// Ops that must read 16-bit values exactly as eager stored them: discontinuous ops, and
+// reductions, whose result eager subtracts from or compares with the values it reduced (the
+// max of a row minus the row is exactly 0 at the max, the sum over a size-1 dim is the value).
+// A register an ulp away from the stored value breaks those exact results.
+bool reads_stored_values(const Node& n) { return is_discontinuous(n) || is_reduction(n.kind); }
+
 }  // namespace
 
 void mark_discontinuity_feeds(Graph& graph) {
@@ -324,7 +330,7 @@ void mark_discontinuity_feeds(Graph& graph) {
     for (Value* out : (*it)->outputs) {
       // Opaque users run through ATen, which reads the value as eager stored it.
       out->feeds_discontinuity = out->cast_to_own_dtype || std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
-        return u->kind != OpKind::Opaque && (is_discontinuous(*u) || u->output()->feeds_discontinuity);
+        return u->kind != OpKind::Opaque && (reads_stored_values(*u) || u->output()->feeds_discontinuity);
       });
     }
   }

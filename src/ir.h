@@ -99,11 +99,13 @@ struct Value {
   // Eager stores this value in its fp16/bf16 dtype (it is an ATen op's result, not a composite's
   // intermediate). Kernels keep it in a float register; see feeds_discontinuity.
   bool eager_rounds = false;
-  // A comparison, a truncating or floor division, a logical op or a cast to an integral type
-  // reads this value or one computed from it (mark_discontinuity_feeds): where eager_rounds too,
-  // kernels round the register to the 16-bit dtype where it is made, as eager does, since a value
-  // an ulp off may land on the other side of a bound there. Elsewhere the rounding only moves
-  // results within the dtype's tolerance, and costs a conversion per op.
+  // A comparison, a truncating or floor division, a logical op, a cast to an integral type or a
+  // reduction reads this value or one computed from it (mark_discontinuity_feeds): where
+  // eager_rounds too, kernels round the register to the 16-bit dtype where it is made, as eager
+  // does, since a value an ulp off may land on the other side of a bound there, and a reduction's
+  // result is compared with or subtracted from the values it read (a row's max minus the row is
+  // exactly 0 at the max in eager). Elsewhere the rounding only moves results within the dtype's
+  // tolerance, and costs a conversion per op.
   bool feeds_discontinuity = false;
   // An explicit cast to its own 16-bit dtype read it (`t.to(torch.bfloat16)` of a bf16 t): eager's
   // identity, but the float64 reference rounds there, so kernels round it as for a discontinuity.

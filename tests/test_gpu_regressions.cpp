@@ -35,4 +35,25 @@ TEST(GpuRegressions, RandomTestingFindingsMatchEager) {
   }
 }
 
+// Where eager's result is exact (a row's max minus the row at the max, a sum over one element
+// minus the element), the compiled one is the same bits, not an ulp away.
+TEST(GpuRegressions, ReductionsOfComputed16BitValuesAreExactWhereEagersAre) {
+  REQUIRE_GPU();
+  for (const auto& rc : tftest::regression_cases()) {
+    if (rc.name.rfind("fuzz_s5_1321_", 0) != 0) continue;
+    SCOPED_TRACE(rc.name);
+    auto c = torchfuse::compile(tftest::regression_module(rc), tftest::quiet_options());
+    for (int draw = 0; draw < 3; ++draw) {
+      const auto in = tftest::regression_inputs(rc, c10::kCUDA);
+      const at::Tensor eager = c.forward_eager(in).toTensor();
+      const at::Tensor fused = c.forward(in).toTensor();
+      ASSERT_EQ(c.stats().fallback_groups, 0);
+      EXPECT_EQ(eager.count_nonzero().item<int64_t>(), 0);
+      EXPECT_TRUE(torch::equal(fused, eager)) << "max |fused - eager| "
+                                              << (fused.to(torch::kFloat) - eager.to(torch::kFloat)).abs().max().item<float>();
+    }
+    EXPECT_GT(c.stats().fused_calls, 0);
+  }
+}
+
 }  // namespace
