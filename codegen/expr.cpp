@@ -138,22 +138,6 @@ std::string ir_comment(const ir::Node& n) {
   return s + ")";
 }
 
-// Ops whose result is exact when their operands are 16-bit values (an eager op's operands are,
-// and a number clamped to or selected beside one is rounded to its dtype): rounding it again
-// changes nothing.
-bool exact_on_16bit_operands(OpKind kind) {
-  switch (kind) {
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
-    case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where:
-    // Integral values of a 16-bit value's magnitude, and an fmod (a - n * b exactly, below |b|),
-    // are 16-bit values too.
-    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
-    case OpKind::Fmod:
-      return true;
-    default: return false;
-  }
-}
-
 std::string round_to(c10::ScalarType t, const std::string& float_expr) {
   return std::string(t == c10::kHalf ? "tf_round_half(" : "tf_round_bf16(") + float_expr + ")";
 }
@@ -170,13 +154,14 @@ bool bounded_on_half_operands(OpKind kind) {
   }
 }
 
-bool rounded_in_register(const ir::Value* v) { return v->eager_rounds && v->feeds_discontinuity; }
 
 }  // namespace
 
 std::string eager_rounded(const ir::Value* v, const std::string& float_expr, bool may_overflow, Rounding rounding) {
   if (!v->eager_rounds || !ir::is_16bit_float(v->type.dtype)) return float_expr;
-  if (v->feeds_discontinuity || rounding == Rounding::Always) return round_to(v->type.dtype, float_expr);
+  if (v->feeds_discontinuity || v->read_by_selection || rounding == Rounding::Always) {
+    return round_to(v->type.dtype, float_expr);
+  }
   if (v->type.dtype == c10::kHalf && may_overflow) return "tf_half_range(" + float_expr + ")";
   return float_expr;
 }
@@ -317,7 +302,7 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
   expr = convert(expr, result_dtype(n, compute), out);
   // Casts, truncating divisions and fills to 16 bits round above already.
   const bool rounded = (n.kind == OpKind::Cast || n.kind == OpKind::DivTrunc || n.kind == OpKind::Fill) && ir::is_16bit_float(out);
-  if (!rounded && !exact_on_16bit_operands(n.kind)) {
+  if (!rounded && !ir::exact_on_16bit_operands(n.kind)) {
     expr = eager_rounded(n.output(), expr, !bounded_on_half_operands(n.kind), per_row ? Rounding::Always : Rounding::WhereItDecides);
   }
   b.line(register_type(out) + " " + name + " = " + expr + ";  // " + ir_comment(n));

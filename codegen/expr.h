@@ -27,7 +27,8 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& node, ValueNames& names, b
 
 // How eager_rounded treats an eager-stored 16-bit value.
 enum class Rounding {
-  // Round where a discontinuous op reads it (ir::Value::feeds_discontinuity): per-element values,
+  // Round where a discontinuous op or a max/min reduction reads it (ir::Value::feeds_discontinuity,
+  // ir::Value::read_by_selection): per-element values,
   // where a conversion per op would cost the bf16 suite up to 2.4x.
   WhereItDecides,
   // Round always: reduction results and values computed from them once per row or column. They

@@ -12,6 +12,7 @@ START=${START:-0}
 COUNT=${COUNT:-10000}
 JOBS=${JOBS:-12}
 TIME_LIMIT=${TIME_LIMIT:-0}
+mkdir -p "$OUT"
 logs=$(mktemp -d)
 per=$(( (COUNT + JOBS - 1) / JOBS ))
 for ((j = 0; j < JOBS; ++j)); do

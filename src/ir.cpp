@@ -135,6 +135,18 @@ std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::ve
 bool is_reduction(OpKind kind) {
   return kind == OpKind::ReduceSum || kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
 }
+bool exact_on_16bit_operands(OpKind kind) {
+  switch (kind) {
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
+    case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where:
+    // Integral values of a 16-bit value's magnitude, and an fmod (a - n * b exactly, below |b|),
+    // are 16-bit values too.
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
+    case OpKind::Fmod:
+      return true;
+    default: return false;
+  }
+}
 bool is_comparison(OpKind kind) {
   switch (kind) {
     case OpKind::Eq: case OpKind::Ne: case OpKind::Lt:
@@ -316,12 +328,6 @@ bool is_discontinuous(const Node& n) {
   }
 }
 
-// Ops that must read 16-bit values exactly as eager stored them: discontinuous ops, and
-// reductions, whose result eager subtracts from or compares with the values it reduced (the
-// max of a row minus the row is exactly 0 at the max, the sum over a size-1 dim is the value).
-// A register an ulp away from the stored value breaks those exact results.
-bool reads_stored_values(const Node& n) { return is_discontinuous(n) || is_reduction(n.kind); }
-
 }  // namespace
 
 void mark_discontinuity_feeds(Graph& graph) {
@@ -330,7 +336,11 @@ void mark_discontinuity_feeds(Graph& graph) {
     for (Value* out : (*it)->outputs) {
       // Opaque users run through ATen, which reads the value as eager stored it.
       out->feeds_discontinuity = out->cast_to_own_dtype || std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
-        return u->kind != OpKind::Opaque && (reads_stored_values(*u) || u->output()->feeds_discontinuity);
+        return u->kind != OpKind::Opaque && (is_discontinuous(*u) || u->output()->feeds_discontinuity);
+      });
+      out->read_by_selection = std::any_of(out->uses.begin(), out->uses.end(), [](const Node* u) {
+        if (u->kind == OpKind::ReduceMax || u->kind == OpKind::ReduceMin) return true;
+        return exact_on_16bit_operands(u->kind) && u->output()->read_by_selection;
       });
     }
   }

@@ -44,6 +44,10 @@ const char* op_name(OpKind kind);
 bool is_pointwise(OpKind kind);
 bool is_reduction(OpKind kind);
 bool is_comparison(OpKind kind);
+// The op's result is exact when its operands are 16-bit values (an eager op's operands are, and a
+// number clamped to or selected beside one is rounded to its dtype): rounding it again changes
+// nothing, so kernels do not.
+bool exact_on_16bit_operands(OpKind kind);
 // Permute, Unsqueeze, Squeeze, Flatten: they change which element is which, not values.
 bool is_view(OpKind kind);
 // The output sizes of view `kind` with `dims` on an input of `in` sizes, or nullopt when the
@@ -99,17 +103,21 @@ struct Value {
   // Eager stores this value in its fp16/bf16 dtype (it is an ATen op's result, not a composite's
   // intermediate). Kernels keep it in a float register; see feeds_discontinuity.
   bool eager_rounds = false;
-  // A comparison, a truncating or floor division, a logical op, a cast to an integral type or a
-  // reduction reads this value or one computed from it (mark_discontinuity_feeds): where
-  // eager_rounds too, kernels round the register to the 16-bit dtype where it is made, as eager
-  // does, since a value an ulp off may land on the other side of a bound there, and a reduction's
-  // result is compared with or subtracted from the values it read (a row's max minus the row is
-  // exactly 0 at the max in eager). Elsewhere the rounding only moves results within the dtype's
-  // tolerance, and costs a conversion per op.
+  // A comparison, a truncating or floor division, a logical op or a cast to an integral type
+  // reads this value or one computed from it (mark_discontinuity_feeds): where eager_rounds too,
+  // kernels round the register to the 16-bit dtype where it is made, as eager does, since a value
+  // an ulp off may land on the other side of a bound there. Elsewhere the rounding only moves
+  // results within the dtype's tolerance, and costs a conversion per op.
   bool feeds_discontinuity = false;
   // An explicit cast to its own 16-bit dtype read it (`t.to(torch.bfloat16)` of a bf16 t): eager's
   // identity, but the float64 reference rounds there, so kernels round it as for a discontinuity.
   bool cast_to_own_dtype = false;
+  // A max or min reduction reads this value, directly or through ops exact on 16-bit operands
+  // (mark_discontinuity_feeds): eager's max is bit-equal to one stored element, so a row's max
+  // minus the row is exactly 0 at the max. Where eager_rounds too, kernels round the register
+  // where it is made (fuzz seed 5, program 1321). Unlike feeds_discontinuity, values further up
+  // are not rounded for it: the max and the element it is compared with share the one register.
+  bool read_by_selection = false;
   // The strides eager gives this value (the profile's), when an ATen op's result: `type.strides`
   // are those of a fused group's output (contiguous), but the value arrives with these when its
   // op stays in ATen (a transposed input makes a transposed sum).
@@ -171,7 +179,7 @@ class Graph {
   std::vector<Node*> nodes_;
 };
 
-// Sets Value::feeds_discontinuity on every value of the graph.
+// Sets Value::feeds_discontinuity and Value::read_by_selection on every value of the graph.
 void mark_discontinuity_feeds(Graph& graph);
 
 // Prints one node as "%5 : f32[4, 8] = add(%3, %4)".

@@ -217,15 +217,15 @@ inline std::vector<RegressionCase> regression_cases() {
        "    return t1 - t3\n"},
       // A row's max minus the row, where the row is a computed fp16 value: eager's difference is
       // exactly 0 at the max (here everywhere: the max is over a size-1 dim); the max of float
-      // registers, rounded, minus the unrounded register was an ulp off. Values a reduction reads
-      // now round as eager stores them.
+      // registers, rounded, minus the unrounded register was an ulp off. Values a max or min
+      // reads now round as eager stores them (ir::Value::read_by_selection).
       {"fuzz_s5_1321_fp16_max_minus_the_values_it_read", f16, {{{6, 5, 7, 3}}},
        "    t0 = torch.relu(x0.unsqueeze(4)) * 1.5\n"
        "    t1 = t0.amax(-1, keepdim=True)\n"
        "    return t1 - t0\n"},
-      {"fuzz_s5_1321_bf16_sum_over_one_element_minus_it", bf16, {{{64, 33, 1}}},
-       "    t0 = torch.sigmoid(x0) * 3.7 + 0.3\n"
-       "    return t0.sum(-1, keepdim=True) - t0\n"},
+      {"fuzz_s5_1321_bf16_row_minus_its_min", bf16, {{{64, 333}}},
+       "    t0 = torch.relu(x0 * 1.5)\n"
+       "    return t0 - t0.amin(-1, keepdim=True)\n"},
   };
 }
 

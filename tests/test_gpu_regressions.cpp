@@ -35,8 +35,8 @@ TEST(GpuRegressions, RandomTestingFindingsMatchEager) {
   }
 }
 
-// Where eager's result is exact (a row's max minus the row at the max, a sum over one element
-// minus the element), the compiled one is the same bits, not an ulp away.
+// Where eager's result is exactly 0 (a row's max or min minus the row, at the max or min), the
+// compiled one is too, not an ulp away; elsewhere these one-op rows match eager bit for bit.
 TEST(GpuRegressions, ReductionsOfComputed16BitValuesAreExactWhereEagersAre) {
   REQUIRE_GPU();
   for (const auto& rc : tftest::regression_cases()) {
@@ -48,7 +48,9 @@ TEST(GpuRegressions, ReductionsOfComputed16BitValuesAreExactWhereEagersAre) {
       const at::Tensor eager = c.forward_eager(in).toTensor();
       const at::Tensor fused = c.forward(in).toTensor();
       ASSERT_EQ(c.stats().fallback_groups, 0);
-      EXPECT_EQ(eager.count_nonzero().item<int64_t>(), 0);
+      const at::Tensor zeros = eager.eq(0);
+      ASSERT_GT(zeros.sum().item<int64_t>(), 0);
+      EXPECT_EQ(fused.masked_select(zeros).count_nonzero().item<int64_t>(), 0);
       EXPECT_TRUE(torch::equal(fused, eager)) << "max |fused - eager| "
                                               << (fused.to(torch::kFloat) - eager.to(torch::kFloat)).abs().max().item<float>();
     }

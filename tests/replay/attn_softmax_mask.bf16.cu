@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float t0 = (x0 * 0.125f);  // %6 = mul(%0, 0.125)
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t1 = (t0 + x1);  // %7 = add(%6, %1)
+          float t1 = tf_round_bf16((t0 + x1));  // %7 = add(%6, %1)
           cache7[k * 8 + lane] = t1;
           acc0 = tf_max_op()(acc0, t1);  // reduce_max -> %8
         }

@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_fused_0(const tf_fused_0
     #pragma unroll
     for (int lane = 0; lane < 1; ++lane) {
       float x0 = tf_to_float(in0[ooff0 + ioff0 + roff0]);  // %0
-      float t0 = (x0 * 3.0f);  // %4 = mul(%0, 3.0)
+      float t0 = tf_round_bf16((x0 * 3.0f));  // %4 = mul(%0, 3.0)
       acc0[lane] = tf_max_op()(acc0[lane], t0);  // reduce_max -> %5
     }
   }

@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = (x0 + x1);  // %5 = add(%0, %1)
+          float t0 = tf_round_bf16((x0 + x1));  // %5 = add(%0, %1)
           cache5[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %6
         }

@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(in0[ro0 + j * (tf_index)p.in0_red_stride[0]]);  // %0
-          float t0 = (x0 * 2.0f);  // %4 = mul(%0, 2.0)
+          float t0 = tf_round_bf16((x0 * 2.0f));  // %4 = mul(%0, 2.0)
           cache4[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
         }
