@@ -110,9 +110,21 @@ class RowUnit : public ScheduleUnit {
 class ColumnUnit : public ScheduleUnit {
  public:
   Schedule schedule() const override { return Schedule::ColumnReduction; }
-  KernelLayout plan(const PlanRequest& r) const override { return plan_reduction(r); }
-  GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis& a, const KernelLayout& l) const override {
-    return generate_column_reduction(g, *a.reduction, std::get<ReductionLayout>(l));
+  KernelLayout plan(const PlanRequest& r) const override {
+    ReductionLayout l = plan_reduction(r);
+    // Groups reading their own reductions take every row of a column in one block
+    // (generate_column_normalization).
+    if (r.analysis.reduction && r.analysis.reduction->passes > 1) {
+      l.vec = 1;
+      l.unroll = 1;
+      l.split = 1;
+    }
+    return l;
+  }
+  GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis& a, const KernelLayout& layout) const override {
+    const auto& l = std::get<ReductionLayout>(layout);
+    if (a.reduction->passes > 1) return generate_column_normalization(g, *a.reduction, l);
+    return generate_column_reduction(g, *a.reduction, l);
   }
 };
 

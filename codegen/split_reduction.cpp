@@ -448,6 +448,56 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
   }
 }
 
+// Several passes over each column, one block per tile of 32 columns (vec 1, no split), 8 threads
+// along the reduced dim: each pass loops over the column's rows from global memory (L2 holds the
+// block's tile for the later passes), the block combines the pass's reductions in shared memory in
+// a fixed order, and every thread takes the totals into the next pass; the last pass writes the
+// full-size outputs. Softmax, log_softmax and variance normalizations over a leading or middle dim.
+void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
+                        ValueNames& names) {
+  for (int pass = 0; pass <= a.passes; ++pass) {
+    {
+      PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
+      pe.emit_row_phase(pass, [&](size_t k, const std::string& e) {
+        b.line("if (ty == 0 && ok) " + output_name(k) + "[o * (tf_index)p.inner + i] = " +
+               store_convert(e, g.outputs[k]->type.dtype) + ";");
+      });
+    }
+    if (pass == a.passes) return;
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
+    }
+    {
+      b.line("#pragma unroll 4");
+      auto loop = b.scope("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)");
+      emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      ValueNames pass_names = names;  // element values of this pass stay in the loop's scope
+      PassEmitter pe{b, g, a, pass_names, l.fast_math, [&](size_t k) { return column_load(l, k, ""); }, nullptr, Reuse::None, "", true};
+      pe.emit(pass, [&](size_t k, const std::string& e) {
+        b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      });
+    }
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+      const std::string acc = accumulator_name(a, r);
+      b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[8][32];");
+      b.line("smem_" + acc + "[ty][tx] = " + acc + ";");
+    }
+    b.line("__syncthreads();");
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+      const std::string acc = accumulator_name(a, r);
+      b.line(register_type(accumulator_dtype(*r, true)) + " total_" + acc + " = smem_" + acc + "[0][tx];");
+      b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc + "[y][tx]);");
+      names[r->output()] = result_in_register_type(b, *r, "total_" + acc);
+    }
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
+    }
+  }
+}
+
 }  // namespace
 
 GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
@@ -558,6 +608,53 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     }
     b.line("__syncthreads();");
     totals(outputs);
+  }
+  GeneratedKernel k;
+  k.id = next_kernel_id();
+  k.name = g.kernel_name;
+  k.source = b.str();
+  k.block_size = 256;
+  return k;
+}
+
+GeneratedKernel generate_column_normalization(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
+  TORCHFUSE_INTERNAL_ASSERT(l.vec == 1 && l.split == 1 && l.unroll == 1, "column passes of group ", g.id,
+                            " need vec 1, no split, no unroll");
+  SourceBuilder b;
+  b.raw(prelude());
+  b.line("");
+  b.line("// torchfuse fusion group " + str(g.id) + " (column reduction, " + str(a.passes) + " passes): " + g.describe());
+  b.line("// 32 columns along the kept inner dims, 8 threads along the reduced dim; one block per tile");
+  b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
+  b.line("");
+  emit_column_params(b, g, l, a);
+  b.line("");
+  {
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "(const " + g.kernel_name +
+                     "_params p)");
+    emit_restrict_pointers(b, g, l.inputs);
+    b.line("const int tx = threadIdx.x & 31;");
+    b.line("const int ty = threadIdx.x >> 5;");
+    b.line("const tf_index tiles = ((tf_index)p.inner + 31) / 32;");
+    b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
+    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;");
+    b.line("const bool ok = i < (tf_index)p.inner;");
+    emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
+    emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
+    ValueNames names;
+    names[nullptr] = "(double)p.red";  // N
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (!a.is_row(g.inputs[k])) continue;
+      const auto& in = l.inputs[k];
+      const std::string kk = str(static_cast<int64_t>(k));
+      const std::string e = in.access == Access::Scalar    ? "p." + input_name(k)
+                            : in.access == Access::Uniform ? load_convert(input_name(k) + "[0]", in.dtype)
+                                                           : load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + "]", in.dtype);
+      b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = ok ? " + e + " : (" +
+             register_type(g.inputs[k]->type.dtype) + ")0;");
+      names[g.inputs[k]] = "rin" + kk;
+    }
+    emit_column_passes(b, g, a, l, names);
   }
   GeneratedKernel k;
   k.id = next_kernel_id();

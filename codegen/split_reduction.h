@@ -17,6 +17,10 @@ GeneratedKernel generate_full_reduction(const FusionGroup& group, const Reductio
                                         const PointwiseLayout& layout, int block);
 GeneratedKernel generate_column_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
                                           const ReductionLayout& layout);
+// A column group that reads its own reductions (softmax over a leading or middle dim): several
+// passes in one block per tile of columns, no split (layout vec 1, split 1, unroll 1).
+GeneratedKernel generate_column_normalization(const FusionGroup& group, const ReductionAnalysis& analysis,
+                                              const ReductionLayout& layout);
 
 }  // namespace codegen
 }  // namespace torchfuse

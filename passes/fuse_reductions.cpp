@@ -75,8 +75,8 @@ struct Growing {
       if (other.domain != rd.domain || other.dims != rd.dims) {
         return "it reduces " + other.str() + ", the group reduces " + rd.str();
       }
-      if (schedule != Schedule::RowReduction && after_reduction(n->inputs[0], joining)) {
-        return std::string("a reduction of a reduced value needs the row schedule");
+      if (schedule == Schedule::FullReduction && after_reduction(n->inputs[0], joining)) {
+        return std::string("a reduction of a reduced value needs the row or column schedule");
       }
       return std::nullopt;
     }
@@ -103,7 +103,8 @@ struct Growing {
              ir::shape_str(rd.domain) + " and per-row outputs";
     }
     const bool full = shape == rd.domain;
-    if (full && schedule != Schedule::RowReduction) {
+    // (Column groups write them in a later pass: generate_column_normalization.)
+    if (full && schedule == Schedule::FullReduction) {
       for (const ir::Value* in : n->inputs) {
         if (after_reduction(in, joining)) {
           return std::string(schedule_name(schedule)) + " schedules fuse no full-size epilogue";
@@ -179,7 +180,8 @@ void fuse_reductions(PassContext& ctx) {
     // where nothing reads the reduction again).
     const bool one_row = rd.single_row() && seed->inputs[0]->type.numel() <= kMaxSingleRow;
     Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row ? Schedule::RowReduction : *schedule, units};
-    if (g.schedule != Schedule::RowReduction && g.needs_passes()) {
+    // Row and column schedules take several passes; one block or cluster reads a single row.
+    if (g.schedule == Schedule::FullReduction && g.needs_passes()) {
       const std::string why = rd.single_row() ? "one row of more than " + std::to_string(kMaxSingleRow) +
                                                     " elements, which one block or cluster would read"
                                               : std::string(schedule_name(*schedule)) + " schedules take one pass over the elements";

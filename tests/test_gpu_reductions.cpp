@@ -74,6 +74,36 @@ TEST(GpuReductions, EveryOpOverEveryKindOfDims) {
   }
 }
 
+// Column groups of several passes (generate_column_normalization): softmax, log_softmax, mean/var
+// normalizations and full-size epilogues over leading and middle dims, one kernel each, at inner
+// sizes that do and do not fill the 32 columns of a tile, long reduced dims, transposed and
+// sliced inputs.
+TEST(GpuReductions, MultiPassColumnsMatchEager) {
+  REQUIRE_GPU();
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"torch.softmax(x, 1)", {6, 300, 40}},
+      {"torch.softmax(x * 0.5, 0)", {1000, 65}},
+      {"torch.log_softmax(x, 0)", {77, 3, 33}},
+      {"x - x.mean(0, keepdim=True)", {129, 31}},
+      {"(x - x.mean(1, keepdim=True)) * torch.rsqrt(x.var(1, keepdim=True, unbiased=False) + 1e-5)", {4, 257, 96}},
+      {"torch.logsumexp(x, 1, keepdim=True) - x", {5, 70, 64}},
+      {"torch.softmax(x, 1)", {2, 4099, 7}},
+  };
+  for (auto dtype : kDtypes) {
+    for (const auto& [expr, shape] : cases) {
+      const std::string tag = std::string(expr) + " " + ::testing::PrintToString(shape) + " " + c10::toString(dtype);
+      expect_matches_eager(module_returning("x", expr), [&] { return std::vector<c10::IValue>{rnd(shape, dtype)}; }, tag, 1);
+    }
+    // A transposed input (the reduced dim is the contiguous one) and a sliced one.
+    expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                         [&] { return std::vector<c10::IValue>{rnd({96, 200}, dtype).t()}; },
+                         std::string("softmax of a transposed input ") + c10::toString(dtype), 1);
+    expect_matches_eager(module_returning("x", "torch.softmax(x, 1)"),
+                         [&] { return std::vector<c10::IValue>{rnd({8, 100, 90}, dtype).narrow(2, 3, 80)}; },
+                         std::string("softmax of a sliced input ") + c10::toString(dtype), 1);
+  }
+}
+
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
   REQUIRE_GPU();
   for (auto dtype : kDtypes) {

@@ -94,20 +94,38 @@ TEST(Reductions, NonContiguousReducedDimsAreRefused) {
   EXPECT_NE(e.rewritten_graph.find("aten::sum"), std::string::npos) << e.rewritten_graph;
 }
 
-TEST(Reductions, ColumnEpilogueOverElementsIsRefusedWithReason) {
-  const auto e = explain(module_returning("x", "x - x.mean(0, keepdim=True)"), {torch::randn({64, 32})});
-  bool found = false;
-  for (const auto& r : e.refused) found = found || r.find("fuse no full-size epilogue") != std::string::npos;
-  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+// Column groups that read their own reductions (a full-size epilogue on a column mean, softmax,
+// log_softmax and variance normalizations over leading or middle dims) are one kernel of several
+// passes (generate_column_normalization); the kernels build for sm_90.
+TEST(Reductions, MultiPassOpsOverLeadingAndMiddleDimsAreOneColumnKernel) {
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"x - x.mean(0, keepdim=True)", {64, 32}},
+      {"torch.softmax(x, 0)", {64, 32}},
+      {"torch.softmax(x, 1)", {4, 50, 33}},
+      {"torch.log_softmax(x * 2.0, 0)", {7, 5, 3}},
+      {"(x - x.mean(1, keepdim=True)) * torch.rsqrt(x.var(1, keepdim=True, unbiased=False) + 1e-5)", {3, 40, 16}},
+      {"torch.logsumexp(x, 1, keepdim=True) - x", {6, 9, 10}},
+  };
+  for (const auto& [expr, shape] : cases) {
+    SCOPED_TRACE(std::string(expr) + " " + ::testing::PrintToString(shape));
+    const auto e = explain(module_returning("x", expr), {torch::randn(shape)}, /*compile=*/true);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+    EXPECT_NE(e.ir_after.find("(column_reduction"), std::string::npos) << e.ir_after;
+    EXPECT_NE(e.kernels[0].source.find("passes)"), std::string::npos) << e.kernels[0].source;
+    EXPECT_EQ(e.rewritten_graph.find("aten::"), std::string::npos) << e.rewritten_graph;
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+  }
 }
 
-TEST(Reductions, MultiPassOpsOverLeadingDimsStayInAten) {
-  const auto e = explain(module_returning("x", "torch.softmax(x, 0)"), {torch::randn({64, 32})});
-  EXPECT_TRUE(e.kernels.empty()) << e.ir_after;
+// Full reductions still take one pass: over every dim of more than one block's row, the mean
+// fuses and its full-size epilogue stays in ATen, with the reason.
+TEST(Reductions, FullReductionEpiloguesStayInAtenWithReason) {
+  const auto e = explain(module_returning("x", "x - x.mean()"), {torch::randn({300, 200})});
+  EXPECT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_NE(e.ir_after.find("(full_reduction"), std::string::npos) << e.ir_after;
   bool found = false;
-  for (const auto& r : e.refused) found = found || r.find("reads its own reduction") != std::string::npos;
+  for (const auto& r : e.refused) found = found || r.find("full_reduction schedules fuse no full-size epilogue") != std::string::npos;
   EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
-  EXPECT_NE(e.rewritten_graph.find("aten::softmax"), std::string::npos) << e.rewritten_graph;
 }
 
 // A single row ([1, N], [N], [1, 1, N]) whose elements read its own reduction (softmax, x -
