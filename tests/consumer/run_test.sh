@@ -51,6 +51,21 @@ step build "$cmake" --build "$work/build"
 step configure_alone "$cmake" -S "$here" -B "$work/build_alone" -G "$generator" \
   "-DCMAKE_PREFIX_PATH=$prefix;$torch_prefix" -DCONSUMER_FIND_TORCH_FIRST=OFF "$@"
 
+# A LibTorch of another release (a stand-in package claiming 0.1.0) is refused at find_package,
+# with both versions named.
+echo "== other LibTorch release"
+mkdir -p "$work/other_torch/Torch"
+printf 'set(PACKAGE_VERSION "0.1.0")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' >"$work/other_torch/Torch/TorchConfigVersion.cmake"
+printf 'set(TORCH_LIBRARIES "")\n' >"$work/other_torch/Torch/TorchConfig.cmake"
+if "$cmake" -S "$here" -B "$work/build_other" -G "$generator" "-DCMAKE_PREFIX_PATH=$prefix;$work/other_torch" \
+     -DCONSUMER_FIND_TORCH_FIRST=OFF "$@" >"$work/configure_other.log" 2>&1; then
+  cat "$work/configure_other.log"
+  fail "configured against a LibTorch of another release"
+fi
+# (CMake wraps the message: compare with runs of white space made one space.)
+tr -s '[:space:]' ' ' <"$work/configure_other.log" | grep -q "built against LibTorch .* finds LibTorch 0.1.0" ||
+  { cat "$work/configure_other.log"; fail "the refusal does not name the versions"; }
+
 echo "== run consumer"
 "$work/build/torchfuse_consumer" "$work/m.pt" || fail "the consumer's checks failed"
 
