@@ -38,7 +38,8 @@ done
 # Private dependencies stay inside libtorchfuse.so: the link interface a consumer resolves names
 # none of their targets. (IMPORTED_LINK_DEPENDENT_LIBRARIES may name spdlog::spdlog: CMake only
 # uses that list for run-path hints and skips names that are not targets there.)
-if grep -n INTERFACE_LINK_LIBRARIES "$prefix/$libdir/cmake/torchfuse/torchfuseTargets.cmake" | grep -E 'spdlog|CUDA::|nvrtc|dl'; then
+if grep -n INTERFACE_LINK_LIBRARIES "$prefix/$libdir/cmake/torchfuse/torchfuseTargets.cmake" |
+   grep -E 'spdlog|CUDA::|nvrtc|[";]dl[";]'; then
   fail "the installed link interface names a private dependency (above)"
 fi
 
@@ -71,7 +72,7 @@ echo "== run consumer"
 
 # The installed CLI finds the installed libtorchfuse.so through its RPATH ($ORIGIN/../LIBDIR).
 echo "== installed CLI"
-ldd "$prefix/bin/torchfuse" | grep -q "libtorchfuse.so => $prefix/" ||
+ldd "$prefix/bin/torchfuse" | grep -qF "libtorchfuse.so => $prefix/" ||
   { ldd "$prefix/bin/torchfuse"; fail "bin/torchfuse does not load $prefix/$libdir/libtorchfuse.so"; }
 "$prefix/bin/torchfuse" --help >"$work/help.log" 2>&1 || { cat "$work/help.log"; fail "torchfuse --help failed"; }
 grep -q explain "$work/help.log" || { cat "$work/help.log"; fail "torchfuse --help lists no commands"; }
