@@ -51,6 +51,24 @@ TEST(Api, TracesCallablesAndNnModules) {
   EXPECT_EQ(cn.explain({x}).kernels.size(), 1u) << cn.explain({x}).ir_after;
 }
 
+// README "Using it": compile_nn on Linear -> LayerNorm -> GELU fuses the layer norm and the GELU
+// into one kernel (the Linear stays in ATen); a lone GELU after a Linear is below min_group_size
+// and fuses nothing, which is why the README does not show that one.
+TEST(Api, ReadmeNnExampleFusesLayerNormAndGelu) {
+  const auto x = torch::randn({8, 64});
+  torch::nn::Sequential seq(torch::nn::Linear(64, 64), torch::nn::LayerNorm(torch::nn::LayerNormOptions({64})),
+                            torch::nn::GELU());
+  auto g = torchfuse::compile_nn(seq, {x});
+  const auto e = g.explain({x});
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_NE(e.kernels[0].description.find("reduce_sum"), std::string::npos) << e.kernels[0].description;
+  EXPECT_NE(e.kernels[0].description.find("gelu"), std::string::npos) << e.kernels[0].description;
+  EXPECT_TRUE(torch::allclose(g.forward({x}).toTensor(), seq->forward(x), 1e-5, 1e-6));
+
+  torch::nn::Sequential lone(torch::nn::Linear(64, 64), torch::nn::GELU());
+  EXPECT_EQ(torchfuse::compile_nn(lone, {x}).explain({x}).kernels.size(), 0u);
+}
+
 TEST(Api, CompareReportsErrorsAndVerdicts) {
   const auto a = torch::tensor({1.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()});
   const auto b = torch::tensor({1.0f, 2.1f, std::numeric_limits<float>::quiet_NaN()});
