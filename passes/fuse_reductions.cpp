@@ -89,6 +89,14 @@ struct Growing {
         if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
           return "it mixes a reduced value " + ir::shape_str(shape) + " with " + ir::shape_str(in->type.sizes);
         }
+        // A value of the reduced shape computed per element in the group (not from a reduction)
+        // is an element value to the schedules: mixed in, the result would be one too, written
+        // over the whole domain (fuzz seed 5, program 3220: a variance over a size-1 leading dim).
+        const bool computed_here = in->producer && (set.group_of[in->producer->id] == cluster || joining.count(in->producer->id));
+        if (computed_here && in->type.is_tensor() && in->type.rank() != 0 && !after_reduction(in, joining)) {
+          return "it mixes a reduced value " + ir::shape_str(shape) + " with %" + std::to_string(in->id) +
+                 ", computed per element in the group";
+        }
       }
       return std::nullopt;
     }
