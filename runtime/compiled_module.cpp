@@ -313,8 +313,8 @@ std::optional<c10::Device> CompiledModuleImpl::fused_device(const std::vector<c1
   return cuda;
 }
 
-std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs,
-                                                            c10::IValue* result) const {
+std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result,
+                                                            const codegen::DeviceTarget& target) const {
   auto spec = std::make_unique<Specialization>();
   auto graph = graph_->copy();
   Profile profile = profile_graph(graph, inputs);
@@ -345,9 +345,10 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   launch.tuning = tuning_;
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {
-    auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
+    auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_, target);
     if (logs_.output_code) {
-      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_)).source);
+      log_info("generated kernel " + k->group().kernel_name + " (" + g.describe() + "):\n" +
+               k->kernel_for_profiled_types().source);
     }
     spec->kernels.push_back(std::move(k));
   }
@@ -394,7 +395,7 @@ c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>&
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   return in_aten(inputs, [&] {
-    std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
+    std::shared_ptr<Specialization> spec = analyze(inputs, nullptr, offline_target());
     bind_to_fallbacks(*spec);
     return run_rewritten(*spec->code, inputs);
   });
@@ -403,11 +404,14 @@ c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>&
 std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10::IValue>& inputs,
                                                           c10::Device device) const {
   if (hooks_.before_build) hooks_.before_build(inputs);
-  std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
   if (!device.is_cuda()) {
+    std::shared_ptr<Specialization> built = analyze(inputs, nullptr, offline_target());
     bind_to_fallbacks(*built);
     return built;
   }
+  // Kernels are generated, and named, for the device they run on.
+  const codegen::DeviceTarget target = runtime::target_of(runtime::device_info(device.index()), tuning_);
+  std::shared_ptr<Specialization> built = analyze(inputs, nullptr, target);
   bind_to_cuda(*built, device.index());
   return built;
 }
@@ -493,14 +497,14 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
-  std::shared_ptr<Specialization> spec = in_aten(inputs, [&] { return analyze(inputs, nullptr); });
+  std::shared_ptr<Specialization> spec = in_aten(inputs, [&] { return analyze(inputs, nullptr, offline_target()); });
   Explanation e;
   e.ir_before = spec->ir_before;
   e.ir_after = spec->ir_after;
   e.refused = spec->plan.refusals;
   e.arch = options_.offline_arch;
   for (const auto& k : spec->kernels) {
-    auto gen = k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_));
+    const codegen::GeneratedKernel gen = k->kernel_for_profiled_types();
     e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
     if (compile_kernels) e.cubin_bytes.push_back(codegen::compile_to_cubin(gen, options_.offline_arch).image.size());
   }

@@ -68,9 +68,12 @@ class CompiledModuleImpl {
   void set_test_hooks(TestHooks hooks) { hooks_ = std::move(hooks); }
 
  private:
-  // Profiles, converts and fuses the graph for these inputs (no GPU needed). Under strict,
-  // throws when a fusible op is left unfused.
-  std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result) const;
+  // Profiles, converts and fuses the graph for these inputs, and generates each group's kernel
+  // for `target` (no GPU needed). Under strict, throws when a fusible op is left unfused.
+  std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result,
+                                          const codegen::DeviceTarget& target) const;
+  // explain()'s target: an H100-class part of CompileOptions::offline_arch.
+  codegen::DeviceTarget offline_target() const { return codegen::offline_target(options_.offline_arch, tuning_); }
   // Gives every kernel its fallback graph; must run before the graph rewrite.
   void attach_fallbacks(Specialization& spec) const;
   // Registers the kernels and rewrites the graph into spec.code.

@@ -73,12 +73,16 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
 }
 
 FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
-                         std::shared_ptr<CompileCounters> counters)
+                         std::shared_ptr<CompileCounters> counters, const codegen::DeviceTarget& target)
     : owner_(std::move(owner)),
       group_(std::move(group)),
       analysis_(codegen::analyze_group(group_, options.tuning)),
       options_(std::move(options)),
-      counters_(std::move(counters)) {}
+      counters_(std::move(counters)) {
+  // The group is called by its kernel's name from here on (logs, stats, errors, profilers).
+  profiled_ = plain_profiled_kernel(target);
+  group_.kernel_name = profiled_.name;
+}
 
 void FusedKernel::shape_operands(CallInputs& call) const {
   // Per-row inputs without the reduced dims ([R] for a [R, C] domain) take them back as size-1
@@ -137,23 +141,21 @@ void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const 
   }
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::DeviceTarget& target) const {
-  return options_.fail.apply(plain_profiled_kernel(target), /*runtime_variant=*/false);
+codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types() const {
+  return options_.fail.apply(profiled_, /*runtime_variant=*/false);
 }
 
 const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
                                                         const std::function<codegen::GeneratedKernel()>& generate) {
-  std::string profiled;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(key);
     if (it != kernels_.end()) return it->second;
-    profiled = profiled_source_;
   }
   // Generated outside the lock, so that calls of this group whose layout already has its kernel
   // do not wait for code generation. Two threads may generate the same variant: the first kept wins.
   codegen::GeneratedKernel k = generate();
-  const bool runtime_variant = k.source != profiled;
+  const bool runtime_variant = k.source != profiled_.source;
   k = options_.fail.apply(std::move(k), runtime_variant);
   std::lock_guard<std::mutex> lock(mu_);
   const auto [it, inserted] = kernels_.emplace(key, std::move(k));
@@ -162,13 +164,7 @@ const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
 }
 
 void FusedKernel::prepare(int device) {
-  const DeviceInfo& info = device_info(device);
-  const auto plain = plain_profiled_kernel(target_of(info, options_.tuning));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    profiled_source_ = plain.source;
-  }
-  const codegen::GeneratedKernel k = options_.fail.apply(plain, /*runtime_variant=*/false);
+  const codegen::GeneratedKernel k = kernel_for_profiled_types();
   load_function(k, k.name, device, counters_.get());
   std::lock_guard<std::mutex> lock(mu_);
   prepared_ = k;

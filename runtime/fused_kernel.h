@@ -67,9 +67,11 @@ struct CallInputs {
 
 class FusedKernel {
  public:
-  // `owner` keeps the IR that `group` points into alive.
+  // `owner` keeps the IR that `group` points into alive. Generates the kernel for the profiled
+  // types for `target` (the device the specialization is built for, or explain()'s offline
+  // target), whose name becomes the group's (FusionGroup::kernel_name).
   FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
-              std::shared_ptr<CompileCounters> counters);
+              std::shared_ptr<CompileCounters> counters, const codegen::DeviceTarget& target);
 
   // Pops the group's inputs from `stack`, pushes its outputs.
   void run(std::vector<c10::IValue>& stack);
@@ -77,8 +79,9 @@ class FusedKernel {
   // The graph the group falls back to (build_fallback_graph), or why there is none.
   void set_fallback(std::shared_ptr<torch::jit::Graph> graph);
   void set_no_fallback(const std::string& why) { no_fallback_why_ = why; }
-  // Compiles the kernel for the profiled types on `device` (at specialization time, so that NVRTC
-  // does not run inside the graph). Throws KernelFailure.
+  // Compiles the kernel for the profiled types on `device`, the device of the constructor's
+  // target (at specialization time, so that NVRTC does not run inside the graph). Throws
+  // KernelFailure.
   void prepare(int device);
   // A kernel of the group failed, when the specialization was built or at run time: under strict,
   // or without a fallback, throws an Error naming the group; else falls back (logged once).
@@ -95,9 +98,9 @@ class FusedKernel {
   // What planning and generation need to know about the group (computed once, here).
   const codegen::GroupAnalysis& group_analysis() const { return analysis_; }
   const codegen::Tuning& tuning() const { return options_.tuning; }
-  // The kernel for the profiled types, for the device `target` describes (with the injected
-  // faults' marks, when debug_fail_kernels names it).
-  codegen::GeneratedKernel kernel_for_profiled_types(const codegen::DeviceTarget& target) const;
+  // The kernel for the profiled types, for the constructor's target (with the injected faults'
+  // marks, when debug_fail_kernels names it).
+  codegen::GeneratedKernel kernel_for_profiled_types() const;
   // The kernels compiled for the device in use: the one prepare() built for the profiled types,
   // then every other variant generated since for other layouts, in the order they were made.
   std::vector<codegen::GeneratedKernel> kernels() const;
@@ -140,7 +143,7 @@ class FusedKernel {
   std::map<std::string, codegen::GeneratedKernel> kernels_;  // by layout key
   std::vector<std::string> variant_order_;  // kernels_' keys, in the order they were generated
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
-  std::string profiled_source_;  // what prepare() compiled, without an injected failure
+  codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.

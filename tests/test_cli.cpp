@@ -236,7 +236,7 @@ TEST(CliBinary, ExplainPrintsGroupsAndKernelSource) {
   const RunResult r = run_cli({"explain", model, "--arch", "sm_90", "--device", "cpu", "--input", "f32[8,64]"});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "fusion groups: 1");
-  EXPECT_HAS(r.output, "tf_fused_0");
+  EXPECT_HAS(r.output, "tf_mul_relu_add_");  // relu(x * 2.0) + 1.0: the kernel says what it computes
   EXPECT_HAS(r.output, "cubin");
   EXPECT_HAS(r.output, "refused fusions:");
   EXPECT_HAS(r.output, "rewritten TorchScript graph");
@@ -251,7 +251,7 @@ TEST(CliBinary, ExplainJson) {
       run_cli({"explain", model, "--device", "cpu", "--no-nvrtc", "--input", "f32[8,64]", "--json"});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.rfind("{\"command\":\"explain\"", 0), 0u) << r.output;
-  EXPECT_HAS(r.output, "\"groups\":[{\"kernel\":\"tf_fused_0\"");
+  EXPECT_HAS(r.output, "\"groups\":[{\"kernel\":\"tf_mul_relu_add_");
   EXPECT_HAS(r.output, "__global__");
   EXPECT_HAS(r.output, "\\n");  // sources escaped
 }
@@ -267,7 +267,9 @@ TEST(CliBinary, DumpWritesGraphsIrAndKernels) {
   }
   const auto cu = files_with_suffix(out + "/kernels", ".cu");
   ASSERT_EQ(cu.size(), 1u) << r.output;
-  EXPECT_EQ(cu[0], "tf_fused_0.cu");
+  // tf_<pattern>_<8 hex digits>.cu
+  EXPECT_EQ(cu[0].rfind("tf_mul_relu_add_", 0), 0u) << cu[0];
+  EXPECT_EQ(cu[0].size(), std::string("tf_mul_relu_add_").size() + 8 + 3) << cu[0];
 }
 
 TEST(CliBinary, BadArgumentsExitTwoWithOneLine) {

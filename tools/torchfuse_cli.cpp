@@ -32,6 +32,8 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
 constexpr int kExitError = 2;
+// Kernel names are tf_<pattern>_<8 hex digits>; most fit this column.
+constexpr int kNameWidth = 28;
 
 // What every subcommand sets up: the device, the model (converted), the inputs, the options.
 struct Session {
@@ -95,7 +97,7 @@ std::string plan_text(const torchfuse::Explanation& e) {
   t << "fusion groups: " << e.kernels.size() << "\n";
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     const auto& k = e.kernels[i];
-    t << "  " << std::left << std::setw(14) << k.name << std::right << std::setw(4) << k.num_ops << " ops  "
+    t << "  " << std::left << std::setw(kNameWidth) << k.name << " " << std::right << std::setw(4) << k.num_ops << " ops  "
       << k.description;
     if (i < e.cubin_bytes.size()) t << "  (cubin " << e.cubin_bytes[i] << " bytes)";
     t << "\n";
@@ -163,7 +165,7 @@ std::string stats_text(const torchfuse::Stats& st) {
     << std::fixed << std::setprecision(2) << st.nvrtc_seconds << " s NVRTC), " << st.fallback_groups
     << " fallback groups, " << st.fallback_calls << " fallback calls\n";
   for (const auto& g : st.groups) {
-    t << "  " << std::left << std::setw(14) << g.kernel_name << std::right << g.description << ": " << g.calls
+    t << "  " << std::left << std::setw(kNameWidth) << g.kernel_name << " " << std::right << g.description << ": " << g.calls
       << " calls, " << g.launches << " launches";
     if (g.fell_back) t << ", FELL BACK: " << g.fallback_reason;
     if (g.fallback_calls) t << ", " << g.fallback_calls << " fallback calls";

@@ -61,7 +61,7 @@ struct CompileOptions {
   bool profile_kernels = false;
   // Testing aid: makes the kernels of matching groups fail through the paths real failures take,
   // so that their fallback runs. Comma-separated entries [kind[#count]:][runtime:]pattern, the
-  // pattern "*" (every group) or a substring of the kernel name ("tf_fused_1"). Kinds:
+  // pattern "*" (every group) or a substring of the kernel name ("tf_add_relu_mul"). Kinds:
   //   nvrtc (default)  NVRTC rejects the source (an #error line);
   //   load             cuModuleLoadData answers CUDA_ERROR_INVALID_IMAGE;
   //   launch           cuLaunchKernel answers CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
@@ -71,7 +71,7 @@ struct CompileOptions {
   // After nvrtc, load and launch failures the group runs through ATen for good; after an oom only
   // that call does (see GroupStats). "runtime:" (not for oom) spares the kernel built when the
   // specialization is built and hits only variants generated later for new layouts. E.g.
-  // "load:tf_fused_1", "launch:runtime:*", "oom#1:tf_fused_0". A malformed entry is an Error from
+  // "load:tf_add_relu", "launch:runtime:*", "oom#1:tf_softmax". A malformed entry is an Error from
   // compile(). Also taken from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
   std::string debug_fail_kernels;
   // Schedule knobs for this module, "name=value,..." (the knobs of codegen/tuning.h), over the
@@ -82,7 +82,7 @@ struct CompileOptions {
 
 // What compile() built for one input signature; also what explain() returns.
 struct KernelInfo {
-  std::string name;         // e.g. "tf_fused_0"
+  std::string name;         // "tf_<pattern>_<hash of its source>", e.g. "tf_softmax_3f2a91c0"
   std::string source;       // CUDA C++ handed to NVRTC
   int num_ops = 0;          // IR ops inside the group
   std::string description;  // one line: the ops of the group
@@ -102,7 +102,7 @@ struct Explanation {
 // One fusion group of one specialization.
 struct GroupStats {
   int specialization = 0;     // in the order specializations were built
-  std::string kernel_name;    // "tf_fused_0"
+  std::string kernel_name;    // its kernel's for the profiled types, "tf_add_gelu_mul_5be0a1c2"
   std::string description;    // its ops: "add -> gelu -> mul"
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
   int64_t launches = 0;       // kernels launched: one per fused call (split reductions combine their partials in it)
