@@ -1,5 +1,6 @@
 #include "runtime/fused_kernel.h"
 
+#include <ATen/record_function.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -82,6 +83,7 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
   // The group is called by its kernel's name from here on (logs, stats, errors, profilers).
   profiled_ = plain_profiled_kernel(target);
   group_.kernel_name = profiled_.name;
+  trace_ = GroupTrace(group_.kernel_name);
 }
 
 void FusedKernel::shape_operands(CallInputs& call) const {
@@ -311,6 +313,13 @@ void FusedKernel::check_can_fall_back(const std::string& why) const {
 }
 
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
+  // Profilers see each call of the group, fused or not, under its kernel's name (group_trace.h).
+  RECORD_FUNCTION(trace_.name().c_str(), c10::ArrayRef<const c10::IValue>{});
+  const GroupTrace::Range range(trace_);
+  run_call(stack);
+}
+
+void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   ++calls_;
   if (fell_back_) return run_fallback(stack);
   const size_t n = group_.inputs.size();

@@ -33,6 +33,7 @@
 #include "codegen/tuning.h"
 #include "passes/fusion_plan.h"
 #include "runtime/failure_injection.h"
+#include "runtime/group_trace.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_timer.h"
 #include "torchfuse/torchfuse.h"
@@ -123,6 +124,8 @@ class FusedKernel {
   codegen::GeneratedKernel plain_profiled_kernel(const codegen::DeviceTarget& target) const;
   // Internal assert: every output, written as the schedule writes it, has its IR shape.
   void check_output_shapes(const std::vector<int64_t>& domain) const;
+  // run(), inside the group's profiler record and NVTX range.
+  void run_call(std::vector<c10::IValue>& stack);
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
@@ -144,6 +147,7 @@ class FusedKernel {
   std::vector<std::string> variant_order_;  // kernels_' keys, in the order they were generated
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
   codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
+  GroupTrace trace_;                   // the group's profiler name (its kernel's)
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.

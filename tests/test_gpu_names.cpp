@@ -1,6 +1,12 @@
-// On the GPU: the kernel cache across differently numbered graphs. Every test skips itself
-// without a CUDA device.
+// On the GPU: each group's launches under its kernel's name in the PyTorch profiler (Kineto's
+// record-function events and, where CUPTI delivers them, the kernels), and the kernel cache
+// across differently numbered graphs. Every test skips itself without a CUDA device.
 #include <algorithm>
+#include <functional>
+#include <iostream>
+#include <set>
+
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include "tests/test_util.h"
 
@@ -9,8 +15,67 @@ namespace {
 using tftest::module_from;
 using tftest::module_returning;
 
+namespace profiler = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+// libkineto::ActivityType::CONCURRENT_KERNEL (benchmarks/kernel_count.cpp says why it is 5).
+constexpr uint8_t kKinetoConcurrentKernel = 5;
+
 torch::Tensor rnd(std::vector<int64_t> sizes, c10::ScalarType dtype = c10::kFloat) {
   return torch::randn(sizes, torch::TensorOptions().device(c10::Device(c10::kCUDA, 0))).to(dtype);
+}
+
+struct ProfiledNames {
+  std::set<std::string> records;  // record-function (CPU op) events
+  std::set<std::string> kernels;  // GPU kernels, where CUPTI delivered them
+};
+
+// The names of what the Kineto profiler saw while `fn` ran (both LibTorch 1.13 and 2.x have this API).
+ProfiledNames profile(const std::function<void()>& fn) {
+  torch::cuda::synchronize();
+  const ProfilerConfig config(ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  try {
+    fn();
+    torch::cuda::synchronize();
+  } catch (...) {
+    profiler::disableProfiler();
+    throw;
+  }
+  const auto result = profiler::disableProfiler();
+  ProfiledNames names;
+  for (const auto& event : result->events()) {
+    (event.activityType() == kKinetoConcurrentKernel ? names.kernels : names.records).insert(event.name());
+  }
+  return names;
+}
+
+std::string listed(const std::set<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += "  " + n + "\n";
+  return s;
+}
+
+TEST(GpuNames, ProfilerShowsEachGroupUnderItsKernelsName) {
+  REQUIRE_GPU();
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), tftest::quiet_options());
+  const std::vector<c10::IValue> in{rnd({64, 64}), rnd({64, 64})};
+  c.forward(in);  // builds the specialization outside the profiled call
+  const auto groups = c.stats().groups;
+  ASSERT_EQ(groups.size(), 2u);
+  const ProfiledNames seen = profile([&] { c.forward(in); });
+  for (const auto& g : groups) {
+    EXPECT_EQ(seen.records.count("torchfuse::" + g.kernel_name), 1u) << g.kernel_name << " among\n" << listed(seen.records);
+  }
+  if (seen.kernels.empty()) {
+    std::cout << "[ NOTE ] the profiler recorded no GPU kernels (CUPTI unavailable?): kernel names not checked\n";
+    return;
+  }
+  for (const auto& k : c.kernels()) EXPECT_EQ(seen.kernels.count(k.name), 1u) << k.name << " among\n" << listed(seen.kernels);
 }
 
 // The same softmax behind an unrelated group and a matmul: other IR ids and group id, the same
