@@ -84,6 +84,7 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
   profiled_ = plain_profiled_kernel(target);
   group_.kernel_name = profiled_.name;
   trace_ = GroupTrace(group_.kernel_name);
+  wrong_answers_ = options_.fail.matches(Fault::Wrong, group_.kernel_name, false);
 }
 
 void FusedKernel::shape_operands(CallInputs& call) const {
@@ -175,7 +176,21 @@ void FusedKernel::prepare(int device) {
 // ---- fallback ----
 
 void FusedKernel::set_fallback(std::shared_ptr<torch::jit::Graph> graph) {
+  fallback_graph_ = graph;
   fallback_code_ = std::make_shared<torch::jit::Code>(std::move(graph), group_.kernel_name + "_fallback");
+}
+
+std::string FusedKernel::fallback_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fallback_reason_;
+}
+
+std::vector<c10::IValue> FusedKernel::run_fallback_on(const std::vector<c10::IValue>& inputs) const {
+  TORCHFUSE_CHECK(fallback_code_ != nullptr, "torchfuse: fusion group ", group_.kernel_name,
+                  " has no ATen fallback to run: ", no_fallback_why_);
+  std::vector<c10::IValue> stack = inputs;
+  torch::jit::InterpreterState(*fallback_code_).run(stack);
+  return stack;
 }
 
 void FusedKernel::fail(const KernelFailure& failure, const std::string& when) {
@@ -356,8 +371,35 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }
+  after_kernel(call, outputs);
   for (auto& t : outputs) stack.emplace_back(std::move(t));
 }
+
+void FusedKernel::after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const {
+  if (wrong_answers_ && !outputs.empty() && outputs.front().numel() > 0) {
+    // debug_fail_kernels "wrong:": a wrong answer for compare_groups to find (element 0 of the
+    // first output, in place, after the kernel wrote it).
+    at::Tensor first = outputs.front().reshape({-1}).narrow(0, 0, 1);
+    if (first.scalar_type() == at::kBool) {
+      first.logical_not_();
+    } else {
+      first.add_(1);
+    }
+  }
+  if (GroupProbe* probe = GroupProbe::current()) probe->fused_call(*this, call.values, outputs);
+}
+
+namespace {
+
+thread_local GroupProbe* installed_probe = nullptr;
+
+}  // namespace
+
+GroupProbe* GroupProbe::current() { return installed_probe; }
+
+GroupProbe::Scope::Scope(GroupProbe* probe) : previous_(installed_probe) { installed_probe = probe; }
+
+GroupProbe::Scope::~Scope() { installed_probe = previous_; }
 
 std::string input_differs(const ir::Type& compiled, const c10::IValue& actual) {
   if (compiled.is_scalar()) {

@@ -49,6 +49,30 @@ namespace torchfuse {
 namespace runtime {
 
 class KernelFailure;
+class FusedKernel;
+
+// Sees every fused call of every group on the thread it is installed on (Scope): the group, the
+// inputs it took and the outputs its kernel wrote, before the graph goes on. compare_groups
+// installs one; otherwise a call pays one thread-local read.
+class GroupProbe {
+ public:
+  virtual ~GroupProbe() = default;
+  virtual void fused_call(const FusedKernel& kernel, const std::vector<c10::IValue>& inputs,
+                          const std::vector<at::Tensor>& outputs) = 0;
+  // The probe installed on this thread, or null.
+  static GroupProbe* current();
+
+  class Scope {
+   public:
+    explicit Scope(GroupProbe* probe);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    GroupProbe* previous_;
+  };
+};
 
 struct LaunchOptions {
   bool poison_outputs = false;
@@ -90,6 +114,14 @@ class FusedKernel {
   // Switches to the fallback for good (tests call it directly, with warn = false).
   void fall_back(const std::string& error, const std::string& kernel_source, bool warn);
   bool fell_back() const { return fell_back_; }
+  // Why the group runs its ATen fallback for good ("" while it runs fused).
+  std::string fallback_reason() const;
+  // The group's fallback graph (null without one; no_fallback_why() says why).
+  std::shared_ptr<torch::jit::Graph> fallback_graph() const { return fallback_graph_; }
+  const std::string& no_fallback_why() const { return no_fallback_why_; }
+  // Runs the fallback graph on copies of `inputs` (the group's inputs, in order) and returns its
+  // outputs; counts nothing. For compare_groups. Throws Error without a fallback graph.
+  std::vector<c10::IValue> run_fallback_on(const std::vector<c10::IValue>& inputs) const;
   // Counts, fallback state and (with profiling) kernel time; waits for pending timing events.
   GroupStats stats() const;
 
@@ -126,6 +158,8 @@ class FusedKernel {
   void check_output_shapes(const std::vector<int64_t>& domain) const;
   // run(), inside the group's profiler record and NVTX range.
   void run_call(std::vector<c10::IValue>& stack);
+  // What watches a fused call's outputs: debug_fail_kernels "wrong:" and the GroupProbe.
+  void after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const;
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
@@ -148,10 +182,12 @@ class FusedKernel {
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
   codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
   GroupTrace trace_;                   // the group's profiler name (its kernel's)
+  bool wrong_answers_ = false;         // debug_fail_kernels "wrong:" names the group
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.
   std::shared_ptr<torch::jit::Code> fallback_code_;
+  std::shared_ptr<torch::jit::Graph> fallback_graph_;
   std::string no_fallback_why_;
   std::atomic<bool> fell_back_{false};
   std::string fallback_reason_;

@@ -154,9 +154,11 @@ TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
   EXPECT_NE(error_for("oom#0:*").find("at least 1"), std::string::npos);
   EXPECT_NE(error_for("oom#x:*").find("at least 1"), std::string::npos);
   EXPECT_NE(error_for("oom:runtime:*").find("runtime: does not apply"), std::string::npos);
+  EXPECT_NE(error_for("wrong:runtime:*").find("wrong faults happen at run time only"), std::string::npos);
+  EXPECT_NE(error_for("wrong#2:*").find("only oom faults take a count"), std::string::npos);
   EXPECT_NE(error_for("load:").find("no kernel named"), std::string::npos);
   for (const char* fine : {"", "*", "tf_add_relu_mul,", "runtime:*", "nvrtc:runtime:tf_mul_tanh", "load:*", "launch:runtime:*",
-                           "oom#3:tf_add_relu_mul"}) {
+                           "oom#3:tf_add_relu_mul", "wrong:tf_mul_tanh"}) {
     EXPECT_EQ(error_for(fine), "") << fine;
   }
 }

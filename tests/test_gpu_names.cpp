@@ -1,6 +1,7 @@
 // On the GPU: each group's launches under its kernel's name in the PyTorch profiler (Kineto's
-// record-function events and, where CUPTI delivers them, the kernels), and the kernel cache
-// across differently numbered graphs. Every test skips itself without a CUDA device.
+// record-function events and, where CUPTI delivers them, the kernels), the kernel cache across
+// differently numbered graphs, and compare_groups naming the group that is wrong (debug_fail_kernels
+// "wrong:"). Every test skips itself without a CUDA device.
 #include <algorithm>
 #include <functional>
 #include <iostream>
@@ -107,6 +108,70 @@ def forward(self, w, x, m):
   EXPECT_EQ(same->kernel_name, a.groups[0].kernel_name);
   EXPECT_EQ(b.kernels_compiled + b.kernel_disk_hits, 1) << "compiled " << b.kernels_compiled << ", disk hits "
                                                         << b.kernel_disk_hits;
+}
+
+// A model with a pointwise group, a layer norm and a softmax (one row group, or two), in f32 and
+// bf16: every group ran
+// fused, was compared with its own ATen ops, and matches.
+TEST(GpuCompareGroups, EveryGroupOfACorrectModuleMatches) {
+  REQUIRE_GPU();
+  const auto m = module_from(R"JIT(
+def forward(self, x, w, b):
+    a = torch.tanh(x * 2.0)
+    h = torch.matmul(a, a)
+    y = torch.layer_norm(h + 1.0, [64], w, b)
+    return torch.softmax(y * 0.5, -1) * 3.0
+)JIT");
+  for (const c10::ScalarType dtype : {c10::kFloat, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    auto c = torchfuse::compile(m, tftest::quiet_options());
+    const std::vector<c10::IValue> in{rnd({32, 64}, dtype), rnd({64}, dtype), rnd({64}, dtype)};
+    const auto r = torchfuse::compare_groups(c, in);
+    ASSERT_TRUE(r.checked()) << r.to_string();
+    EXPECT_TRUE(r.passed()) << r.to_string();
+    EXPECT_EQ(r.groups.size(), c.stats().groups.size());
+    EXPECT_GE(r.groups.size(), 2u) << r.to_string();
+    for (const auto& g : r.groups) EXPECT_TRUE(g.compared) << g.kernel_name << ": " << g.note;
+    EXPECT_NE(r.to_string().find("every group matches its ATen ops"), std::string::npos) << r.to_string();
+  }
+}
+
+// debug_fail_kernels "wrong:" adds 1 to element 0 of one group's output: compare_with_eager sees
+// a wrong model, compare_groups names the group; the other group, given the wrong values on both
+// sides, matches.
+TEST(GpuCompareGroups, NamesTheGroupThatIsWrong) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* spec;
+    const char* wrong;  // the prefix of the wrong group's kernel name
+    const char* right;
+  };
+  const Case cases[] = {{"wrong:tf_mul_tanh", "tf_mul_tanh_", "tf_add_relu_mul_"},
+                        {"wrong:tf_add_relu_mul", "tf_add_relu_mul_", "tf_mul_tanh_"}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.spec);
+    auto o = tftest::quiet_options();
+    o.debug_fail_kernels = k.spec;
+    auto c = torchfuse::compile(tftest::groups_around_matmul(), o);
+    const std::vector<c10::IValue> in{rnd({64, 64}), rnd({64, 64})};
+    EXPECT_FALSE(torchfuse::compare_with_eager(c, in).passed());
+    const auto r = torchfuse::compare_groups(c, in);
+    ASSERT_EQ(r.groups.size(), 2u) << r.to_string();
+    const torchfuse::GroupComparison* bad = r.first_mismatch();
+    ASSERT_NE(bad, nullptr) << r.to_string();
+    EXPECT_EQ(bad->kernel_name.rfind(k.wrong, 0), 0u) << r.to_string();
+    EXPECT_TRUE(bad->compared);
+    EXPECT_EQ(bad->problem.rfind("output 0: ", 0), 0u) << bad->problem;
+    EXPECT_EQ(bad->worst_index, (std::vector<int64_t>{0, 0})) << r.to_string();
+    EXPECT_GE(bad->max_abs_error, 0.5) << r.to_string();
+    for (const auto& g : r.groups) {
+      if (g.kernel_name.rfind(k.right, 0) != 0) continue;
+      EXPECT_TRUE(g.compared && g.passed) << r.to_string();
+    }
+    EXPECT_NE(r.to_string().find(std::string("first mismatch: group ") + std::to_string(bad->group) + ", " + bad->kernel_name),
+              std::string::npos)
+        << r.to_string();
+  }
 }
 
 }  // namespace

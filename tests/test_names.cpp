@@ -1,12 +1,15 @@
 // Kernel names (codegen/kernel_name.h, passes/group_pattern.h): tf_<pattern>_<hash of the
 // canonical source>, deterministic, descriptive, distinct for different kernels and equal for the
-// same kernel from differently numbered graphs. No GPU needed.
+// same kernel from differently numbered graphs; and compare_groups where no group runs fused.
+// No GPU needed.
 #include <regex>
 #include <set>
 
 #include "codegen/kernel_name.h"
 #include "passes/group_pattern.h"
+#include "runtime/compiled_module.h"
 #include "runtime/kernel_cache.h"
+#include "src/prepare_graph.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -161,6 +164,45 @@ TEST(KernelNames, PatternPartsAreIdentifierPieces) {
   EXPECT_EQ(torchfuse::pattern_part("linalg_vector_norm"), "linalg_vector_norm");
   EXPECT_EQ(torchfuse::pattern_part("Foo::Bar"), "foo_bar");
   EXPECT_EQ(torchfuse::pattern_part("___"), "");
+}
+
+// ---- compare_groups without a GPU ----
+
+TEST(CompareGroups, CpuInputsRunEagerAndNothingIsChecked) {
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), tftest::quiet_options());
+  const auto r = torchfuse::compare_groups(c, {torch::randn({8, 8}), torch::randn({8, 8})});
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_FALSE(r.checked());
+  EXPECT_TRUE(r.passed());
+  EXPECT_EQ(r.first_mismatch(), nullptr);
+  EXPECT_NE(r.note.find("no fusion group ran: forward ran eager: no input is a CUDA tensor"), std::string::npos) << r.note;
+  EXPECT_NE(r.to_string().find(r.note), std::string::npos) << r.to_string();
+}
+
+// With every group on its fallback (the CPU test hook builds specializations so), each group has
+// a row saying why it was not checked, and the report says that none ran fused.
+TEST(CompareGroups, GroupsOnTheirFallbacksAreListedNotChecked) {
+  using torchfuse::CompiledModuleImpl;
+  auto impl = std::make_shared<CompiledModuleImpl>(torchfuse::prepare_module_graph(tftest::groups_around_matmul()),
+                                                   tftest::quiet_options());
+  CompiledModuleImpl::TestHooks hooks;
+  hooks.cpu_fallbacks = true;
+  impl->set_test_hooks(hooks);
+  torchfuse::CompiledModule c(impl);
+  const auto r = torchfuse::compare_groups(c, {torch::randn({8, 8}), torch::randn({8, 8})});
+  ASSERT_EQ(r.groups.size(), 2u) << r.to_string();
+  EXPECT_FALSE(r.checked());
+  EXPECT_TRUE(r.passed());
+  EXPECT_EQ(r.groups[0].kernel_name.rfind("tf_mul_tanh_", 0), 0u) << r.to_string();
+  EXPECT_EQ(r.groups[1].kernel_name.rfind("tf_add_relu_mul_", 0), 0u) << r.to_string();
+  for (const auto& g : r.groups) {
+    EXPECT_FALSE(g.compared);
+    EXPECT_NE(g.note.find("runs its ATen fallback for good"), std::string::npos) << g.note;
+  }
+  EXPECT_NE(r.note.find("no fusion group ran fused on this call"), std::string::npos) << r.note;
+  EXPECT_TRUE(tftest::contains_in_order(r.to_string(), {"group", "kernel", "ops", "verdict", "tf_mul_tanh_", "mul -> tanh",
+                                                        "not checked", "tf_add_relu_mul_", "not checked"}))
+      << r.to_string();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -179,13 +180,30 @@ std::string cpu_note(const Session& s) {
                            : "";
 }
 
+void groups_json(tc::JsonWriter& j, const torchfuse::GroupComparisonReport& r) {
+  j.key("groups").begin_object().field("passed", r.passed()).field("checked", r.checked()).field("note", r.note);
+  j.key("rows").begin_array();
+  for (const auto& g : r.groups) {
+    j.begin_object().field("group", g.group).field("kernel", g.kernel_name).field("description", g.description);
+    j.field("compared", g.compared).field("passed", g.passed).field("problem", g.problem).field("note", g.note);
+    j.field("max_abs_error", g.max_abs_error).field("max_rel_error", g.max_rel_error);
+    j.field("rtol", g.tolerance.rtol).field("atol", g.tolerance.atol).array("worst_index", g.worst_index).end_object();
+  }
+  j.end_array();
+  const auto* bad = r.first_mismatch();
+  j.field("first_mismatch", bad ? bad->kernel_name : std::string()).end_object();
+}
+
 int run_verify(const tc::CliOptions& o) {
   Session s = open_session(o, false);
   auto compiled = torchfuse::compile(s.module, s.compile_options);
   torchfuse::Tolerance tol{o.rtol.value_or(0), o.atol.value_or(0)};
   const torchfuse::ComparisonReport report =
       torchfuse::compare_with_eager(compiled, s.inputs, o.rtol ? &tol : nullptr);
-  const bool passed = report.passed();
+  // verify --groups: each group against its own ATen ops, on the inputs it got in this call.
+  std::optional<torchfuse::GroupComparisonReport> groups;
+  if (o.groups) groups = torchfuse::compare_groups(compiled, s.inputs, o.rtol ? &tol : nullptr);
+  const bool passed = report.passed() && (!groups || groups->passed());
   const torchfuse::Stats st = compiled.stats();
   if (o.json) {
     tc::JsonWriter j;
@@ -207,12 +225,14 @@ int run_verify(const tc::CliOptions& o) {
     j.end_array();
     j.field("reference_note", report.reference_note);  // why there is no float64 reference, if not
     j.field("report", report.to_string());
+    if (groups) groups_json(j, *groups);
     stats_json(j, st);
     j.end_object();
     std::cout << j.str() << "\n";
   } else {
     std::cout << header_text(o, s) << cpu_note(s) << "\n" << report.to_string();
     if (!report.to_string().empty() && report.to_string().back() != '\n') std::cout << "\n";
+    if (groups) std::cout << "\nfusion groups, each against its own ATen ops (compare_groups):\n" << groups->to_string();
     std::cout << "\n" << stats_text(st) << "\n" << (passed ? "PASS" : "FAIL") << ": " << report.outputs.size()
               << " output" << (report.outputs.size() == 1 ? "" : "s") << " compared with eager\n";
   }
