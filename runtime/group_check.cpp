@@ -148,6 +148,7 @@ bool GroupComparisonReport::checked() const {
 
 std::string GroupComparisonReport::to_string() const {
   std::ostringstream os;
+  if (groups.empty()) return note.empty() ? "no fusion groups\n" : note + "\n";
   os << std::left << std::setw(7) << "group" << std::setw(28) << "kernel" << " " << std::setw(kOpsColumn + 2) << "ops"
      << std::setw(13) << "max abs err" << std::setw(13) << "max rel err" << std::setw(18) << "tol (rtol/atol)"
      << "verdict\n";
