@@ -10,6 +10,7 @@
 #include "runtime/compare.h"
 #include "runtime/compiled_module.h"
 #include "runtime/fused_kernel.h"
+#include "runtime/group_check.h"
 #include "runtime/reference.h"
 
 namespace torchfuse {
@@ -66,42 +67,14 @@ class GroupChecker : public runtime::GroupProbe {
 
   void fused_call(const runtime::FusedKernel& k, const std::vector<c10::IValue>& inputs,
                   const std::vector<at::Tensor>& outputs) override {
-    GroupComparison row = row_of(k);
     seen_.insert(&k);
-    if (!k.fallback_graph()) {
-      row.note = "no ATen fallback to compare with: " + k.no_fallback_why();
-      rows_.push_back(std::move(row));
-      return;
-    }
-    try {
-      judge(row, k, inputs, outputs);
-    } catch (const std::exception& e) {
-      row.passed = false;
-      row.problem = "its ATen fallback failed on these inputs: " + runtime::first_line_of_error(e.what());
-    }
-    rows_.push_back(std::move(row));
+    rows_.push_back(runtime::judge_group(k, inputs, outputs, tolerance_));
   }
 
   bool saw(const runtime::FusedKernel* k) const { return seen_.count(k) > 0; }
   std::vector<GroupComparison> take_rows() { return std::move(rows_); }
 
  private:
-  void judge(GroupComparison& row, const runtime::FusedKernel& k, const std::vector<c10::IValue>& inputs,
-             const std::vector<at::Tensor>& outputs) const {
-    const c10::IValue expected = as_tuple(k.run_fallback_on(inputs));
-    const c10::IValue actual = as_tuple(std::vector<c10::IValue>(outputs.begin(), outputs.end()));
-    c10::IValue reference;
-    try {
-      reference = as_tuple(runtime::run_float64_reference(*k.fallback_graph(), inputs));
-    } catch (const std::exception& e) {
-      // Judged against the fallback alone, with the dtypes' tolerances; the row says why.
-      fold(row, compare_outputs(expected, actual, tolerance_));
-      row.note = "no float64 reference: " + runtime::first_line_of_error(e.what());
-      return;
-    }
-    fold(row, runtime::compare_with_reference(expected, actual, reference, tolerance_, group_working_dtype(k.group())));
-  }
-
   const Tolerance* tolerance_;
   std::vector<GroupComparison> rows_;
   std::set<const runtime::FusedKernel*> seen_;
@@ -135,6 +108,39 @@ std::string index_str(const std::vector<int64_t>& index) {
 }
 
 }  // namespace
+
+namespace runtime {
+
+GroupComparison judge_group(const FusedKernel& k, const std::vector<c10::IValue>& inputs,
+                            const std::vector<at::Tensor>& outputs, const Tolerance* tolerance) {
+  GroupComparison row = row_of(k);
+  if (!k.fallback_graph()) {
+    row.note = "no ATen fallback to compare with: " + k.no_fallback_why();
+    return row;
+  }
+  c10::IValue expected;
+  try {
+    expected = as_tuple(k.run_fallback_on(inputs));
+  } catch (const std::exception& e) {
+    row.passed = false;
+    row.problem = "its ATen fallback failed on these inputs: " + first_line_of_error(e.what());
+    return row;
+  }
+  const c10::IValue actual = as_tuple(std::vector<c10::IValue>(outputs.begin(), outputs.end()));
+  c10::IValue reference;
+  try {
+    reference = as_tuple(run_float64_reference(*k.fallback_graph(), inputs));
+  } catch (const std::exception& e) {
+    // Judged against the fallback alone, with the dtypes' tolerances; the row says why.
+    fold(row, compare_outputs(expected, actual, tolerance));
+    row.note = "no float64 reference: " + first_line_of_error(e.what());
+    return row;
+  }
+  fold(row, compare_with_reference(expected, actual, reference, tolerance, group_working_dtype(k.group())));
+  return row;
+}
+
+}  // namespace runtime
 
 const GroupComparison* GroupComparisonReport::first_mismatch() const {
   for (const GroupComparison& g : groups)

@@ -125,7 +125,7 @@ def forward(self, x, w, b):
   for (const c10::ScalarType dtype : {c10::kFloat, c10::kBFloat16}) {
     SCOPED_TRACE(c10::toString(dtype));
     auto c = torchfuse::compile(m, tftest::quiet_options());
-    const std::vector<c10::IValue> in{rnd({32, 64}, dtype), rnd({64}, dtype), rnd({64}, dtype)};
+    const std::vector<c10::IValue> in{rnd({64, 64}, dtype), rnd({64}, dtype), rnd({64}, dtype)};
     const auto r = torchfuse::compare_groups(c, in);
     ASSERT_TRUE(r.checked()) << r.to_string();
     EXPECT_TRUE(r.passed()) << r.to_string();

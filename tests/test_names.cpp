@@ -8,6 +8,7 @@
 #include "codegen/kernel_name.h"
 #include "passes/group_pattern.h"
 #include "runtime/compiled_module.h"
+#include "runtime/group_check.h"
 #include "runtime/kernel_cache.h"
 #include "src/prepare_graph.h"
 #include "tests/test_util.h"
@@ -179,15 +180,20 @@ TEST(CompareGroups, CpuInputsRunEagerAndNothingIsChecked) {
   EXPECT_NE(r.to_string().find(r.note), std::string::npos) << r.to_string();
 }
 
-// With every group on its fallback (the CPU test hook builds specializations so), each group has
-// a row saying why it was not checked, and the report says that none ran fused.
-TEST(CompareGroups, GroupsOnTheirFallbacksAreListedNotChecked) {
-  using torchfuse::CompiledModuleImpl;
-  auto impl = std::make_shared<CompiledModuleImpl>(torchfuse::prepare_module_graph(tftest::groups_around_matmul()),
-                                                   tftest::quiet_options());
-  CompiledModuleImpl::TestHooks hooks;
+// A module whose CPU calls build specializations with every group on its fallback graph (the
+// CPU test hook), so that its groups exist without a GPU.
+std::shared_ptr<torchfuse::CompiledModuleImpl> on_cpu_fallbacks(const torch::jit::Module& m) {
+  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(torchfuse::prepare_module_graph(m), tftest::quiet_options());
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
   hooks.cpu_fallbacks = true;
   impl->set_test_hooks(hooks);
+  return impl;
+}
+
+// With every group on its fallback, each group has a row saying why it was not checked, and the
+// report says that none ran fused.
+TEST(CompareGroups, GroupsOnTheirFallbacksAreListedNotChecked) {
+  auto impl = on_cpu_fallbacks(tftest::groups_around_matmul());
   torchfuse::CompiledModule c(impl);
   const auto r = torchfuse::compare_groups(c, {torch::randn({8, 8}), torch::randn({8, 8})});
   ASSERT_EQ(r.groups.size(), 2u) << r.to_string();
@@ -203,6 +209,59 @@ TEST(CompareGroups, GroupsOnTheirFallbacksAreListedNotChecked) {
   EXPECT_TRUE(tftest::contains_in_order(r.to_string(), {"group", "kernel", "ops", "verdict", "tf_mul_tanh_", "mul -> tanh",
                                                         "not checked", "tf_add_relu_mul_", "not checked"}))
       << r.to_string();
+}
+
+// Random inputs of the group's profiled types (tensors on the CPU, numbers as doubles or ints).
+std::vector<c10::IValue> group_inputs(const torchfuse::FusionGroup& g) {
+  std::vector<c10::IValue> in;
+  for (const auto* v : g.inputs) {
+    if (!v->type.is_tensor()) {
+      in.emplace_back(c10::isFloatingType(v->type.dtype) ? c10::IValue(0.5) : c10::IValue(int64_t{2}));
+      continue;
+    }
+    in.emplace_back(torch::randn(v->type.sizes).to(v->type.dtype));
+  }
+  return in;
+}
+
+// What compare_groups does as each kernel returns (runtime::judge_group), on the CPU with outputs
+// of the test's own: the group's ATen results pass; with element 0 of one output off by 1 (as
+// debug_fail_kernels "wrong:" makes it) the group fails there. f32 and bf16, a pointwise and a
+// row-reduction group, judged against the float64 run of the group's ops.
+TEST(CompareGroups, JudgeFailsAGroupOneElementOff) {
+  const auto m = module_from(R"JIT(
+def forward(self, x, w):
+    a = torch.tanh(x * 2.0)
+    h = torch.matmul(a, w)
+    return torch.softmax(h * 0.5, -1) + 1.0
+)JIT");
+  for (const c10::ScalarType dtype : {c10::kFloat, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    auto impl = on_cpu_fallbacks(m);
+    const std::vector<c10::IValue> in{torch::randn({16, 64}).to(dtype), torch::randn({64, 64}).to(dtype)};
+    impl->forward(in);
+    const auto kernels = impl->group_kernels(in);
+    ASSERT_EQ(kernels.size(), 2u);
+    for (const auto& k : kernels) {
+      SCOPED_TRACE(k->group().kernel_name);
+      const std::vector<c10::IValue> group_in = group_inputs(k->group());
+      std::vector<at::Tensor> right;
+      for (const auto& v : k->run_fallback_on(group_in)) right.push_back(v.toTensor());
+      const auto pass = torchfuse::runtime::judge_group(*k, group_in, right, nullptr);
+      EXPECT_TRUE(pass.compared && pass.passed) << pass.problem << " " << pass.note;
+      EXPECT_EQ(pass.note, "");  // judged against float64
+      EXPECT_EQ(pass.kernel_name, k->group().kernel_name);
+      std::vector<at::Tensor> wrong;
+      for (const auto& t : right) wrong.push_back(t.clone());
+      wrong[0].reshape({-1})[0].add_(1);
+      const auto fail = torchfuse::runtime::judge_group(*k, group_in, wrong, nullptr);
+      EXPECT_TRUE(fail.compared);
+      EXPECT_FALSE(fail.passed);
+      EXPECT_EQ(fail.problem.rfind("output 0: ", 0), 0u) << fail.problem;
+      EXPECT_EQ(fail.worst_index, (std::vector<int64_t>{0, 0}));
+      EXPECT_GE(fail.max_abs_error, 0.5);
+    }
+  }
 }
 
 }  // namespace
