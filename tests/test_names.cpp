@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include <torch/csrc/autograd/profiler_kineto.h>
+
 #include "codegen/kernel_name.h"
 #include "passes/group_pattern.h"
 #include "runtime/compiled_module.h"
@@ -262,6 +264,29 @@ def forward(self, x, w):
       EXPECT_GE(fail.max_abs_error, 0.5);
     }
   }
+}
+
+// Each group call runs inside a PyTorch profiler record named torchfuse::<kernel name>: on the
+// CPU, groups on their fallbacks (the CPU test hook) show in the profiler's CPU events.
+TEST(KernelNames, ProfilerRecordsEachGroupCall) {
+  namespace profiler = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  auto impl = on_cpu_fallbacks(tftest::groups_around_matmul());
+  const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
+  impl->forward(in);  // builds the specialization outside the profiled call
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  const std::set<ActivityType> cpu{ActivityType::CPU};
+  profiler::prepareProfiler(config, cpu);
+  profiler::enableProfiler(config, cpu);
+  impl->forward(in);
+  const auto result = profiler::disableProfiler();
+  std::set<std::string> names;
+  for (const auto& e : result->events()) names.insert(e.name());
+  std::string listed;
+  for (const auto& n : names) listed += "  " + n + "\n";
+  const auto groups = impl->stats().groups;
+  ASSERT_EQ(groups.size(), 2u);
+  for (const auto& g : groups) EXPECT_EQ(names.count("torchfuse::" + g.kernel_name), 1u) << g.kernel_name << " among\n" << listed;
 }
 
 }  // namespace
