@@ -2,6 +2,7 @@
 
 #include "codegen/cuda_types.h"
 #include "codegen/expr.h"
+#include "codegen/kernel_name.h"
 #include "codegen/source_builder.h"
 #include "src/error.h"
 
@@ -43,7 +44,7 @@ void emit_header_comment(SourceBuilder& b, const FusionGroup& g, const Pointwise
 // Kernel arguments, all 8 bytes wide so the host packs them without padding rules.
 void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
   const std::string rank = std::to_string(l.sizes.size());
-  b.open("struct " + g.kernel_name + "_params");
+  b.open("struct " + kNamePlaceholder + "_params");
   b.line("long long numel;");
   b.line("long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors");
   b.line("long long size[" + rank + "];");
@@ -58,7 +59,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
 }
 
 void emit_compute(SourceBuilder& b, const FusionGroup& g, bool fast_math) {
-  std::string sig = "__device__ __forceinline__ void " + g.kernel_name + "_compute(";
+  std::string sig = "__device__ __forceinline__ void " + kNamePlaceholder + "_compute(";
   ValueNames names;
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto* v = g.inputs[k];
@@ -116,7 +117,7 @@ std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path, con
 }
 
 std::string compute_call(const FusionGroup& g, const PointwiseLayout& l, bool vector_path, const std::string& slot = "") {
-  std::string call = g.kernel_name + "_compute(";
+  std::string call = kNamePlaceholder + "_compute(";
   for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(l, k, vector_path, slot);
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     call += std::string(k || !l.inputs.empty() ? ", " : "") + "r" + std::to_string(k) + (vector_path ? "[lane]" : "");
@@ -212,7 +213,7 @@ void emit_scalar_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
 
 void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
   auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlockSize) + ") " +
-                   g.kernel_name + "(const " + g.kernel_name + "_params p)");
+                   kNamePlaceholder + "(const " + kNamePlaceholder + "_params p)");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     if (in.access == Access::Scalar) continue;
@@ -252,12 +253,7 @@ GeneratedKernel generate_pointwise(const FusionGroup& group, const PointwiseLayo
   emit_compute(b, group, layout.fast_math);
   b.line("");
   emit_kernel(b, group, layout);
-  GeneratedKernel k;
-  k.id = next_kernel_id();
-  k.name = group.kernel_name;
-  k.source = b.str();
-  k.block_size = kBlockSize;
-  return k;
+  return name_kernel(b.str(), group.pattern, kBlockSize);
 }
 
 }  // namespace codegen

@@ -48,11 +48,17 @@ std::string reduction_functor(const ir::Node& r) {
   TORCHFUSE_INTERNAL_ASSERT(false, "not a reduction: ", ir::op_name(r.kind));
 }
 
-std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* r) {
+std::string reduction_index(const ReductionAnalysis& a, const ir::Node* r) {
   auto it = std::find(a.reductions.begin(), a.reductions.end(), r);
   TORCHFUSE_INTERNAL_ASSERT(it != a.reductions.end(), "unknown reduction");
-  return "acc" + std::to_string(it - a.reductions.begin());
+  return std::to_string(it - a.reductions.begin());
 }
+
+std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* r) { return "acc" + reduction_index(a, r); }
+
+std::string result_name(const ReductionAnalysis& a, const ir::Node* r) { return "red" + reduction_index(a, r); }
+
+std::string online_values(const ReductionAnalysis& a, const ir::Node* sum) { return "ol" + reduction_index(a, sum); }
 
 std::string accumulator_type(const ReductionAnalysis& a, const ir::Node* r, bool wide) {
   return a.online_sum(r) ? "tf_max_sum" : register_type(accumulator_dtype(*r, wide));
@@ -68,7 +74,6 @@ std::string accumulator_functor(const ReductionAnalysis& a, const ir::Node* r) {
   return a.online_sum(r) ? "tf_max_sum_op()" : reduction_functor(*r);
 }
 
-std::string online_values(const ir::Node* sum) { return "ol" + std::to_string(sum->output()->id); }
 
 bool chunkable_sum(const ir::Node& r) {
   return r.kind == ir::OpKind::ReduceSum && accumulator_dtype(r, true) == c10::ScalarType::Double &&
@@ -129,7 +134,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
                " (online sum -> %" + std::to_string(r->output()->id) + " after the pass)");
         continue;
       }
-      b.line(online_values(r) + "[lane] = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
+      b.line(online_values(a, r) + "[lane] = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
       continue;
     }
     if (chunk_sums && wide_sums && chunkable_sum(*r)) {

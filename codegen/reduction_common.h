@@ -25,10 +25,16 @@ std::string reduction_functor(const ir::Node& reduction);
 std::string accumulator_type(const ReductionAnalysis& a, const ir::Node* reduction, bool wide);
 std::string accumulator_identity(const ReductionAnalysis& a, const ir::Node* reduction, bool wide);
 std::string accumulator_functor(const ReductionAnalysis& a, const ir::Node* reduction);
-// "acc<k>" for the k-th reduction of the analysis.
-// The array an online sum's values are collected in ("ol" and the sum's id).
-std::string online_values(const ir::Node* sum);
+// Names by the reduction's position k in the analysis, never by IR value ids, so that the code
+// does not depend on how the graph numbers its values (codegen/kernel_name.h):
+// "<k>" itself;
+std::string reduction_index(const ReductionAnalysis& a, const ir::Node* reduction);
+// "acc<k>", the accumulator;
 std::string accumulator_name(const ReductionAnalysis& a, const ir::Node* reduction);
+// "red<k>", the team's result;
+std::string result_name(const ReductionAnalysis& a, const ir::Node* reduction);
+// "ol<k>", the array an online sum's values are collected in.
+std::string online_values(const ReductionAnalysis& a, const ir::Node* sum);
 
 struct PassEmitter {
   SourceBuilder& b;

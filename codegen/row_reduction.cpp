@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/cuda_types.h"
+#include "codegen/kernel_name.h"
 #include "codegen/reduction_common.h"
 #include "src/error.h"
 
@@ -21,7 +22,7 @@ bool per_row(Access a) { return a == Access::InnerBroadcast || a == Access::Unif
 void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
   const std::string A = str(std::max<size_t>(l.outer_sizes.size(), 1));
   const std::string R = str(l.red_sizes.size());
-  b.open("struct " + g.kernel_name + "_params");
+  b.open("struct " + kNamePlaceholder + "_params");
   b.line("long long rows;");
   b.line("long long cols;");
   b.line("long long outer_size[" + A + "];");
@@ -135,7 +136,7 @@ std::string bulk_load(const ReductionLayout& l) { return l.hints.hold_loads ? "t
 void emit_stage_function(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
   if (l.stages == 0) return;
   const int rpb = l.block / l.threads_per_row;
-  auto f = b.scope("__device__ __forceinline__ void " + g.kernel_name + "_stage(const " + g.kernel_name +
+  auto f = b.scope("__device__ __forceinline__ void " + kNamePlaceholder + "_stage(const " + kNamePlaceholder +
                    "_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar)");
   b.line("const unsigned team_bytes = (unsigned)p.cols * " + str(l.staged_bytes_per_column()) + "u;");
   b.line("const tf_index left = (tf_index)p.rows - row0;");
@@ -158,7 +159,7 @@ void emit_stage_function(SourceBuilder& b, const FusionGroup& g, const Reduction
 void emit_ring_function(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
   if (l.ring_chunk == 0) return;
   const std::string chunk = str(l.ring_chunk);
-  auto f = b.scope("__device__ __forceinline__ void " + g.kernel_name + "_ring(const " + g.kernel_name +
+  auto f = b.scope("__device__ __forceinline__ void " + kNamePlaceholder + "_ring(const " + kNamePlaceholder +
                    "_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar)");
   b.line("const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;");
   b.line("const tf_index j = (tf_index)(q % chunks) * " + chunk + ";");
@@ -188,7 +189,7 @@ void emit_red_offset_helpers(SourceBuilder& b, const FusionGroup& g, const Reduc
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!reads_elements(l.inputs[k].access)) continue;
     auto s = b.scope("__device__ __forceinline__ tf_index tf_red_offset_" + str(static_cast<int64_t>(k)) + "(const " +
-                     g.kernel_name + "_params& p, tf_index j)");
+                     kNamePlaceholder + "_params& p, tf_index j)");
     b.line("tf_index off = 0;");
     for (size_t d = l.red_sizes.size(); d-- > 0;) {
       const std::string dd = str(static_cast<int64_t>(d));
@@ -302,7 +303,7 @@ struct RowKernel {
     PassEmitter pe{b, g, a, names, l.fast_math, [this](size_t k) { return load(k); },
                    [this](const ir::Value* v) -> std::string {
                      if (!cached.count(v)) return "";
-                     return "cache" + str(v->id) + "[k * " + str(l.vec) + " + lane]";
+                     return "cache" + str(g.local_id(v)) + "[k * " + str(l.vec) + " + lane]";
                    },
                    reuse()};
     pe.wide_sums = !l.cached;
@@ -365,7 +366,7 @@ struct RowKernel {
     if (!ringed) return;
     if (pass == last_ring_pass()) {
       b.line("__syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead");
-      b.line("if (threadIdx.x == 0 && rq + " + str(l.ring_slots) + "u < ring_total) " + g.kernel_name + "_ring(p, rq + " +
+      b.line("if (threadIdx.x == 0 && rq + " + str(l.ring_slots) + "u < ring_total) " + kNamePlaceholder + "_ring(p, rq + " +
              str(l.ring_slots) + "u, ring_chunks, ring_slot, &ring_bar[rq % " + str(l.ring_slots) + "u]);");
     }
     b.close();  // the loop over the chunks
@@ -464,11 +465,11 @@ struct RowKernel {
     return sums;
   }
   void declare_online_values(int pass) {
-    for (const ir::Node* r : online_sums(pass, false)) b.line("float " + online_values(r) + "[" + str(l.vec) + "];");
+    for (const ir::Node* r : online_sums(pass, false)) b.line("float " + online_values(a, r) + "[" + str(l.vec) + "];");
   }
   void fold_online_vectors(int pass) {
     for (const ir::Node* r : online_sums(pass, false)) {
-      b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(r) + ");");
+      b.line("tf_online_add(" + accumulator_name(a, r) + ", " + online_values(a, r) + ");");
     }
   }
   void add_online_exps_from_cache(int pass) {
@@ -482,7 +483,7 @@ struct RowKernel {
     auto lanes = b.scope("for (int lane = 0; lane < " + str(l.vec) + "; ++lane)");
     for (const ir::Node* r : sums) {
       const std::string acc = accumulator_name(a, r);
-      const std::string v = "cache" + str(a.online_sum(r)->max->inputs[0]->id) + "[k * " + str(l.vec) + " + lane]";
+      const std::string v = "cache" + str(g.local_id(a.online_sum(r)->max->inputs[0])) + "[k * " + str(l.vec) + " + lane]";
       b.line(acc + ".s += tf_exp_shifted(" + v + " - " + acc + ".m);  // online sum -> %" + str(r->output()->id));
     }
   }
@@ -490,10 +491,10 @@ struct RowKernel {
   // An online pair's team result: the max (-inf where every value was -inf) and the sum.
   void emit_online_result(const ir::Node* r) {
     const OnlineSum& o = *a.online_sum(r);
-    const std::string pair = "ms" + str(r->output()->id);
+    const std::string pair = "ms" + reduction_index(a, r);
     b.line("const tf_max_sum " + pair + " = " + team_reduce(r) + ";");
-    const std::string m = "red" + str(o.max->output()->id);
-    const std::string s = "red" + str(r->output()->id);
+    const std::string m = result_name(a, o.max);
+    const std::string s = result_name(a, r);
     b.line("const float " + m + " = tf_online_max(" + pair + ");  // %" + str(o.max->output()->id));
     const std::string sum = "tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ")";
     b.line("const float " + s + " = " + eager_rounded(r->output(), sum, true, Rounding::Always) + ";  // %" + str(r->output()->id));
@@ -559,11 +560,13 @@ struct RowKernel {
       b.line(register_type(g.inputs[k]->type.dtype) + " " + name + " = " + e + ";");
       names[g.inputs[k]] = name;
     }
-    // In id order: the source (and with it the kernel cache key) must not depend on pointer values.
-    std::vector<const ir::Value*> by_id(cached.begin(), cached.end());
-    std::sort(by_id.begin(), by_id.end(), [](const ir::Value* x, const ir::Value* y) { return x->id < y->id; });
-    for (const ir::Value* v : by_id) {
-      b.line(register_type(v->type.dtype) + " cache" + str(v->id) + "[" + str(l.chunks_per_thread * l.vec) + "];");
+    // In group order: the source (and with it the kernel's name and cache key) must not depend on
+    // pointer values or on how the graph numbers its values.
+    std::vector<const ir::Value*> in_order(cached.begin(), cached.end());
+    std::sort(in_order.begin(), in_order.end(),
+              [this](const ir::Value* x, const ir::Value* y) { return g.local_id(x) < g.local_id(y); });
+    for (const ir::Value* v : in_order) {
+      b.line(register_type(v->type.dtype) + " cache" + str(g.local_id(v)) + "[" + str(l.chunks_per_thread * l.vec) + "];");
     }
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (!keeps_input(k)) continue;
@@ -585,7 +588,7 @@ struct RowKernel {
           emit_online_result(r);
           continue;
         }
-        const std::string name = "red" + str(r->output()->id);
+        const std::string name = result_name(a, r);
         const auto out = register_dtype(r->output()->type.dtype);
         const std::string total = "(" + register_type(out) + ")" + team_reduce(r);
         b.line("const " + register_type(out) + " " + name + " = " + eager_rounded(r->output(), total, true, Rounding::Always) + ";  // %" +
@@ -616,7 +619,7 @@ struct RowKernel {
            "(tf_index)blockIdx.x) / (tf_index)gridDim.x) + 1u : 0u;");
     b.line("const unsigned ring_total = ring_rows * ring_chunks;  // the block's chunks");
     b.line("if (threadIdx.x == 0)");
-    b.line("  for (unsigned q = 0; q < " + str(l.ring_slots) + "u && q < ring_total; ++q) " + g.kernel_name +
+    b.line("  for (unsigned q = 0; q < " + str(l.ring_slots) + "u && q < ring_total; ++q) " + kNamePlaceholder +
            "_ring(p, q, ring_chunks, ring_smem + q * " + str(l.ring_slot_bytes()) + "u, &ring_bar[q]);");
     b.line("unsigned ring_q = 0;  // the current row's first chunk");
   }
@@ -635,7 +638,7 @@ struct RowKernel {
     if (l.stages > 1) {
       auto ahead = b.scope("for (int s = 0; s < " + str(l.stages - 1) + "; ++s)");
       b.line("const tf_index ahead = " + first_row + " + (tf_index)s * " + row_step + ";");
-      b.line("if (threadIdx.x == 0 && ahead < (tf_index)p.rows) " + g.kernel_name +
+      b.line("if (threadIdx.x == 0 && ahead < (tf_index)p.rows) " + kNamePlaceholder +
              "_stage(p, ahead, stage_smem + (unsigned)s * stage_block_bytes, &stage_bar[s]);");
     }
     b.line("unsigned stage_it = 0;  // row groups this block has taken");
@@ -649,7 +652,7 @@ struct RowKernel {
     b.line("const unsigned stage_buf = stage_it % " + S + "u;");
     b.line("const unsigned stage_next = (stage_it + " + str(l.stages - 1) + "u) % " + S + "u;");
     b.line("const tf_index stage_row = row0 + (tf_index)" + str(l.stages - 1) + " * " + row_step + ";");
-    b.line("if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) " + g.kernel_name +
+    b.line("if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) " + kNamePlaceholder +
            "_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);");
     b.line("tf_mbar_wait(&stage_bar[stage_buf], (stage_it / " + S + "u) & 1u);");
     b.line("unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * " +
@@ -684,16 +687,11 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   rk.first_pass = a.first_passes(g, rk.reuse());
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) +
-                     (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + g.kernel_name + "(const " +
-                     g.kernel_name + "_params p)");
+                     (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + kNamePlaceholder + "(const " +
+                     kNamePlaceholder + "_params p)");
     rk.emit_body();
   }
-  GeneratedKernel k;
-  k.id = next_kernel_id();
-  k.name = g.kernel_name;
-  k.source = b.str();
-  k.block_size = l.block;
-  return k;
+  return name_kernel(b.str(), g.pattern, l.block);
 }
 
 }  // namespace codegen

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "codegen/cuda_types.h"
+#include "codegen/kernel_name.h"
 #include "codegen/reduction_common.h"
 #include "src/error.h"
 
@@ -55,7 +56,7 @@ void emit_block_reduce(SourceBuilder& b, const ReductionAnalysis& a, ValueNames&
     const std::string acc = accumulator_name(a, r) + suffix;
     const std::string t = register_type(accumulator_dtype(*r, true));
     b.line("__shared__ " + t + " smem_" + acc + "[" + str(block / 32) + "];");
-    const std::string name = "red" + str(r->output()->id) + suffix;
+    const std::string name = result_name(a, r) + suffix;
     b.line("const " + t + " " + name + " = tf_block_reduce<" + str(block / 32) + ">(" + acc + ", " +
            reduction_functor(*r) + ", smem_" + acc + ");");
     names[r->output()] = result_in_register_type(b, *r, name);
@@ -106,7 +107,7 @@ void emit_row_inputs_full(SourceBuilder& b, const FusionGroup& g, const Pointwis
 
 void emit_full_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const ReductionAnalysis& a) {
   const std::string R = str(static_cast<int64_t>(l.sizes.size()));
-  b.open("struct " + g.kernel_name + "_params");
+  b.open("struct " + kNamePlaceholder + "_params");
   b.line("long long numel;");
   b.line("long long vec_ok;");
   b.line("long long size[" + R + "];");
@@ -240,8 +241,8 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
   emit_full_params(b, g, l, a);
   b.line("");
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(block) + ") " + g.kernel_name + "(const " +
-                     g.kernel_name + "_params p)");
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(block) + ") " + kNamePlaceholder + "(const " +
+                     kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     ValueNames names;
     names[nullptr] = "(double)p.numel";  // N
@@ -265,7 +266,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
     b.line("return;");
     b.close();
     for (const ir::Node* r : a.reductions) {
-      b.line("if (threadIdx.x == 0) p.part_" + accumulator_name(a, r) + "[blockIdx.x] = red" + str(r->output()->id) + ";");
+      b.line("if (threadIdx.x == 0) p.part_" + accumulator_name(a, r) + "[blockIdx.x] = " + result_name(a, r) + ";");
     }
     emit_last_block_gate(b, "p.counters", "gridDim.x");
     // The last block adds every block's partial, in a fixed order.
@@ -279,12 +280,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
     emit_block_reduce(b, a, names, block, "_all");
     emit_row_outputs(b, g, a, names, l.fast_math, "threadIdx.x == 0", "0");
   }
-  GeneratedKernel k;
-  k.id = next_kernel_id();
-  k.name = g.kernel_name;
-  k.source = b.str();
-  k.block_size = block;
-  return k;
+  return name_kernel(b.str(), g.pattern, block);
 }
 
 // ---- column ----
@@ -293,7 +289,7 @@ namespace {
 
 void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a) {
   const auto rank = [](const std::vector<int64_t>& v) { return str(static_cast<int64_t>(std::max<size_t>(v.size(), 1))); };
-  b.open("struct " + g.kernel_name + "_params");
+  b.open("struct " + kNamePlaceholder + "_params");
   b.line("long long outer, red, inner;  // O, R, I: the domain is [O, R, I]");
   b.line("long long split;");
   b.line("long long outer_size[" + rank(l.outer_sizes) + "];");
@@ -532,8 +528,8 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     pe.emit_row_phase(0, [&](size_t, const std::string&) {});
   };
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256, " + str(kColumnBlocksPerSm) + ") " + g.kernel_name +
-                     "(const " + g.kernel_name + "_params p)");
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256, " + str(kColumnBlocksPerSm) + ") " + kNamePlaceholder +
+                     "(const " + kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
@@ -609,12 +605,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     b.line("__syncthreads();");
     totals(outputs);
   }
-  GeneratedKernel k;
-  k.id = next_kernel_id();
-  k.name = g.kernel_name;
-  k.source = b.str();
-  k.block_size = 256;
-  return k;
+  return name_kernel(b.str(), g.pattern, 256);
 }
 
 GeneratedKernel generate_column_normalization(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
@@ -630,7 +621,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
   emit_column_params(b, g, l, a);
   b.line("");
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + g.kernel_name + "(const " + g.kernel_name +
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + kNamePlaceholder + "(const " + kNamePlaceholder +
                      "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
@@ -656,12 +647,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     }
     emit_column_passes(b, g, a, l, names);
   }
-  GeneratedKernel k;
-  k.id = next_kernel_id();
-  k.name = g.kernel_name;
-  k.source = b.str();
-  k.block_size = 256;
-  return k;
+  return name_kernel(b.str(), g.pattern, 256);
 }
 
 }  // namespace codegen

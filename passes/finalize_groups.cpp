@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "passes/group_pattern.h"
 #include "passes/reduction_schedule.h"
 #include "src/error.h"
 
@@ -69,7 +70,7 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
   }
   g.domain = domain;
   g.schedule = choose_schedule(g);
-  g.kernel_name = "tf_fused_" + std::to_string(g.id);
+  g.pattern = group_pattern(g);
   TORCHFUSE_INTERNAL_ASSERT(!g.outputs.empty(), "group ", g.id, " has no outputs");
 }
 

@@ -4,7 +4,8 @@
 
 namespace torchfuse {
 
-// Fills in each group's inputs, outputs, domain, schedule and kernel name ("tf_fused_<id>").
+// Fills in each group's inputs, outputs, domain, schedule and pattern (group_pattern: what its
+// kernels' names, tf_<pattern>_<hash>, say it computes).
 void finalize_groups(PassContext& ctx);
 
 }  // namespace torchfuse

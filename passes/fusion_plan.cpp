@@ -25,6 +25,21 @@ std::string FusionGroup::describe() const {
   return s;
 }
 
+int FusionGroup::local_id(const ir::Value* v) const {
+  int id = 0;
+  for (const ir::Value* in : inputs) {
+    if (in == v) return id;
+    ++id;
+  }
+  for (const ir::Node* n : nodes) {
+    for (const ir::Value* out : n->outputs) {
+      if (out == v) return id;
+      ++id;
+    }
+  }
+  return -1;
+}
+
 bool FusionGroup::has_views() const {
   for (const auto& steps : input_views)
     if (!steps.empty()) return true;
@@ -51,8 +66,7 @@ std::string to_string(const ir::Graph& graph, const FusionPlan& plan) {
     os << "\n";
   }
   for (const auto& g : plan.groups) {
-    os << "group " << g.id << " (" << schedule_name(g.schedule) << ", kernel " << g.kernel_name
-       << ", domain [";
+    os << "group " << g.id << " (" << schedule_name(g.schedule) << ", " << g.pattern << ", domain [";
     for (size_t i = 0; i < g.domain.size(); ++i) os << (i ? ", " : "") << g.domain[i];
     os << "]): inputs(";
     for (size_t i = 0; i < g.inputs.size(); ++i) os << (i ? ", " : "") << "%" << g.inputs[i]->id;

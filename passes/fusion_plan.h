@@ -35,8 +35,17 @@ struct FusionGroup {
   // Per input (parallel to `inputs`): the views between it and the output domain, which the
   // runtime applies to its sizes and strides (apply_view_steps); empty without views.
   std::vector<std::vector<ViewStep>> input_views;
-  std::string kernel_name;                // set by finalize_groups
+  // What the group computes, for kernel names ("softmax", "mul_sigmoid"; group_pattern), set by
+  // finalize_groups. Each kernel's name is tf_<pattern>_<hash of its source> (codegen/kernel_name.h).
+  std::string pattern;
+  // The name of the group's kernel for the profiled types, which logs, stats and errors call the
+  // group by; set by runtime::FusedKernel when it generates that kernel ("" before).
+  std::string kernel_name;
   bool has_views() const;
+  // The value's number within the group: inputs 0, 1, ... in order, then the nodes' outputs in
+  // node order; -1 for any other value. Generated identifiers use it (cache3), never IR ids,
+  // so that a kernel's code does not depend on how the graph numbers its values.
+  int local_id(const ir::Value* v) const;
   // One line: "add -> gelu -> add" ("relu -> permute[0, 2, 1] -> mul" with views).
   std::string describe() const;
 };

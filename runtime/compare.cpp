@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "runtime/compare.h"
 #include "src/error.h"
 #include "src/ir.h"
 
@@ -123,14 +124,6 @@ double rmse_multiplier(const at::Tensor& eager, c10::ScalarType working) {
   return ir::is_16bit_float(eager.scalar_type()) || ir::is_16bit_float(working) || n < 1000 ? 3.0 : 2.0;
 }
 
-// The lowest precision among the graph's floating dtypes (bf16 below fp16 below fp32), or
-// Undefined when it computes in no 16-bit dtype.
-c10::ScalarType working_dtype(const std::vector<c10::ScalarType>& dtypes) {
-  if (std::find(dtypes.begin(), dtypes.end(), at::kBFloat16) != dtypes.end()) return at::kBFloat16;
-  if (std::find(dtypes.begin(), dtypes.end(), at::kHalf) != dtypes.end()) return at::kHalf;
-  return c10::ScalarType::Undefined;
-}
-
 double rmse(const at::Tensor& err, const at::Tensor& mask) {
   const int64_t n = mask.sum().item<int64_t>();
   if (n == 0) return 0.0;
@@ -213,8 +206,16 @@ bool all_close(const at::Tensor& eager, const at::Tensor& actual, const Toleranc
   return at::allclose(a, e, tol.rtol, tol.atol, /*equal_nan=*/true);
 }
 
-// compare_outputs_with_reference for a graph whose lowest working precision is `working`
-// (Undefined: the outputs' dtypes decide): its tolerance and multiplier judge every output.
+}  // namespace
+
+namespace runtime {
+
+c10::ScalarType working_dtype(const std::vector<c10::ScalarType>& dtypes) {
+  if (std::find(dtypes.begin(), dtypes.end(), at::kBFloat16) != dtypes.end()) return at::kBFloat16;
+  if (std::find(dtypes.begin(), dtypes.end(), at::kHalf) != dtypes.end()) return at::kHalf;
+  return c10::ScalarType::Undefined;
+}
+
 ComparisonReport compare_with_reference(const c10::IValue& eager, const c10::IValue& actual, const c10::IValue& reference,
                                         const Tolerance* tolerance, c10::ScalarType working) {
   ComparisonReport r = compare_outputs(eager, actual, tolerance);
@@ -249,11 +250,11 @@ ComparisonReport compare_with_reference(const c10::IValue& eager, const c10::IVa
   return r;
 }
 
-}  // namespace
+}  // namespace runtime
 
 ComparisonReport compare_outputs_with_reference(const c10::IValue& eager, const c10::IValue& actual,
                                                 const c10::IValue& reference, const Tolerance* tolerance) {
-  return compare_with_reference(eager, actual, reference, tolerance, c10::ScalarType::Undefined);
+  return runtime::compare_with_reference(eager, actual, reference, tolerance, c10::ScalarType::Undefined);
 }
 
 namespace {
@@ -262,9 +263,10 @@ bool floating_tensor(const c10::IValue& v) {
   return v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point();
 }
 
-// The line of an error worth a report's one line: the interpreter wraps an op's error in "The
-// following operation failed in the TorchScript interpreter.", a traceback and "RuntimeError: ";
-// c10::Error appends a C++ backtrace. The first line of the op's own message.
+}  // namespace
+
+namespace runtime {
+
 std::string first_line_of_error(const std::string& what) {
   std::string text = what;
   for (const char* marker : {"\nRuntimeError: ", "\nNotImplementedError: ", "\nAssertionError: "}) {
@@ -282,7 +284,7 @@ std::string first_line_of_error(const std::string& what) {
   return "(no message)";
 }
 
-}  // namespace
+}  // namespace runtime
 
 ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<c10::IValue>& inputs,
                                     const Tolerance* tolerance) {
@@ -309,18 +311,18 @@ ComparisonReport compare_with_eager(CompiledModule& compiled, const std::vector<
   } catch (const std::exception& e) {
     // Judged against eager alone, with the dtype's tolerance; the report says why.
     ComparisonReport r = compare_outputs(expected, actual, tolerance);
-    r.reference_note = "no float64 reference: " + first_line_of_error(e.what());
+    r.reference_note = "no float64 reference: " + runtime::first_line_of_error(e.what());
     return r;
   }
   if (!profile_error.empty()) {
     // Not expected where the reference ran: without the graph's dtypes the outputs' own dtypes
     // set the tolerance and multiplier (as compare_outputs_with_reference), and the report says so.
     ComparisonReport r = compare_outputs_with_reference(expected, actual, reference, tolerance);
-    r.reference_note = "the graph's dtypes are unknown (" + first_line_of_error(profile_error) +
+    r.reference_note = "the graph's dtypes are unknown (" + runtime::first_line_of_error(profile_error) +
                        "): outputs judged by their own dtypes";
     return r;
   }
-  return compare_with_reference(expected, actual, reference, tolerance, working_dtype(dtypes));
+  return runtime::compare_with_reference(expected, actual, reference, tolerance, runtime::working_dtype(dtypes));
 }
 
 bool ComparisonReport::passed() const {

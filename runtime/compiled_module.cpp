@@ -19,6 +19,7 @@
 #include "runtime/kernel_cache.h"
 #include "runtime/launch_util.h"
 #include "runtime/process_tuning.h"
+#include "runtime/reference.h"
 #include "runtime/strict.h"
 #include "src/error.h"
 #include "src/prepare_graph.h"
@@ -290,31 +291,39 @@ c10::IValue CompiledModuleImpl::run_eager(const std::vector<c10::IValue>& inputs
   return graph_result(stack);
 }
 
-std::optional<c10::Device> CompiledModuleImpl::fused_device(const std::vector<c10::IValue>& inputs) const {
-  if (writes_inputs_) return std::nullopt;
+std::optional<c10::Device> CompiledModuleImpl::fused_device(const std::vector<c10::IValue>& inputs,
+                                                            std::string* why_eager) const {
+  std::string why;
+  const auto eager = [&](std::string reason) -> std::optional<c10::Device> {
+    if (why_eager) *why_eager = std::move(reason);
+    return std::nullopt;
+  };
+  if (writes_inputs_) return eager("the graph writes its inputs or parameters");
   std::optional<c10::Device> cuda;
-  bool eager_only = false;
   for (const auto& iv : inputs) {
     for_each_tensor(iv, [&](const at::Tensor& t) {
-      if (t.requires_grad() && c10::GradMode::is_enabled()) eager_only = true;  // autograd needs eager
+      if (!why.empty()) return;
+      if (t.requires_grad() && c10::GradMode::is_enabled()) why = "an input requires grad under grad mode";  // autograd needs eager
       if (t.device().is_cuda()) {
         // Tensors on two GPUs: eager moves them where the graph says (or fails, and says why);
         // a specialization's kernels run on one device.
-        if (cuda && *cuda != t.device()) eager_only = true;
+        if (cuda && *cuda != t.device()) why = "its tensors are on two GPUs";
         cuda = t.device();
       } else if (!t.device().is_cpu()) {
-        eager_only = true;
+        why = "a tensor is on " + t.device().str();
       }
     });
   }
-  if (eager_only) return std::nullopt;
+  if (!why.empty()) return eager(why);
   if (hooks_.cpu_fallbacks) return cuda ? cuda : std::optional<c10::Device>(c10::Device(c10::kCPU));
-  if (!cuda || runtime::driver_api() == nullptr) return std::nullopt;
+  if (!cuda) return eager("no input is a CUDA tensor (fused kernels run on CUDA tensors)");
+  std::string no_driver;
+  if (runtime::driver_api(&no_driver) == nullptr) return eager("no usable CUDA driver: " + no_driver);
   return cuda;
 }
 
-std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs,
-                                                            c10::IValue* result) const {
+std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result,
+                                                            const codegen::DeviceTarget& target) const {
   auto spec = std::make_unique<Specialization>();
   auto graph = graph_->copy();
   Profile profile = profile_graph(graph, inputs);
@@ -345,9 +354,10 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   launch.tuning = tuning_;
   std::shared_ptr<const void> owner = spec->conversion;
   for (const auto& g : spec->plan.groups) {
-    auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_);
+    auto k = std::make_shared<runtime::FusedKernel>(owner, g, launch, counters_, target);
     if (logs_.output_code) {
-      log_info("generated kernel " + g.kernel_name + " (" + g.describe() + "):\n" + k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_)).source);
+      log_info("generated kernel " + k->group().kernel_name + " (" + g.describe() + "):\n" +
+               k->kernel_for_profiled_types().source);
     }
     spec->kernels.push_back(std::move(k));
   }
@@ -394,7 +404,7 @@ c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>&
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
   return in_aten(inputs, [&] {
-    std::shared_ptr<Specialization> spec = analyze(inputs, nullptr);
+    std::shared_ptr<Specialization> spec = analyze(inputs, nullptr, offline_target());
     bind_to_fallbacks(*spec);
     return run_rewritten(*spec->code, inputs);
   });
@@ -403,11 +413,14 @@ c10::IValue CompiledModuleImpl::run_on_fallbacks(const std::vector<c10::IValue>&
 std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10::IValue>& inputs,
                                                           c10::Device device) const {
   if (hooks_.before_build) hooks_.before_build(inputs);
-  std::shared_ptr<Specialization> built = analyze(inputs, nullptr);
   if (!device.is_cuda()) {
+    std::shared_ptr<Specialization> built = analyze(inputs, nullptr, offline_target());
     bind_to_fallbacks(*built);
     return built;
   }
+  // Kernels are generated, and named, for the device they run on.
+  const codegen::DeviceTarget target = runtime::target_of(runtime::device_info(device.index()), tuning_);
+  std::shared_ptr<Specialization> built = analyze(inputs, nullptr, target);
   bind_to_cuda(*built, device.index());
   return built;
 }
@@ -493,14 +506,14 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
-  std::shared_ptr<Specialization> spec = in_aten(inputs, [&] { return analyze(inputs, nullptr); });
+  std::shared_ptr<Specialization> spec = in_aten(inputs, [&] { return analyze(inputs, nullptr, offline_target()); });
   Explanation e;
   e.ir_before = spec->ir_before;
   e.ir_after = spec->ir_after;
   e.refused = spec->plan.refusals;
   e.arch = options_.offline_arch;
   for (const auto& k : spec->kernels) {
-    auto gen = k->kernel_for_profiled_types(codegen::offline_target(options_.offline_arch, tuning_));
+    const codegen::GeneratedKernel gen = k->kernel_for_profiled_types();
     e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
     if (compile_kernels) e.cubin_bytes.push_back(codegen::compile_to_cubin(gen, options_.offline_arch).image.size());
   }
@@ -555,82 +568,10 @@ Stats CompiledModuleImpl::stats() const {
   return s;
 }
 
-namespace {
-
-// Gives every floating tensor constant of `block` and its nested blocks (the parameters and
-// buffers freezing put into the graph, tensors a trace captured) float64 values, as
-// forward_reference does for the inputs: a float64 input meeting a bf16 weight would make
-// _convolution or layer_norm refuse the mix, and matmul round to the weight's dtype. Integer and
-// bool constants (token-id tables, masks) keep their dtypes.
-void upcast_floating_constants(torch::jit::Block* block) {
-  for (torch::jit::Node* n : block->nodes()) {
-    for (torch::jit::Block* b : n->blocks()) upcast_floating_constants(b);
-    if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;
-    if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) continue;
-    const at::Tensor t = n->t(c10::attr::value);
-    if (!t.defined() || !t.is_floating_point() || t.scalar_type() == at::kDouble) continue;
-    n->t_(c10::attr::value, t.to(at::kDouble));  // the copy's attribute; the module's tensor stays
-    n->output()->inferTypeFrom(n->t(c10::attr::value));
-  }
-}
-
-// Inside If and Loop bodies, which the profile does not see, the casts readable from the graph
-// itself return to float64 too: an op whose `dtype` argument is a constant fp16, bf16 or fp32
-// (.to(torch.bfloat16), softmax(x, d, dtype=torch.float32), zeros(..., dtype=...)). It rounds
-// there and what follows in the body runs in float64, as at the top level.
-void widen_casts_in_blocks(torch::jit::Graph& graph, torch::jit::Block* block, bool nested) {
-  for (torch::jit::Node* n : block->nodes()) {
-    for (torch::jit::Block* b : n->blocks()) widen_casts_in_blocks(graph, b, true);
-    const c10::FunctionSchema* schema = nested ? n->maybeSchema() : nullptr;
-    if (!schema || n->outputs().size() != 1 || !n->output()->type()->cast<c10::TensorType>()) continue;
-    const c10::optional<int> at = schema->argumentIndexWithName("dtype");
-    if (!at || static_cast<size_t>(*at) >= n->inputs().size()) continue;
-    const c10::optional<c10::IValue> dtype = torch::jit::toIValue(n->input(*at));
-    if (!dtype || !dtype->isInt()) continue;
-    const auto t = static_cast<c10::ScalarType>(dtype->toInt());
-    if (t != at::kHalf && t != at::kBFloat16 && t != at::kFloat) continue;
-    torch::jit::WithInsertPoint point(n->next());
-    torch::jit::Value* wide = graph.insert(c10::aten::to, {n->output(), static_cast<int64_t>(at::kDouble)});
-    n->output()->replaceAllUsesAfterNodeWith(wide->node(), wide);
-  }
-}
-
-}  // namespace
-
 c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& given) const {
   std::vector<c10::IValue> inputs = given;
   check_arity(inputs);
-  std::vector<c10::IValue> upcast;
-  for (const auto& v : inputs) {
-    const bool floating = v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point();
-    upcast.push_back(floating ? c10::IValue(v.toTensor().to(at::kDouble)) : v);
-  }
-  auto graph = graph_->copy();
-  upcast_floating_constants(graph->block());
-  widen_casts_in_blocks(*graph, graph->block(), false);
-  // With float64 inputs and constants, every top-level value narrower than float64 is a cast the
-  // graph asks for (.to(torch.bfloat16), .half(), .float(), a dtype argument such as
-  // softmax(x, d, dtype=torch.float32) or zeros(..., dtype=...)): it rounds there, as in eager,
-  // and returns to float64 right after it is made. (Values inside blocks are not profiled:
-  // there only the casts with a constant dtype argument return, widen_casts_in_blocks.)
-  const Profile profile = profile_graph(graph, upcast);
-  std::vector<torch::jit::Value*> narrow;
-  for (torch::jit::Node* n : graph->nodes()) {
-    for (torch::jit::Value* out : n->outputs()) {
-      auto it = profile.types.find(out);
-      if (it == profile.types.end() || !it->second.is_tensor()) continue;
-      const auto t = it->second.dtype;
-      if (t == at::kHalf || t == at::kBFloat16 || t == at::kFloat) narrow.push_back(out);
-    }
-  }
-  for (torch::jit::Value* v : narrow) {
-    torch::jit::WithInsertPoint point(v->node()->next());
-    torch::jit::Value* wide = graph->insert(c10::aten::to, {v, static_cast<int64_t>(at::kDouble)});
-    v->replaceAllUsesAfterNodeWith(wide->node(), wide);
-  }
-  torch::jit::Code code(graph, "torchfuse_reference");
-  torch::jit::Stack stack(upcast.begin(), upcast.end());
-  torch::jit::InterpreterState(code).run(stack);
+  torch::jit::Stack stack = runtime::run_float64_reference(*graph_, inputs);
   return graph_result(stack);
 }
 
@@ -642,6 +583,27 @@ std::vector<c10::ScalarType> CompiledModuleImpl::value_dtypes(const std::vector<
   for (const auto& [value, type] : profile.types)
     if (type.is_tensor()) dtypes.insert(type.dtype);
   return {dtypes.begin(), dtypes.end()};
+}
+
+std::vector<std::shared_ptr<runtime::FusedKernel>> CompiledModuleImpl::group_kernels(
+    const std::vector<c10::IValue>& given) const {
+  std::vector<c10::IValue> inputs = given;
+  check_arity(inputs);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = specs_.find(input_signature(inputs));
+  if (it == specs_.end()) return {};
+  return it->second->kernels;
+}
+
+std::string CompiledModuleImpl::why_eager(const std::vector<c10::IValue>& given) const {
+  std::vector<c10::IValue> inputs = given;
+  check_arity(inputs);
+  std::string why;
+  if (fused_device(inputs, &why)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!specs_.count(input_signature(inputs))) why = "its input signature is past max_specializations";
+  }
+  return why;
 }
 
 std::string CompiledModuleImpl::graph_for(const std::vector<c10::IValue>& inputs) const {

@@ -51,6 +51,12 @@ class CompiledModuleImpl {
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
   c10::IValue forward_reference(const std::vector<c10::IValue>& inputs) const;
+  // The fusion groups of the specialization these inputs' signature has (none before a fused
+  // call built it), in group order.
+  std::vector<std::shared_ptr<runtime::FusedKernel>> group_kernels(const std::vector<c10::IValue>& inputs) const;
+  // Why forward() runs these inputs eager ("" where it runs fused): fused_device's reasons, or
+  // past max_specializations.
+  std::string why_eager(const std::vector<c10::IValue>& inputs) const;
   // For tests without a GPU: builds the specialization for these inputs with every group on its
   // fallback graph (no kernel compiled) and runs the rewritten graph, FusionGroup nodes included.
   c10::IValue run_on_fallbacks(const std::vector<c10::IValue>& inputs);
@@ -68,9 +74,12 @@ class CompiledModuleImpl {
   void set_test_hooks(TestHooks hooks) { hooks_ = std::move(hooks); }
 
  private:
-  // Profiles, converts and fuses the graph for these inputs (no GPU needed). Under strict,
-  // throws when a fusible op is left unfused.
-  std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result) const;
+  // Profiles, converts and fuses the graph for these inputs, and generates each group's kernel
+  // for `target` (no GPU needed). Under strict, throws when a fusible op is left unfused.
+  std::unique_ptr<Specialization> analyze(const std::vector<c10::IValue>& inputs, c10::IValue* result,
+                                          const codegen::DeviceTarget& target) const;
+  // explain()'s target: an H100-class part of CompileOptions::offline_arch.
+  codegen::DeviceTarget offline_target() const { return codegen::offline_target(options_.offline_arch, tuning_); }
   // Gives every kernel its fallback graph; must run before the graph rewrite.
   void attach_fallbacks(Specialization& spec) const;
   // Registers the kernels and rewrites the graph into spec.code.
@@ -89,7 +98,8 @@ class CompiledModuleImpl {
   // inputs, a tensor requires grad under grad mode, is on a device other than CPU or CUDA, the
   // tensors are on two GPUs, none is on a GPU, or the driver API is unusable. (The CPU under
   // TestHooks::cpu_fallbacks.)
-  std::optional<c10::Device> fused_device(const std::vector<c10::IValue>& inputs) const;
+  // `why_eager`, where given, receives the reason when it returns nullopt.
+  std::optional<c10::Device> fused_device(const std::vector<c10::IValue>& inputs, std::string* why_eager = nullptr) const;
   // forward on inputs check_arity already took.
   c10::IValue forward_checked(const std::vector<c10::IValue>& inputs);
   // The graph op by op through ATen, on inputs check_arity already took.

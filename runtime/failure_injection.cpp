@@ -25,13 +25,14 @@ const char* mark_of(Fault kind) {
     case Fault::Nvrtc: return kNvrtcMark;
     case Fault::Load: return kLoadMark;
     case Fault::Launch: return kLaunchMark;
-    case Fault::Oom: break;
+    case Fault::Oom:
+    case Fault::Wrong: break;
   }
   return nullptr;
 }
 
 bool parse_kind(const std::string& name, Fault* kind) {
-  for (Fault k : {Fault::Nvrtc, Fault::Load, Fault::Launch, Fault::Oom}) {
+  for (Fault k : {Fault::Nvrtc, Fault::Load, Fault::Launch, Fault::Oom, Fault::Wrong}) {
     if (name == fault_name(k)) {
       *kind = k;
       return true;
@@ -48,6 +49,7 @@ const char* fault_name(Fault fault) {
     case Fault::Load: return "load";
     case Fault::Launch: return "launch";
     case Fault::Oom: return "oom";
+    case Fault::Wrong: return "wrong";
   }
   return "?";
 }
@@ -61,7 +63,7 @@ FailureInjection FailureInjection::parse(const std::string& spec) {
     if (item.empty()) continue;  // "a,,b" and a trailing comma
     const auto bad = [&](const std::string& why) {
       return Error("torchfuse: debug_fail_kernels entry '" + item + "': " + why +
-                   " (entries: [nvrtc|load|launch|oom[#count]:][runtime:]<kernel name substring or *>)");
+                   " (entries: [nvrtc|load|launch|oom[#count]|wrong:][runtime:]<kernel name substring or *>)");
     };
     Entry e;
     std::string rest = item;
@@ -85,7 +87,9 @@ FailureInjection FailureInjection::parse(const std::string& spec) {
       }
     }
     if (rest.rfind(kRuntimePrefix, 0) == 0) {
-      if (e.kind == Fault::Oom) throw bad("oom faults happen at run time only; runtime: does not apply");
+      if (e.kind == Fault::Oom || e.kind == Fault::Wrong) {
+        throw bad(std::string(fault_name(e.kind)) + " faults happen at run time only; runtime: does not apply");
+      }
       e.runtime_only = true;
       rest = trim(rest.substr(std::string(kRuntimePrefix).size()));
     }

@@ -4,8 +4,8 @@
 // Grammar (also in torchfuse.h and docs/architecture.md, "Failure injection"):
 //   spec    := entry ("," entry)*            ("" injects nothing)
 //   entry   := [kind ["#" count] ":"] ["runtime:"] pattern
-//   kind    := nvrtc | load | launch | oom   (default nvrtc)
-//   pattern := "*" | a substring of the kernel name ("tf_fused_1")
+//   kind    := nvrtc | load | launch | oom | wrong   (default nvrtc)
+//   pattern := "*" | a substring of the kernel name ("tf_add_relu_mul")
 // "runtime:" spares the kernel built for the profiled types when the specialization is built and
 // hits only variants generated later for other layouts (nvrtc, load and launch). "#count" (oom
 // only) injects that many faults per specialization, then lets the kernel run.
@@ -19,6 +19,9 @@
 //           usable (a sticky fault cannot be recovered from, and is not injected).
 //   oom     the group's first output is asked of the CUDA caching allocator with a size no device
 //           holds, so the allocator itself throws its c10::OutOfMemoryError.
+//   wrong   not a failure but a wrong answer: after the group's kernel ran, element 0 of its
+//           first output gets 1 added (a bool is negated), so that compare_groups and
+//           compare_with_eager have a wrong group to find. Matched against the group's name.
 // A marked source differs from the real one, so its cache key does too: an injected kernel never
 // shares a cache entry with the real kernel, and a failed compile or load caches nothing.
 #pragma once
@@ -35,9 +38,9 @@
 namespace torchfuse {
 namespace runtime {
 
-enum class Fault { Nvrtc, Load, Launch, Oom };
+enum class Fault { Nvrtc, Load, Launch, Oom, Wrong };
 
-// "nvrtc", "load", "launch", "oom".
+// "nvrtc", "load", "launch", "oom", "wrong".
 const char* fault_name(Fault fault);
 
 class FailureInjection {

@@ -1,5 +1,6 @@
 #include "runtime/fused_kernel.h"
 
+#include <ATen/record_function.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -73,12 +74,18 @@ std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
 }
 
 FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
-                         std::shared_ptr<CompileCounters> counters)
+                         std::shared_ptr<CompileCounters> counters, const codegen::DeviceTarget& target)
     : owner_(std::move(owner)),
       group_(std::move(group)),
       analysis_(codegen::analyze_group(group_, options.tuning)),
       options_(std::move(options)),
-      counters_(std::move(counters)) {}
+      counters_(std::move(counters)) {
+  // The group is called by its kernel's name from here on (logs, stats, errors, profilers).
+  profiled_ = plain_profiled_kernel(target);
+  group_.kernel_name = profiled_.name;
+  trace_ = GroupTrace(group_.kernel_name);
+  wrong_answers_ = options_.fail.matches(Fault::Wrong, group_.kernel_name, false);
+}
 
 void FusedKernel::shape_operands(CallInputs& call) const {
   // Per-row inputs without the reduced dims ([R] for a [R, C] domain) take them back as size-1
@@ -137,23 +144,21 @@ void FusedKernel::check_output_shapes(const std::vector<int64_t>& domain) const 
   }
 }
 
-codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types(const codegen::DeviceTarget& target) const {
-  return options_.fail.apply(plain_profiled_kernel(target), /*runtime_variant=*/false);
+codegen::GeneratedKernel FusedKernel::kernel_for_profiled_types() const {
+  return options_.fail.apply(profiled_, /*runtime_variant=*/false);
 }
 
 const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
                                                         const std::function<codegen::GeneratedKernel()>& generate) {
-  std::string profiled;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(key);
     if (it != kernels_.end()) return it->second;
-    profiled = profiled_source_;
   }
   // Generated outside the lock, so that calls of this group whose layout already has its kernel
   // do not wait for code generation. Two threads may generate the same variant: the first kept wins.
   codegen::GeneratedKernel k = generate();
-  const bool runtime_variant = k.source != profiled;
+  const bool runtime_variant = k.source != profiled_.source;
   k = options_.fail.apply(std::move(k), runtime_variant);
   std::lock_guard<std::mutex> lock(mu_);
   const auto [it, inserted] = kernels_.emplace(key, std::move(k));
@@ -162,13 +167,7 @@ const codegen::GeneratedKernel& FusedKernel::kernel_for(const std::string& key,
 }
 
 void FusedKernel::prepare(int device) {
-  const DeviceInfo& info = device_info(device);
-  const auto plain = plain_profiled_kernel(target_of(info, options_.tuning));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    profiled_source_ = plain.source;
-  }
-  const codegen::GeneratedKernel k = options_.fail.apply(plain, /*runtime_variant=*/false);
+  const codegen::GeneratedKernel k = kernel_for_profiled_types();
   load_function(k, k.name, device, counters_.get());
   std::lock_guard<std::mutex> lock(mu_);
   prepared_ = k;
@@ -177,7 +176,21 @@ void FusedKernel::prepare(int device) {
 // ---- fallback ----
 
 void FusedKernel::set_fallback(std::shared_ptr<torch::jit::Graph> graph) {
+  fallback_graph_ = graph;
   fallback_code_ = std::make_shared<torch::jit::Code>(std::move(graph), group_.kernel_name + "_fallback");
+}
+
+std::string FusedKernel::fallback_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fallback_reason_;
+}
+
+std::vector<c10::IValue> FusedKernel::run_fallback_on(const std::vector<c10::IValue>& inputs) const {
+  TORCHFUSE_CHECK(fallback_code_ != nullptr, "torchfuse: fusion group ", group_.kernel_name,
+                  " has no ATen fallback to run: ", no_fallback_why_);
+  std::vector<c10::IValue> stack = inputs;
+  torch::jit::InterpreterState(*fallback_code_).run(stack);
+  return stack;
 }
 
 void FusedKernel::fail(const KernelFailure& failure, const std::string& when) {
@@ -315,6 +328,13 @@ void FusedKernel::check_can_fall_back(const std::string& why) const {
 }
 
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
+  // Profilers see each call of the group, fused or not, under its kernel's name (group_trace.h).
+  RECORD_FUNCTION(trace_.name().c_str(), c10::ArrayRef<const c10::IValue>{});
+  const GroupTrace::Range range(trace_);
+  run_call(stack);
+}
+
+void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   ++calls_;
   if (fell_back_) return run_fallback(stack);
   const size_t n = group_.inputs.size();
@@ -351,8 +371,35 @@ void FusedKernel::run(std::vector<c10::IValue>& stack) {
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }
+  after_kernel(call, outputs);
   for (auto& t : outputs) stack.emplace_back(std::move(t));
 }
+
+void FusedKernel::after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const {
+  if (wrong_answers_ && !outputs.empty() && outputs.front().numel() > 0) {
+    // debug_fail_kernels "wrong:": a wrong answer for compare_groups to find (element 0 of the
+    // first output, in place, after the kernel wrote it).
+    at::Tensor first = outputs.front().reshape({-1}).narrow(0, 0, 1);
+    if (first.scalar_type() == at::kBool) {
+      first.logical_not_();
+    } else {
+      first.add_(1);
+    }
+  }
+  if (GroupProbe* probe = GroupProbe::current()) probe->fused_call(*this, call.values, outputs);
+}
+
+namespace {
+
+thread_local GroupProbe* installed_probe = nullptr;
+
+}  // namespace
+
+GroupProbe* GroupProbe::current() { return installed_probe; }
+
+GroupProbe::Scope::Scope(GroupProbe* probe) : previous_(installed_probe) { installed_probe = probe; }
+
+GroupProbe::Scope::~Scope() { installed_probe = previous_; }
 
 std::string input_differs(const ir::Type& compiled, const c10::IValue& actual) {
   if (compiled.is_scalar()) {

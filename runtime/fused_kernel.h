@@ -33,6 +33,7 @@
 #include "codegen/tuning.h"
 #include "passes/fusion_plan.h"
 #include "runtime/failure_injection.h"
+#include "runtime/group_trace.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_timer.h"
 #include "torchfuse/torchfuse.h"
@@ -48,6 +49,30 @@ namespace torchfuse {
 namespace runtime {
 
 class KernelFailure;
+class FusedKernel;
+
+// Sees every fused call of every group on the thread it is installed on (Scope): the group, the
+// inputs it took and the outputs its kernel wrote, before the graph goes on. compare_groups
+// installs one; otherwise a call pays one thread-local read.
+class GroupProbe {
+ public:
+  virtual ~GroupProbe() = default;
+  virtual void fused_call(const FusedKernel& kernel, const std::vector<c10::IValue>& inputs,
+                          const std::vector<at::Tensor>& outputs) = 0;
+  // The probe installed on this thread, or null.
+  static GroupProbe* current();
+
+  class Scope {
+   public:
+    explicit Scope(GroupProbe* probe);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    GroupProbe* previous_;
+  };
+};
 
 struct LaunchOptions {
   bool poison_outputs = false;
@@ -67,9 +92,11 @@ struct CallInputs {
 
 class FusedKernel {
  public:
-  // `owner` keeps the IR that `group` points into alive.
+  // `owner` keeps the IR that `group` points into alive. Generates the kernel for the profiled
+  // types for `target` (the device the specialization is built for, or explain()'s offline
+  // target), whose name becomes the group's (FusionGroup::kernel_name).
   FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, LaunchOptions options,
-              std::shared_ptr<CompileCounters> counters);
+              std::shared_ptr<CompileCounters> counters, const codegen::DeviceTarget& target);
 
   // Pops the group's inputs from `stack`, pushes its outputs.
   void run(std::vector<c10::IValue>& stack);
@@ -77,8 +104,9 @@ class FusedKernel {
   // The graph the group falls back to (build_fallback_graph), or why there is none.
   void set_fallback(std::shared_ptr<torch::jit::Graph> graph);
   void set_no_fallback(const std::string& why) { no_fallback_why_ = why; }
-  // Compiles the kernel for the profiled types on `device` (at specialization time, so that NVRTC
-  // does not run inside the graph). Throws KernelFailure.
+  // Compiles the kernel for the profiled types on `device`, the device of the constructor's
+  // target (at specialization time, so that NVRTC does not run inside the graph). Throws
+  // KernelFailure.
   void prepare(int device);
   // A kernel of the group failed, when the specialization was built or at run time: under strict,
   // or without a fallback, throws an Error naming the group; else falls back (logged once).
@@ -86,6 +114,14 @@ class FusedKernel {
   // Switches to the fallback for good (tests call it directly, with warn = false).
   void fall_back(const std::string& error, const std::string& kernel_source, bool warn);
   bool fell_back() const { return fell_back_; }
+  // Why the group runs its ATen fallback for good ("" while it runs fused).
+  std::string fallback_reason() const;
+  // The group's fallback graph (null without one; no_fallback_why() says why).
+  std::shared_ptr<torch::jit::Graph> fallback_graph() const { return fallback_graph_; }
+  const std::string& no_fallback_why() const { return no_fallback_why_; }
+  // Runs the fallback graph on copies of `inputs` (the group's inputs, in order) and returns its
+  // outputs; counts nothing. For compare_groups. Throws Error without a fallback graph.
+  std::vector<c10::IValue> run_fallback_on(const std::vector<c10::IValue>& inputs) const;
   // Counts, fallback state and (with profiling) kernel time; waits for pending timing events.
   GroupStats stats() const;
 
@@ -95,9 +131,9 @@ class FusedKernel {
   // What planning and generation need to know about the group (computed once, here).
   const codegen::GroupAnalysis& group_analysis() const { return analysis_; }
   const codegen::Tuning& tuning() const { return options_.tuning; }
-  // The kernel for the profiled types, for the device `target` describes (with the injected
-  // faults' marks, when debug_fail_kernels names it).
-  codegen::GeneratedKernel kernel_for_profiled_types(const codegen::DeviceTarget& target) const;
+  // The kernel for the profiled types, for the constructor's target (with the injected faults'
+  // marks, when debug_fail_kernels names it).
+  codegen::GeneratedKernel kernel_for_profiled_types() const;
   // The kernels compiled for the device in use: the one prepare() built for the profiled types,
   // then every other variant generated since for other layouts, in the order they were made.
   std::vector<codegen::GeneratedKernel> kernels() const;
@@ -120,6 +156,10 @@ class FusedKernel {
   codegen::GeneratedKernel plain_profiled_kernel(const codegen::DeviceTarget& target) const;
   // Internal assert: every output, written as the schedule writes it, has its IR shape.
   void check_output_shapes(const std::vector<int64_t>& domain) const;
+  // run(), inside the group's profiler record and NVTX range.
+  void run_call(std::vector<c10::IValue>& stack);
+  // What watches a fused call's outputs: debug_fail_kernels "wrong:" and the GroupProbe.
+  void after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const;
   // launch_group, between timing events when profiling.
   std::vector<at::Tensor> launch_timed(const CallInputs& call);
   // Runs the fallback graph on the group's inputs at the top of `stack`.
@@ -140,11 +180,14 @@ class FusedKernel {
   std::map<std::string, codegen::GeneratedKernel> kernels_;  // by layout key
   std::vector<std::string> variant_order_;  // kernels_' keys, in the order they were generated
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
-  std::string profiled_source_;  // what prepare() compiled, without an injected failure
+  codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
+  GroupTrace trace_;                   // the group's profiler name (its kernel's)
+  bool wrong_answers_ = false;         // debug_fail_kernels "wrong:" names the group
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.
   std::shared_ptr<torch::jit::Code> fallback_code_;
+  std::shared_ptr<torch::jit::Graph> fallback_graph_;
   std::string no_fallback_why_;
   std::atomic<bool> fell_back_{false};
   std::string fallback_reason_;

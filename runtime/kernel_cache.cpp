@@ -4,6 +4,7 @@
 #include <tuple>
 #include <mutex>
 
+#include "codegen/kernel_name.h"
 #include "codegen/nvrtc.h"
 #include "runtime/disk_cache.h"
 #include "runtime/driver_api.h"
@@ -43,7 +44,9 @@ std::string KernelCache::key(const codegen::GeneratedKernel& kernel, const std::
   std::string k = "torchfuse " + std::string(kVersion) + "\nnvrtc " + codegen::nvrtc_version() + "\narch " + arch +
                   "\nname " + kernel.name + "\noptions";
   for (const auto& o : codegen::nvrtc_options(arch)) k += " " + o;
-  k += "\nsource\n" + kernel.source;
+  // What the kernel is, not how the graph it came from was numbered: the same kernel from another
+  // graph (value ids and group id differ only in comments) finds the same entry.
+  k += "\nsource\n" + codegen::canonical_source(kernel.source);
   return k;
 }
 

@@ -1,5 +1,5 @@
 // Compiled kernels, shared by every compiled module of the process: cubins keyed by kernel
-// source, NVRTC options, architecture and versions (in memory, then on disk, then NVRTC), and
+// name and canonical source, NVRTC options, architecture and versions (in memory, then on disk, then NVRTC), and
 // functions loaded per device.
 #pragma once
 
@@ -42,7 +42,9 @@ class KernelCache {
   CUfunction function(const codegen::GeneratedKernel& kernel, int ordinal, CompileCounters* counters,
                       const std::string& entry = "");
 
-  // The cache key of a kernel for an architecture (exposed for tests).
+  // The cache key of a kernel for an architecture: versions, arch, NVRTC options, the kernel's
+  // name and its canonical source (codegen::canonical_source), so that the same kernel from a
+  // differently numbered graph hits (exposed for tests).
   static std::string key(const codegen::GeneratedKernel& kernel, const std::string& arch);
 
   // The disk cache underneath (for tests and diagnostics).

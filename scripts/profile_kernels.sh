@@ -23,9 +23,9 @@ all_cases=$(python3 -c 'import sys; sys.path.insert(0, "scripts"); from bench_to
 [ "$CASES" = all ] && CASES=$all_cases
 for c in ${CASES//,/ }; do
   for d in ${DTYPES//,/ }; do
-    # The first launches of the fused kernels are the pre-timing check against eager: 4 launches
-    # cover the two-kernel cases twice.
-    ncu_run -k regex:tf_fused -c 4 "$BUILD_DIR"/benchmarks/torchfuse_bench --torchfuse-only --reps 1 \
+    # torchfuse kernels are named tf_<pattern>_<hash>. The first launches of the fused kernels are
+    # the pre-timing check against eager: 4 launches cover the two-kernel cases twice.
+    ncu_run -k "regex:^tf_" -c 4 "$BUILD_DIR"/benchmarks/torchfuse_bench --torchfuse-only --reps 1 \
       --cases "$c" --dtypes "$d" >"$OUT/ncu_torchfuse_${c}_$d.csv" 2>"$OUT/ncu_torchfuse_${c}_$d.err"
   done
 done

@@ -192,6 +192,7 @@ ir::Node* ConvertContext::emit(ir::OpKind kind, std::vector<ir::Value*> inputs, 
   ir::Node* n = graph_.add_node(kind, std::move(inputs), {std::move(out)});
   n->compute_dtype = compute_dtype;
   n->origin = origin_;
+  n->origin_op = node_->kind().toUnqualString();
   return n;
 }
 
@@ -295,6 +296,7 @@ void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile
   ir::Node* node = g.add_node(ir::OpKind::Opaque, std::move(inputs), std::move(outs));
   node->opaque_name = n->kind().toQualString();
   node->origin = origin;
+  node->origin_op = n->kind().toUnqualString();
   // Ops that write memory or have side effects pin the order around them.
   node->side_effects = n->hasSideEffects() || !n->blocks().empty() ||
                        (n->maybeSchema() && n->maybeSchema()->is_mutable());

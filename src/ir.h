@@ -141,6 +141,9 @@ struct Node {
   std::vector<int64_t> pinned_sizes;  // reductions: sizes the reduced dims must have (layer_norm's normalized_shape)
   bool side_effects = false;        // Opaque: mutates or has side effects; fusion must not cross it
   int origin = -1;                  // index of the TorchScript node it came from, -1 if none
+  // That node's op, unqualified ("softmax", "add_"): kernel names say what a group computes
+  // (passes/group_pattern.h), which the decomposed IR ops alone do not.
+  std::string origin_op;
 
   Value* output() const { return outputs.at(0); }
 };

@@ -97,7 +97,7 @@ TEST(Api, OutputCodeLogPrintsTheKernel) {
   testing::internal::CaptureStderr();
   c.explain({torch::randn({4})});
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("generated kernel tf_fused_0"), std::string::npos) << err;
+  EXPECT_NE(err.find("generated kernel tf_relu_mul_"), std::string::npos) << err;
   EXPECT_NE(err.find("IR before fusion"), std::string::npos) << err;
 }
 

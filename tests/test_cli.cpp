@@ -135,6 +135,8 @@ TEST(CliArgs, ParsesEveryCommandsOptions) {
   o = parse_args({"verify", "m.pt", "--rtol", "1e-3", "--atol", "1e-4"});
   EXPECT_EQ(*o.rtol, 1e-3);
   EXPECT_EQ(parse_args({"dump", "m.pt", "--out", "d"}).out_dir, "d");
+  EXPECT_TRUE(parse_args({"verify", "m.pt", "--groups"}).groups);
+  EXPECT_FALSE(parse_args({"verify", "m.pt"}).groups);
   EXPECT_TRUE(parse_args({"--help"}).help);
   EXPECT_EQ(parse_args({"bench", "--help"}).command, Command::Bench);
   EXPECT_TRUE(parse_args({"bench", "--help"}).help);
@@ -148,6 +150,8 @@ TEST(CliArgs, BadArgumentsNameTheProblem) {
   EXPECT_HAS(args_error({"explain", "m.pt", "--frobnicate"}), "unknown option '--frobnicate'");
   EXPECT_HAS(args_error({"explain", "m.pt", "--iters", "3"}), "--iters is not an option of 'explain'");
   EXPECT_HAS(args_error({"verify", "m.pt", "--out", "d"}), "--out is not an option of 'verify'");
+  EXPECT_HAS(args_error({"explain", "m.pt", "--groups"}), "--groups is not an option of 'explain'");
+  EXPECT_HAS(args_error({"verify", "m.pt", "--groups=1"}), "--groups takes no value");
   EXPECT_HAS(args_error({"explain", "m.pt", "--input"}), "--input needs a value");
   EXPECT_HAS(args_error({"explain", "m.pt", "--input", "f32[4"}), "missing ']'");
   EXPECT_HAS(args_error({"explain", "--input", "f32[4]"}), "no MODEL given");
@@ -236,7 +240,7 @@ TEST(CliBinary, ExplainPrintsGroupsAndKernelSource) {
   const RunResult r = run_cli({"explain", model, "--arch", "sm_90", "--device", "cpu", "--input", "f32[8,64]"});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "fusion groups: 1");
-  EXPECT_HAS(r.output, "tf_fused_0");
+  EXPECT_HAS(r.output, "tf_mul_relu_add_");  // relu(x * 2.0) + 1.0: the kernel says what it computes
   EXPECT_HAS(r.output, "cubin");
   EXPECT_HAS(r.output, "refused fusions:");
   EXPECT_HAS(r.output, "rewritten TorchScript graph");
@@ -251,7 +255,7 @@ TEST(CliBinary, ExplainJson) {
       run_cli({"explain", model, "--device", "cpu", "--no-nvrtc", "--input", "f32[8,64]", "--json"});
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.rfind("{\"command\":\"explain\"", 0), 0u) << r.output;
-  EXPECT_HAS(r.output, "\"groups\":[{\"kernel\":\"tf_fused_0\"");
+  EXPECT_HAS(r.output, "\"groups\":[{\"kernel\":\"tf_mul_relu_add_");
   EXPECT_HAS(r.output, "__global__");
   EXPECT_HAS(r.output, "\\n");  // sources escaped
 }
@@ -267,7 +271,9 @@ TEST(CliBinary, DumpWritesGraphsIrAndKernels) {
   }
   const auto cu = files_with_suffix(out + "/kernels", ".cu");
   ASSERT_EQ(cu.size(), 1u) << r.output;
-  EXPECT_EQ(cu[0], "tf_fused_0.cu");
+  // tf_<pattern>_<8 hex digits>.cu
+  EXPECT_EQ(cu[0].rfind("tf_mul_relu_add_", 0), 0u) << cu[0];
+  EXPECT_EQ(cu[0].size(), std::string("tf_mul_relu_add_").size() + 8 + 3) << cu[0];
 }
 
 TEST(CliBinary, BadArgumentsExitTwoWithOneLine) {
@@ -323,6 +329,20 @@ TEST(CliBinary, VerifyOnCpuPasses) {
   EXPECT_HAS(r.output, "PASS");
 }
 
+// verify --groups on the CPU: the call runs eager, so no group is checked, and the table says why
+// (in the text and in the JSON); verify itself still passes.
+TEST(CliBinary, VerifyGroupsOnCpuSaysNothingRanFused) {
+  tftest::TempDir dir;
+  const std::string model = save_module(dir);
+  const RunResult r = run_cli({"verify", model, "--device", "cpu", "--input", "f32[8,64]", "--groups"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "each against its own ATen ops (compare_groups)");
+  EXPECT_HAS(r.output, "no fusion group ran: forward ran eager: no input is a CUDA tensor");
+  const RunResult j = run_cli({"verify", model, "--device", "cpu", "--input", "f32[8,64]", "--groups", "--json"});
+  EXPECT_EQ(j.status, 0) << j.output;
+  EXPECT_HAS(j.output, "\"groups\":{\"passed\":true,\"checked\":false,\"note\":\"no fusion group ran: forward ran eager");
+}
+
 // verify on a model taking token ids judges against the float64 reference (its parameters are
 // floating); where the graph cannot run in float64 (quantize_per_tensor takes float32 only), the
 // report says why, in the table's text and in the JSON.
@@ -362,9 +382,10 @@ TEST(CliBinary, VerifyAndBenchOnTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   tftest::TempDir dir;
   const std::string model = save_module(dir);
-  const RunResult v = run_cli({"verify", model, "--device", "cuda", "--input", "f32[64,1000]"});
+  const RunResult v = run_cli({"verify", model, "--device", "cuda", "--input", "f32[64,1000]", "--groups"});
   EXPECT_EQ(v.status, 0) << v.output;
   EXPECT_HAS(v.output, "PASS");
+  EXPECT_HAS(v.output, "every group matches its ATen ops");  // --groups: the one group checked
   const RunResult b = run_cli({"bench", model, "--device", "cuda", "--input", "bf16[64,1000]", "--warmup", "2",
                                "--iters", "5", "--repeats", "2", "--json"});
   ASSERT_EQ(b.status, 0) << b.output;

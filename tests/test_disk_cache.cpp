@@ -1,6 +1,7 @@
 // Tests for runtime/disk_cache: round trips, misses, corruption handling, key-collision guard,
 // default directory selection, atomicity under concurrent threads and processes, and unwritable
-// (read-only, full) directories. No GPU needed.
+// (read-only, full) directories; and the kernel cache's key over it (runtime/kernel_cache): the
+// same kernel from a differently numbered graph is a disk hit. No GPU needed.
 #include "runtime/disk_cache.h"
 
 #include <cstdlib>
@@ -23,7 +24,9 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/kernel_cache.h"
 #include "tests/fs_util.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -434,6 +437,78 @@ TEST(DiskCacheTest, ForkedProcessesNeverReadPartialFile) {
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(*got == parent_payload || *got == child_payload);
   EXPECT_EQ(list_dir(tmp.path()).size(), 1u);
+}
+
+// ---- the kernel cache's key: what the kernel is ----
+
+// The softmax group's kernel, alone and behind an unrelated group and a matmul (other IR value
+// ids and group id in its comments), and another kernel (another constant).
+struct SoftmaxKernels {
+  torchfuse::codegen::GeneratedKernel alone, behind, other;
+};
+
+torchfuse::codegen::GeneratedKernel only_kernel(const torchfuse::Explanation& e, const std::string& description) {
+  torchfuse::codegen::GeneratedKernel k;
+  for (const auto& info : e.kernels) {
+    if (info.description != description) continue;
+    k.name = info.name;
+    k.source = info.source;
+  }
+  EXPECT_FALSE(k.name.empty()) << "no kernel computes " << description << "\n" << e.ir_after;
+  return k;
+}
+
+SoftmaxKernels softmax_kernels() {
+  const auto x = torch::randn({4, 8, 256});
+  const auto m = torch::randn({1, 1, 256});
+  const auto alone = torchfuse::compile(tftest::module_returning("x, m", "torch.softmax(x * 0.125 + m, -1)"))
+                         .explain({x, m});
+  const auto behind = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, w, x, m):
+    u = torch.tanh(w) * 3.0 + w
+    v = torch.matmul(u, u)
+    return torch.softmax(x * 0.125 + m, -1), v
+)JIT")).explain({torch::randn({16, 16}), x, m});
+  const auto other = torchfuse::compile(tftest::module_returning("x, m", "torch.softmax(x * 0.25 + m, -1)"))
+                         .explain({x, m});
+  const std::string ops = alone.kernels.at(0).description;
+  return {only_kernel(alone, ops), only_kernel(behind, ops), only_kernel(other, ops)};
+}
+
+TEST(KernelCacheKey, IsTheKernelNotTheGraphsNumbering) {
+  namespace rt = torchfuse::runtime;
+  const SoftmaxKernels k = softmax_kernels();
+  ASSERT_NE(k.alone.source, k.behind.source);  // the comments differ
+  EXPECT_EQ(k.alone.name, k.behind.name);
+  // (Keys hold whole sources: compared, not printed.)
+  EXPECT_TRUE(rt::KernelCache::key(k.alone, "sm_90") == rt::KernelCache::key(k.behind, "sm_90"));
+  EXPECT_TRUE(rt::KernelCache::key(k.alone, "sm_90") != rt::KernelCache::key(k.alone, "sm_80"));
+  EXPECT_NE(k.alone.name, k.other.name);
+  EXPECT_TRUE(rt::KernelCache::key(k.alone, "sm_90") != rt::KernelCache::key(k.other, "sm_90"));
+}
+
+// A kernel cache that never saw the kernel in memory (another process, here another instance)
+// finds the one the first compiled from the other graph on disk; another kernel compiles.
+TEST(KernelCacheKey, SameKernelFromAnotherGraphIsADiskHit) {
+  namespace rt = torchfuse::runtime;
+  const SoftmaxKernels k = softmax_kernels();
+  TempDir tmp;
+  {
+    rt::KernelCache first(tmp.path());
+    rt::CompileCounters c;
+    ASSERT_GT(first.cubin(k.alone, "sm_90", &c)->size(), 0u);
+    EXPECT_EQ(c.nvrtc_compiles, 1);
+    EXPECT_EQ(c.disk_misses, 1);
+  }
+  rt::KernelCache second(tmp.path());
+  rt::CompileCounters c;
+  EXPECT_GT(second.cubin(k.behind, "sm_90", &c)->size(), 0u);
+  EXPECT_EQ(c.disk_hits, 1);
+  EXPECT_EQ(c.nvrtc_compiles, 0);
+  rt::CompileCounters other;
+  second.cubin(k.other, "sm_90", &other);
+  EXPECT_EQ(other.disk_hits, 0);
+  EXPECT_EQ(other.nvrtc_compiles, 1);
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ TEST(Strict, ARefusedMergeLeavesNoOpBehind) {
 
 TEST(InjectedFailure, OnlyTheNamedKernelGetsIt) {
   auto o = tftest::quiet_options();
-  o.debug_fail_kernels = "tf_fused_1";
+  o.debug_fail_kernels = "tf_add_relu_mul";
   const auto e = torchfuse::compile(tftest::groups_around_matmul(), o).explain({torch::randn({8, 8}), torch::randn({8, 8})});
   ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;
   EXPECT_EQ(e.kernels[1].description, "add -> relu -> mul");
@@ -80,17 +80,17 @@ TEST(InjectedFailure, NvrtcFailsWithLogAndSource) {
   const std::string msg = tftest::error_of([&] {
     torchfuse::compile(tftest::groups_around_matmul(), o).explain({torch::randn({8, 8}), torch::randn({8, 8})}, /*compile_kernels=*/true);
   });
-  EXPECT_TRUE(contains_in_order(msg, {"NVRTC could not compile kernel tf_fused_0", "--- NVRTC log ---",
+  EXPECT_TRUE(contains_in_order(msg, {"NVRTC could not compile kernel tf_mul_tanh", "--- NVRTC log ---",
                                       "injected failure", "--- kernel source ---", "#error", "extern \"C\""}));
 }
 
 TEST(InjectedFailure, MatchingRules) {
-  const auto f = torchfuse::runtime::FailureInjection::parse(" tf_fused_1 , runtime:tf_fused_2");
-  EXPECT_TRUE(f.matches("tf_fused_1", false));
-  EXPECT_TRUE(f.matches("tf_fused_1", true));
-  EXPECT_FALSE(f.matches("tf_fused_2", false));
-  EXPECT_TRUE(f.matches("tf_fused_2", true));
-  EXPECT_FALSE(f.matches("tf_fused_0", true));
+  const auto f = torchfuse::runtime::FailureInjection::parse(" tf_add_relu_mul , runtime:tf_softmax");
+  EXPECT_TRUE(f.matches("tf_add_relu_mul", false));
+  EXPECT_TRUE(f.matches("tf_add_relu_mul", true));
+  EXPECT_FALSE(f.matches("tf_softmax", false));
+  EXPECT_TRUE(f.matches("tf_softmax", true));
+  EXPECT_FALSE(f.matches("tf_mul_tanh", true));
   EXPECT_TRUE(torchfuse::runtime::FailureInjection::parse("*").matches("anything", false));
   EXPECT_TRUE(torchfuse::runtime::FailureInjection::parse("").empty());
 }
@@ -98,8 +98,8 @@ TEST(InjectedFailure, MatchingRules) {
 TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
   namespace rt = torchfuse::runtime;
   torchfuse::codegen::GeneratedKernel plain;
-  plain.name = "tf_fused_0";
-  plain.source = "extern \"C\" __global__ void tf_fused_0(float* p) { p[threadIdx.x] = 1.0f; }\n";
+  plain.name = "tf_mul_tanh";
+  plain.source = "extern \"C\" __global__ void tf_mul_tanh(float* p) { p[threadIdx.x] = 1.0f; }\n";
   const auto injected = rt::with_injected_failure(plain);
   EXPECT_NE(rt::KernelCache::key(plain, "sm_90"), rt::KernelCache::key(injected, "sm_90"));
   rt::CompileCounters counters;
@@ -116,29 +116,29 @@ TEST(InjectedFailure, IsNeverCachedAndHasItsOwnKey) {
 TEST(InjectedFailure, KindsCountsAndRuntimeEntries) {
   namespace rt = torchfuse::runtime;
   using rt::Fault;
-  const auto f = rt::FailureInjection::parse("load:tf_fused_1, launch:runtime:tf_fused_2, oom:tf_fused_3, nvrtc:tf_fused_4");
-  EXPECT_TRUE(f.matches(Fault::Load, "tf_fused_1", false));
-  EXPECT_FALSE(f.matches(Fault::Nvrtc, "tf_fused_1", false));  // a kind names its own fault only
-  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_1", false));
-  EXPECT_FALSE(f.matches(Fault::Launch, "tf_fused_2", false));
-  EXPECT_TRUE(f.matches(Fault::Launch, "tf_fused_2", true));
-  EXPECT_TRUE(f.matches(Fault::Nvrtc, "tf_fused_4", false));
-  EXPECT_TRUE(f.matches("tf_fused_4", false));
-  EXPECT_FALSE(f.take_oom("tf_fused_1"));
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(f.take_oom("tf_fused_3")) << "uncounted: every call, call " << i;
+  const auto f = rt::FailureInjection::parse("load:tf_add_relu_mul, launch:runtime:tf_softmax, oom:tf_layer_norm, nvrtc:tf_sum");
+  EXPECT_TRUE(f.matches(Fault::Load, "tf_add_relu_mul", false));
+  EXPECT_FALSE(f.matches(Fault::Nvrtc, "tf_add_relu_mul", false));  // a kind names its own fault only
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_add_relu_mul", false));
+  EXPECT_FALSE(f.matches(Fault::Launch, "tf_softmax", false));
+  EXPECT_TRUE(f.matches(Fault::Launch, "tf_softmax", true));
+  EXPECT_TRUE(f.matches(Fault::Nvrtc, "tf_sum", false));
+  EXPECT_TRUE(f.matches("tf_sum", false));
+  EXPECT_FALSE(f.take_oom("tf_add_relu_mul"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(f.take_oom("tf_layer_norm")) << "uncounted: every call, call " << i;
 }
 
 TEST(InjectedFailure, CountedOomFaultsRunOutAndCopiesShareTheCount) {
   namespace rt = torchfuse::runtime;
-  const auto f = rt::FailureInjection::parse("oom#2:tf_fused_0");
+  const auto f = rt::FailureInjection::parse("oom#2:tf_mul_tanh");
   const rt::FailureInjection copy = f;  // each FusedKernel holds a copy of its specialization's
-  EXPECT_FALSE(f.take_oom("tf_fused_1"));
-  EXPECT_TRUE(f.take_oom("tf_fused_0"));
-  EXPECT_TRUE(copy.take_oom("tf_fused_0"));
-  EXPECT_FALSE(f.take_oom("tf_fused_0"));
-  EXPECT_FALSE(copy.take_oom("tf_fused_0"));
+  EXPECT_FALSE(f.take_oom("tf_add_relu_mul"));
+  EXPECT_TRUE(f.take_oom("tf_mul_tanh"));
+  EXPECT_TRUE(copy.take_oom("tf_mul_tanh"));
+  EXPECT_FALSE(f.take_oom("tf_mul_tanh"));
+  EXPECT_FALSE(copy.take_oom("tf_mul_tanh"));
   // A fresh parse (a new specialization) starts over.
-  EXPECT_TRUE(rt::FailureInjection::parse("oom#2:tf_fused_0").take_oom("tf_fused_0"));
+  EXPECT_TRUE(rt::FailureInjection::parse("oom#2:tf_mul_tanh").take_oom("tf_mul_tanh"));
 }
 
 TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
@@ -148,15 +148,17 @@ TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
     o.debug_fail_kernels = spec;
     return tftest::error_of([&] { torchfuse::compile(m, o); });
   };
-  EXPECT_TRUE(contains_in_order(error_for("tf_fused_0,crash:tf_fused_1"),
-                                {"debug_fail_kernels entry 'crash:tf_fused_1'", "unknown fault kind 'crash'"}));
+  EXPECT_TRUE(contains_in_order(error_for("tf_mul_tanh,crash:tf_add_relu_mul"),
+                                {"debug_fail_kernels entry 'crash:tf_add_relu_mul'", "unknown fault kind 'crash'"}));
   EXPECT_NE(error_for("launch#2:*").find("only oom faults take a count"), std::string::npos);
   EXPECT_NE(error_for("oom#0:*").find("at least 1"), std::string::npos);
   EXPECT_NE(error_for("oom#x:*").find("at least 1"), std::string::npos);
   EXPECT_NE(error_for("oom:runtime:*").find("runtime: does not apply"), std::string::npos);
+  EXPECT_NE(error_for("wrong:runtime:*").find("wrong faults happen at run time only"), std::string::npos);
+  EXPECT_NE(error_for("wrong#2:*").find("only oom faults take a count"), std::string::npos);
   EXPECT_NE(error_for("load:").find("no kernel named"), std::string::npos);
-  for (const char* fine : {"", "*", "tf_fused_1,", "runtime:*", "nvrtc:runtime:tf_fused_0", "load:*", "launch:runtime:*",
-                           "oom#3:tf_fused_1"}) {
+  for (const char* fine : {"", "*", "tf_add_relu_mul,", "runtime:*", "nvrtc:runtime:tf_mul_tanh", "load:*", "launch:runtime:*",
+                           "oom#3:tf_add_relu_mul", "wrong:tf_mul_tanh"}) {
     EXPECT_EQ(error_for(fine), "") << fine;
   }
 }
@@ -166,7 +168,7 @@ TEST(InjectedFailure, MalformedEntriesAreErrorsFromCompile) {
 TEST(InjectedFailure, LoadAndLaunchMarksCompileAndAreFoundByKind) {
   namespace rt = torchfuse::runtime;
   auto o = tftest::quiet_options();
-  o.debug_fail_kernels = "load:tf_fused_0,launch:tf_fused_1";
+  o.debug_fail_kernels = "load:tf_mul_tanh,launch:tf_add_relu_mul";
   const std::vector<c10::IValue> in{torch::randn({8, 8}), torch::randn({8, 8})};
   const auto e = torchfuse::compile(tftest::groups_around_matmul(), o).explain(in, /*compile_kernels=*/true);
   ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after;

@@ -45,9 +45,10 @@ torchfuse::CompileOptions failing(const std::string& kernels, bool strict = fals
   return o;
 }
 
-const torchfuse::GroupStats* group_named(const torchfuse::Stats& s, const std::string& name) {
+// The group whose kernel name starts with `prefix` ("tf_add_relu_mul_": tf_<pattern>_<hash>).
+const torchfuse::GroupStats* group_named(const torchfuse::Stats& s, const std::string& prefix) {
   for (const auto& g : s.groups)
-    if (g.kernel_name == name) return &g;
+    if (g.kernel_name.rfind(prefix, 0) == 0) return &g;
   return nullptr;
 }
 
@@ -58,21 +59,21 @@ void expect_matches_eager(torchfuse::CompiledModule& c, const std::vector<c10::I
 
 TEST(GpuFallback, InjectedCompileFailureFallsBackForThatGroupOnly) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_fused_1"));
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_add_relu_mul"));
   constexpr int kCalls = 3;
   testing::internal::CaptureStderr();
   for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
   const std::string log = testing::internal::GetCapturedStderr();
   // Logged once, with NVRTC's log and the source.
-  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_1"), 1) << log;
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_add_relu_mul_"), 1) << log;
   EXPECT_TRUE(tftest::contains_in_order(log, {"injected failure", "--- kernel source ---", "#error"}));
   const auto s = c.stats();
   EXPECT_EQ(s.fallback_groups, 1);
   EXPECT_EQ(s.fallback_calls, kCalls);
   EXPECT_EQ(s.fused_calls, kCalls);
   EXPECT_EQ(s.eager_calls, 0);
-  const auto* fused = group_named(s, "tf_fused_0");
-  const auto* fallen = group_named(s, "tf_fused_1");
+  const auto* fused = group_named(s, "tf_mul_tanh_");
+  const auto* fallen = group_named(s, "tf_add_relu_mul_");
   ASSERT_TRUE(fused && fallen) << s.groups.size() << " groups";
   EXPECT_FALSE(fused->fell_back);
   EXPECT_EQ(fused->launches, kCalls);
@@ -86,9 +87,9 @@ TEST(GpuFallback, InjectedCompileFailureFallsBackForThatGroupOnly) {
 
 TEST(GpuFallback, StrictMakesTheFailureAnError) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_fused_1", /*strict=*/true));
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("tf_add_relu_mul", /*strict=*/true));
   const std::string msg = tftest::error_of([&] { c.forward({rnd({64, 64}), rnd({64, 64})}); });
-  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_fused_1 (add -> relu -> mul)",
+  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_add_relu_mul_", " (add -> relu -> mul)",
                                               "injected failure"}));
   EXPECT_EQ(c.stats().specializations, 0);
   EXPECT_EQ(c.stats().fallback_groups, 0);
@@ -116,7 +117,7 @@ TEST(GpuFallback, RuntimeVariantFailureFallsBackAndStays) {
     expect_matches_eager(c, {rnd({32, 8192})}, "long rows (new variant fails)");
     expect_matches_eager(c, {rnd({32, 64})}, "short rows again (stays on the fallback)");
     const std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 1) << log;
+    EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_softmax_"), 1) << log;
     const auto after = c.stats();
     EXPECT_EQ(after.specializations, 1);
     EXPECT_EQ(after.fallback_groups, 1);
@@ -133,7 +134,7 @@ TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
   auto c = torchfuse::compile(row_softmax(), failing("runtime:*", /*strict=*/true));
   expect_matches_eager(c, {rnd({32, 64})}, "short rows");
   const std::string msg = tftest::error_of([&] { c.forward({rnd({32, 8192})}); });
-  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_fused_0", "at run time",
+  EXPECT_TRUE(tftest::contains_in_order(msg, {"torchfuse (strict): fusion group tf_softmax_", "at run time",
                                               "injected failure"}));
   expect_matches_eager(c, {rnd({32, 64})}, "short rows after the error");
   EXPECT_EQ(c.stats().fallback_groups, 0);
@@ -142,17 +143,18 @@ TEST(GpuFallback, StrictRuntimeFailureIsAnErrorAndTheGroupStaysFused) {
 
 // ---- module load, launch and out-of-memory faults ----
 
-// A load or launch failure of tf_fused_1: that group runs through ATen for good, logged once
-// with the driver call and its error code; tf_fused_0 stays fused; every result is eager's.
+// A load or launch failure of group 1 (tf_add_relu_mul_*): that group runs through ATen for good,
+// logged once with the driver call and its error code; group 0 (tf_mul_tanh_*) stays fused; every
+// result is eager's.
 void expect_falls_back_for_good(const std::string& spec, const std::string& call, const std::string& code) {
   auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(spec));
   constexpr int kCalls = 3;
   testing::internal::CaptureStderr();
   for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
   const std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_1"), 1) << log;
-  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_fused_0"), 0) << log;
-  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) cannot run fused",
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_add_relu_mul_"), 1) << log;
+  EXPECT_EQ(tftest::count_occurrences(log, "fusion group tf_mul_tanh_"), 0) << log;
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_add_relu_mul_", " (add -> relu -> mul) cannot run fused",
                                               "CUDA driver call " + call + " (injected by debug_fail_kernels) failed",
                                               "(code " + code + ")", "--- kernel source ---"}));
   const auto s = c.stats();
@@ -161,8 +163,8 @@ void expect_falls_back_for_good(const std::string& spec, const std::string& call
   EXPECT_EQ(s.oom_calls, 0);
   EXPECT_EQ(s.fused_calls, kCalls);
   EXPECT_EQ(s.eager_calls, 0);
-  const auto* fused = group_named(s, "tf_fused_0");
-  const auto* fallen = group_named(s, "tf_fused_1");
+  const auto* fused = group_named(s, "tf_mul_tanh_");
+  const auto* fallen = group_named(s, "tf_add_relu_mul_");
   ASSERT_TRUE(fused && fallen) << s.groups.size() << " groups";
   EXPECT_FALSE(fused->fell_back);
   EXPECT_EQ(fused->launches, kCalls);
@@ -176,35 +178,35 @@ void expect_falls_back_for_good(const std::string& spec, const std::string& call
 // The module load fails when the specialization is built.
 TEST(GpuFallback, InjectedLoadFailureFallsBackForThatGroupOnly) {
   REQUIRE_GPU();
-  expect_falls_back_for_good("load:tf_fused_1", "cuModuleLoadData", "200");  // CUDA_ERROR_INVALID_IMAGE
+  expect_falls_back_for_good("load:tf_add_relu_mul", "cuModuleLoadData", "200");  // CUDA_ERROR_INVALID_IMAGE
 }
 
 // The launch fails at the first call (the kernel compiled and loaded).
 TEST(GpuFallback, InjectedLaunchFailureFallsBackForThatGroupOnly) {
   REQUIRE_GPU();
-  expect_falls_back_for_good("launch:tf_fused_1", "cuLaunchKernel", "701");  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+  expect_falls_back_for_good("launch:tf_add_relu_mul", "cuLaunchKernel", "701");  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 }
 
-// The caching allocator runs out of memory for tf_fused_1's outputs on the first two calls
+// The caching allocator runs out of memory for group 1's outputs on the first two calls
 // (it is asked for 512 TiB, and throws its own c10::OutOfMemoryError): those calls run the
 // group's ops through ATen, the next ones launch its kernel again. Logged once, each call counted.
 TEST(GpuFallback, OutOfMemoryFallsBackForThatCallOnly) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom#2:tf_fused_1"));
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom#2:tf_add_relu_mul"));
   constexpr int kCalls = 4;
   testing::internal::CaptureStderr();
   for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
   const std::string log = testing::internal::GetCapturedStderr();
   EXPECT_EQ(tftest::count_occurrences(log, "ran out of CUDA memory"), 1) << log;
-  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_fused_1 (add -> relu -> mul) ran out of CUDA memory",
+  EXPECT_TRUE(tftest::contains_in_order(log, {"fusion group tf_add_relu_mul_", " (add -> relu -> mul) ran out of CUDA memory",
                                               "later calls try the kernel again", "out of memory"}));
   const auto s = c.stats();
   EXPECT_EQ(s.fallback_groups, 0);
   EXPECT_EQ(s.oom_calls, 2);
   EXPECT_EQ(s.fallback_calls, 2);
   EXPECT_EQ(s.fused_calls, kCalls);
-  const auto* fused = group_named(s, "tf_fused_0");
-  const auto* oom = group_named(s, "tf_fused_1");
+  const auto* fused = group_named(s, "tf_mul_tanh_");
+  const auto* oom = group_named(s, "tf_add_relu_mul_");
   ASSERT_TRUE(fused && oom) << s.groups.size() << " groups";
   EXPECT_EQ(fused->launches, kCalls);
   EXPECT_EQ(fused->oom_calls, 0);
@@ -218,7 +220,7 @@ TEST(GpuFallback, OutOfMemoryFallsBackForThatCallOnly) {
 
 TEST(GpuFallback, OutOfMemoryOnEveryCallIsLoggedOnce) {
   REQUIRE_GPU();
-  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom:tf_fused_1"));
+  auto c = torchfuse::compile(tftest::groups_around_matmul(), failing("oom:tf_add_relu_mul"));
   constexpr int kCalls = 3;
   testing::internal::CaptureStderr();
   for (int i = 0; i < kCalls; ++i) expect_matches_eager(c, {rnd({64, 64}), rnd({64, 64})}, "call " + std::to_string(i));
@@ -227,7 +229,7 @@ TEST(GpuFallback, OutOfMemoryOnEveryCallIsLoggedOnce) {
   const auto s = c.stats();
   EXPECT_EQ(s.oom_calls, kCalls);
   EXPECT_EQ(s.fallback_groups, 0);
-  const auto* oom = group_named(s, "tf_fused_1");
+  const auto* oom = group_named(s, "tf_add_relu_mul_");
   ASSERT_NE(oom, nullptr);
   EXPECT_EQ(oom->launches, 0);
   EXPECT_EQ(oom->fallback_calls, kCalls);
@@ -244,16 +246,16 @@ TEST(GpuFallback, StrictMakesLoadLaunchAndOomFaultsErrors) {
     int specializations;
   };
   const Case cases[] = {
-      {"load:tf_fused_1", "when its specialization is built", "cuModuleLoadData (injected by debug_fail_kernels)", 0},
-      {"launch:tf_fused_1", "at run time", "cuLaunchKernel (injected by debug_fail_kernels)", 1},
-      {"oom:tf_fused_1", "at run time", "CUDA out of memory allocating its outputs", 1}};
+      {"load:tf_add_relu_mul", "when its specialization is built", "cuModuleLoadData (injected by debug_fail_kernels)", 0},
+      {"launch:tf_add_relu_mul", "at run time", "cuLaunchKernel (injected by debug_fail_kernels)", 1},
+      {"oom:tf_add_relu_mul", "at run time", "CUDA out of memory allocating its outputs", 1}};
   for (const Case& k : cases) {
     SCOPED_TRACE(k.spec);
     auto c = torchfuse::compile(tftest::groups_around_matmul(), failing(k.spec, /*strict=*/true));
     const std::string msg = tftest::error_of([&] { c.forward({rnd({64, 64}), rnd({64, 64})}); });
     EXPECT_TRUE(tftest::contains_in_order(
-        msg, {std::string("torchfuse (strict): fusion group tf_fused_1 (add -> relu -> mul) cannot run fused ") + k.when,
-              k.fault}));
+        msg, {"torchfuse (strict): fusion group tf_add_relu_mul_",
+              std::string(" (add -> relu -> mul) cannot run fused ") + k.when, k.fault}));
     const auto s = c.stats();
     EXPECT_EQ(s.specializations, k.specializations);
     EXPECT_EQ(s.fallback_groups, 0);

@@ -48,6 +48,15 @@ def softmax(x):
   return torch::jit::toGraphFunction(unit->get_function(name)).graph();
 }
 
+// `text` with every `from` replaced by `to`.
+inline std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
 inline int count_occurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
@@ -88,7 +97,8 @@ std::string error_of(Fn&& fn) {
   return "";
 }
 
-// Two fusion groups separated by a matmul: tf_fused_0 (mul -> tanh), tf_fused_1 (add -> relu -> mul).
+// Two fusion groups separated by a matmul: group 0 (mul -> tanh), kernel tf_mul_tanh_<hash>, and
+// group 1 (add -> relu -> mul), kernel tf_add_relu_mul_<hash>.
 inline torch::jit::Module groups_around_matmul() {
   return module_from(R"JIT(
 def forward(self, x, w):

@@ -202,7 +202,7 @@ bool takes(Command c, const std::string& flag) {
   if (flag == "--arch" || flag == "--no-nvrtc") return c == Command::Explain || c == Command::Dump;
   if (flag == "--no-source") return c == Command::Explain;
   if (flag == "--warmup" || flag == "--iters" || flag == "--repeats") return c == Command::Bench;
-  if (flag == "--rtol" || flag == "--atol") return c == Command::Verify;
+  if (flag == "--rtol" || flag == "--atol" || flag == "--groups") return c == Command::Verify;
   if (flag == "--out") return c == Command::Dump;
   return true;
 }
@@ -256,10 +256,13 @@ std::string usage(Command command) {
               "  --no-nvrtc       plan only: skip compiling the kernels to cubins\n";
       break;
     case Command::Verify:
-      head = "usage: torchfuse verify MODEL --input SPEC... [--rtol R --atol A]\n"
+      head = "usage: torchfuse verify MODEL --input SPEC... [--rtol R --atol A] [--groups]\n"
              "Runs the compiled module and eager (op by op through ATen) on the same inputs and prints\n"
              "compare_with_eager's table. Exit status 1 when an output does not match.\n";
-      extra = "  --rtol R --atol A  tolerance for every output (default: per dtype)\n";
+      extra = "  --rtol R --atol A  tolerance for every output (default: per dtype)\n"
+              "  --groups         also check each fusion group against its own ATen ops on the same\n"
+              "                   inputs (compare_groups; needs a GPU) and print the group table; a\n"
+              "                   group that differs fails verify too\n";
       break;
     case Command::Bench:
       head = "usage: torchfuse bench MODEL --input SPEC... [--warmup 10] [--iters 50] [--repeats 5]\n"
@@ -383,6 +386,9 @@ CliOptions parse_args(const std::vector<std::string>& args) {
       o.rtol = non_negative_double(arg, value());
     } else if (arg == "--atol") {
       o.atol = non_negative_double(arg, value());
+    } else if (arg == "--groups") {
+      no_value();
+      o.groups = true;
     } else if (arg == "--out") {
       o.out_dir = value();
       if (o.out_dir.empty()) throw UsageError("--out needs a directory");

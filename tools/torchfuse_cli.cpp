@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitMismatch = 1;
 constexpr int kExitError = 2;
+// Kernel names are tf_<pattern>_<8 hex digits>; most fit this column.
+constexpr int kNameWidth = 28;
 
 // What every subcommand sets up: the device, the model (converted), the inputs, the options.
 struct Session {
@@ -95,7 +98,7 @@ std::string plan_text(const torchfuse::Explanation& e) {
   t << "fusion groups: " << e.kernels.size() << "\n";
   for (size_t i = 0; i < e.kernels.size(); ++i) {
     const auto& k = e.kernels[i];
-    t << "  " << std::left << std::setw(14) << k.name << std::right << std::setw(4) << k.num_ops << " ops  "
+    t << "  " << std::left << std::setw(kNameWidth) << k.name << " " << std::right << std::setw(4) << k.num_ops << " ops  "
       << k.description;
     if (i < e.cubin_bytes.size()) t << "  (cubin " << e.cubin_bytes[i] << " bytes)";
     t << "\n";
@@ -163,7 +166,7 @@ std::string stats_text(const torchfuse::Stats& st) {
     << std::fixed << std::setprecision(2) << st.nvrtc_seconds << " s NVRTC), " << st.fallback_groups
     << " fallback groups, " << st.fallback_calls << " fallback calls\n";
   for (const auto& g : st.groups) {
-    t << "  " << std::left << std::setw(14) << g.kernel_name << std::right << g.description << ": " << g.calls
+    t << "  " << std::left << std::setw(kNameWidth) << g.kernel_name << " " << std::right << g.description << ": " << g.calls
       << " calls, " << g.launches << " launches";
     if (g.fell_back) t << ", FELL BACK: " << g.fallback_reason;
     if (g.fallback_calls) t << ", " << g.fallback_calls << " fallback calls";
@@ -177,13 +180,30 @@ std::string cpu_note(const Session& s) {
                            : "";
 }
 
+void groups_json(tc::JsonWriter& j, const torchfuse::GroupComparisonReport& r) {
+  j.key("groups").begin_object().field("passed", r.passed()).field("checked", r.checked()).field("note", r.note);
+  j.key("rows").begin_array();
+  for (const auto& g : r.groups) {
+    j.begin_object().field("group", g.group).field("kernel", g.kernel_name).field("description", g.description);
+    j.field("compared", g.compared).field("passed", g.passed).field("problem", g.problem).field("note", g.note);
+    j.field("max_abs_error", g.max_abs_error).field("max_rel_error", g.max_rel_error);
+    j.field("rtol", g.tolerance.rtol).field("atol", g.tolerance.atol).array("worst_index", g.worst_index).end_object();
+  }
+  j.end_array();
+  const auto* bad = r.first_mismatch();
+  j.field("first_mismatch", bad ? bad->kernel_name : std::string()).end_object();
+}
+
 int run_verify(const tc::CliOptions& o) {
   Session s = open_session(o, false);
   auto compiled = torchfuse::compile(s.module, s.compile_options);
   torchfuse::Tolerance tol{o.rtol.value_or(0), o.atol.value_or(0)};
   const torchfuse::ComparisonReport report =
       torchfuse::compare_with_eager(compiled, s.inputs, o.rtol ? &tol : nullptr);
-  const bool passed = report.passed();
+  // verify --groups: each group against its own ATen ops, on the inputs it got in this call.
+  std::optional<torchfuse::GroupComparisonReport> groups;
+  if (o.groups) groups = torchfuse::compare_groups(compiled, s.inputs, o.rtol ? &tol : nullptr);
+  const bool passed = report.passed() && (!groups || groups->passed());
   const torchfuse::Stats st = compiled.stats();
   if (o.json) {
     tc::JsonWriter j;
@@ -205,12 +225,14 @@ int run_verify(const tc::CliOptions& o) {
     j.end_array();
     j.field("reference_note", report.reference_note);  // why there is no float64 reference, if not
     j.field("report", report.to_string());
+    if (groups) groups_json(j, *groups);
     stats_json(j, st);
     j.end_object();
     std::cout << j.str() << "\n";
   } else {
     std::cout << header_text(o, s) << cpu_note(s) << "\n" << report.to_string();
     if (!report.to_string().empty() && report.to_string().back() != '\n') std::cout << "\n";
+    if (groups) std::cout << "\nfusion groups, each against its own ATen ops (compare_groups):\n" << groups->to_string();
     std::cout << "\n" << stats_text(st) << "\n" << (passed ? "PASS" : "FAIL") << ": " << report.outputs.size()
               << " output" << (report.outputs.size() == 1 ? "" : "s") << " compared with eager\n";
   }

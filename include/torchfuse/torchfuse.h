@@ -61,17 +61,19 @@ struct CompileOptions {
   bool profile_kernels = false;
   // Testing aid: makes the kernels of matching groups fail through the paths real failures take,
   // so that their fallback runs. Comma-separated entries [kind[#count]:][runtime:]pattern, the
-  // pattern "*" (every group) or a substring of the kernel name ("tf_fused_1"). Kinds:
+  // pattern "*" (every group) or a substring of the kernel name ("tf_add_relu_mul"). Kinds:
   //   nvrtc (default)  NVRTC rejects the source (an #error line);
   //   load             cuModuleLoadData answers CUDA_ERROR_INVALID_IMAGE;
   //   launch           cuLaunchKernel answers CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   //   oom              the caching allocator throws c10::OutOfMemoryError for the group's outputs
   //                    (asked for more memory than the device has); "oom#2:..." only twice per
-  //                    specialization, then the kernel runs.
+  //                    specialization, then the kernel runs;
+  //   wrong            no failure: after the kernel ran, element 0 of the group's first output
+  //                    gets 1 added, a wrong answer for compare_groups to find.
   // After nvrtc, load and launch failures the group runs through ATen for good; after an oom only
-  // that call does (see GroupStats). "runtime:" (not for oom) spares the kernel built when the
+  // that call does (see GroupStats). "runtime:" (not for oom or wrong) spares the kernel built when the
   // specialization is built and hits only variants generated later for new layouts. E.g.
-  // "load:tf_fused_1", "launch:runtime:*", "oom#1:tf_fused_0". A malformed entry is an Error from
+  // "load:tf_add_relu", "launch:runtime:*", "oom#1:tf_softmax". A malformed entry is an Error from
   // compile(). Also taken from $TORCHFUSE_DEBUG_FAIL_KERNELS when empty.
   std::string debug_fail_kernels;
   // Schedule knobs for this module, "name=value,..." (the knobs of codegen/tuning.h), over the
@@ -82,7 +84,7 @@ struct CompileOptions {
 
 // What compile() built for one input signature; also what explain() returns.
 struct KernelInfo {
-  std::string name;         // e.g. "tf_fused_0"
+  std::string name;         // "tf_<pattern>_<hash of its source>", e.g. "tf_softmax_3f2a91c0"
   std::string source;       // CUDA C++ handed to NVRTC
   int num_ops = 0;          // IR ops inside the group
   std::string description;  // one line: the ops of the group
@@ -102,7 +104,7 @@ struct Explanation {
 // One fusion group of one specialization.
 struct GroupStats {
   int specialization = 0;     // in the order specializations were built
-  std::string kernel_name;    // "tf_fused_0"
+  std::string kernel_name;    // its kernel's for the profiled types, "tf_add_gelu_mul_5be0a1c2"
   std::string description;    // its ops: "add -> gelu -> mul"
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
   int64_t launches = 0;       // kernels launched: one per fused call (split reductions combine their partials in it)
@@ -141,6 +143,11 @@ struct Stats {
 };
 
 class CompiledModuleImpl;
+class CompiledModule;
+struct GroupComparisonReport;
+struct Tolerance;
+GroupComparisonReport compare_groups(CompiledModule& compiled, const std::vector<c10::IValue>& inputs,
+                                     const Tolerance* tolerance);
 
 // The result of compile(): call forward() like torch::jit::Module::forward.
 class CompiledModule {
@@ -175,6 +182,7 @@ class CompiledModule {
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
 
  private:
+  friend GroupComparisonReport compare_groups(CompiledModule&, const std::vector<c10::IValue>&, const Tolerance*);
   std::shared_ptr<CompiledModuleImpl> impl_;
 };
 
@@ -307,6 +315,52 @@ ComparisonReport compare_outputs_with_reference(const c10::IValue& eager, const 
 // tolerance or the one given (long reductions accumulate rounding in a different order).
 ComparisonReport compare_outputs(const c10::IValue& expected, const c10::IValue& actual,
                                  const Tolerance* tolerance = nullptr);
+
+// ---- checking each fusion group ----
+
+// One fusion group in compare_groups: what its kernel wrote against what its own TorchScript ops
+// compute through ATen (its fallback graph) from the same input tensors, in the same call.
+struct GroupComparison {
+  int group = -1;            // its id in the fused IR (explain().ir_after's "group N")
+  std::string kernel_name;   // "tf_softmax_3f2a91c0"
+  std::string description;   // its ops: "mul -> reduce_max -> sub -> exp -> reduce_sum -> div"
+  // It ran fused on this call and was compared. Otherwise `note` says why not (it runs its ATen
+  // fallback, or has none to compare with) and it passes: nothing of its own ran.
+  bool compared = false;
+  std::string note;
+  double max_abs_error = 0;  // over its outputs, kernel against fallback
+  double max_rel_error = 0;
+  Tolerance tolerance{0, 0};  // its first output's, or the failing one's (compare_with_eager's)
+  bool passed = true;
+  std::string problem;               // "output 1: error above tolerance"
+  std::vector<int64_t> worst_index;  // in the output that failed (or the first)
+};
+
+struct GroupComparisonReport {
+  std::vector<GroupComparison> groups;  // in the order they ran, then those that did not run fused
+  // Set when no group ran fused, with the reason ("forward ran eager: no input is a CUDA tensor
+  // ...", "no fusion groups: ...").
+  std::string note;
+  // The first group, in the order they ran, whose kernel's result differs from its fallback's;
+  // null when none does.
+  const GroupComparison* first_mismatch() const;
+  bool passed() const { return first_mismatch() == nullptr; }
+  // Some group ran fused and was compared.
+  bool checked() const;
+  std::string to_string() const;  // one row per group, then the first mismatch or the note
+};
+
+// Runs `compiled` once on `inputs` and checks each fusion group on its own: when a group's kernel
+// has run, its fallback (the group's TorchScript ops through ATen) runs on the same input tensors,
+// and so does a float64 run of those ops where it can, and the kernel's outputs are judged as
+// compare_with_eager judges a model's (the dtype's tolerance, that of the group's lowest working
+// precision, and the RMSE against float64 beside eager's). first_mismatch() names the first group
+// that differs, where compare_with_eager sees only that the outputs do; later groups get the
+// same inputs on both sides, so a wrong group does not make the ones after it differ. Needs a
+// GPU: where the call runs eager (CPU inputs, no usable CUDA driver) nothing is checked and
+// `note` says why. Groups called from other threads, or inside forks, are not watched.
+GroupComparisonReport compare_groups(CompiledModule& compiled, const std::vector<c10::IValue>& inputs,
+                                     const Tolerance* tolerance = nullptr);
 
 // True when a CUDA device and driver are usable from this process.
 bool cuda_available();

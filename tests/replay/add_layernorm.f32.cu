@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, f32
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_10399cfc (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -15,7 +15,7 @@
 // out1 = %33 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_layer_norm_10399cfc_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -37,7 +37,7 @@ struct tf_fused_0_params {
   float* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_10399cfc(const tf_layer_norm_10399cfc_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
     const tf_index ro3 = a0 * (tf_index)p.in3_outer_stride[0];
-    float cache8[32];
+    float cache4[32];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -75,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float x0 = v0.v[lane];  // %0
           float x1 = v1.v[lane];  // %1
           float t0 = (x0 + x1);  // %8 = add(%0, %1)
-          cache8[k * 4 + lane] = t0;
+          cache4[k * 4 + lane] = t0;
           acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %10
           o0[lane] = t0;
         }
@@ -85,8 +85,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red10 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
-    float t1 = (red10 / (float)((double)p.cols));  // %11 = div(%10, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -97,21 +97,21 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = (cache8[k * 4 + lane] - t1);  // %12 = sub(%8, %11)
+          float t2 = (cache4[k * 4 + lane] - t1);  // %12 = sub(%8, %11)
           float t3 = (t2 * t2);  // %14 = mul(%12, %12)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %13
           acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %15
         }
       }
     }
-    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    const float red15 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
-    float t4 = (red13 / (float)((double)p.cols));  // %16 = div(%13, N)
-    float t5 = (red13 * t4);  // %17 = mul(%13, %16)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    float t4 = (red1 / (float)((double)p.cols));  // %16 = div(%13, N)
+    float t5 = (red1 * t4);  // %17 = mul(%13, %16)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
-    float t7 = (red15 - t6);  // %20 = sub(%15, %19)
+    float t7 = (red2 - t6);  // %20 = sub(%15, %19)
     float t8 = (t7 < 0.0f ? 0.0f : t7);  // %22 = clamp_min(%20, 0.0)
-    float t9 = (red13 / (float)((double)p.cols));  // %23 = div(%13, N)
+    float t9 = (red1 / (float)((double)p.cols));  // %23 = div(%13, N)
     float t10 = (t1 + t9);  // %24 = add(%11, %23)
     float t11 = (t8 / (float)((double)p.cols));  // %26 = div(%22, N)
     float t12 = (t11 + 1e-05f);  // %28 = add(%26, 1e-05)
@@ -127,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t14 = (cache8[k * 4 + lane] - t10);  // %30 = sub(%8, %24)
+          float t14 = (cache4[k * 4 + lane] - t10);  // %30 = sub(%8, %24)
           float t15 = (t14 * t13);  // %31 = mul(%30, %29)
           float x2 = v2.v[lane];  // %2
           float t16 = (t15 * x2);  // %32 = mul(%31, %2)

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, bf16
 // inputs: [1000, 333] strides [333, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> reduce_min -> sub)
+// ==== sm_80: tf_amax_amin_8f162f22 (reduce_max -> reduce_min -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
@@ -11,7 +11,7 @@
 // out0 = %7 bf16, one per row
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_amax_amin_8f162f22_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_amax_amin_8f162f22(const tf_amax_amin_8f162f22_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -51,13 +51,13 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red5 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_max_op()));  // %5
-    const float red6 = tf_round_bf16((float)tf_warp_reduce<32>(acc1, tf_min_op()));  // %6
-    float t0 = tf_round_bf16((red5 - red6));  // %7 = sub(%5, %6)
+    const float red0 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_max_op()));  // %5
+    const float red1 = tf_round_bf16((float)tf_warp_reduce<32>(acc1, tf_min_op()));  // %6
+    float t0 = tf_round_bf16((red0 - red1));  // %7 = sub(%5, %6)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t0);
   }
 }
-// ==== sm_80: tf_fused_1 (reduce_sum)
+// ==== sm_80: tf_sum_fbc1001a (reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (row reduction): reduce_sum
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
 // out0 = %8 bf16, one per row
 typedef int tf_index;
 
-struct tf_fused_1_params {
+struct tf_sum_fbc1001a_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -79,7 +79,7 @@ struct tf_fused_1_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_1(const tf_fused_1_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sum_fbc1001a(const tf_sum_fbc1001a_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -105,8 +105,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_1(const tf_fused_1_pa
         }
       }
     }
-    const float red8 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_sum_op()));  // %8
-    if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(red8);
+    const float red0 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_sum_op()));  // %8
+    if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(red0);
   }
 }
 // ==== sm_90: the same kernels as sm_80

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, bf16
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_72f5a39a (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %12 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_72f5a39a_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_72f5a39a(const tf_softmax_72f5a39a_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -58,8 +58,8 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
       tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
       tf_prefetch_l2(in1 + nro1, (unsigned)p.cols * 2u);
     }
-    float cache7[16];
-    float cache10[16];
+    float cache3[16];
+    float cache6[16];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -74,13 +74,13 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float t0 = (x0 * 0.125f);  // %6 = mul(%0, 0.125)
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t1 = tf_round_bf16((t0 + x1));  // %7 = add(%6, %1)
-          cache7[k * 8 + lane] = t1;
+          float t1 = (t0 + x1);  // %7 = add(%6, %1)
+          cache3[k * 8 + lane] = t1;
           acc0 = tf_max_op()(acc0, t1);  // reduce_max -> %8
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %8
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %8
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -90,15 +90,15 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = (cache7[k * 8 + lane] - red8);  // %9 = sub(%7, %8)
+          float t2 = (cache3[k * 8 + lane] - red0);  // %9 = sub(%7, %8)
           float t3 = tf_exp_shifted(t2);  // %10 = exp(%9)
-          cache10[k * 8 + lane] = t3;
+          cache6[k * 8 + lane] = t3;
           acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %11
         }
       }
     }
-    const float red11 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %11
-    const float rcp0 = fabsf(red11) >= 1.17549435e-38f && fabsf(red11) <= 3.40282347e38f ? 1.0f / red11 : 0.0f;  // 1 / %11, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %11
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %11, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
@@ -108,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t4 = (rcp0 != 0.0f ? cache10[k * 8 + lane] * rcp0 : cache10[k * 8 + lane] / red11);  // %12 = div(%10, %11)
+          float t4 = (rcp0 != 0.0f ? cache6[k * 8 + lane] * rcp0 : cache6[k * 8 + lane] / red1);  // %12 = div(%10, %11)
           o0[lane] = t4;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

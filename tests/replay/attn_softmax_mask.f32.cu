@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, f32
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_8ff96ff3 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %12 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_8ff96ff3_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_8ff96ff3(const tf_softmax_8ff96ff3_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0] + a1 * (tf_index)p.in0_outer_stride[1];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0] + a1 * (tf_index)p.in1_outer_stride[1];
-    float cache7[8];
+    float cache3[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -62,12 +62,12 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           float t0 = (x0 * 0.125f);  // %6 = mul(%0, 0.125)
           float x1 = v1.v[lane];  // %1
           float t1 = (t0 + x1);  // %7 = add(%6, %1)
-          cache7[k * 4 + lane] = t1;
+          cache3[k * 4 + lane] = t1;
           acc0 = tf_max_op()(acc0, t1);  // reduce_max -> %8
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %8
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %8
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -77,14 +77,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = (cache7[k * 4 + lane] - red8);  // %9 = sub(%7, %8)
+          float t2 = (cache3[k * 4 + lane] - red0);  // %9 = sub(%7, %8)
           float t3 = tf_exp_shifted(t2);  // %10 = exp(%9)
           acc1 = tf_sum_op()(acc1, t3);  // reduce_sum -> %11
         }
       }
     }
-    const float red11 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %11
-    const float rcp0 = fabsf(red11) >= 1.17549435e-38f && fabsf(red11) <= 3.40282347e38f ? 1.0f / red11 : 0.0f;  // 1 / %11, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %11
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %11, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -94,9 +94,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t4 = (cache7[k * 4 + lane] - red8);  // %9 = sub(%7, %8)
+          float t4 = (cache3[k * 4 + lane] - red0);  // %9 = sub(%7, %8)
           float t5 = tf_exp_shifted(t4);  // %10 = exp(%9)
-          float t6 = (rcp0 != 0.0f ? t5 * rcp0 : t5 / red11);  // %12 = div(%10, %11)
+          float t6 = (rcp0 != 0.0f ? t5 * rcp0 : t5 / red1);  // %12 = div(%10, %11)
           o0[lane] = t6;
         }
         tf_vec<float, 4> s0;

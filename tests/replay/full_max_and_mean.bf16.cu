@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): full_max_and_mean, bf16
 // inputs: [100, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (abs -> reduce_max)
+// ==== sm_80: tf_amax_974bf92e (abs -> reduce_max)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): abs -> reduce_max
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_amax_974bf92e_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,7 @@ struct tf_fused_0_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_amax_974bf92e(const tf_amax_974bf92e_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = __int_as_float(0xff800000);
@@ -58,13 +58,13 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     }
   }
   __shared__ float smem_acc0[16];
-  const float red5 = tf_block_reduce<16>(acc0, tf_max_op(), smem_acc0);
-  const float red5_out = tf_round_bf16(red5);
+  const float red0 = tf_block_reduce<16>(acc0, tf_max_op(), smem_acc0);
+  const float red0_out = tf_round_bf16(red0);
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5_out);
+    if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red0_out);
     return;
   }
-  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red5;
+  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red0;
   __shared__ bool tf_last;
   __syncthreads();
   if (threadIdx.x == 0) tf_last = tf_count_arrival(p.counters) == gridDim.x - 1u;
@@ -75,18 +75,18 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   #pragma unroll 4
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_max_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
-  const float red5_all = tf_block_reduce<16>(acc0_all, tf_max_op(), smem_acc0_all);
-  const float red5_all_out = tf_round_bf16(red5_all);
-  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red5_all_out);
+  const float red0_all = tf_block_reduce<16>(acc0_all, tf_max_op(), smem_acc0_all);
+  const float red0_all_out = tf_round_bf16(red0_all);
+  if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red0_all_out);
 }
-// ==== sm_80: tf_fused_1 (reduce_sum -> div)
+// ==== sm_80: tf_mean_1a5441d4 (reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (full reduction): reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_fused_1_params {
+struct tf_mean_1a5441d4_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -96,7 +96,7 @@ struct tf_fused_1_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_1(const tf_fused_1_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_1a5441d4(const tf_mean_1a5441d4_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;
@@ -134,13 +134,13 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_1(const tf_fused_1_pa
     }
   }
   __shared__ float smem_acc0[16];
-  const float red6 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
+  const float red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t0 = tf_round_bf16((red6 / (float)((double)p.numel)));  // %8 = div(%6, N)
+    float t0 = tf_round_bf16((red0 / (float)((double)p.numel)));  // %8 = div(%6, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t0);
     return;
   }
-  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red6;
+  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red0;
   __shared__ bool tf_last;
   __syncthreads();
   if (threadIdx.x == 0) tf_last = tf_count_arrival(p.counters) == gridDim.x - 1u;
@@ -151,8 +151,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_1(const tf_fused_1_pa
   #pragma unroll 4
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
-  const float red6_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t1 = tf_round_bf16((red6_all / (float)((double)p.numel)));  // %8 = div(%6, N)
+  const float red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
+  float t1 = tf_round_bf16((red0_all / (float)((double)p.numel)));  // %8 = div(%6, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t1);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): full_sum_transposed, f32
 // inputs: [768, 1024] strides [1, 768]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> add -> reduce_sum)
+// ==== sm_80: tf_sum_b3c7a3ef (mul -> add -> reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> add -> reduce_sum
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_sum_b3c7a3ef_params {
   long long numel;
   long long vec_ok;
   long long size[2];
@@ -19,7 +19,7 @@ struct tf_fused_0_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_sum_b3c7a3ef(const tf_sum_b3c7a3ef_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;
@@ -37,13 +37,13 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     acc0 = tf_sum_op()(acc0, (double)(t1));  // reduce_sum -> %6
   }
   __shared__ double smem_acc0[16];
-  const double red6 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
-  const float red6_out = (float)red6;
+  const double red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
+  const float red0_out = (float)red0;
   if (gridDim.x == 1) {
-    if (threadIdx.x == 0) out0[0] = red6_out;
+    if (threadIdx.x == 0) out0[0] = red0_out;
     return;
   }
-  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red6;
+  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red0;
   __shared__ bool tf_last;
   __syncthreads();
   if (threadIdx.x == 0) tf_last = tf_count_arrival(p.counters) == gridDim.x - 1u;
@@ -54,8 +54,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   #pragma unroll 4
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ double smem_acc0_all[16];
-  const double red6_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  const float red6_all_out = (float)red6_all;
-  if (threadIdx.x == 0) out0[0] = red6_all_out;
+  const double red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
+  const float red0_all_out = (float)red0_all;
+  if (threadIdx.x == 0) out0[0] = red0_all_out;
 }
 // ==== sm_90: the same kernels as sm_80

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_edf25f86 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -13,7 +13,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_edf25f86_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,7 +31,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_edf25f86(const tf_mean_edf25f86_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -66,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    float t0 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -85,8 +85,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    float t3 = tf_round_bf16((red1 / (float)((double)p.cols)));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_90: tf_mean_aec9ac02 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -128,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_aec9ac02_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -146,7 +146,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_aec9ac02_stage(const tf_mean_aec9ac02_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -161,7 +161,7 @@ __device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_aec9ac02(const tf_mean_aec9ac02_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -186,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_aec9ac02_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -210,8 +210,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = tf_round_bf16((red8 / (float)((double)p.cols)));  // %10 = div(%8, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    float t0 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -229,8 +229,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = tf_round_bf16((red13 / (float)((double)p.cols)));  // %15 = div(%13, N)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    float t3 = tf_round_bf16((red1 / (float)((double)p.cols)));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_6d817049 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -13,7 +13,7 @@
 // out0 = %20 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_6d817049_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,7 +31,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_6d817049(const tf_mean_6d817049_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -66,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
-    float t0 = (red8 / (float)((double)p.cols));  // %10 = div(%8, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    float t0 = (red0 / (float)((double)p.cols));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -83,8 +83,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red13 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    float t3 = (red13 / (float)((double)p.cols));  // %15 = div(%13, N)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    float t3 = (red1 / (float)((double)p.cols));  // %15 = div(%13, N)
     float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
     float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
     #pragma unroll

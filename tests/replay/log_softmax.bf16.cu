@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, bf16
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_f7e85ba8 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
@@ -11,7 +11,7 @@
 // out0 = %8 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_log_softmax_f7e85ba8_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_f7e85ba8(const tf_log_softmax_f7e85ba8_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red3 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %3
+    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %3
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 3; ++k) {
@@ -64,14 +64,14 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = (x1 - red3);  // %4 = sub(%0, %3)
+          float t0 = (x1 - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
           acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %6
         }
       }
     }
-    const float red6 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %6
-    float t2 = logf(red6);  // %7 = log(%6)
+    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %6
+    float t2 = logf(red1);  // %7 = log(%6)
     #pragma unroll
     for (int k = 0; k < 3; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
@@ -83,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t3 = (x2 - red3);  // %4 = sub(%0, %3)
+          float t3 = (x2 - red0);  // %4 = sub(%0, %3)
           float t4 = (t3 - t2);  // %8 = sub(%4, %7)
           o0[lane] = t4;
         }

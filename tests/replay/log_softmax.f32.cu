@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, f32
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_c8aa8b4a (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
@@ -11,7 +11,7 @@
 // out0 = %8 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_log_softmax_c8aa8b4a_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_c8aa8b4a(const tf_log_softmax_c8aa8b4a_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red3 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -64,14 +64,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 4 + lane] - red3);  // %4 = sub(%0, %3)
+          float t0 = (cache0[k * 4 + lane] - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
           acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %6
         }
       }
     }
-    const float red6 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
-    float t2 = logf(red6);  // %7 = log(%6)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
+    float t2 = logf(red1);  // %7 = log(%6)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = (cache0[k * 4 + lane] - red3);  // %4 = sub(%0, %3)
+          float t3 = (cache0[k * 4 + lane] - red0);  // %4 = sub(%0, %3)
           float t4 = (t3 - t2);  // %8 = sub(%4, %7)
           o0[lane] = t4;
         }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_3d, bf16
 // inputs: [8, 64, 512] strides [32768, 512, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_08b9d005 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -12,7 +12,7 @@
 // out0 = %19 bf16, one per row
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_logsumexp_08b9d005_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_logsumexp_08b9d005(const tf_logsumexp_08b9d005_params p) {
   const int team = threadIdx.x / 16;
   const int tl = threadIdx.x % 16;
   (void)team;
@@ -53,13 +53,13 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red3 = (float)tf_warp_reduce<16>(acc0, tf_max_op());  // %3
-    float t0 = fabsf(red3);  // %4 = abs(%3)
+    const float red0 = (float)tf_warp_reduce<16>(acc0, tf_max_op());  // %3
+    float t0 = fabsf(red0);  // %4 = abs(%3)
     bool t1 = (t0 == __int_as_float(0x7f800000));  // %6 = eq(%4, inf)
-    float t2 = (t1 ? 0.0f : red3);  // %8 = where(%6, 0.0, %3)
-    float t3 = fabsf(red3);  // %13 = abs(%12)
+    float t2 = (t1 ? 0.0f : red0);  // %8 = where(%6, 0.0, %3)
+    float t3 = fabsf(red0);  // %13 = abs(%12)
     bool t4 = (t3 == __int_as_float(0x7f800000));  // %15 = eq(%13, inf)
-    float t5 = (t4 ? 0.0f : red3);  // %17 = where(%15, 0.0, %12)
+    float t5 = (t4 ? 0.0f : red0);  // %17 = where(%15, 0.0, %12)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -77,8 +77,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red11 = (float)tf_warp_reduce<16>(acc1, tf_sum_op());  // %11
-    float t8 = logf(red11);  // %18 = log(%11)
+    const float red1 = (float)tf_warp_reduce<16>(acc1, tf_sum_op());  // %11
+    float t8 = logf(red1);  // %18 = log(%11)
     float t9 = tf_round_bf16((t8 + t5));  // %19 = add(%18, %17)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t9);
   }

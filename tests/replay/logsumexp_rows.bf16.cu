@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_rows, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_8dfee148 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -13,7 +13,7 @@
 // out0 = %19 bf16, one per row
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_logsumexp_8dfee148_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_8dfee148(const tf_logsumexp_8dfee148_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -44,27 +44,27 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = tf_load_once(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
-        float ol11[8];
+        float ol1[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          ol11[lane] = x0;  // online sum -> %11
+          ol1[lane] = x0;  // online sum -> %11
         }
-        tf_online_add(acc1, ol11);
+        tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms11 = tf_block_reduce<2>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red3 = tf_online_max(ms11);  // %3
-    const float red11 = tf_online_sum(ms11, true);  // %11
-    float t0 = fabsf(red3);  // %4 = abs(%3)
+    const tf_max_sum ms1 = tf_block_reduce<2>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %3
+    const float red1 = tf_online_sum(ms1, true);  // %11
+    float t0 = fabsf(red0);  // %4 = abs(%3)
     bool t1 = (t0 == __int_as_float(0x7f800000));  // %6 = eq(%4, inf)
-    float t2 = (t1 ? 0.0f : red3);  // %8 = where(%6, 0.0, %3)
-    float t3 = fabsf(red3);  // %13 = abs(%12)
+    float t2 = (t1 ? 0.0f : red0);  // %8 = where(%6, 0.0, %3)
+    float t3 = fabsf(red0);  // %13 = abs(%12)
     bool t4 = (t3 == __int_as_float(0x7f800000));  // %15 = eq(%13, inf)
-    float t5 = (t4 ? 0.0f : red3);  // %17 = where(%15, 0.0, %12)
-    float t6 = logf(red11);  // %18 = log(%11)
+    float t5 = (t4 ? 0.0f : red0);  // %17 = where(%15, 0.0, %12)
+    float t6 = logf(red1);  // %18 = log(%11)
     float t7 = tf_round_bf16((t6 + t5));  // %19 = add(%18, %17)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t7);
   }

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, bf16
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_b708a266 (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_b708a266_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,7 @@ struct tf_fused_0_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_b708a266(const tf_mean_b708a266_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;
@@ -58,13 +58,13 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     }
   }
   __shared__ float smem_acc0[16];
-  const float red3 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
+  const float red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t2 = tf_round_bf16((red3 / (float)((double)p.numel)));  // %5 = div(%3, N)
+    float t2 = tf_round_bf16((red0 / (float)((double)p.numel)));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t2);
     return;
   }
-  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red3;
+  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red0;
   __shared__ bool tf_last;
   __syncthreads();
   if (threadIdx.x == 0) tf_last = tf_count_arrival(p.counters) == gridDim.x - 1u;
@@ -75,8 +75,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   #pragma unroll 4
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
-  const float red3_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t3 = tf_round_bf16((red3_all / (float)((double)p.numel)));  // %5 = div(%3, N)
+  const float red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
+  float t3 = tf_round_bf16((red0_all / (float)((double)p.numel)));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t3);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, f32
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_fe326e72 (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_fe326e72_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,7 @@ struct tf_fused_0_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_fe326e72(const tf_mean_fe326e72_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;
@@ -58,14 +58,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     }
   }
   __shared__ double smem_acc0[16];
-  const double red3 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
-  const float red3_out = (float)red3;
+  const double red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
+  const float red0_out = (float)red0;
   if (gridDim.x == 1) {
-    float t2 = (red3_out / (float)((double)p.numel));  // %5 = div(%3, N)
+    float t2 = (red0_out / (float)((double)p.numel));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = t2;
     return;
   }
-  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red3;
+  if (threadIdx.x == 0) p.part_acc0[blockIdx.x] = red0;
   __shared__ bool tf_last;
   __syncthreads();
   if (threadIdx.x == 0) tf_last = tf_count_arrival(p.counters) == gridDim.x - 1u;
@@ -76,9 +76,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
   #pragma unroll 4
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ double smem_acc0_all[16];
-  const double red3_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  const float red3_all_out = (float)red3_all;
-  float t3 = (red3_all_out / (float)((double)p.numel));  // %5 = div(%3, N)
+  const double red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
+  const float red0_all_out = (float)red0_all;
+  float t3 = (red0_all_out / (float)((double)p.numel));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = t3;
 }
 // ==== sm_90: the same kernels as sm_80

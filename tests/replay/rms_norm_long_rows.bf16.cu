@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, bf16
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_43e7db0f (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -12,7 +12,7 @@
 // out0 = %15 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_43e7db0f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_43e7db0f(const tf_mean_43e7db0f_params p) {
   const int team = threadIdx.x / 512;
   const int tl = threadIdx.x % 512;
   (void)team;
@@ -60,8 +60,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
+    const float red0 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
+    float t1 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %11 = div(%9, N)
     float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
     float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_90: tf_mean_6a20bb24 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -98,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
 // out0 = %15 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_6a20bb24_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -113,7 +113,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_6a20bb24_stage(const tf_mean_6a20bb24_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -127,7 +127,7 @@ __device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_6a20bb24(const tf_mean_6a20bb24_params p) {
   const int team = threadIdx.x / 512;
   const int tl = threadIdx.x % 512;
   (void)team;
@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_6a20bb24_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -174,8 +174,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = tf_round_bf16((red9 / (float)((double)p.cols)));  // %11 = div(%9, N)
+    const float red0 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
+    float t1 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %11 = div(%9, N)
     float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
     float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, f32
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_006e51ac (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -12,7 +12,7 @@
 // out0 = %15 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_006e51ac_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_006e51ac(const tf_mean_006e51ac_params p) {
   const int team = threadIdx.x / 512;
   const int tl = threadIdx.x % 512;
   (void)team;
@@ -60,8 +60,8 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red9 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = (red9 / (float)((double)p.cols));  // %11 = div(%9, N)
+    const float red0 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
+    float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%9, N)
     float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
     float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_80: tf_mean_9dcbc64f (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
@@ -12,7 +12,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_9dcbc64f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean_9dcbc64f_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -61,8 +61,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red12 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
-    float t2 = (red12 / (float)((double)p.cols));  // %14 = div(%12, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
+    float t2 = (red0 / (float)((double)p.cols));  // %14 = div(%12, N)
     float t3 = (t2 + 1e-06f);  // %15 = add(%14, 1e-06)
     float t4 = rsqrtf(t3);  // %16 = rsqrt(%15)
     #pragma unroll
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_90: tf_mean_b2498e16 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_b2498e16_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -116,7 +116,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_b2498e16_stage(const tf_mean_b2498e16_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -130,7 +130,7 @@ __device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean_b2498e16_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_b2498e16_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -178,8 +178,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red12 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
-    float t2 = (red12 / (float)((double)p.cols));  // %14 = div(%12, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
+    float t2 = (red0 / (float)((double)p.cols));  // %14 = div(%12, N)
     float t3 = (t2 + 1e-06f);  // %15 = add(%14, 1e-06)
     float t4 = rsqrtf(t3);  // %16 = rsqrt(%15)
     #pragma unroll

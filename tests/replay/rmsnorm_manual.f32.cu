@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_a2f62cdf (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -12,7 +12,7 @@
 // out0 = %18 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_mean_a2f62cdf_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_a2f62cdf(const tf_mean_a2f62cdf_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -60,8 +60,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red11 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %11
-    float t1 = (red11 / (float)((double)p.cols));  // %13 = div(%11, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %11
+    float t1 = (red0 / (float)((double)p.cols));  // %13 = div(%11, N)
     float t2 = (t1 + 1e-06f);  // %14 = add(%13, 1e-06)
     float t3 = rsqrtf(t2);  // %15 = rsqrt(%14)
     #pragma unroll

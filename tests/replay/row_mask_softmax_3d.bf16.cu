@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, bf16
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_8f0a33e1 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_8f0a33e1_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_8f0a33e1(const tf_softmax_8f0a33e1_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -58,8 +58,8 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
       tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
       tf_prefetch_l2(in1 + nro1, (unsigned)p.cols * 2u);
     }
+    float cache2[8];
     float cache5[8];
-    float cache8[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -73,13 +73,13 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = tf_round_bf16((x0 + x1));  // %5 = add(%0, %1)
-          cache5[k * 8 + lane] = t0;
+          float t0 = (x0 + x1);  // %5 = add(%0, %1)
+          cache2[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %6
         }
       }
     }
-    const float red6 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %6
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %6
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -89,15 +89,15 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t1 = (cache5[k * 8 + lane] - red6);  // %7 = sub(%5, %6)
+          float t1 = (cache2[k * 8 + lane] - red0);  // %7 = sub(%5, %6)
           float t2 = tf_exp_shifted(t1);  // %8 = exp(%7)
-          cache8[k * 8 + lane] = t2;
+          cache5[k * 8 + lane] = t2;
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %9
         }
       }
     }
-    const float red9 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = (rcp0 != 0.0f ? cache8[k * 8 + lane] * rcp0 : cache8[k * 8 + lane] / red9);  // %10 = div(%8, %9)
+          float t3 = (rcp0 != 0.0f ? cache5[k * 8 + lane] * rcp0 : cache5[k * 8 + lane] / red1);  // %10 = div(%8, %9)
           o0[lane] = t3;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

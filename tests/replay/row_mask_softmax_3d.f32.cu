@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, f32
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_ae512682 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_ae512682_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_ae512682(const tf_softmax_ae512682_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0] + a1 * (tf_index)p.in0_outer_stride[1];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0] + a1 * (tf_index)p.in1_outer_stride[1];
-    float cache5[4];
+    float cache2[4];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -59,12 +59,12 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
           float x0 = v0.v[lane];  // %0
           float x1 = v1.v[lane];  // %1
           float t0 = (x0 + x1);  // %5 = add(%0, %1)
-          cache5[k * 4 + lane] = t0;
+          cache2[k * 4 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %6
         }
       }
     }
-    const float red6 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %6
+    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %6
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -74,14 +74,14 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t1 = (cache5[k * 4 + lane] - red6);  // %7 = sub(%5, %6)
+          float t1 = (cache2[k * 4 + lane] - red0);  // %7 = sub(%5, %6)
           float t2 = tf_exp_shifted(t1);  // %8 = exp(%7)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %9
         }
       }
     }
-    const float red9 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
@@ -91,9 +91,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = (cache5[k * 4 + lane] - red6);  // %7 = sub(%5, %6)
+          float t3 = (cache2[k * 4 + lane] - red0);  // %7 = sub(%5, %6)
           float t4 = tf_exp_shifted(t3);  // %8 = exp(%7)
-          float t5 = (rcp0 != 0.0f ? t4 * rcp0 : t4 / red9);  // %10 = div(%8, %9)
+          float t5 = (rcp0 != 0.0f ? t4 * rcp0 : t4 / red1);  // %10 = div(%8, %9)
           o0[lane] = t5;
         }
         tf_vec<float, 4> s0;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, bf16
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_006f301f (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %9 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_006f301f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_006f301f(const tf_softmax_006f301f_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -43,8 +43,8 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
       const tf_index na0 = nrem;
       const tf_index nro0 = na0 * (tf_index)p.in0_outer_stride[0];
     }
+    float cache1[8];
     float cache4[8];
-    float cache7[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -55,13 +55,13 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(in0[ro0 + j * (tf_index)p.in0_red_stride[0]]);  // %0
-          float t0 = tf_round_bf16((x0 * 2.0f));  // %4 = mul(%0, 2.0)
-          cache4[k * 8 + lane] = t0;
+          float t0 = (x0 * 2.0f);  // %4 = mul(%0, 2.0)
+          cache1[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
         }
       }
     }
-    const float red5 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -71,15 +71,15 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t1 = (cache4[k * 8 + lane] - red5);  // %6 = sub(%4, %5)
+          float t1 = (cache1[k * 8 + lane] - red0);  // %6 = sub(%4, %5)
           float t2 = tf_exp_shifted(t1);  // %7 = exp(%6)
-          cache7[k * 8 + lane] = t2;
+          cache4[k * 8 + lane] = t2;
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
-    const float rcp0 = fabsf(red8) >= 1.17549435e-38f && fabsf(red8) <= 3.40282347e38f ? 1.0f / red8 : 0.0f;  // 1 / %8, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %8, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = (rcp0 != 0.0f ? cache7[k * 8 + lane] * rcp0 : cache7[k * 8 + lane] / red8);  // %9 = div(%7, %8)
+          float t3 = (rcp0 != 0.0f ? cache4[k * 8 + lane] * rcp0 : cache4[k * 8 + lane] / red1);  // %9 = div(%7, %8)
           o0[lane] = t3;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

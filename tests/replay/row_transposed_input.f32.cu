@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, f32
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_550a161e (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %9 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_550a161e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_550a161e(const tf_softmax_550a161e_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    float cache4[8];
+    float cache1[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -49,12 +49,12 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
           (void)j;
           float x0 = in0[ro0 + j * (tf_index)p.in0_red_stride[0]];  // %0
           float t0 = (x0 * 2.0f);  // %4 = mul(%0, 2.0)
-          cache4[k * 8 + lane] = t0;
+          cache1[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
         }
       }
     }
-    const float red5 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -64,14 +64,14 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t1 = (cache4[k * 8 + lane] - red5);  // %6 = sub(%4, %5)
+          float t1 = (cache1[k * 8 + lane] - red0);  // %6 = sub(%4, %5)
           float t2 = tf_exp_shifted(t1);  // %7 = exp(%6)
           acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
-    const float rcp0 = fabsf(red8) >= 1.17549435e-38f && fabsf(red8) <= 3.40282347e38f ? 1.0f / red8 : 0.0f;  // 1 / %8, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %8, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
@@ -81,9 +81,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t3 = (cache4[k * 8 + lane] - red5);  // %6 = sub(%4, %5)
+          float t3 = (cache1[k * 8 + lane] - red0);  // %6 = sub(%4, %5)
           float t4 = tf_exp_shifted(t3);  // %7 = exp(%6)
-          float t5 = (rcp0 != 0.0f ? t4 * rcp0 : t4 / red8);  // %9 = div(%7, %8)
+          float t5 = (rcp0 != 0.0f ? t4 * rcp0 : t4 / red1);  // %9 = div(%7, %8)
           o0[lane] = t5;
         }
         tf_vec<float, 8> s0;

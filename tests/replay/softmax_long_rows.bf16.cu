@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_long_rows, bf16
 // inputs: [1024, 65536] strides [65536, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_8a06dd21 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_8a06dd21_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_8a06dd21(const tf_max_sum_8a06dd21_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -42,21 +42,21 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
         const int k = 0;
         (void)k;
         const tf_vec<tf_bf16, 8> v0 = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
-        float ol9[8];
+        float ol1[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          ol9[lane] = x0;  // online sum -> %9
+          ol1[lane] = x0;  // online sum -> %9
         }
-        tf_online_add(acc1, ol9);
+        tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     for (tf_index j0 = (tf_index)tl * 8; j0 < (tf_index)p.cols; j0 += 8192) {
       if (row_ok) {
         const int k = 0;
@@ -68,9 +68,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = (x1 - red5);  // %7 = sub(%0, %5)
+          float t0 = (x1 - red0);  // %7 = sub(%0, %5)
           float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_f90bf2e8 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_f90bf2e8_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -102,7 +102,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_ring(const tf_fused_0_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_f90bf2e8_ring(const tf_max_sum_f90bf2e8_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
   const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;
   const tf_index j = (tf_index)(q % chunks) * 32768;
   const unsigned n = (unsigned)((tf_index)p.cols - j < 32768 ? (tf_index)p.cols - j : 32768);  // columns
@@ -113,7 +113,7 @@ __device__ __forceinline__ void tf_fused_0_ring(const tf_fused_0_params& p, unsi
   const tf_index sro0 = sa0 * (tf_index)p.in0_outer_stride[0];
   tf_bulk_load_keep(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90bf2e8(const tf_max_sum_f90bf2e8_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
   const unsigned ring_rows = (tf_index)blockIdx.x < (tf_index)p.rows ? (unsigned)(((tf_index)p.rows - 1 - (tf_index)blockIdx.x) / (tf_index)gridDim.x) + 1u : 0u;
   const unsigned ring_total = ring_rows * ring_chunks;  // the block's chunks
   if (threadIdx.x == 0)
-    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_fused_0_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
+    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_max_sum_f90bf2e8_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
   unsigned ring_q = 0;  // the current row's first chunk
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
@@ -152,22 +152,22 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
           const int k = 0;
           (void)k;
           const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + (j0 - ring_j));
-          float ol9[8];
+          float ol1[8];
           #pragma unroll
           for (int lane = 0; lane < 8; ++lane) {
             const tf_index j = j0 + lane;
             (void)j;
             float x0 = tf_to_float(v0.v[lane]);  // %0
-            ol9[lane] = x0;  // online sum -> %9
+            ol1[lane] = x0;  // online sum -> %9
           }
-          tf_online_add(acc1, ol9);
+          tf_online_add(acc1, ol1);
         }
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     for (unsigned c = 0; c < ring_chunks; ++c) {
       const unsigned rq = ring_q + c;  // the block's chunk
       const tf_index ring_j = (tf_index)c * 32768;
@@ -186,9 +186,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
             const tf_index j = j0 + lane;
             (void)j;
             float x1 = tf_to_float(v0.v[lane]);  // %0
-            float t0 = (x1 - red5);  // %7 = sub(%0, %5)
+            float t0 = (x1 - red0);  // %7 = sub(%0, %5)
             float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-            float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+            float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
             o0[lane] = t2;
           }
           const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -196,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
         }
       }
       __syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead
-      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_fused_0_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
+      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_max_sum_f90bf2e8_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
     }
     ring_q += ring_chunks;
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_long_rows, f32
 // inputs: [1024, 65536] strides [65536, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_7e19b5be (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_7e19b5be_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_7e19b5be(const tf_max_sum_7e19b5be_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -54,23 +54,23 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
             const int k = 0;
             (void)k;
             const tf_vec<float, 4> v0 = ahead0[u];
-            float ol9[4];
+            float ol1[4];
             #pragma unroll
             for (int lane = 0; lane < 4; ++lane) {
               const tf_index j = j0 + lane;
               (void)j;
               float x0 = v0.v[lane];  // %0
-              ol9[lane] = x0;  // online sum -> %9
+              ol1[lane] = x0;  // online sum -> %9
             }
-            tf_online_add(acc1, ol9);
+            tf_online_add(acc1, ol1);
           }
         }
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_online_sum(ms1, false);  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     for (tf_index jb = (tf_index)tl * 4; jb < (tf_index)p.cols; jb += 4096 * 2) {
       if (row_ok) {
         tf_vec<float, 4> ahead0[2];
@@ -94,9 +94,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
               const tf_index j = j0 + lane;
               (void)j;
               float x1 = v0.v[lane];  // %0
-              float t0 = (x1 - red5);  // %7 = sub(%0, %5)
+              float t0 = (x1 - red0);  // %7 = sub(%0, %5)
               float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-              float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+              float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
               o0[lane] = t2;
             }
             tf_vec<float, 4> s0;
@@ -109,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_97e08380 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -119,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_97e08380_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -131,7 +131,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_max_sum_97e08380(const tf_max_sum_97e08380_params p) {
   const int team = 0;
   const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;
   (void)team;
@@ -172,10 +172,10 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const tf_max_sum ms9 = tf_cluster_reduce<16, 4>(acc1, tf_max_sum_op(), smem_acc1, &slot_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_cluster_reduce<16, 4>(acc1, tf_max_sum_op(), smem_acc1, &slot_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_online_sum(ms1, false);  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 2048 + tl) * 4;
@@ -185,9 +185,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 4 + lane] - red5);  // %7 = sub(%0, %5)
+          float t0 = (cache0[k * 4 + lane] - red0);  // %7 = sub(%0, %5)
           float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
           o0[lane] = t2;
         }
         tf_vec<float, 4> s0;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_0838b9c4 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_0838b9c4_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0838b9c4(const tf_max_sum_0838b9c4_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -45,21 +45,21 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        float ol9[8];
+        float ol1[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          ol9[lane] = x0;  // online sum -> %9
+          ol1[lane] = x0;  // online sum -> %9
         }
-        tf_online_add(acc1, ol9);
+        tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -71,9 +71,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = (x1 - red5);  // %7 = sub(%0, %5)
+          float t0 = (x1 - red0);  // %7 = sub(%0, %5)
           float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_8fd4360e (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_8fd4360e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -105,7 +105,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_8fd4360e_stage(const tf_max_sum_8fd4360e_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -118,7 +118,7 @@ __device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_8fd4360e(const tf_max_sum_8fd4360e_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_max_sum_8fd4360e_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -153,21 +153,21 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        float ol9[8];
+        float ol1[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
-          ol9[lane] = x0;  // online sum -> %9
+          ol1[lane] = x0;  // online sum -> %9
         }
-        tf_online_add(acc1, ol9);
+        tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_round_bf16(tf_online_sum(ms9, false));  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
@@ -179,9 +179,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = (x1 - red5);  // %7 = sub(%0, %5)
+          float t0 = (x1 - red0);  // %7 = sub(%0, %5)
           float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

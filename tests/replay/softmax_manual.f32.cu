@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, f32
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_c4b00b43 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_max_sum_c4b00b43_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_c4b00b43(const tf_max_sum_c4b00b43_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -64,10 +64,10 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const tf_max_sum ms9 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red5 = tf_online_max(ms9);  // %5
-    const float red9 = tf_online_sum(ms9, false);  // %9
-    const float rcp0 = fabsf(red9) >= 1.17549435e-38f && fabsf(red9) <= 3.40282347e38f ? 1.0f / red9 : 0.0f;  // 1 / %9, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %5
+    const float red1 = tf_online_sum(ms1, false);  // %9
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -77,9 +77,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 4 + lane] - red5);  // %7 = sub(%0, %5)
+          float t0 = (cache0[k * 4 + lane] - red0);  // %7 = sub(%0, %5)
           float t1 = tf_exp_shifted(t0);  // %8 = exp(%7)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red9);  // %10 = div(%8, %9)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %10 = div(%8, %9)
           o0[lane] = t2;
         }
         tf_vec<float, 4> s0;

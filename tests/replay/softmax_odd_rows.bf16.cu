@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, bf16
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_48d0b498 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %7 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_48d0b498_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_48d0b498(const tf_softmax_48d0b498_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
       tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
     }
     float cache0[16];
-    float cache5[16];
+    float cache3[16];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         }
       }
     }
-    const float red3 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %3
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -72,15 +72,15 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 8 + lane] - red3);  // %4 = sub(%0, %3)
+          float t0 = (cache0[k * 8 + lane] - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
-          cache5[k * 8 + lane] = t1;
+          cache3[k * 8 + lane] = t1;
           acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %6
         }
       }
     }
-    const float red6 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %6
-    const float rcp0 = fabsf(red6) >= 1.17549435e-38f && fabsf(red6) <= 3.40282347e38f ? 1.0f / red6 : 0.0f;  // 1 / %6, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %6
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_fused_0(const tf_fused_0_par
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = (rcp0 != 0.0f ? cache5[k * 8 + lane] * rcp0 : cache5[k * 8 + lane] / red6);  // %7 = div(%5, %6)
+          float t2 = (rcp0 != 0.0f ? cache3[k * 8 + lane] * rcp0 : cache3[k * 8 + lane] / red1);  // %7 = div(%5, %6)
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, f32
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_14d0d775 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_14d0d775_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_14d0d775(const tf_softmax_14d0d775_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red3 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -64,14 +64,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 4 + lane] - red3);  // %4 = sub(%0, %3)
+          float t0 = (cache0[k * 4 + lane] - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
           acc1 = tf_sum_op()(acc1, t1);  // reduce_sum -> %6
         }
       }
     }
-    const float red6 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
-    const float rcp0 = fabsf(red6) >= 1.17549435e-38f && fabsf(red6) <= 3.40282347e38f ? 1.0f / red6 : 0.0f;  // 1 / %6, once per row (0: divide instead)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
@@ -81,9 +81,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t2 = (cache0[k * 4 + lane] - red3);  // %4 = sub(%0, %3)
+          float t2 = (cache0[k * 4 + lane] - red0);  // %4 = sub(%0, %3)
           float t3 = tf_exp_shifted(t2);  // %5 = exp(%4)
-          float t4 = (rcp0 != 0.0f ? t3 * rcp0 : t3 / red6);  // %7 = div(%5, %6)
+          float t4 = (rcp0 != 0.0f ? t3 * rcp0 : t3 / red1);  // %7 = div(%5, %6)
           o0[lane] = t4;
         }
         tf_vec<float, 4> s0;

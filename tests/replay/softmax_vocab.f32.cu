@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_vocab, f32
 // inputs: [64, 50257] strides [50257, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_b46570b6 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_b46570b6_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_b46570b6(const tf_softmax_b46570b6_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -41,21 +41,21 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
       if (row_ok) {
         const int k = 0;
         (void)k;
-        float ol6[1];
+        float ol1[1];
         #pragma unroll
         for (int lane = 0; lane < 1; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = in0[ro0 + j];  // %0
-          ol6[lane] = x0;  // online sum -> %6
+          ol1[lane] = x0;  // online sum -> %6
         }
-        tf_online_add(acc1, ol6);
+        tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms6 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
-    const float red3 = tf_online_max(ms6);  // %3
-    const float red6 = tf_online_sum(ms6, false);  // %6
-    const float rcp0 = fabsf(red6) >= 1.17549435e-38f && fabsf(red6) <= 3.40282347e38f ? 1.0f / red6 : 0.0f;  // 1 / %6, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    const float red0 = tf_online_max(ms1);  // %3
+    const float red1 = tf_online_sum(ms1, false);  // %6
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     for (tf_index j0 = (tf_index)tl * 1; j0 < (tf_index)p.cols; j0 += 1024) {
       if (row_ok) {
         const int k = 0;
@@ -66,9 +66,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
           const tf_index j = j0 + lane;
           (void)j;
           float x1 = in0[ro0 + j];  // %0
-          float t0 = (x1 - red3);  // %4 = sub(%0, %3)
+          float t0 = (x1 - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red6);  // %7 = div(%5, %6)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %7 = div(%5, %6)
           o0[lane] = t2;
         }
         tf_vec<float, 1> s0;
@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_softmax_ceac35a6 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_fused_0(const tf_fused_0_p
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_softmax_ceac35a6_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -101,7 +101,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_softmax_ceac35a6(const tf_softmax_ceac35a6_params p) {
   const int team = 0;
   const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;
   (void)team;
@@ -141,10 +141,10 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const tf_max_sum ms6 = tf_cluster_reduce<16, 8>(acc1, tf_max_sum_op(), smem_acc1, &slot_acc1);
-    const float red3 = tf_online_max(ms6);  // %3
-    const float red6 = tf_online_sum(ms6, false);  // %6
-    const float rcp0 = fabsf(red6) >= 1.17549435e-38f && fabsf(red6) <= 3.40282347e38f ? 1.0f / red6 : 0.0f;  // 1 / %6, once per row (0: divide instead)
+    const tf_max_sum ms1 = tf_cluster_reduce<16, 8>(acc1, tf_max_sum_op(), smem_acc1, &slot_acc1);
+    const float red0 = tf_online_max(ms1);  // %3
+    const float red1 = tf_online_sum(ms1, false);  // %6
+    const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 13; ++k) {
       const tf_index j0 = ((tf_index)k * 4096 + tl) * 1;
@@ -154,9 +154,9 @@ extern "C" __global__ void __launch_bounds__(512) tf_fused_0(const tf_fused_0_pa
         for (int lane = 0; lane < 1; ++lane) {
           const tf_index j = j0 + lane;
           (void)j;
-          float t0 = (cache0[k * 1 + lane] - red3);  // %4 = sub(%0, %3)
+          float t0 = (cache0[k * 1 + lane] - red0);  // %4 = sub(%0, %3)
           float t1 = tf_exp_shifted(t0);  // %5 = exp(%4)
-          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red6);  // %7 = div(%5, %6)
+          float t2 = (rcp0 != 0.0f ? t1 * rcp0 : t1 / red1);  // %7 = div(%5, %6)
           o0[lane] = t2;
         }
         tf_vec<float, 1> s0;

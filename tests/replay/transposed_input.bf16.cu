@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): transposed_input, bf16
 // inputs: [64, 96] strides [1, 64], [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> relu -> mul)
+// ==== sm_80: tf_add_relu_mul_b41223db (add -> relu -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): add -> relu -> mul
@@ -11,7 +11,7 @@
 // out0 = %6 bf16, contiguous
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_add_relu_mul_b41223db_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -22,14 +22,14 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_add_relu_mul_b41223db_compute(float in0, float in1, float& out0) {
   float t0 = (in0 + in1);  // %4 = add(%0, %1)
   float t1 = (t0 < 0.0f ? 0.0f : t0);  // %5 = relu(%4)
   float t2 = (t1 * 2.0f);  // %6 = mul(%5, 2.0)
   out0 = t2;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_b41223db(const tf_add_relu_mul_b41223db_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -49,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_fused_0_compute(tf_to_float(in0[off0 + lane * (tf_index)p.in0_stride[1]]), tf_to_float(v1.v[lane]), r0[lane]);
+        tf_add_relu_mul_b41223db_compute(tf_to_float(in0[off0 + lane * (tf_index)p.in0_stride[1]]), tf_to_float(v1.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     const tf_index c0 = rem;
     const tf_index off0 = c0 * (tf_index)p.in0_stride[0] + c1 * (tf_index)p.in0_stride[1];
     float r0;
-    tf_fused_0_compute(tf_to_float(in0[off0]), tf_to_float(in1[i]), r0);
+    tf_add_relu_mul_b41223db_compute(tf_to_float(in0[off0]), tf_to_float(in1[i]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

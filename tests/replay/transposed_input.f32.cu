@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): transposed_input, f32
 // inputs: [64, 96] strides [1, 64], [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (add -> relu -> mul)
+// ==== sm_80: tf_add_relu_mul_b10e21c8 (add -> relu -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): add -> relu -> mul
@@ -11,7 +11,7 @@
 // out0 = %6 f32, contiguous
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_add_relu_mul_b10e21c8_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -22,14 +22,14 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_add_relu_mul_b10e21c8_compute(float in0, float in1, float& out0) {
   float t0 = (in0 + in1);  // %4 = add(%0, %1)
   float t1 = (t0 < 0.0f ? 0.0f : t0);  // %5 = relu(%4)
   float t2 = (t1 * 2.0f);  // %6 = mul(%5, 2.0)
   out0 = t2;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_b10e21c8(const tf_add_relu_mul_b10e21c8_params p) {
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -49,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_fused_0_compute(in0[off0 + lane * (tf_index)p.in0_stride[1]], v1.v[lane], r0[lane]);
+        tf_add_relu_mul_b10e21c8_compute(in0[off0 + lane * (tf_index)p.in0_stride[1]], v1.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     const tf_index c0 = rem;
     const tf_index off0 = c0 * (tf_index)p.in0_stride[0] + c1 * (tf_index)p.in0_stride[1];
     float r0;
-    tf_fused_0_compute(in0[off0], in1[i], r0);
+    tf_add_relu_mul_b10e21c8_compute(in0[off0], in1[i], r0);
     out0[i] = r0;
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, bf16
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_9d9d03e7 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
@@ -12,7 +12,7 @@
 // out0 = %42 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_var_std_9d9d03e7_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_var_std_9d9d03e7_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -53,9 +53,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red5 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
-    float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red5 / (float)((double)p.cols));  // %24 = div(%23, N)
+    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
+    float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
+    float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     float acc4 = 0.0f;
@@ -81,24 +81,24 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
-    const float red10 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red26 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
-    const float red28 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
-    float t6 = (red8 / (float)((double)p.cols));  // %11 = div(%8, N)
-    float t7 = (red8 * t6);  // %12 = mul(%8, %11)
+    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
+    const float red2 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
+    const float red4 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
+    const float red5 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
+    float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
+    float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
-    float t9 = (red10 - t8);  // %15 = sub(%10, %14)
+    float t9 = (red2 - t8);  // %15 = sub(%10, %14)
     float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
-    float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
+    float t11 = (red1 / (float)((double)p.cols));  // %18 = div(%8, N)
     float t12 = (t0 + t11);  // %19 = add(%6, %18)
     float t13 = tf_round_bf16((t10 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %21 = div(%17, N)
-    float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
-    float t15 = (red26 * t14);  // %30 = mul(%26, %29)
+    float t14 = (red4 / (float)((double)p.cols));  // %29 = div(%26, N)
+    float t15 = (red4 * t14);  // %30 = mul(%26, %29)
     float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
-    float t17 = (red28 - t16);  // %33 = sub(%28, %32)
+    float t17 = (red5 - t16);  // %33 = sub(%28, %32)
     float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
-    float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
+    float t19 = (red4 / (float)((double)p.cols));  // %36 = div(%26, N)
     float t20 = (t1 + t19);  // %37 = add(%24, %36)
     float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
     float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)
@@ -123,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     }
   }
 }
-// ==== sm_90: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_90: tf_var_std_f3b477ce (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
@@ -134,7 +134,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
 // out0 = %42 bf16, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_var_std_f3b477ce_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -146,7 +146,7 @@ struct tf_fused_0_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_var_std_f3b477ce_stage(const tf_var_std_f3b477ce_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 8 ? (int)left : 8;
@@ -159,7 +159,7 @@ __device__ __forceinline__ void tf_fused_0_stage(const tf_fused_0_params& p, tf_
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_var_std_f3b477ce(const tf_var_std_f3b477ce_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -180,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 8;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_fused_0_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_var_std_f3b477ce_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -202,9 +202,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red5 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
-    float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red5 / (float)((double)p.cols));  // %24 = div(%23, N)
+    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
+    float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
+    float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     float acc4 = 0.0f;
@@ -230,24 +230,24 @@ extern "C" __global__ void __launch_bounds__(256) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
-    const float red10 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red26 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
-    const float red28 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
-    float t6 = (red8 / (float)((double)p.cols));  // %11 = div(%8, N)
-    float t7 = (red8 * t6);  // %12 = mul(%8, %11)
+    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
+    const float red2 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
+    const float red4 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
+    const float red5 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
+    float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
+    float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
-    float t9 = (red10 - t8);  // %15 = sub(%10, %14)
+    float t9 = (red2 - t8);  // %15 = sub(%10, %14)
     float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
-    float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
+    float t11 = (red1 / (float)((double)p.cols));  // %18 = div(%8, N)
     float t12 = (t0 + t11);  // %19 = add(%6, %18)
     float t13 = tf_round_bf16((t10 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %21 = div(%17, N)
-    float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
-    float t15 = (red26 * t14);  // %30 = mul(%26, %29)
+    float t14 = (red4 / (float)((double)p.cols));  // %29 = div(%26, N)
+    float t15 = (red4 * t14);  // %30 = mul(%26, %29)
     float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
-    float t17 = (red28 - t16);  // %33 = sub(%28, %32)
+    float t17 = (red5 - t16);  // %33 = sub(%28, %32)
     float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
-    float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
+    float t19 = (red4 / (float)((double)p.cols));  // %36 = div(%26, N)
     float t20 = (t1 + t19);  // %37 = add(%24, %36)
     float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
     float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, f32
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_fused_0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_3747f376 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
@@ -12,7 +12,7 @@
 // out0 = %42 f32, per element
 typedef int tf_index;
 
-struct tf_fused_0_params {
+struct tf_var_std_3747f376_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_fused_0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_var_std_3747f376_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -58,9 +58,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red5 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
-    float t0 = (red5 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red5 / (float)((double)p.cols));  // %24 = div(%23, N)
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
+    float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
+    float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     float acc4 = 0.0f;
@@ -84,24 +84,24 @@ extern "C" __global__ void __launch_bounds__(128) tf_fused_0(const tf_fused_0_pa
         }
       }
     }
-    const float red8 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %8
-    const float red10 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %10
-    const float red26 = (float)tf_block_reduce<4>(acc4, tf_sum_op(), smem_acc4);  // %26
-    const float red28 = (float)tf_block_reduce<4>(acc5, tf_sum_op(), smem_acc5);  // %28
-    float t6 = (red8 / (float)((double)p.cols));  // %11 = div(%8, N)
-    float t7 = (red8 * t6);  // %12 = mul(%8, %11)
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %10
+    const float red4 = (float)tf_block_reduce<4>(acc4, tf_sum_op(), smem_acc4);  // %26
+    const float red5 = (float)tf_block_reduce<4>(acc5, tf_sum_op(), smem_acc5);  // %28
+    float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
+    float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
-    float t9 = (red10 - t8);  // %15 = sub(%10, %14)
+    float t9 = (red2 - t8);  // %15 = sub(%10, %14)
     float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
-    float t11 = (red8 / (float)((double)p.cols));  // %18 = div(%8, N)
+    float t11 = (red1 / (float)((double)p.cols));  // %18 = div(%8, N)
     float t12 = (t0 + t11);  // %19 = add(%6, %18)
     float t13 = (t10 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %21 = div(%17, N)
-    float t14 = (red26 / (float)((double)p.cols));  // %29 = div(%26, N)
-    float t15 = (red26 * t14);  // %30 = mul(%26, %29)
+    float t14 = (red4 / (float)((double)p.cols));  // %29 = div(%26, N)
+    float t15 = (red4 * t14);  // %30 = mul(%26, %29)
     float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
-    float t17 = (red28 - t16);  // %33 = sub(%28, %32)
+    float t17 = (red5 - t16);  // %33 = sub(%28, %32)
     float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
-    float t19 = (red26 / (float)((double)p.cols));  // %36 = div(%26, N)
+    float t19 = (red4 / (float)((double)p.cols));  // %36 = div(%26, N)
     float t20 = (t1 + t19);  // %37 = add(%24, %36)
     float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
     float t22 = sqrtf(t21);  // %40 = sqrt(%39)
