@@ -29,12 +29,16 @@ struct FusionGroup {
   int id = -1;
   Schedule schedule = Schedule::Pointwise;
   std::vector<const ir::Node*> nodes;     // topological order
-  std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order
+  std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order (see input_binds)
   std::vector<const ir::Value*> outputs;  // values used after the group, in definition order
   std::vector<int64_t> domain;            // the iteration shape (pointwise: the output shape)
   // Per input (parallel to `inputs`): the views between it and the output domain, which the
   // runtime applies to its sizes and strides (apply_view_steps); empty without views.
   std::vector<std::vector<ViewStep>> input_views;
+  // Per input (parallel to `inputs`): the IR values its kernel operand stands for (InputRead::
+  // binds); empty for the input itself. A value read through several view paths is several
+  // inputs, one per path (a, b = x.chunk(2): x twice, once per piece).
+  std::vector<std::vector<const ir::Value*>> input_binds;
   std::string kernel_name;                // set by finalize_groups
   bool has_views() const;
   // One line: "add -> gelu -> add" ("relu -> permute[0, 2, 1] -> mul" with views).
