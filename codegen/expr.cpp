@@ -241,10 +241,12 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
 
 void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals,
                     bool per_row) {
-  if (ir::is_view(n.kind)) {
+  if (ir::is_view(n.kind) || n.kind == OpKind::ExpandAs) {
     // Inputs are read through their views (FusionGroup::input_views): the value in the input's
-    // register already is the one at the view's element.
-    names[n.output()] = names.at(n.inputs.at(0));
+    // register already is the one at the view's element. ExpandAs is its first input broadcast
+    // (its second gives the domain its sizes). A view that begins an input's path already names
+    // that input's register (FusionGroup::input_binds).
+    if (!names.count(n.output())) names[n.output()] = names.at(n.inputs.at(0));
     return;
   }
   TORCHFUSE_INTERNAL_ASSERT(ir::is_pointwise(n.kind), "emit_pointwise on ", ir::op_name(n.kind));

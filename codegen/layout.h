@@ -31,6 +31,9 @@ struct OperandShape {
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+  // Elements from the tensor's data pointer to the operand's first one: where the group's views
+  // take a range or an index of the input (a slice). Launches pass the pointer moved by it.
+  int64_t offset = 0;
 };
 
 struct OperandLayout {

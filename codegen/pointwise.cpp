@@ -64,7 +64,10 @@ void emit_compute(SourceBuilder& b, const FusionGroup& g, bool fast_math) {
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const auto* v = g.inputs[k];
     sig += (k ? ", " : "") + register_type(v->type.dtype) + " " + input_name(k);
-    names[v] = input_name(k);
+    // The input, or the views that begin its path (FusionGroup::input_binds).
+    const bool binds = k < g.input_binds.size() && !g.input_binds[k].empty();
+    if (!binds) names[v] = input_name(k);
+    for (size_t i = 0; binds && i < g.input_binds[k].size(); ++i) names[g.input_binds[k][i]] = input_name(k);
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + output_name(k);

@@ -14,6 +14,31 @@ bool is_graph_output(const ir::Graph& g, const ir::Value* v) {
   return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
 }
 
+// Each input once per path it is read through (ViewPaths::input_reads), with that path's views
+// and the values its operand stands for; numbers and inputs read without views as they are.
+void read_inputs_through_paths(FusionGroup& g, const ViewPaths& p) {
+  std::vector<const ir::Value*> inputs;
+  std::vector<std::vector<ViewStep>> views;
+  std::vector<std::vector<const ir::Value*>> binds;
+  for (const ir::Value* v : g.inputs) {
+    auto it = p.input_reads.find(v);
+    if (it == p.input_reads.end()) {
+      inputs.push_back(v);
+      views.emplace_back();
+      binds.emplace_back();
+      continue;
+    }
+    for (const InputRead& r : it->second) {
+      inputs.push_back(v);
+      views.push_back(r.steps);
+      binds.push_back(r.binds);
+    }
+  }
+  g.inputs = std::move(inputs);
+  g.input_views = std::move(views);
+  g.input_binds = std::move(binds);
+}
+
 void finalize_one(const ir::Graph& graph, FusionGroup& g) {
   std::set<const ir::Node*> inside(g.nodes.begin(), g.nodes.end());
   std::set<const ir::Value*> seen_inputs;
@@ -46,6 +71,7 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
     break;
   }
   g.input_views.assign(g.inputs.size(), {});
+  g.input_binds.assign(g.inputs.size(), {});
   if (has_view(g.nodes)) {
     // The output domain; each input is read through its views into it.
     TORCHFUSE_INTERNAL_ASSERT(!reduction_domain, "group ", g.id, " holds views and a reduction");
@@ -57,10 +83,7 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
     });
     TORCHFUSE_INTERNAL_ASSERT(p.why_not.empty(), "group ", g.id, " holds views it cannot hold: ", p.why_not);
     domain = p.domain;
-    for (size_t k = 0; k < g.inputs.size(); ++k) {
-      auto it = p.input_steps.find(g.inputs[k]);
-      if (it != p.input_steps.end()) g.input_views[k] = it->second;
-    }
+    read_inputs_through_paths(g, p);
   }
   for (const ir::Node* n : g.nodes) {
     if (reduction_domain || has_view(g.nodes)) break;

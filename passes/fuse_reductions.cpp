@@ -80,6 +80,9 @@ struct Growing {
       }
       return std::nullopt;
     }
+    if (n->kind == ir::OpKind::ExpandAs && used_outside(n, joining)) {
+      return std::string("its output would be written in full (eager's expand_as is a view: it stays one in ATen)");
+    }
     const auto& shape = n->output()->type.sizes;
     bool reads_reduction = false;
     for (const ir::Value* in : n->inputs) reads_reduction = reads_reduction || after_reduction(in, joining);

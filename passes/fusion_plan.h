@@ -29,7 +29,7 @@ struct FusionGroup {
   int id = -1;
   Schedule schedule = Schedule::Pointwise;
   std::vector<const ir::Node*> nodes;     // topological order
-  std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order
+  std::vector<const ir::Value*> inputs;   // tensors and runtime scalars read, in first-use order (see input_binds)
   std::vector<const ir::Value*> outputs;  // values used after the group, in definition order
   std::vector<int64_t> domain;            // the iteration shape (pointwise: the output shape)
   // Per input (parallel to `inputs`): the views between it and the output domain, which the
@@ -41,6 +41,10 @@ struct FusionGroup {
   // The name of the group's kernel for the profiled types, which logs, stats and errors call the
   // group by; set by runtime::FusedKernel when it generates that kernel ("" before).
   std::string kernel_name;
+  // Per input (parallel to `inputs`): the IR values its kernel operand stands for (InputRead::
+  // binds); empty for the input itself. A value read through several view paths is several
+  // inputs, one per path (a, b = x.chunk(2): x twice, once per piece).
+  std::vector<std::vector<const ir::Value*>> input_binds;
   bool has_views() const;
   // The value's number within the group: inputs 0, 1, ... in order, then the nodes' outputs in
   // node order; -1 for any other value. Generated identifiers use it (cache3), never IR ids,

@@ -131,6 +131,25 @@ bool path_through_outside(const ClusterSet& set, int from, int to) {
   return false;
 }
 
+// An expand_as whose output the two clusters would write: every element it repeats, where
+// eager's expand_as is a view (it stays one in ATen).
+std::optional<std::string> expanded_output(const ClusterSet& set, int a, int b) {
+  const auto& outs = set.graph.outputs();
+  for (const ir::Node* n : set.nodes_of({a, b})) {
+    if (n->kind != ir::OpKind::ExpandAs) continue;
+    bool used_outside = std::find(outs.begin(), outs.end(), n->output()) != outs.end();
+    for (const ir::Node* user : n->output()->uses) {
+      const int g = set.group_of[user->id];
+      used_outside = used_outside || (g != a && g != b);
+    }
+    if (used_outside) {
+      return "its output %" + std::to_string(n->output()->id) +
+             " (expand_as) would be written in full (eager's expand_as is a view: it stays one in ATen)";
+    }
+  }
+  return std::nullopt;
+}
+
 c10::Device device_of(const ClusterSet& set, int cluster) {
   return set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
 }
@@ -141,6 +160,7 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
   if (device_of(set, producer) != device_of(set, consumer)) {
     return "they are on different devices";
   }
+  if (auto why = expanded_output(set, producer, consumer)) return why;
   if (has_view(set.nodes_of({producer, consumer}))) {
     // Shapes on either side of a view are in different index spaces: view_paths checks that
     // every value reaches one output domain through one sequence of views, and the domain.

@@ -7,13 +7,13 @@ namespace torchfuse {
 void prune_groups(PassContext& ctx) {
   std::vector<FusionGroup> kept;
   for (auto& g : ctx.plan.groups) {
-    // Views alone compute nothing: a kernel would only copy what ATen views for free.
-    if (std::all_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return ir::is_view(n->kind); })) continue;
+    // Views (and expand_as) alone compute nothing: a kernel would only copy what ATen views for free.
+    if (std::all_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return ir::computes_nothing(n->kind); })) continue;
     // A reduction alone still gains: its prologue/epilogue may be trivial, but the schedule is ours.
     const bool has_reduction = std::any_of(g.nodes.begin(), g.nodes.end(),
                                            [](const ir::Node* n) { return ir::is_reduction(n->kind); });
     // Views count for nothing: ATen's views cost no kernel.
-    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return !ir::is_view(n->kind); });
+    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return !ir::computes_nothing(n->kind); });
     if (has_reduction || ops >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));

@@ -14,6 +14,7 @@ ViewStep view_step_of(const ir::Node& view) {
   s.dims = view.dims;
   s.in_sizes = view.inputs.at(0)->type.sizes;
   s.rank = static_cast<int64_t>(s.in_sizes.size());
+  s.view_id = view.output()->id;
   return s;
 }
 
@@ -29,65 +30,162 @@ std::string describe_steps(const std::vector<ViewStep>& steps) {
 
 namespace {
 
-bool apply_one(const ViewStep& step, std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
-  if (static_cast<int64_t>(sizes.size()) > step.rank) return false;
-  while (static_cast<int64_t>(sizes.size()) < step.rank) {
-    sizes.insert(sizes.begin(), 1);
-    strides.insert(strides.begin(), 0);
+// Sizes and strides of the tensor a step reads (left-padded to the step's rank), and where its
+// first element is, in elements from the tensor's data pointer.
+struct Strided {
+  std::vector<int64_t>& sizes;
+  std::vector<int64_t>& strides;
+  int64_t& offset;
+  RangeSizes* seen = nullptr;  // where range and select steps record the size of their dim
+
+  void record(const ViewStep& step, int64_t d) const {
+    if (seen) seen->emplace_back(step.view_id, sizes[d]);
+  }
+};
+
+bool apply_permute(const ViewStep& step, Strided& t) {
+  if (static_cast<int64_t>(step.dims.size()) != step.rank) return false;
+  std::vector<int64_t> s, st;
+  for (int64_t d : step.dims) {
+    s.push_back(t.sizes.at(d));
+    st.push_back(t.strides.at(d));
+  }
+  t.sizes = std::move(s);
+  t.strides = std::move(st);
+  return true;
+}
+
+bool apply_unsqueeze(const ViewStep& step, Strided& t) {
+  for (int64_t d : step.dims) {
+    if (d < 0 || d > static_cast<int64_t>(t.sizes.size())) return false;
+    t.sizes.insert(t.sizes.begin() + d, 1);
+    t.strides.insert(t.strides.begin() + d, 0);
+  }
+  return true;
+}
+
+bool apply_squeeze(const ViewStep& step, Strided& t) {
+  for (size_t i = step.dims.size(); i-- > 0;) {
+    const int64_t d = step.dims[i];
+    if (d < 0 || d >= static_cast<int64_t>(t.sizes.size()) || t.sizes[d] != 1) return false;
+    t.sizes.erase(t.sizes.begin() + d);
+    t.strides.erase(t.strides.begin() + d);
+  }
+  return true;
+}
+
+bool apply_flatten(const ViewStep& step, Strided& t) {
+  auto& sizes = t.sizes;
+  auto& strides = t.strides;
+  const int64_t lo = step.dims.at(0), hi = step.dims.at(1);
+  if (lo < 0 || hi >= static_cast<int64_t>(sizes.size()) || lo > hi) return false;
+  int64_t numel = 1;
+  for (int64_t d = lo; d <= hi; ++d) numel *= sizes[d];
+  int64_t stride = 0;  // of the innermost dim of size > 1 seen so far (walking outwards)
+  int64_t expect = -1;  // the stride the next outer dim of size > 1 must have
+  for (int64_t d = hi; d >= lo && numel != 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (expect < 0) stride = strides[d];
+    else if (strides[d] != expect) return false;
+    expect = strides[d] * sizes[d];
+  }
+  if (numel == 0) stride = 0;
+  sizes.erase(sizes.begin() + lo, sizes.begin() + hi + 1);
+  strides.erase(strides.begin() + lo, strides.begin() + hi + 1);
+  sizes.insert(sizes.begin() + lo, numel);
+  strides.insert(strides.begin() + lo, stride);
+  return true;
+}
+
+// 0, 1 or more: what the fusion plan's broadcasting depends on.
+int size_class(int64_t n) { return n == 0 ? 0 : n == 1 ? 1 : 2; }
+
+// The dim `dims[0]` of a range or select step, when the tensor and the step's profiled input
+// have the step's rank.
+bool acted_dim(const ViewStep& step, const Strided& t, int64_t& d) {
+  const int64_t rank = static_cast<int64_t>(t.sizes.size());
+  if (step.dims.empty() || static_cast<int64_t>(step.in_sizes.size()) != rank) return false;
+  d = step.dims[0];
+  return d >= 0 && d < rank;
+}
+
+// Is the tensor broadcast in dim d (size 1 where the value it stands for is longer)?
+bool broadcast_in(const ViewStep& step, const Strided& t, int64_t d) { return t.sizes[d] == 1 && step.in_sizes[d] != 1; }
+
+// Slice, narrow, chunk, split: the range of the dim (a broadcast dim stays its one element).
+bool apply_range(const ViewStep& step, Strided& t) {
+  int64_t d = 0;
+  if (!acted_dim(step, t, d)) return false;
+  if (broadcast_in(step, t, d)) return true;
+  t.record(step, d);
+  const auto r = ir::view_range(step.kind, step.dims, t.sizes[d]);
+  const auto profiled = ir::view_range(step.kind, step.dims, step.in_sizes[d]);
+  if (!r || !profiled || size_class(r->length) != size_class(profiled->length)) return false;
+  t.offset += r->start * t.strides[d];
+  t.sizes[d] = r->length;
+  t.strides[d] *= r->step;
+  return true;
+}
+
+// Select: the dim goes away at its index (a broadcast dim goes away with its one element).
+bool apply_select(const ViewStep& step, Strided& t) {
+  int64_t d = 0;
+  if (!acted_dim(step, t, d)) return false;
+  if (!broadcast_in(step, t, d)) {
+    t.record(step, d);
+    const auto i = ir::select_index(step.dims, t.sizes[d]);
+    if (!i) return false;
+    t.offset += *i * t.strides[d];
+  }
+  t.sizes.erase(t.sizes.begin() + d);
+  t.strides.erase(t.strides.begin() + d);
+  return true;
+}
+
+// Expand: new leading dims, and size-1 dims grown to the target with stride 0.
+bool apply_expand(const ViewStep& step, Strided& t) {
+  const auto& target = step.dims;
+  if (target.size() < t.sizes.size()) return false;
+  const size_t lead = target.size() - t.sizes.size();
+  t.sizes.insert(t.sizes.begin(), lead, 1);
+  t.strides.insert(t.strides.begin(), lead, 0);
+  for (size_t j = 0; j < target.size(); ++j) {
+    if (target[j] == -1 || target[j] == t.sizes[j]) continue;
+    if (t.sizes[j] != 1 || target[j] < 0) return false;
+    t.sizes[j] = target[j];
+    t.strides[j] = 0;
+  }
+  return true;
+}
+
+bool apply_one(const ViewStep& step, Strided& t) {
+  if (static_cast<int64_t>(t.sizes.size()) > step.rank) return false;
+  while (static_cast<int64_t>(t.sizes.size()) < step.rank) {
+    t.sizes.insert(t.sizes.begin(), 1);
+    t.strides.insert(t.strides.begin(), 0);
   }
   switch (step.kind) {
-    case ir::OpKind::Permute: {
-      if (static_cast<int64_t>(step.dims.size()) != step.rank) return false;
-      std::vector<int64_t> s, t;
-      for (int64_t d : step.dims) {
-        s.push_back(sizes.at(d));
-        t.push_back(strides.at(d));
-      }
-      sizes = std::move(s);
-      strides = std::move(t);
-      return true;
-    }
-    case ir::OpKind::Unsqueeze:
-      for (int64_t d : step.dims) {
-        if (d < 0 || d > static_cast<int64_t>(sizes.size())) return false;
-        sizes.insert(sizes.begin() + d, 1);
-        strides.insert(strides.begin() + d, 0);
-      }
-      return true;
-    case ir::OpKind::Squeeze:
-      for (size_t i = step.dims.size(); i-- > 0;) {
-        const int64_t d = step.dims[i];
-        if (d < 0 || d >= static_cast<int64_t>(sizes.size()) || sizes[d] != 1) return false;
-        sizes.erase(sizes.begin() + d);
-        strides.erase(strides.begin() + d);
-      }
-      return true;
-    case ir::OpKind::Flatten: {
-      const int64_t lo = step.dims.at(0), hi = step.dims.at(1);
-      if (lo < 0 || hi >= static_cast<int64_t>(sizes.size()) || lo > hi) return false;
-      int64_t numel = 1;
-      for (int64_t d = lo; d <= hi; ++d) numel *= sizes[d];
-      int64_t stride = 0;  // of the innermost dim of size > 1 seen so far (walking outwards)
-      int64_t expect = -1;  // the stride the next outer dim of size > 1 must have
-      for (int64_t d = hi; d >= lo && numel != 0; --d) {
-        if (sizes[d] == 1) continue;
-        if (expect < 0) stride = strides[d];
-        else if (strides[d] != expect) return false;
-        expect = strides[d] * sizes[d];
-      }
-      if (numel == 0) stride = 0;
-      sizes.erase(sizes.begin() + lo, sizes.begin() + hi + 1);
-      strides.erase(strides.begin() + lo, strides.begin() + hi + 1);
-      sizes.insert(sizes.begin() + lo, numel);
-      strides.insert(strides.begin() + lo, stride);
-      return true;
-    }
-    default:
-      return false;
+    case ir::OpKind::Permute: return apply_permute(step, t);
+    case ir::OpKind::Unsqueeze: return apply_unsqueeze(step, t);
+    case ir::OpKind::Squeeze: return apply_squeeze(step, t);
+    case ir::OpKind::Flatten: return apply_flatten(step, t);
+    case ir::OpKind::Slice: case ir::OpKind::Narrow: case ir::OpKind::Chunk: case ir::OpKind::Split:
+      return apply_range(step, t);
+    case ir::OpKind::Select: return apply_select(step, t);
+    case ir::OpKind::Expand: return apply_expand(step, t);
+    case ir::OpKind::Contiguous: return true;
+    default: return false;
   }
 }
 
 std::string name(const ir::Node* n) { return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")"; }
+
+// The expand among the views of the group that lead to `n`'s output (n itself included), or null.
+const ir::Node* expand_before(const ir::Node* n, const std::set<const ir::Node*>& inside) {
+  for (; n && inside.count(n) && ir::is_view(n->kind); n = n->inputs[0]->producer)
+    if (n->kind == ir::OpKind::Expand) return n;
+  return nullptr;
+}
 
 // Plan-time check of an input's path on its profiled type: each merge must be possible, and a
 // merged dim must not broadcast the input inside it (a size-1 dim of the input where the view's
@@ -95,6 +193,8 @@ std::string name(const ir::Node* n) { return "%" + std::to_string(n->output()->i
 // for every call; the strides are checked again per call (apply_view_steps).
 std::string check_strides_path(const ir::Value* v, const std::vector<ViewStep>& steps, std::vector<int64_t> strides) {
   std::vector<int64_t> sizes = v->type.sizes;
+  int64_t offset = 0;
+  Strided t{sizes, strides, offset};
   for (const ViewStep& step : steps) {
     std::vector<int64_t> padded = sizes;
     while (static_cast<int64_t>(padded.size()) < step.rank) padded.insert(padded.begin(), 1);
@@ -110,7 +210,7 @@ std::string check_strides_path(const ir::Value* v, const std::vector<ViewStep>& 
                std::to_string(step.dims[0]) + ".." + std::to_string(step.dims[1]) + ")";
       }
     }
-    if (!apply_one(step, sizes, strides)) {
+    if (!apply_one(step, t)) {
       return "input %" + std::to_string(v->id) + " " + v->type.str() + " cannot be read through " +
              describe_steps(steps) + " (its strides do not merge)";
     }
@@ -129,11 +229,56 @@ std::string check_input_path(const ir::Value* v, const std::vector<ViewStep>& st
          ", do not merge)";
 }
 
+// Records that node n reads input v: through n's own view (if n is one) and the views after n.
+void add_read(std::vector<InputRead>& reads, const ir::Node* n, const ir::Value* v, const std::vector<ViewStep>& after) {
+  std::vector<ViewStep> steps;
+  if (ir::is_view(n->kind)) steps.push_back(view_step_of(*n));
+  steps.insert(steps.end(), after.begin(), after.end());
+  // A view of v begins its path: its output is the read's register. Other ops read v itself.
+  const ir::Value* bind = ir::is_view(n->kind) ? n->output() : v;
+  for (InputRead& r : reads) {
+    if (r.steps != steps) continue;
+    if (std::find(r.binds.begin(), r.binds.end(), bind) == r.binds.end()) r.binds.push_back(bind);
+    return;
+  }
+  reads.push_back({std::move(steps), {bind}});
+}
+
+// Why input v cannot be read through `reads` ("" when it can): ops reading v itself must all
+// see it through one path (one register stands for v), and each path must fit v's strides.
+std::string check_reads(const ir::Value* v, const std::vector<InputRead>& reads) {
+  const InputRead* direct = nullptr;
+  for (const InputRead& r : reads) {
+    if (std::find(r.binds.begin(), r.binds.end(), v) == r.binds.end()) continue;
+    if (direct) {
+      return "input %" + std::to_string(v->id) + " would be read through two different view paths (" +
+             (direct->steps.empty() ? "none" : describe_steps(direct->steps)) + " and " +
+             (r.steps.empty() ? "none" : describe_steps(r.steps)) + ")";
+    }
+    direct = &r;
+  }
+  for (const InputRead& r : reads) {
+    if (r.steps.empty()) continue;
+    const std::string why = check_input_path(v, r.steps);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 }  // namespace
 
-bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides,
+                      int64_t& offset, RangeSizes* seen) {
+  Strided t{sizes, strides, offset, seen};
   for (const ViewStep& s : steps)
-    if (!apply_one(s, sizes, strides)) return false;
+    if (!apply_one(s, t)) return false;
+  return true;
+}
+
+bool range_sizes_agree(RangeSizes seen) {
+  std::sort(seen.begin(), seen.end());
+  for (size_t i = 1; i < seen.size(); ++i)
+    if (seen[i].first == seen[i - 1].first && seen[i].second != seen[i - 1].second) return false;
   return true;
 }
 
@@ -151,6 +296,10 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
     const bool moves_computed = ir::is_view(n->kind) && computed.count(n->inputs[0]);
     if (!ir::is_view(n->kind) || moves_computed) computed.insert(n->output());
   }
+  // Views alone may join each other (fuse_pointwise meets the views at the end of a chain
+  // before the op they move): such a cluster computes nothing, is dropped unless an op joins
+  // it later, and is checked again then.
+  const bool views_only = std::all_of(nodes.begin(), nodes.end(), [](const ir::Node* n) { return ir::is_view(n->kind); });
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ir::Node* n = *it;
     const ir::Value* out = n->output();
@@ -158,8 +307,13 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
     const ir::Node* seq_user = nullptr;  // whose path seq is (null: outside the group)
     if (escapes(out)) {
       seq.emplace();
-      if (ir::is_view(n->kind) && !computed.count(out)) {
+      if (ir::is_view(n->kind) && !computed.count(out) && !views_only) {
         p.why_not = "the view " + name(n) + " of a group input is also used outside the group (fusing would copy it)";
+        return p;
+      }
+      if (const ir::Node* e = expand_before(n, inside)) {
+        p.why_not = "its output " + name(n) + " would be written in full, every element " + name(e) +
+                    " repeats (eager's expand is a view: it stays one in ATen)";
         return p;
       }
     }
@@ -185,21 +339,11 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
   }
   bool first = true;
   for (const ir::Node* n : nodes) {
-    // Inputs, and the path each is read through.
+    // Inputs, and the paths each is read through.
     for (const ir::Value* v : n->inputs) {
       // 0-dim inputs too: unsqueeze makes them [1] (the runtime skips host scalars' steps).
       if ((v->producer && inside.count(v->producer)) || !v->type.is_tensor()) continue;
-      std::vector<ViewStep> steps;
-      if (ir::is_view(n->kind)) steps.push_back(view_step_of(*n));
-      const auto& rest = p.after.at(n);
-      steps.insert(steps.end(), rest.begin(), rest.end());
-      auto [at, inserted] = p.input_steps.emplace(v, steps);
-      if (!inserted && at->second != steps) {
-        p.why_not = "input %" + std::to_string(v->id) + " would be read through two different view paths (" +
-                    (at->second.empty() ? "none" : describe_steps(at->second)) + " and " +
-                    (steps.empty() ? "none" : describe_steps(steps)) + ")";
-        return p;
-      }
+      add_read(p.input_reads[v], n, v, p.after.at(n));
     }
     if (!p.after.at(n).empty()) continue;
     auto b = ir::broadcast_shapes(first ? std::vector<int64_t>{} : p.domain, n->output()->type.sizes);
@@ -211,17 +355,12 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
     p.domain = *b;
   }
   // In value order, so that the reason given does not depend on where values sit in memory.
-  std::vector<std::pair<const ir::Value*, const std::vector<ViewStep>*>> by_id;
-  for (const auto& [v, steps] : p.input_steps) by_id.emplace_back(v, &steps);
+  std::vector<std::pair<const ir::Value*, const std::vector<InputRead>*>> by_id;
+  for (const auto& [v, reads] : p.input_reads) by_id.emplace_back(v, &reads);
   std::sort(by_id.begin(), by_id.end(), [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
-  for (const auto& [v, steps_ptr] : by_id) {
-    const std::vector<ViewStep>& steps = *steps_ptr;
-    if (steps.empty()) continue;
-    const std::string why = check_input_path(v, steps);
-    if (!why.empty()) {
-      p.why_not = why;
-      return p;
-    }
+  for (const auto& [v, reads] : by_id) {
+    p.why_not = check_reads(v, *reads);
+    if (!p.why_not.empty()) return p;
   }
   for (const ir::Node* n : nodes) {
     if (escapes(n->output()) && n->output()->type.sizes != p.domain) {

@@ -3,8 +3,9 @@
 // value, only which element is which. So a group with views reads each input through the
 // sequence of views between it and the output domain: the runtime applies those steps to the
 // input's sizes and strides (apply_view_steps) before the domain is built, and the kernel sees
-// ordinary strided inputs. Every value of the group must reach the outputs through exactly one
-// sequence of views (view_paths says where that fails).
+// ordinary strided inputs. Every value the group computes must reach the outputs through exactly
+// one sequence of views (view_paths says where that fails); an input may be read through several
+// when views of it begin each (InputRead).
 #pragma once
 
 #include <functional>
@@ -19,10 +20,13 @@ namespace torchfuse {
 
 // One view applied to an input on its way to the output domain.
 struct ViewStep {
-  ir::OpKind kind = ir::OpKind::Permute;  // Permute, Unsqueeze, Squeeze or Flatten
+  ir::OpKind kind = ir::OpKind::Permute;  // an ir::is_view kind
   std::vector<int64_t> dims;              // as ir::Node::dims
   int64_t rank = 0;                       // the IR rank of the value the view applies to
   std::vector<int64_t> in_sizes;          // its profiled sizes (plan-time checks, messages)
+  // The view's output value id: inputs read through one range or select node must see one size
+  // of its dim (RangeSizes). Not compared: equal steps are the same index map.
+  int view_id = -1;
   bool operator==(const ViewStep& o) const {
     return kind == o.kind && dims == o.dims && rank == o.rank && in_sizes == o.in_sizes;
   }
@@ -32,22 +36,47 @@ ViewStep view_step_of(const ir::Node& view);
 // "permute[0, 2, 1]", steps joined by " -> ".
 std::string describe_steps(const std::vector<ViewStep>& steps);
 
-// Applies `steps` to a tensor's sizes and strides, in order: before each step the tensor is
-// left-padded with size-1, stride-0 dims to the step's rank (broadcasting aligns ranks that
-// way); then permute reorders, unsqueeze inserts size 1 / stride 0, squeeze drops a size-1 dim,
-// flatten merges dims [s, e] into one. A merge needs stride[i] == stride[i+1] * size[i+1] for
-// each pair of adjacent dims of size > 1 in the range; returns false when that fails (or a
-// squeezed dim is not size 1, or the tensor has a higher rank than a step expects), leaving
-// sizes and strides unspecified.
-bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
+// Applies `steps` to a tensor's sizes, strides and storage offset (in elements, added to), in
+// order: before each step the tensor is left-padded with size-1, stride-0 dims to the step's
+// rank (broadcasting aligns ranks that way); then permute reorders, unsqueeze inserts size 1 /
+// stride 0, squeeze drops a size-1 dim, flatten merges dims [s, e] into one (a merge needs
+// stride[i] == stride[i+1] * size[i+1] for each pair of adjacent dims of size > 1 in the range);
+// slice, narrow, chunk and split take their range of the dim (ir::view_range: the offset moves
+// to its start, the stride times the step), select one index of it (the offset moves there, the
+// dim goes away), expand grows size-1 dims to stride 0, contiguous changes nothing. A dim of
+// size 1 that the step's profiled input has longer is the tensor broadcast there: a range or an
+// index of it is that one element again. Returns false, leaving the outputs unspecified, where
+// the call cannot read through the steps as eager would compute them: strides that do not merge,
+// a squeezed dim not of size 1, a higher rank than a step expects, a range or index eager
+// rejects (out of range, another number of pieces), an expand of a dim neither 1 nor the target,
+// or a range whose length is 0, 1 or more where the profile's was another of these (the fusion
+// plan relies on the profile's size-1 dims, which the guards pin for inputs, not for ranges).
+// `seen`, when given, gets the size each range or select step found in its dim (RangeSizes).
+using RangeSizes = std::vector<std::pair<int, int64_t>>;  // (ViewStep::view_id, size)
+bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides,
+                      int64_t& offset, RangeSizes* seen = nullptr);
+// Do the inputs read through one range or select step (one view_id) see one size of its dim?
+// Eager broadcasts them against each other before the view and raises where they differ; a
+// range taken of each would hide that (x[:, :4] of [4, 10] + [4, 12] inputs), so such a call
+// falls back and eager raises. (Inputs broadcast in that dim record nothing.)
+bool range_sizes_agree(RangeSizes seen);
+
+// One path a group input is read through into the output domain.
+struct InputRead {
+  std::vector<ViewStep> steps;
+  // The values whose register this read is: the input itself (where ops read it directly), or
+  // the outputs of the views of it that begin the path (the pieces of a, b = x.chunk(2): one
+  // input read through two paths, each a kernel operand of its own).
+  std::vector<const ir::Value*> binds;
+};
 
 // The views of a set of nodes that would be one group (topological order).
 struct ViewPaths {
   // For each node, the views from its output to the group's output domain.
   std::map<const ir::Node*, std::vector<ViewStep>> after;
-  // For each tensor input of rank > 0 (values read but not computed by the nodes), the views
-  // from it to the output domain.
-  std::map<const ir::Value*, std::vector<ViewStep>> input_steps;
+  // For each tensor input (values read but not computed by the nodes), the paths it is read
+  // through to the output domain, one per distinct sequence of views, in first-use order.
+  std::map<const ir::Value*, std::vector<InputRead>> input_reads;
   // The broadcast of the shapes in the output domain (nodes with no views after them).
   std::vector<int64_t> domain;
   // Why the nodes cannot be one group with views ("" when they can).

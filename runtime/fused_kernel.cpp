@@ -43,11 +43,12 @@ bool number_operand(const ir::Value* v, const c10::Device& device, codegen::Oper
   return true;
 }
 
-// Input k as the output domain sees it: its sizes and strides through the group's views
-// (FusionGroup::input_views). False when a merge of dims does not fit its strides.
-bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s) {
+// Input k as the output domain sees it: its sizes, strides and offset through the group's views
+// (FusionGroup::input_views); the sizes its range and select steps found go to `seen`. False
+// when the call cannot read it through them (apply_view_steps).
+bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen = nullptr) {
   if (k >= g.input_views.size() || g.input_views[k].empty() || !s.is_tensor) return true;
-  return apply_view_steps(g.input_views[k], s.sizes, s.strides);
+  return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen);
 }
 
 }  // namespace
@@ -287,7 +288,10 @@ namespace {
 // the group's views. `views_fit` turns false when an input's strides do not let a view merge
 // its dims: the guards pin ranks and which dims are size 1, so the fusion passes' check of the
 // broadcast holds, but not strides (a group input computed by an ATen op may come strided on
-// another call): that call runs the fallback.
+// another call); or when a range or select does not fit the call's sizes as it fit the
+// profile's (eager would raise, or a range is 0, 1 or more elements long where the profile's
+// was another of these), or inputs meeting before one disagree on its dim's size: that call
+// runs the fallback, which is eager.
 CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bool& views_fit) {
   views_fit = true;
   const size_t n = g.inputs.size();
@@ -296,6 +300,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
   stack.erase(stack.end() - n, stack.end());
   bool have_device = false;
   const c10::Device device = group_device(g);
+  RangeSizes seen;
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs[k];
     const c10::IValue& iv = call.values[k];
@@ -312,10 +317,11 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
-    views_fit = views_fit && view_operand(g, k, s);
+    views_fit = views_fit && view_operand(g, k, s, &seen);
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");
+  views_fit = views_fit && range_sizes_agree(std::move(seen));
   return call;
 }
 
@@ -349,7 +355,9 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   bool views_fit = true;
   CallInputs call = take_inputs(stack, group_, views_fit);
   if (!views_fit) {
-    check_can_fall_back("an input's strides do not fit the group's views");
+    check_can_fall_back(
+        "an input does not fit the group's views (strides that do not merge, or sizes its slices, selects or "
+        "splits take otherwise than the profile's)");
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }

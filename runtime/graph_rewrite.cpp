@@ -17,6 +17,21 @@ namespace {
 // TorchScript values replaced by fusion node outputs so far (their nodes are destroyed).
 using Replacements = std::unordered_map<const torch::jit::Value*, torch::jit::Value*>;
 
+// A node that reads pieces of a split list into IR views (ListUnpack, __getitem__): only such
+// nodes of a group read a list.
+bool reads_pieces(const torch::jit::Node* n) {
+  const auto kind = n->kind();
+  return (kind == c10::prim::ListUnpack || kind == c10::aten::__getitem__) && !n->inputs().empty() &&
+         n->input(0)->type()->kind() == c10::TypeKind::ListType;
+}
+
+// A reader of pieces, or the op making their list: nodes a group may leave in place when
+// another piece is read outside it.
+bool reads_or_makes_pieces(const torch::jit::Node* n) {
+  if (reads_pieces(n)) return true;
+  return n->outputs().size() == 1 && n->output()->type()->kind() == c10::TypeKind::ListType;
+}
+
 torch::jit::Value* source_value(const Conversion& conv, const Replacements& replaced, const ir::Value* v) {
   TORCHFUSE_INTERNAL_ASSERT(v->source_index >= 0, "%", v->id, " crosses a group boundary but has no TorchScript value");
   torch::jit::Value* ts = conv.source_values.at(v->source_index);
@@ -64,11 +79,12 @@ void rewrite_group(torch::jit::Graph& graph, const Conversion& conv, const Fusio
     after = n;
   }
   for (auto it = group_nodes.rbegin(); it != group_nodes.rend(); ++it) {
-    for (torch::jit::Value* out : (*it)->outputs()) {
-      TORCHFUSE_INTERNAL_ASSERT(!out->hasUses(), "fused node ", (*it)->kind().toQualString(),
-                                " still has uses outside its group");
-    }
-    (*it)->destroy();
+    const bool used = std::any_of((*it)->outputs().begin(), (*it)->outputs().end(),
+                                  [](const torch::jit::Value* out) { return out->hasUses(); });
+    // A split list whose other pieces are read outside the group (or by a later group) stays.
+    TORCHFUSE_INTERNAL_ASSERT(!used || reads_or_makes_pieces(*it), "fused node ", (*it)->kind().toQualString(),
+                              " still has uses outside its group");
+    if (!used) (*it)->destroy();
   }
 }
 
@@ -78,7 +94,15 @@ std::vector<torch::jit::Node*> group_source_nodes(const Conversion& conv, const 
   std::set<int> origins;
   for (const ir::Node* n : g.nodes) origins.insert(n->origin);
   std::vector<torch::jit::Node*> out;
-  for (int o : origins) out.push_back(conv.source_nodes.at(o));
+  auto add = [&](torch::jit::Node* n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  for (int o : origins) {
+    torch::jit::Node* n = conv.source_nodes.at(o);
+    if (reads_pieces(n)) add(n->input(0)->node());
+    add(n);  // (a ListUnpack's pieces have an origin each: one node)
+  }
+  std::stable_sort(out.begin(), out.end(), [](torch::jit::Node* a, torch::jit::Node* b) { return a->isBefore(b); });
   return out;
 }
 

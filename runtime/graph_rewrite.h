@@ -11,7 +11,9 @@
 namespace torchfuse {
 namespace runtime {
 
-// The TorchScript nodes a group came from, in graph order.
+// The TorchScript nodes a group came from, in graph order, each once. A piece of a split list
+// (the ListUnpack or __getitem__ its view came from, src/convert_splits.cpp) brings the op
+// making the list along, which has no IR node of its own.
 std::vector<torch::jit::Node*> group_source_nodes(const Conversion& conv, const FusionGroup& g);
 
 // Rewrites the graph `conv` was converted from, in place. kernel_ids[i] is the registered

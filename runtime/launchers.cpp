@@ -20,12 +20,23 @@ using codegen::Access;
 
 bool has_strides(Access a) { return a == Access::InnerContig || a == Access::InnerBroadcast || a == Access::Strided; }
 
+// Input k's first element: the tensor's data pointer moved by the offset its views take
+// (OperandShape::offset: a slice or select of the input). Kernels and alignment checks see this.
+void* input_ptr(const CallInputs& c, size_t k) {
+  const at::Tensor& t = c.values[k].toTensor();
+  return static_cast<char*>(t.data_ptr()) + c.shapes[k].offset * static_cast<int64_t>(t.element_size());
+}
+
+// Is input k's first element aligned to `vec` of its elements?
+bool input_aligned(const CallInputs& c, size_t k, int vec) {
+  return aligned(input_ptr(c, k), vec * c.values[k].toTensor().element_size());
+}
+
 // Row schedule's vector loads need each row start and pointer aligned to the vector.
 bool row_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) {
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (l.inputs[k].access != Access::InnerContig) continue;
-    const at::Tensor& t = c.values[k].toTensor();
-    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    if (!input_aligned(c, k, l.vec)) return false;
     for (int64_t s : l.inputs[k].outer_strides)
       if (s % l.vec != 0) return false;
   }
@@ -38,8 +49,7 @@ bool column_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) 
     const auto& op = l.inputs[k];
     if (op.access == Access::Scalar || op.access == Access::Uniform) continue;
     if (op.inner_strides.size() != 1 || op.inner_strides[0] != 1) continue;
-    const at::Tensor& t = c.values[k].toTensor();
-    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    if (!input_aligned(c, k, l.vec)) return false;
     for (int64_t s : op.outer_strides)
       if (s % l.vec != 0) return false;
     for (int64_t s : op.red_strides)
@@ -57,8 +67,7 @@ bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& 
     if (linear_only && op.access != Access::Linear && op.access != Access::Uniform && op.access != Access::Scalar)
       return false;
     if (op.access != Access::Linear && op.access != Access::InnerContig) continue;
-    const at::Tensor& t = c.values[k].toTensor();
-    if (!aligned(t.data_ptr(), l.vec * t.element_size())) return false;
+    if (!input_aligned(c, k, l.vec)) return false;
     for (size_t d = 0; d + 1 < op.strides.size(); ++d)
       if (op.strides[d] % l.vec != 0) return false;
   }
@@ -88,13 +97,13 @@ at::Tensor partials(const ir::Node& r, int64_t n, const c10::Device& device) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Packs a number's value or a tensor's pointer; true when the operand's strides follow.
-bool pack_operand(ParamPacker& p, Access access, const c10::IValue& v) {
+// Packs input k's number or its pointer (input_ptr); true when the operand's strides follow.
+bool pack_operand(ParamPacker& p, Access access, const CallInputs& c, size_t k) {
   if (access == Access::Scalar) {
-    p.scalar(v);
+    p.scalar(c.values[k]);
     return false;
   }
-  p.ptr(v.toTensor().data_ptr());
+  p.ptr(input_ptr(c, k));
   return access != Access::Uniform;
 }
 
@@ -144,7 +153,7 @@ class PointwiseLauncher : public ScheduleLauncher {
     if (!l.index64) pack_dividers(p, l.sizes);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const auto& op = l.inputs[k];
-      if (pack_operand(p, op.access, x.c.values[k]) && has_strides(op.access)) p.array(op.strides, 0);
+      if (pack_operand(p, op.access, x.c, k) && has_strides(op.access)) p.array(op.strides, 0);
     }
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     const int64_t work = vec_ok ? ceil_div(ceil_div(numel, l.vec), l.unroll) : numel;
@@ -179,7 +188,7 @@ class RowLauncher : public ScheduleLauncher {
     p.array(l.red_sizes, 1);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const auto& op = l.inputs[k];
-      if (!pack_operand(p, op.access, c.values[k])) continue;
+      if (!pack_operand(p, op.access, c, k)) continue;
       p.array(op.outer_strides, 0);
       if (op.access == Access::InnerContig || op.access == Access::Strided) p.array(op.red_strides, 0);
     }
@@ -255,7 +264,7 @@ class ColumnLauncher : public ScheduleLauncher {
     p.array(l.inner_sizes, 1);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const auto& op = l.inputs[k];
-      if (!pack_operand(p, op.access, c.values[k])) continue;
+      if (!pack_operand(p, op.access, c, k)) continue;
       p.array(op.outer_strides, 0);
       p.array(op.red_strides, 0);
       p.array(op.inner_strides, 0);
@@ -292,7 +301,7 @@ class FullLauncher : public ScheduleLauncher {
     for (int64_t s : l.sizes) p.i64(s);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const auto& op = l.inputs[k];
-      if (pack_operand(p, op.access, c.values[k]) && op.access != Access::Linear) p.array(op.strides, 0);
+      if (pack_operand(p, op.access, c, k) && op.access != Access::Linear) p.array(op.strides, 0);
     }
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     for (const auto& t : parts) p.ptr(t.data_ptr());

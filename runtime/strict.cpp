@@ -12,7 +12,10 @@
 namespace torchfuse {
 namespace {
 
-bool fusible(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_reduction(n->kind); }
+// (Views and expand_as compute nothing: left to ATen, they stay views, which strict allows.)
+bool fusible(const ir::Node* n) {
+  return (ir::is_pointwise(n->kind) && !ir::computes_nothing(n->kind)) || ir::is_reduction(n->kind);
+}
 
 // The refusals naming any of `nodes`, each once, in the order they were made.
 std::vector<std::string> reasons_for(const FusionPlan& plan, const std::vector<const ir::Node*>& nodes) {

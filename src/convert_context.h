@@ -3,6 +3,7 @@
 // convert_reductions.cpp) use it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,8 @@ class ConvertContext {
   const ir::Type& in_type(size_t i) const { return in(i)->type; }
   // Profiled type of TorchScript output i.
   const ir::Type& out_type(size_t i = 0) const;
+  // Profiled type of any top-level TorchScript value (Other when it has none).
+  const ir::Type& type_of(const torch::jit::Value* v) const;
   // The constant of input i, if TorchScript knows it (prim::Constant).
   std::optional<c10::IValue> constant(size_t i) const;
   bool is_none(size_t i) const;
@@ -72,6 +75,26 @@ class ConvertContext {
   // TorchScript graph so that one TorchScript value stands for each IR value.
   void bind_identity(ir::Value* input);
   const std::vector<torch::jit::Node*>& identities() const { return identities_; }
+
+  // Pieces of a list that a converted chunk, split or unbind makes (convert_splits.cpp): the
+  // nodes reading the list (prim::ListUnpack, aten::__getitem__) become one IR view per output,
+  // each its own unit for fusion. The converter of the list's op records them here; the node
+  // reading the list is then converted by emit_pieces, not by a converter.
+  struct Piece {
+    ir::OpKind kind = ir::OpKind::Slice;
+    std::vector<int64_t> dims;
+  };
+  struct Pieces {
+    ir::Value* input = nullptr;  // the tensor the list's op splits
+    std::vector<Piece> outputs;  // one per output of the reading node
+  };
+  void defer_pieces(const torch::jit::Node* reader, Pieces pieces) { pieces_[reader] = std::move(pieces); }
+  const Pieces* pieces_for(const torch::jit::Node* reader) const {
+    auto it = pieces_.find(reader);
+    return it == pieces_.end() ? nullptr : &it->second;
+  }
+  // The origin of the nodes emitted from now on (a ListUnpack's pieces each take their own).
+  void set_origin(int origin) { origin_ = origin; }
 
   ir::Graph& graph() { return graph_; }
 
@@ -99,6 +122,7 @@ class ConvertContext {
   std::string decline_reason_;
   std::vector<torch::jit::Node*> identities_;
   std::unordered_set<const torch::jit::Value*> runtime_typed_;
+  std::unordered_map<const torch::jit::Node*, Pieces> pieces_;
 };
 
 // PyTorch's type promotion for the operands of an op (tensors by dim and dtype, scalars by kind).
@@ -126,6 +150,22 @@ const std::unordered_map<std::string, Converter>& reduction_converters();
 const std::unordered_map<std::string, Converter>& activation_converters();
 // permute, transpose, t, unsqueeze, squeeze, flatten, view / reshape (convert_views.cpp).
 const std::unordered_map<std::string, Converter>& view_converters();
+// slice, select, narrow, expand, expand_as, contiguous, alias, detach (convert_slices.cpp).
+const std::unordered_map<std::string, Converter>& slice_converters();
+// chunk, split, split_with_sizes, unbind, whose list is unpacked (convert_splits.cpp).
+const std::unordered_map<std::string, Converter>& split_converters();
+// The IR views of the node ctx has begun, whose pieces a split converter recorded
+// (ConvertContext::pieces_for): output i becomes a view of the split tensor, binds the node's
+// output i and takes the origin new_origin(i) (the node's own for i = 0).
+void emit_pieces(ConvertContext& ctx, const std::function<int(size_t)>& new_origin);
+// Helpers shared by the view converters (convert_views.cpp).
+// The view's input, a tensor of a kernel dtype; declines otherwise.
+ir::Value* view_input(ConvertContext& ctx);
+// A constant int argument as a dim of a rank-`rank` tensor, normalized; declines otherwise.
+std::optional<int64_t> dim_arg(ConvertContext& ctx, size_t index, int64_t rank);
+// Emits view `kind` of x and binds output `output` to it when the profiled output is that view
+// of x; declines otherwise.
+bool emit_view(ConvertContext& ctx, ir::Value* x, ir::OpKind kind, std::vector<int64_t> dims, size_t output = 0);
 // Helpers of the pointwise converters (convert_pointwise.cpp), shared with the activations'.
 // The output is a tensor of the operands' broadcast shape, on their device; declines otherwise.
 bool pointwise_output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands);

@@ -3,6 +3,8 @@
 // (passes/view_steps.h). Only forms whose meaning does not depend on the input's sizes convert:
 // the specialization's guards pin ranks and which dims are size 1, not sizes, so a constant
 // target shape (x.view(8, 64)) would not follow the next call's sizes; those stay in ATen.
+// The helpers every view converter uses (view_input, dim_arg, emit_view) live here too;
+// convert_slices.cpp and convert_splits.cpp convert the views that take part of a tensor.
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
@@ -10,11 +12,9 @@
 #include "src/convert_context.h"
 
 namespace torchfuse {
-namespace {
 
 using ir::OpKind;
 
-// The view's input, a tensor of a kernel dtype; declines otherwise.
 ir::Value* view_input(ConvertContext& ctx) {
   if (!ctx.needs_inputs(1)) return nullptr;
   ir::Value* x = ctx.in(0);
@@ -29,7 +29,6 @@ ir::Value* view_input(ConvertContext& ctx) {
   return x;
 }
 
-// A constant int argument as a dim of a rank-`rank` tensor, normalized; declines otherwise.
 std::optional<int64_t> dim_arg(ConvertContext& ctx, size_t index, int64_t rank) {
   auto c = ctx.constant(index);
   if (!c || !c->isInt()) {
@@ -45,20 +44,21 @@ std::optional<int64_t> dim_arg(ConvertContext& ctx, size_t index, int64_t rank) 
   return d < 0 ? d + r : d;
 }
 
-// Emits the view when the profiled output agrees with it.
-bool emit_view(ConvertContext& ctx, ir::Value* x, OpKind kind, std::vector<int64_t> dims) {
+bool emit_view(ConvertContext& ctx, ir::Value* x, OpKind kind, std::vector<int64_t> dims, size_t output) {
   const auto sizes = ir::view_output_sizes(kind, dims, x->type.sizes);
-  const ir::Type& out = ctx.out_type(0);
+  const ir::Type& out = ctx.out_type(output);
   if (!sizes || !out.is_tensor() || out.sizes != *sizes || out.dtype != x->type.dtype || out.device != x->type.device) {
     return ctx.decline(ctx.op_name() + ": the profiled output " + out.str() + " is not the " + ir::op_name(kind) +
-                       " of the input " + x->type.str());
+                       ir::shape_str(dims) + " of the input " + x->type.str());
   }
   // The profiled strides: where the view stays in ATen, its readers see them.
   ir::Node* n = ctx.emit(kind, {x}, out, c10::ScalarType::Undefined);
   n->dims = std::move(dims);
-  ctx.bind_output(0, n->output());
+  ctx.bind_output(output, n->output());
   return true;
 }
+
+namespace {
 
 bool convert_permute(ConvertContext& ctx) {
   ir::Value* x = view_input(ctx);

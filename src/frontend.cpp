@@ -169,9 +169,11 @@ ir::Value* ConvertContext::in(size_t i) const {
   return it->second;
 }
 
-const ir::Type& ConvertContext::out_type(size_t i) const {
+const ir::Type& ConvertContext::out_type(size_t i) const { return type_of(node_->outputs().at(i)); }
+
+const ir::Type& ConvertContext::type_of(const torch::jit::Value* v) const {
   static const ir::Type kOther = ir::Type::other();
-  auto it = profile_.types.find(node_->outputs().at(i));
+  auto it = profile_.types.find(v);
   return it == profile_.types.end() ? kOther : it->second;
 }
 
@@ -308,7 +310,7 @@ void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile
 Converter converter_for(const torch::jit::Node* n) {
   const std::string kind = n->kind().toQualString();
   for (const auto* table : {&pointwise_converters(), &activation_converters(), &reduction_converters(),
-                            &view_converters()}) {
+                            &view_converters(), &slice_converters(), &split_converters()}) {
     auto it = table->find(kind);
     if (it != table->end()) return it->second;
   }
@@ -347,12 +349,16 @@ bool blocks_hold_fusible_ops(const torch::jit::Node* n) {
   return false;
 }
 
+// Does the node compute a tensor (or split one into a list of tensors: chunk, unbind)?
 bool computes_a_tensor(const torch::jit::Node* n, const Profile& profile) {
   for (const torch::jit::Value* out : n->outputs()) {
     auto it = profile.types.find(out);
     if (it != profile.types.end() && it->second.is_tensor()) return true;
   }
-  return false;
+  const bool splits_a_tensor = n->outputs().size() == 1 && !n->inputs().empty() &&
+                               n->output()->type()->isSubtypeOf(*c10::ListType::ofTensors()) &&
+                               n->input(0)->type()->isSubtypeOf(*c10::TensorType::get());
+  return splits_a_tensor;
 }
 
 }  // namespace
@@ -385,7 +391,15 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     }
     ctx.begin(n, origin);
     const Converter convert = converter_for(n);
-    if (!convert || !try_convert(ctx, convert)) {
+    if (ctx.pieces_for(n)) {
+      // A ListUnpack's pieces are fusion units of their own: each after the first takes another
+      // origin, which stands for the same TorchScript node.
+      emit_pieces(ctx, [&](size_t i) {
+        if (i == 0) return origin;
+        conv.source_nodes.push_back(n);
+        return static_cast<int>(conv.source_nodes.size()) - 1;
+      });
+    } else if (!convert || !try_convert(ctx, convert)) {
       // (Arithmetic on Python numbers, size arithmetic, computes no tensor to fuse: not listed.)
       if (convert && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
       if (blocks_hold_fusible_ops(n)) {

@@ -38,7 +38,9 @@ Profile profile_graph(const std::shared_ptr<torch::jit::Graph>& graph, const std
 struct Conversion {
   std::unique_ptr<ir::Graph> graph;
   std::vector<torch::jit::Value*> source_values;  // ir::Value::source_index -> TorchScript value
-  std::vector<torch::jit::Node*> source_nodes;    // ir::Node::origin -> TorchScript node
+  // ir::Node::origin -> TorchScript node (a ListUnpack appears once per output: its pieces are
+  // fusion units of their own, see convert_splits.cpp)
+  std::vector<torch::jit::Node*> source_nodes;
   // One entry per node whose converter declined it, in graph order: "aten::norm (%5) stays in
   // ATen: norm with p=3: only p=2 is fused". Ops without a converter (matmul) are not listed.
   std::vector<std::string> declined;

@@ -45,11 +45,16 @@ constexpr OpInfo kOps[] = {
     {OpKind::Ge, "ge", 2},             {OpKind::LogicalAnd, "logical_and", 2},
     {OpKind::LogicalOr, "logical_or", 2}, {OpKind::Fmod, "fmod", 2},
     {OpKind::Remainder, "remainder", 2}, {OpKind::Atan2, "atan2", 2},
-    {OpKind::Fill, "fill", 2},         {OpKind::Where, "where", 3},
+    {OpKind::Fill, "fill", 2},         {OpKind::ExpandAs, "expand_as", 2},
+    {OpKind::Where, "where", 3},
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
     {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Permute, "permute", 1},
     {OpKind::Unsqueeze, "unsqueeze", 1}, {OpKind::Squeeze, "squeeze", 1},
-    {OpKind::Flatten, "flatten", 1},   {OpKind::Opaque, "opaque", -1},
+    {OpKind::Flatten, "flatten", 1},   {OpKind::Slice, "slice", 1},
+    {OpKind::Narrow, "narrow", 1},     {OpKind::Chunk, "chunk", 1},
+    {OpKind::Split, "split", 1},       {OpKind::Select, "select", 1},
+    {OpKind::Expand, "expand", 1},     {OpKind::Contiguous, "contiguous", 1},
+    {OpKind::Opaque, "opaque", -1},
 };
 
 const OpInfo& info(OpKind kind) {
@@ -81,57 +86,17 @@ bool is_pointwise(OpKind kind) {
   return kind != OpKind::Opaque && !is_reduction(kind) && !is_view(kind);
 }
 bool is_view(OpKind kind) {
-  return kind == OpKind::Permute || kind == OpKind::Unsqueeze || kind == OpKind::Squeeze || kind == OpKind::Flatten;
-}
-
-std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::vector<int64_t>& dims,
-                                                      const std::vector<int64_t>& in) {
-  const int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> out;
   switch (kind) {
-    case OpKind::Permute: {
-      if (static_cast<int64_t>(dims.size()) != rank) return std::nullopt;
-      std::vector<char> used(in.size(), 0);
-      for (int64_t d : dims) {
-        if (d < 0 || d >= rank || used[d]) return std::nullopt;
-        used[d] = 1;
-        out.push_back(in[d]);
-      }
-      return out;
-    }
-    case OpKind::Unsqueeze: {
-      out = in;
-      if (!std::is_sorted(dims.begin(), dims.end())) return std::nullopt;
-      for (int64_t d : dims) {
-        if (d < 0 || d > static_cast<int64_t>(out.size())) return std::nullopt;
-        out.insert(out.begin() + d, 1);
-      }
-      return out;
-    }
-    case OpKind::Squeeze: {
-      if (!std::is_sorted(dims.begin(), dims.end()) || std::adjacent_find(dims.begin(), dims.end()) != dims.end()) {
-        return std::nullopt;
-      }
-      for (int64_t d : dims)
-        if (d < 0 || d >= rank || in[d] != 1) return std::nullopt;
-      for (int64_t d = 0; d < rank; ++d)
-        if (!std::binary_search(dims.begin(), dims.end(), d)) out.push_back(in[d]);
-      return out;
-    }
-    case OpKind::Flatten: {
-      if (dims.size() != 2 || dims[0] < 0 || dims[0] >= dims[1] || dims[1] >= rank) return std::nullopt;
-      int64_t merged = 1;
-      for (int64_t d = 0; d < rank; ++d) {
-        if (d < dims[0] || d > dims[1]) out.push_back(in[d]);
-        else merged *= in[d];
-        if (d == dims[1]) out.push_back(merged);
-      }
-      return out;
-    }
+    case OpKind::Permute: case OpKind::Unsqueeze: case OpKind::Squeeze: case OpKind::Flatten:
+    case OpKind::Slice: case OpKind::Narrow: case OpKind::Chunk: case OpKind::Split:
+    case OpKind::Select: case OpKind::Expand: case OpKind::Contiguous:
+      return true;
     default:
-      return std::nullopt;
+      return false;
   }
 }
+bool computes_nothing(OpKind kind) { return is_view(kind) || kind == OpKind::ExpandAs; }
+
 bool is_reduction(OpKind kind) {
   return kind == OpKind::ReduceSum || kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
 }

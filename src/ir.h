@@ -27,6 +27,10 @@ enum class OpKind {
   // Fill(like, value): `value` (a number) broadcast to the shape of the tensor `like`, whose
   // elements it does not read (zeros_like, ones_like, full_like).
   Fill,
+  // ExpandAs(x, like): x broadcast to the shape of `like`, whose elements it does not read
+  // (x.expand_as(like): like's sizes are only known per call, so this is no view with constant
+  // dims; it computes nothing, see computes_nothing).
+  ExpandAs,
   // ternary pointwise
   Where,
   // reductions over `dims` (keepdim as attribute)
@@ -36,6 +40,22 @@ enum class OpKind {
   // positions `dims` (sorted). Squeeze: the input's size-1 dims `dims` (sorted) removed.
   // Flatten: input dims [dims[0], dims[1]] merged into one.
   Permute, Unsqueeze, Squeeze, Flatten,
+  // Views that take part of a dim (DimRange says which, from the dim's size at run time, as
+  // eager computes it). Slice: dims = [dim, start, end, step] (None start 0, None end INT64_MAX;
+  // negative and out-of-range ends clamped). Narrow: [dim, start, length], or [dim, start,
+  // length, total] for a piece of split_with_sizes (the dim must have size `total`). Chunk:
+  // [dim, chunks, index, count] and Split: [dim, split_size, index, count], piece `index` of
+  // chunk / split (`count` the number of pieces the list must have, -1 when only indexed).
+  Slice, Narrow, Chunk, Split,
+  // Select: dims = [dim, index] (negative from the end), or [dim, index, size] for a piece of
+  // unbind (the dim must have size `size`). The dim goes away.
+  Select,
+  // Expand: dims = the target sizes (-1 keeps the input's; new leading dims), stride 0 where a
+  // size-1 dim grows.
+  Expand,
+  // Contiguous: the same elements; eager's x.contiguous(). Fused, the group's output is written
+  // contiguous anyway, so it only marks a view path (view_paths).
+  Contiguous,
   // anything else: runs through ATen, never fused
   Opaque,
 };
@@ -48,12 +68,30 @@ bool is_comparison(OpKind kind);
 // number clamped to or selected beside one is rounded to its dtype): rounding it again changes
 // nothing, so kernels do not.
 bool exact_on_16bit_operands(OpKind kind);
-// Permute, Unsqueeze, Squeeze, Flatten: they change which element is which, not values.
+// Permute, Unsqueeze, Squeeze, Flatten, Slice, Narrow, Chunk, Split, Select, Expand,
+// Contiguous: they change which element is which, not values.
 bool is_view(OpKind kind);
+// Views and ExpandAs: a group of only these computes nothing (ATen's views cost no kernel).
+bool computes_nothing(OpKind kind);
 // The output sizes of view `kind` with `dims` on an input of `in` sizes, or nullopt when the
-// dims do not fit (out of range, not a permutation, squeezing a dim that is not size 1).
+// dims do not fit (out of range, not a permutation, squeezing a dim that is not size 1, a range
+// eager rejects). See src/ir_views.cpp.
 std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::vector<int64_t>& dims,
                                                       const std::vector<int64_t>& in);
+// The elements of one dim that a Slice, Narrow, Chunk or Split takes: start, start + step, ...
+// (length of them).
+struct DimRange {
+  int64_t start = 0;
+  int64_t length = 0;
+  int64_t step = 1;
+};
+// The range view `kind` with `dims` takes of a dim of size `size`, as eager computes it, or
+// nullopt where eager raises (narrow out of range, a split into another number of pieces than
+// the list unpacks, sizes that do not add up to the dim, a piece index out of range).
+std::optional<DimRange> view_range(OpKind kind, const std::vector<int64_t>& dims, int64_t size);
+// Select with `dims` on a dim of size `size`: the index it reads (negative counted from the
+// end), or nullopt where eager raises (out of range; unbind's size differs).
+std::optional<int64_t> select_index(const std::vector<int64_t>& dims, int64_t size);
 // Number of inputs the op takes (-1: any, for Opaque).
 int op_arity(OpKind kind);
 

@@ -119,6 +119,42 @@ TEST(ConvertReasons, EachDeclineSaysWhy) {
   }
 }
 
+TEST(ConvertReasons, EachViewDeclineSaysWhy) {
+  const c10::IValue x = torch::randn({4, 8});
+  const c10::IValue col = torch::randn({4, 1});
+  const c10::IValue x4 = torch::randn({2, 3, 4, 5});
+  const std::string stays = " stays in ATen: ";
+  const std::string run_time = " is not a constant int (an int computed at run time: size arithmetic is not fused yet)";
+  const std::vector<Case> cases = {
+      {returning_y("x, n: int", "x[:, :n]"), {x, 3}, nullptr, {"aten::slice (%y.1)" + stays + "end" + run_time}},
+      {returning_y("x, i: int", "x.select(1, i)"), {x, 2}, nullptr, {"aten::select (%y.1)" + stays + "index" + run_time}},
+      {returning_y("x, s: int", "x.narrow(1, s, 2)"), {x, 2}, nullptr, {"aten::narrow (%y.1)" + stays + "start" + run_time}},
+      {returning_y("x", "x.expand(x.size(0), 8)"), {col}, nullptr,
+       {"aten::expand (%y.1)" + stays + "size is not a constant list of ints (sizes computed at run time are not fused yet)"}},
+      {returning_y("x", "x.contiguous(memory_format=2)"), {x4}, nullptr,
+       {"aten::contiguous (%y.1)" + stays + "memory_format=2: only torch.contiguous_format is fused (fused outputs are row-major)"}},
+      {"def f(x):\n    l = x.chunk(2, 1)\n    y = torch.cat(l, 0)\n    return y\n", {x}, nullptr,
+       {"aten::chunk (%l.1)" + stays + "its list is read by aten::cat (%y.1) (only unpacking and indexing by a constant are fused)"}},
+      {"def f(x, i: int):\n    l = x.unbind(0)\n    y = l[i]\n    return y\n", {x, 1}, nullptr,
+       {"aten::unbind (%l.1)" + stays + "its list is indexed by an int computed at run time, in aten::__getitem__ (%y.1)"}},
+      // Eager rejects these while profiling: the graph is edited after it.
+      {returning_y("x", "x[1:4:2]"), {x}, set_constant_input("aten::slice", 4, int64_t{0}),
+       {"aten::slice (%y.1)" + stays + "step=0: slice steps must be positive"}},
+      {returning_y("x", "x.select(1, 2)"), {x}, set_constant_input("aten::select", 2, int64_t{10}),
+       {"aten::select (%y.1)" + stays + "select: the profiled output f32[4]{8} is not the select[1, 10] of the input f32[4, 8]"}},
+      {returning_y("x", "x.narrow(1, 2, 3)"), {x}, set_constant_input("aten::narrow", 3, int64_t{-1}),
+       {"aten::narrow (%y.1)" + stays + "length=-1: narrow's length must be non-negative"}},
+      {"def f(x):\n    l = x.split(4, 1)\n    a, b = l\n    return a + b\n", {x}, set_constant_input("aten::split", 1, int64_t{0}),
+       {"aten::split (%l.1)" + stays + "split_size=0: only a positive split size is fused"}},
+      {"def f(x):\n    l = x.chunk(2, 1)\n    a, b = l\n    return a + b\n", {x}, set_constant_input("aten::chunk", 1, int64_t{3}),
+       {"aten::chunk (%l.1)" + stays + "%a.1: the profiled f32[4, 4]{8, 1} is not the chunk[1, 3, 0, 2] of the input f32[4, 8]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.source);
+    EXPECT_EQ(declined(c.source, c.inputs, c.edit), c.expected);
+  }
+}
+
 TEST(ConvertReasons, OpsWithoutConverterAreNotListedAndOrderIsGraphOrder) {
   const auto c = convert(
       "def f(x, w):\n    m = torch.matmul(x, w)\n    a = torch.norm(m, 1)\n    b = torch.dropout(m, 0.1, True)\n"

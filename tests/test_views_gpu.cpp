@@ -1,7 +1,9 @@
-// Views inside pointwise groups on the GPU (tests/test_views.cpp checks the plans on the CPU):
-// each view chain runs as one kernel and matches eager in f32, f16 and bf16, on fresh inputs of
-// two batch sizes (no size is baked into the kernel) and on a transposed (strided) input.
-// Skipped without CUDA.
+// Views inside pointwise groups on the GPU (tests/test_views.cpp and tests/test_view_slices.cpp
+// check the plans on the CPU): each view chain runs as one kernel and matches eager in f32, f16
+// and bf16, on fresh inputs of two batch sizes (no size is baked into the kernel), on strided
+// inputs and inputs at storage offsets; slices, selects and splits move the input's pointer;
+// calls whose sizes do not fit the profile's ranges fall back to eager (and raise where eager
+// raises). Skipped without CUDA.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -154,6 +156,197 @@ TEST(ViewsGpu, RefusedViewsStillMatchEager) {
     torch::cuda::synchronize();
     EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
     EXPECT_GE(tftest::fusion_nodes(c.graph_for(in)), 1) << c.graph_for(in);
+  }
+}
+
+// ---- slices, selects, narrows, expands, splits, contiguous ----
+
+std::vector<GpuViewCase> gpu_slice_cases() {
+  return {
+      {"slice_last", "x, y", "torch.relu(x * 2.0)[..., 2:34] * y + 1.0", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 24, 32}}; }},
+      {"slice_step", "x, y", "torch.relu(x * 2.0)[:, 1::2] * y", [](int64_t b) { return Shapes{{b, 48}, {b, 24}}; }},
+      {"slice_negative", "x, y", "torch.relu(x * 2.0)[..., -8:] * y", [](int64_t b) { return Shapes{{b, 40}, {b, 8}}; }},
+      {"slice_rows", "x, y", "torch.relu(x * 2.0)[1:100] * y", [](int64_t b) { return Shapes{{b, 40}, {b - 1, 40}}; }},
+      {"slice_of_input_misaligned", "x, y", "torch.relu(x[:, 3:35] * y)", [](int64_t b) { return Shapes{{b, 40}, {b, 32}}; }},
+      {"slice_of_input_aligned", "x, y", "torch.relu(x[:, 8:40] * y)", [](int64_t b) { return Shapes{{b, 48}, {b, 32}}; }},
+      {"slice_two_halves", "x", "torch.relu(x[..., :16]) * x[..., 16:] - x[..., 8:24]", [](int64_t b) { return Shapes{{b, 6, 32}}; }},
+      {"select", "x, y", "torch.relu(x * 2.0)[:, 1] * y", [](int64_t b) { return Shapes{{b, 8, 40}, {b, 40}}; }},
+      {"select_last_row", "x, y", "torch.relu(x[-1] * y) + 1.0", [](int64_t b) { return Shapes{{b, 40}, {40}}; }},
+      {"narrow", "x, y", "torch.relu(x * 2.0).narrow(1, 2, 16) * y", [](int64_t b) { return Shapes{{b, 40}, {b, 16}}; }},
+      {"expand", "x, y", "torch.relu(x * 2.0).expand(3, -1, 40) * y", [](int64_t b) { return Shapes{{b, 1}, {3, b, 40}}; }},
+      {"expand_of_input", "x, y", "torch.relu(x.expand(2, -1, 40) * y)", [](int64_t b) { return Shapes{{b, 1}, {2, b, 40}}; }},
+      {"expand_as", "x, y", "torch.relu(y * 2.0 + x.expand_as(y))", [](int64_t b) { return Shapes{{b, 1, 40}, {b, 6, 40}}; }},
+      {"chunk_item", "x, y", "torch.relu(x * 2.0).chunk(2, -1)[1] * y", [](int64_t b) { return Shapes{{b, 48}, {b, 24}}; }},
+      {"split_item", "x, y", "torch.relu(x * 2.0).split(16, 1)[-1] * y", [](int64_t b) { return Shapes{{b, 40}, {b, 8}}; }},
+      {"split_sizes_item", "x, y", "torch.relu(x * 2.0).split([8, 32], 1)[1] * y", [](int64_t b) { return Shapes{{b, 40}, {b, 32}}; }},
+      {"unbind_item", "x, y", "torch.relu(x * 2.0).unbind(1)[2] * y", [](int64_t b) { return Shapes{{b, 4, 40}, {b, 40}}; }},
+      {"contiguous", "x, y", "torch.relu(x * 2.0).t().contiguous() * y", [](int64_t b) { return Shapes{{b * 8, 72}, {72, b * 8}}; }},
+      {"contiguous_output", "x, y", "torch.relu(x * y).transpose(1, 2).contiguous()", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 24, 40}}; }},
+      {"slice_output", "x, y", "torch.relu(x * y)[:, 2:30]", [](int64_t b) { return Shapes{{b, 40}, {b, 40}}; }},
+  };
+}
+
+TEST(ViewsGpu, SliceViewChainsAreOneKernelMatchingEager) {
+  REQUIRE_GPU();
+  for (const auto& vc : gpu_slice_cases()) {
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      const std::string label = std::string(vc.name) + " " + c10::toString(dtype);
+      SCOPED_TRACE(label);
+      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), poisoned());
+      c.forward(random_inputs(vc.shapes(8), dtype));
+      expect_one_fused_kernel(c, random_inputs(vc.shapes(8), dtype), label + " batch 8");
+      expect_one_fused_kernel(c, random_inputs(vc.shapes(5), dtype), label + " batch 5");
+      EXPECT_EQ(c.stats().specializations, 1);
+      // Fused outputs are contiguous, as contiguous() promises.
+      const auto out = c.forward(random_inputs(vc.shapes(5), dtype)).toTensor();
+      EXPECT_TRUE(out.is_contiguous());
+    }
+  }
+}
+
+TEST(ViewsGpu, SlicesOfOffsetAndStridedInputsMatchEager) {
+  REQUIRE_GPU();
+  // The inputs are views themselves: a storage offset of 1 (misaligned), a transposed layout;
+  // the group's slices move the pointer further.
+  auto make = [](int64_t b, c10::ScalarType dtype) {
+    auto opts = torch::TensorOptions().device(torch::kCUDA);
+    const auto wide = torch::randn({b, 45}, opts).to(dtype);
+    return std::vector<c10::IValue>{wide.narrow(1, 1, 40), torch::randn({48, b}, opts).to(dtype).t(),
+                                    torch::randn({b, 16}, opts).to(dtype)};
+  };
+  for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+    const std::string label = std::string("offset and strided ") + c10::toString(dtype);
+    auto c = torchfuse::compile(
+        tftest::module_returning("x, t, y", "torch.sigmoid(x[:, 4:20] * 2.0) + t[:, 1::3] * y - x.narrow(1, 24, 16)"),
+        poisoned());
+    c.forward(make(8, dtype));
+    expect_one_fused_kernel(c, make(8, dtype), label + " batch 8");
+    expect_one_fused_kernel(c, make(5, dtype), label + " batch 5");
+  }
+}
+
+TEST(ViewsGpu, SlicesOfIntegerAndBoolTensorsMatchEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  for (auto dtype : {c10::kInt, c10::kLong}) {
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "(x[:, 1:5] + y.select(0, 1)) * 3 - x.chunk(2, 1)[0]"), poisoned());
+    auto make = [&] {
+      return std::vector<c10::IValue>{torch::randint(-9, 9, {16, 8}, opts).to(dtype), torch::randint(-9, 9, {3, 4}, opts).to(dtype)};
+    };
+    c.forward(make());
+    expect_one_fused_kernel(c, make(), std::string("ints ") + c10::toString(dtype));
+  }
+  auto c = torchfuse::compile(tftest::module_returning("m, k", "torch.logical_and(m[:, 1:], k.expand(16, 7)).logical_not()"),
+                              poisoned());
+  auto make = [&] { return std::vector<c10::IValue>{torch::rand({16, 8}, opts) > 0.5, torch::rand({1, 7}, opts) > 0.5}; };
+  c.forward(make());
+  expect_one_fused_kernel(c, make(), "bools");
+}
+
+// Multi-statement modules: each matches eager with `kernels` fused launches per call.
+struct GpuModuleCase {
+  const char* name;
+  const char* source;  // the body of forward(self, <args>)
+  const char* args;
+  std::function<Shapes(int64_t)> shapes;
+  int kernels;
+};
+
+void expect_module_matches(const GpuModuleCase& mc, c10::ScalarType dtype) {
+  const std::string label = std::string(mc.name) + " " + c10::toString(dtype);
+  SCOPED_TRACE(label);
+  auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + mc.args + "):\n" + mc.source), poisoned());
+  c.forward(random_inputs(mc.shapes(8), dtype));
+  for (int64_t b : {8, 5}) {
+    const auto in = random_inputs(mc.shapes(b), dtype);
+    const auto before = c.stats();
+    const auto report = torchfuse::compare_with_eager(c, in);
+    torch::cuda::synchronize();
+    const auto after = c.stats();
+    EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
+    EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
+    EXPECT_EQ(after.kernel_launches - before.kernel_launches, mc.kernels) << c.graph_for(in);
+    EXPECT_EQ(after.fallback_calls - before.fallback_calls, 0);
+  }
+}
+
+TEST(ViewsGpu, UnpackedSplitsAndRealModelPatternsMatchEager) {
+  REQUIRE_GPU();
+  const std::vector<GpuModuleCase> cases = {
+      {"gate_up_chunk", "    gate, up = torch.matmul(x, w).chunk(2, -1)\n    return torch.silu(gate) * up\n", "x, w",
+       [](int64_t b) { return Shapes{{b, 32}, {32, 96}}; }, 1},
+      {"chunk3", "    a, b, c = x.chunk(3, 1)\n    return torch.relu(a * 2.0) + b[..., :1] * c[..., :1]\n", "x",
+       [](int64_t b) { return Shapes{{b, 48}}; }, 1},
+      {"split_int", "    a, b, c = x.split(16, -1)\n    return torch.relu(a * 2.0) + b[..., :1] * c[..., :1]\n", "x",
+       [](int64_t b) { return Shapes{{b, 40}}; }, 1},
+      {"split_sizes", "    a, b, c = x.split([8, 24, 8], 1)\n    return torch.relu(a * 2.0) * c + b[..., :8]\n", "x",
+       [](int64_t b) { return Shapes{{b, 40}}; }, 1},
+      {"unbind", "    a, b, c = x.unbind(1)\n    return torch.sigmoid(a * 2.0) * b - c\n", "x",
+       [](int64_t b) { return Shapes{{b, 3, 40}}; }, 1},
+      {"qkv_piece_outside", "    q, k, v = torch.matmul(x, w).chunk(3, -1)\n    return torch.matmul(torch.relu(q * 0.5) + k, v.t())\n",
+       "x, w", [](int64_t b) { return Shapes{{b, 16}, {16, 48}}; }, 1},
+      {"pieces_in_two_groups",
+       "    a, b = x.chunk(2, -1)\n    h = torch.matmul(torch.relu(a * 2.0), w)\n    return torch.sigmoid(h + 1.0) * b\n",
+       "x, w", [](int64_t b) { return Shapes{{b, 32}, {16, 16}}; }, 2},
+      {"rope_with_cat",
+       "    r = torch.cat((-q[..., 32:], q[..., :32]), -1)\n    return q * cos + r * sin\n", "q, cos, sin",
+       [](int64_t b) { return Shapes{{b, 4, 8, 64}, {8, 64}, {8, 64}}; }, 1},
+      {"rope_halves",
+       "    q1 = q[..., :32]\n    q2 = q[..., 32:]\n    c = cos[..., :32]\n    s = sin[..., :32]\n"
+       "    return q1 * c - q2 * s, q2 * c + q1 * s\n",
+       "q, cos, sin", [](int64_t b) { return Shapes{{b, 4, 8, 64}, {8, 64}, {8, 64}}; }, 1},
+      {"mask_expand",
+       "    m = mask[:, None, None, :].expand(-1, 4, 8, 8)\n    return torch.where(m > 0, s * 0.125, -10000.0) + bias\n",
+       "s, mask, bias", [](int64_t b) { return Shapes{{b, 4, 8, 8}, {b, 8}, {8, 8}}; }, 1},
+      {"expand_as_in_row_sum", "    return (x * m.expand_as(x)).sum(-1)\n", "x, m",
+       [](int64_t b) { return Shapes{{b, 64}, {b, 1}}; }, 1},
+      {"expand_as_in_softmax", "    return torch.softmax(x + m.expand_as(x), -1)\n", "x, m",
+       [](int64_t b) { return Shapes{{b, 64}, {1, 64}}; }, 1},
+      {"contiguous_then_view",
+       "    y = torch.relu(x * 2.0).transpose(1, 2).contiguous()\n    return y.view(-1, 96)\n", "x",
+       [](int64_t b) { return Shapes{{b, 8, 12}}; }, 1},
+  };
+  for (const auto& mc : cases)
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) expect_module_matches(mc, dtype);
+}
+
+TEST(ViewsGpu, CallsOutsideTheProfilesRangesFallBackOrRaiseAsEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  // [:, 38:] is 2 long in the profile and 1 long on [8, 39] (eager broadcasts it against y's 2):
+  // that call runs eager (the plan's broadcasting counted on more than one element), and matches.
+  {
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0)[:, 38:] * y"), poisoned());
+    c.forward({torch::randn({8, 40}, opts), torch::randn({8, 2}, opts)});
+    const std::vector<c10::IValue> in = {torch::randn({8, 39}, opts), torch::randn({8, 2}, opts)};
+    const auto before = c.stats();
+    const auto report = torchfuse::compare_with_eager(c, in);
+    EXPECT_TRUE(report.passed()) << report.to_string();
+    EXPECT_GE(c.stats().fallback_calls - before.fallback_calls, 1);
+  }
+  // Eager raises: a select out of range, a narrow past the dim, an unpack of the wrong count,
+  // inputs that do not broadcast before the slice hides it. So does the compiled module.
+  struct Raising {
+    const char* args;
+    const char* source;
+    std::vector<c10::IValue> profile, call;
+  };
+  const std::vector<Raising> cases = {
+      {"x, y", "    return torch.relu(x * 2.0)[:, 30] * y\n", {torch::randn({8, 40}, opts), torch::randn({8}, opts)},
+       {torch::randn({8, 20}, opts), torch::randn({8}, opts)}},
+      {"x, y", "    return torch.relu(x * 2.0).narrow(1, 8, 16) * y\n", {torch::randn({8, 40}, opts), torch::randn({8, 16}, opts)},
+       {torch::randn({8, 20}, opts), torch::randn({8, 16}, opts)}},
+      {"x", "    a, b = x.split(16, 1)\n    return torch.relu(a * 2.0) + b\n", {torch::randn({8, 32}, opts)},
+       {torch::randn({8, 48}, opts)}},
+      {"x, y", "    return torch.relu((x + y) * 2.0)[:, :4]\n", {torch::randn({8, 8}, opts), torch::randn({8, 8}, opts)},
+       {torch::randn({8, 10}, opts), torch::randn({8, 12}, opts)}},
+  };
+  for (const auto& rc : cases) {
+    SCOPED_TRACE(rc.source);
+    auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + rc.args + "):\n" + rc.source), poisoned());
+    c.forward(rc.profile);
+    EXPECT_ANY_THROW(c.forward_eager(rc.call));
+    EXPECT_ANY_THROW(c.forward(rc.call));
   }
 }
 

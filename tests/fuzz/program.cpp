@@ -78,6 +78,9 @@ class Generator {
     for (int k = 0; k < n_statements; ++k) {
       Statement s = statement();
       s.name = "t" + std::to_string(k);
+      // Names the unpacked pieces after the statement: t3_0, t3_1.
+      for (auto& line : s.pre) line = replace(line, "@", s.name + "_");
+      s.expr = replace(s.expr, "@", s.name + "_");
       live_.push_back({s.name, s.sizes});
       p.statements.push_back(std::move(s));
     }
@@ -144,7 +147,11 @@ class Generator {
   Statement statement() {
     for (int attempt = 0; attempt < 20; ++attempt) {
       const int kind = pick(100);
-      std::optional<Statement> s = kind < 30 ? unary() : kind < 57 ? binary() : kind < 67 ? view() : reduction();
+      std::optional<Statement> s = kind < 28 ? unary()
+                                   : kind < 52 ? binary()
+                                   : kind < 60 ? view()
+                                   : kind < 70 ? part_view()
+                                               : reduction();
       if (s && numel(s->sizes) <= o_.max_elements) return *s;
     }
     return *unary();
@@ -296,6 +303,158 @@ class Generator {
     return s;
   }
 
+  // A view that takes part of a live value or broadcasts it (slice, select, narrow, chunk,
+  // split and unbind pieces, indexed or unpacked; expand, expand_as, contiguous; rotate_half's
+  // cat of halves), with pointwise ops after it so that it can join a group. Constant arguments
+  // only, negative and past-the-end ones too.
+  std::optional<Statement> part_view() {
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    if (r == 0) return std::nullopt;
+    Statement s;
+    s.reads = {a.name};
+    const int64_t d = pick(static_cast<int>(r));
+    const int64_t n = a.sizes[d];
+    // The dim as written: negative half the time.
+    const std::string dim = std::to_string(chance(0.5) ? d - r : d);
+    std::string v;
+    s.sizes = a.sizes;
+    switch (pick(10)) {
+      case 0: {  // slice: start, end (maybe negative or past the end), step
+        const int64_t lo = pick(static_cast<int>(n) + 2) - (chance(0.3) ? n : 0);
+        const int64_t hi = chance(0.2) ? n + 3 : pick(static_cast<int>(n) + 2) - (chance(0.3) ? n : 0);
+        const int64_t step = chance(0.7) ? 1 : 2 + pick(2);
+        const auto clamp = [&](int64_t i) { return std::min(std::max<int64_t>(i < 0 ? i + n : i, 0), n); };
+        const int64_t b = clamp(lo), e = std::max(clamp(hi), b);
+        s.sizes[d] = (e - b + step - 1) / step;
+        std::string idx;
+        for (int64_t i = 0; i < d; ++i) idx += ":, ";
+        idx += std::to_string(lo) + ":" + std::to_string(hi) + (step > 1 ? ":" + std::to_string(step) : "");
+        v = a.name + "[" + idx + "]";
+        s.ops = {"slice"};
+        break;
+      }
+      case 1: {  // select
+        if (n == 0) return std::nullopt;
+        const int64_t i = pick(static_cast<int>(n)) - (chance(0.5) ? n : 0);
+        s.sizes.erase(s.sizes.begin() + d);
+        v = a.name + ".select(" + dim + ", " + std::to_string(i) + ")";
+        s.ops = {"select"};
+        break;
+      }
+      case 2: {  // narrow
+        const int64_t len = pick(static_cast<int>(n) + 1);
+        const int64_t start = pick(static_cast<int>(n - len) + 1);
+        s.sizes[d] = len;
+        v = a.name + ".narrow(" + dim + ", " + std::to_string(chance(0.3) && start > 0 ? start - n : start) + ", " +
+            std::to_string(len) + ")";
+        s.ops = {"narrow"};
+        break;
+      }
+      case 3: {  // chunk(k)[i]
+        if (n == 0) return std::nullopt;
+        const int64_t k = 1 + pick(3);
+        const int64_t size = (n + k - 1) / k;
+        const int64_t pieces = (n + size - 1) / size;
+        const int64_t i = pick(static_cast<int>(pieces));
+        s.sizes[d] = i < pieces - 1 ? size : n - size * (pieces - 1);
+        v = a.name + ".chunk(" + std::to_string(k) + ", " + dim + ")[" + std::to_string(chance(0.3) ? i - pieces : i) + "]";
+        s.ops = {"chunk"};
+        break;
+      }
+      case 4: {  // split(size)[i] and split(sizes)[i]
+        if (n == 0) return std::nullopt;
+        if (chance(0.5) && n >= 2) {
+          const int64_t first = 1 + pick(static_cast<int>(n) - 1);
+          const int64_t i = pick(2);
+          s.sizes[d] = i == 0 ? first : n - first;
+          v = a.name + ".split([" + std::to_string(first) + ", " + std::to_string(n - first) + "], " + dim + ")[" +
+              std::to_string(i) + "]";
+        } else {
+          const int64_t size = 1 + pick(static_cast<int>(std::min<int64_t>(n, 40)));
+          const int64_t pieces = (n + size - 1) / size;
+          const int64_t i = pick(static_cast<int>(pieces));
+          s.sizes[d] = i < pieces - 1 ? size : n - size * (pieces - 1);
+          v = a.name + ".split(" + std::to_string(size) + ", " + dim + ")[" + std::to_string(i) + "]";
+        }
+        s.ops = {"split"};
+        break;
+      }
+      case 5: {  // unbind(d)[i]
+        if (n == 0 || n > 64) return std::nullopt;
+        const int64_t i = pick(static_cast<int>(n));
+        s.sizes.erase(s.sizes.begin() + d);
+        v = a.name + ".unbind(" + dim + ")[" + std::to_string(i) + "]";
+        s.ops = {"unbind"};
+        break;
+      }
+      case 6: {  // unpacked into equal pieces: chunk(k) of a multiple of k, or unbind of a few
+        const bool unbind = n >= 2 && n <= 3 && chance(0.5);
+        const int64_t k = unbind ? n : 2 + pick(2);
+        if (n == 0 || (!unbind && n % k != 0)) return std::nullopt;
+        std::string names, expr;
+        for (int64_t i = 0; i < k; ++i) {
+          const std::string piece = "@" + std::to_string(i);  // named after the statement in run()
+          names += (i ? ", " : "") + piece;
+          expr += i == 0 ? "torch.relu(" + piece + ")" : (i == 1 ? " * " : " + ") + piece;
+        }
+        if (unbind) s.sizes.erase(s.sizes.begin() + d);
+        else s.sizes[d] = n / k;
+        s.pre = {names + " = " + a.name + (unbind ? ".unbind(" + dim + ")" : ".chunk(" + std::to_string(k) + ", " + dim + ")")};
+        s.expr = expr;
+        s.ops = {unbind ? "unbind_unpack" : "chunk_unpack", "relu", "mul"};
+        return s;
+      }
+      case 7: {  // expand: size-1 dims grow, maybe a new leading dim
+        std::vector<int64_t> target;
+        std::string t;
+        if (chance(0.4)) target.push_back(2);
+        for (int64_t i = 0; i < r; ++i) target.push_back(a.sizes[i] == 1 && chance(0.7) ? one_of(std::vector<int64_t>{3, 5, 17, 64}) : -1);
+        for (size_t i = 0; i < target.size(); ++i) t += (i ? ", " : "") + std::to_string(target[i]);
+        const size_t lead = target.size() - a.sizes.size();
+        s.sizes.clear();
+        for (size_t i = 0; i < target.size(); ++i) s.sizes.push_back(target[i] == -1 ? a.sizes[i - lead] : target[i]);
+        v = a.name + ".expand(" + t + ")";
+        s.ops = {"expand"};
+        break;
+      }
+      case 8: {  // expand_as a live value it broadcasts to, or contiguous after a transpose
+        std::vector<const Value*> bigger;
+        for (const auto& o : live_) {
+          auto b = broadcast(a.sizes, o.sizes);
+          if (b && *b == o.sizes) bigger.push_back(&o);
+        }
+        if (chance(0.5) && !bigger.empty()) {
+          const Value& o = *one_of(bigger);
+          s.sizes = o.sizes;
+          s.reads.push_back(o.name);
+          v = a.name + ".expand_as(" + o.name + ")";
+          s.ops = {"expand_as"};
+        } else if (r >= 2) {
+          std::swap(s.sizes[r - 1], s.sizes[r - 2]);
+          v = a.name + ".transpose(-1, -2).contiguous()";
+          s.ops = {"transpose", "contiguous"};
+        } else {
+          v = a.name + ".contiguous()";
+          s.ops = {"contiguous"};
+        }
+        break;
+      }
+      default: {  // rotate_half: the halves of the last dim swapped, one negated, through cat
+        const int64_t last = a.sizes.back();
+        if (last % 2 != 0 || last == 0) return std::nullopt;
+        const std::string h = std::to_string(last / 2);
+        s.expr = a.name + " * 0.5 + torch.cat((-" + a.name + "[..., " + h + ":], " + a.name + "[..., :" + h + "]), -1)";
+        s.ops = {"slice", "neg", "cat", "mul", "add"};
+        return s;
+      }
+    }
+    s.expr = "torch.relu(" + v + ") * 1.5";
+    s.ops.push_back("relu");
+    s.ops.push_back("mul");
+    return s;
+  }
+
   std::optional<Statement> reduction() {
     const Value& a = operand();
     const int64_t r = static_cast<int64_t>(a.sizes.size());
@@ -417,7 +576,10 @@ std::string Program::source() const {
   std::string src = "def forward(self";
   for (size_t i = 0; i < inputs.size(); ++i) src += ", x" + std::to_string(i);
   src += "):\n";
-  for (const auto& s : statements) src += "    " + s.name + " = " + s.expr + "\n";
+  for (const auto& s : statements) {
+    for (const auto& line : s.pre) src += "    " + line + "\n";
+    src += "    " + s.name + " = " + s.expr + "\n";
+  }
   src += "    return ";
   if (outputs.size() > 1) src += "(";
   for (size_t i = 0; i < outputs.size(); ++i) src += (i ? ", " : "") + outputs[i];
@@ -488,6 +650,7 @@ std::vector<Program> shrink_candidates(const Program& p) {
     for (const auto& r : p.statements[k].reads) {
       if (shapes[r] != p.statements[k].sizes || r == p.statements[k].name) continue;
       Program c = p;
+      c.statements[k].pre.clear();
       c.statements[k].expr = r;
       c.statements[k].reads = {r};
       c.statements[k].ops.clear();

@@ -1,5 +1,6 @@
 // Random programs for the differential fuzzer: chains of the ops torchfuse converts (pointwise,
-// reductions, normalizations), with broadcasting, scalars and casts, over random shapes (size-1,
+// reductions, normalizations, views: permutes, slices, selects, expands, chunk/split/unbind
+// pieces), with broadcasting, scalars and casts, over random shapes (size-1,
 // prime and odd sizes, rows longer than a block) and layouts (sliced, transposed, expanded,
 // channels-last, storage offsets). A program is TorchScript source plus input specs; the same
 // (seed, index) gives the same program and, with torch::manual_seed, the same inputs.
@@ -38,6 +39,9 @@ at::Tensor make_input(const Input& in, c10::ScalarType dtype, c10::Device device
 // per-op counts). Names stay fixed when shrinking removes other statements.
 struct Statement {
   std::string name;
+  // Lines before `<name> = <expr>` (a tuple unpacking: `t3_0, t3_1 = x0.chunk(2, 1)`), whose
+  // names begin with the statement's.
+  std::vector<std::string> pre;
   std::string expr;
   std::vector<int64_t> sizes;  // the result's shape
   std::vector<std::string> reads;
