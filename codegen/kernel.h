@@ -12,6 +12,12 @@ struct GeneratedKernel {
   std::string name;     // extern "C" entry point
   std::string source;   // complete translation unit for NVRTC
   int block_size = 256;
+  // false: compiled with --fmad=false, no multiply-add contraction. Kernels that compute an element
+  // value again in a later pass need each pass to get the same value: a product contracted into
+  // the next subtraction in one pass but rounded in another differs by its rounding error, which
+  // a variance over one element turns into inf (eager: NaN) and exp of a 1e30-scale difference
+  // into inf (fuzz seed 5, programs 6161 and 1194).
+  bool fmad = true;
   // Process-unique per generated source (copies share it), so that the runtime finds a loaded
   // kernel without comparing sources; 0: no identity (looked up by source). Whoever edits
   // `source` must reset it.

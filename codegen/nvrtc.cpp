@@ -41,8 +41,8 @@ struct ProgramGuard {
 
 }  // namespace
 
-std::vector<std::string> nvrtc_options(const std::string& arch) {
-  return {"--gpu-architecture=" + arch, "--std=c++17", "-default-device", "--fmad=true"};
+std::vector<std::string> nvrtc_options(const std::string& arch, bool fmad) {
+  return {"--gpu-architecture=" + arch, "--std=c++17", "-default-device", fmad ? "--fmad=true" : "--fmad=false"};
 }
 
 std::string nvrtc_version() {
@@ -59,7 +59,7 @@ Cubin compile_to_cubin(const GeneratedKernel& kernel, const std::string& arch) {
   const std::string file = kernel.name + ".cu";
   check(nvrtcCreateProgram(&guard.prog, kernel.source.c_str(), file.c_str(), 0, nullptr, nullptr),
         "nvrtcCreateProgram");
-  const auto opts = nvrtc_options(arch);
+  const auto opts = nvrtc_options(arch, kernel.fmad);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
   const nvrtcResult r = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());

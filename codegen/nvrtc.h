@@ -16,7 +16,7 @@ struct Cubin {
 };
 
 // The options torchfuse compiles with for `arch` ("sm_90").
-std::vector<std::string> nvrtc_options(const std::string& arch);
+std::vector<std::string> nvrtc_options(const std::string& arch, bool fmad = true);
 // "13.0".
 std::string nvrtc_version();
 // Compiles kernel.source; on failure throws torchfuse::Error carrying NVRTC's log and the

@@ -615,7 +615,8 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction, " + str(a.passes) + " passes): " + g.describe());
-  b.line("// 32 columns along the kept inner dims, 8 threads along the reduced dim; one block per tile");
+  b.line("// 32 columns along the kept inner dims, 8 threads along the reduced dim; one block per tile;");
+  b.line("// compiled with --fmad=false: every pass computes the element values the same way");
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");
   emit_column_params(b, g, l, a);
@@ -647,7 +648,9 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     }
     emit_column_passes(b, g, a, l, names);
   }
-  return name_kernel(b.str(), g.pattern, 256);
+  GeneratedKernel k = name_kernel(b.str(), g.pattern, 256);
+  k.fmad = false;
+  return k;
 }
 
 }  // namespace codegen

@@ -43,7 +43,7 @@ DiskCache& KernelCache::disk() { return impl_->disk; }
 std::string KernelCache::key(const codegen::GeneratedKernel& kernel, const std::string& arch) {
   std::string k = "torchfuse " + std::string(kVersion) + "\nnvrtc " + codegen::nvrtc_version() + "\narch " + arch +
                   "\nname " + kernel.name + "\noptions";
-  for (const auto& o : codegen::nvrtc_options(arch)) k += " " + o;
+  for (const auto& o : codegen::nvrtc_options(arch, kernel.fmad)) k += " " + o;
   // What the kernel is, not how the graph it came from was numbered: the same kernel from another
   // graph (value ids and group id differ only in comments) finds the same entry.
   k += "\nsource\n" + codegen::canonical_source(kernel.source);

@@ -78,6 +78,15 @@ def mean_var_dim1(x):
     return (x - mu) * torch.rsqrt(var + 1e-5)
 
 
+def center_dim0(x):
+    # A column mean broadcast back: few columns (4096) over long ones (16384 rows).
+    return x - x.mean(0, keepdim=True)
+
+
+def softmax_dim0(x):
+    return torch.softmax(x, dim=0)
+
+
 def log_softmax_dim0(x):
     return torch.log_softmax(x, dim=0)
 
@@ -165,6 +174,8 @@ CASES = [
     ("reduce_dims", "sum_dim0", sum_dim0, [randn(512, 64, 256)]),
     ("reduce_dims", "mean_var_dim1", mean_var_dim1, [randn(32, 256, 1024)]),
     ("reduce_dims", "log_softmax_dim0", log_softmax_dim0, [randn(1000, 8192)]),
+    ("reduce_dims", "center_dim0_tall", center_dim0, [randn(16384, 4096)]),
+    ("reduce_dims", "softmax_dim0_tall", softmax_dim0, [randn(16384, 2048)]),
     ("transposed", "sigmoid_t_mul", sigmoid_t_mul, [randn(4096, 8192), randn(8192, 4096)]),
     ("transposed", "add_transposed_4d", add_transposed_4d, [randn(8, 16, 1024, 64), randn(8, 1024, 16, 64)]),
     ("transposed", "softmax_of_transposed", rowsum_of_transposed, [randn(4096, 4096)]),

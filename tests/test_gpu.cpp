@@ -274,7 +274,8 @@ TEST(GpuChains, HundredMillionElements) {
 }
 
 // kernels() lists what was compiled for the device: the kernel built for the profiled layout,
-// then the variant a misaligned input of the same signature needed (no vector loads).
+// then the variant a misaligned input of the same signature needed (no vector loads). Each is
+// named by its own source (tf_<pattern>_<hash>): one pattern, two hashes.
 TEST(GpuChains, KernelsAreTheOnesCompiledForTheDevice) {
   REQUIRE_GPU();
   auto m = module_returning("x", "torch.softmax(x * 2.0, dim=-1)");
@@ -290,7 +291,9 @@ TEST(GpuChains, KernelsAreTheOnesCompiledForTheDevice) {
   EXPECT_EQ(c.stats().specializations, 1);
   const auto kernels = c.kernels();
   ASSERT_EQ(kernels.size(), 2u);
-  EXPECT_EQ(kernels[0].name, kernels[1].name);
+  EXPECT_NE(kernels[0].name, kernels[1].name);
+  EXPECT_EQ(kernels[0].name.rfind("tf_softmax_", 0), 0u) << kernels[0].name;
+  EXPECT_EQ(kernels[1].name.rfind("tf_softmax_", 0), 0u) << kernels[1].name;
   EXPECT_NE(kernels[0].source.find("vector width 4"), std::string::npos);
   EXPECT_NE(kernels[1].source.find("vector width 1"), std::string::npos) << kernels[1].source;
 }

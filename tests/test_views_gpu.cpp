@@ -294,7 +294,8 @@ TEST(ViewsGpu, UnpackedSplitsAndRealModelPatternsMatchEager) {
       {"rope_halves",
        "    q1 = q[..., :32]\n    q2 = q[..., 32:]\n    c = cos[..., :32]\n    s = sin[..., :32]\n"
        "    return q1 * c - q2 * s, q2 * c + q1 * s\n",
-       "q, cos, sin", [](int64_t b) { return Shapes{{b, 4, 8, 64}, {8, 64}, {8, 64}}; }, 1},
+       // Two chains sharing inputs but no producer: two kernels (no sibling fusion yet).
+       "q, cos, sin", [](int64_t b) { return Shapes{{b, 4, 8, 64}, {8, 64}, {8, 64}}; }, 2},
       {"mask_expand",
        "    m = mask[:, None, None, :].expand(-1, 4, 8, 8)\n    return torch.where(m > 0, s * 0.125, -10000.0) + bias\n",
        "s, mask, bias", [](int64_t b) { return Shapes{{b, 4, 8, 8}, {b, 8}, {8, 8}}; }, 1},

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, bf16
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_72f5a39a (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_fefac78b (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %12 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_72f5a39a_params {
+struct tf_softmax_fefac78b_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_softmax_72f5a39a_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_72f5a39a(const tf_softmax_72f5a39a_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_fefac78b(const tf_softmax_fefac78b_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_72f5a39a(const tf_so
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float t0 = (x0 * 0.125f);  // %6 = mul(%0, 0.125)
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t1 = (t0 + x1);  // %7 = add(%6, %1)
+          float t1 = tf_round_bf16((t0 + x1));  // %7 = add(%6, %1)
           cache3[k * 8 + lane] = t1;
           acc0 = tf_max_op()(acc0, t1);  // reduce_max -> %8
         }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, bf16
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_8f0a33e1 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_ad928674 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_8f0a33e1_params {
+struct tf_softmax_ad928674_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_softmax_8f0a33e1_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_8f0a33e1(const tf_softmax_8f0a33e1_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad928674(const tf_softmax_ad928674_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_8f0a33e1(const tf_so
           (void)j;
           float x0 = tf_to_float(v0.v[lane]);  // %0
           float x1 = tf_to_float(v1.v[lane]);  // %1
-          float t0 = (x0 + x1);  // %5 = add(%0, %1)
+          float t0 = tf_round_bf16((x0 + x1));  // %5 = add(%0, %1)
           cache2[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %6
         }
