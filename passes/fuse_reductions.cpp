@@ -80,9 +80,9 @@ struct Growing {
       }
       return std::nullopt;
     }
-    if (n->kind == ir::OpKind::ExpandAs && used_outside(n, joining)) {
-      return std::string("its output would be written in full (eager's expand_as is a view: it stays one in ATen)");
-    }
+    // The reduction schedules read inputs through no view steps, and an expand_as inside their
+    // groups built kernels NVRTC rejected (fuzz seed 5, programs 1049, 3309, 4783, 9722).
+    if (n->kind == ir::OpKind::ExpandAs) return std::string("expand_as inside reduction groups is not fused yet");
     const auto& shape = n->output()->type.sizes;
     bool reads_reduction = false;
     for (const ir::Value* in : n->inputs) reads_reduction = reads_reduction || after_reduction(in, joining);
