@@ -17,6 +17,12 @@ std::string node_name(const ir::Node* n) {
 
 bool fusible(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_reduction(n->kind); }
 
+// Column groups of several passes need this many columns (one block per 32: 256 blocks), unless
+// their columns are at most kMaxPassRowsOfFewColumns rows long (H200 measurements in
+// docs/performance.md, "Column passes").
+constexpr int64_t kMinPassColumns = 8192;
+constexpr int64_t kMaxPassRowsOfFewColumns = 2048;
+
 // A group being grown around its first reduction.
 struct Growing {
   ClusterSet& set;
@@ -26,6 +32,25 @@ struct Growing {
   std::map<int, std::vector<int>> units;  // origin -> its fusible node ids (decompositions join whole)
 
   bool in_group(const ir::Value* v) const { return v->producer && set.group_of[v->producer->id] == cluster; }
+
+  // Why the group's schedule cannot take several passes over the elements (a reduction reading a
+  // reduction, a full-size epilogue, a seed reading its own result), or nullopt. Column passes
+  // run one block per 32 columns over every row of them (generate_column_normalization): with few
+  // columns over long rows the device idles (H200, x - x.mean(0) on [16384, 4096]: 1642 us
+  // against eager's 277 as two kernels), so those shapes keep one pass, at the profile's sizes.
+  std::optional<std::string> why_no_passes() const {
+    if (schedule == Schedule::RowReduction) return std::nullopt;
+    if (schedule == Schedule::FullReduction) return std::string("full_reduction schedules take one pass over the elements");
+    int64_t rows = 1, columns = 1;
+    for (size_t d = 0; d < rd.domain.size(); ++d) {
+      const bool reduced = std::find(rd.dims.begin(), rd.dims.end(), static_cast<int64_t>(d)) != rd.dims.end();
+      (reduced ? rows : columns) *= rd.domain[d];
+    }
+    if (columns >= kMinPassColumns || rows <= kMaxPassRowsOfFewColumns) return std::nullopt;
+    return "column_reduction schedules take several passes over at least " + std::to_string(kMinPassColumns) +
+           " columns or columns of at most " + std::to_string(kMaxPassRowsOfFewColumns) + " rows; here " +
+           std::to_string(columns) + " columns of " + std::to_string(rows) + " rows";
+  }
 
   // `n`'s output is a graph output or read by a node neither in the group nor joining it.
   bool used_outside(const ir::Node* n, const std::set<int>& joining) const {
@@ -75,8 +100,8 @@ struct Growing {
       if (other.domain != rd.domain || other.dims != rd.dims) {
         return "it reduces " + other.str() + ", the group reduces " + rd.str();
       }
-      if (schedule == Schedule::FullReduction && after_reduction(n->inputs[0], joining)) {
-        return std::string("a reduction of a reduced value needs the row or column schedule");
+      if (after_reduction(n->inputs[0], joining)) {
+        if (auto why = why_no_passes()) return "a reduction of a reduced value needs several passes (" + *why + ")";
       }
       return std::nullopt;
     }
@@ -115,11 +140,10 @@ struct Growing {
     }
     const bool full = shape == rd.domain;
     // (Column groups write them in a later pass: generate_column_normalization.)
-    if (full && schedule == Schedule::FullReduction) {
+    const auto no_passes = full ? why_no_passes() : std::nullopt;
+    if (no_passes) {
       for (const ir::Value* in : n->inputs) {
-        if (after_reduction(in, joining)) {
-          return std::string(schedule_name(schedule)) + " schedules fuse no full-size epilogue";
-        }
+        if (after_reduction(in, joining)) return "a full-size epilogue needs a second pass (" + *no_passes + ")";
       }
     }
     return std::nullopt;
@@ -192,10 +216,11 @@ void fuse_reductions(PassContext& ctx) {
     const bool one_row = rd.single_row() && seed->inputs[0]->type.numel() <= kMaxSingleRow;
     Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row ? Schedule::RowReduction : *schedule, units};
     // Row and column schedules take several passes; one block or cluster reads a single row.
-    if (g.schedule == Schedule::FullReduction && g.needs_passes()) {
+    const auto no_passes = g.why_no_passes();
+    if (no_passes && g.needs_passes()) {
       const std::string why = rd.single_row() ? "one row of more than " + std::to_string(kMaxSingleRow) +
                                                     " elements, which one block or cluster would read"
-                                              : std::string(schedule_name(*schedule)) + " schedules take one pass over the elements";
+                                              : *no_passes;
       ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() + " and reads its own reduction (" + why + ")",
                  units.at(seed->origin));
       set.dissolve(g.cluster);
