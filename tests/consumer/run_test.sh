@@ -64,7 +64,8 @@ if "$cmake" -S "$here" -B "$work/build_other" -G "$generator" "-DCMAKE_PREFIX_PA
   fail "configured against a LibTorch of another release"
 fi
 # (CMake wraps the message: compare with runs of white space made one space.)
-tr -s '[:space:]' ' ' <"$work/configure_other.log" | grep -q "built against LibTorch .* finds LibTorch 0.1.0" ||
+refusal=$(tr -s '[:space:]' ' ' <"$work/configure_other.log")
+grep -q "built against LibTorch .* finds LibTorch 0.1.0" <<<"$refusal" ||
   { cat "$work/configure_other.log"; fail "the refusal does not name the versions"; }
 
 echo "== run consumer"
@@ -72,8 +73,11 @@ echo "== run consumer"
 
 # The installed CLI finds the installed libtorchfuse.so through its RPATH ($ORIGIN/../LIBDIR).
 echo "== installed CLI"
-ldd "$prefix/bin/torchfuse" | grep -qF "libtorchfuse.so => $prefix/" ||
-  { ldd "$prefix/bin/torchfuse"; fail "bin/torchfuse does not load $prefix/$libdir/libtorchfuse.so"; }
+# (ldd's output is kept first: `ldd | grep -q` under pipefail fails whenever grep exits before ldd
+# has written everything, and ldd dies of SIGPIPE.)
+loaded=$(ldd "$prefix/bin/torchfuse")
+grep -qF "libtorchfuse.so => $prefix/" <<<"$loaded" ||
+  { echo "$loaded"; fail "bin/torchfuse does not load $prefix/$libdir/libtorchfuse.so"; }
 "$prefix/bin/torchfuse" --help >"$work/help.log" 2>&1 || { cat "$work/help.log"; fail "torchfuse --help failed"; }
 grep -q explain "$work/help.log" || { cat "$work/help.log"; fail "torchfuse --help lists no commands"; }
 "$prefix/bin/torchfuse" explain "$work/m.pt" --device cpu --input "f32[8,64]" --no-source >"$work/explain.log" 2>&1 ||
