@@ -34,6 +34,20 @@ void read_inputs_through_paths(FusionGroup& g, const ViewPaths& p) {
       binds.push_back(r.binds);
     }
   }
+  // Where each call's value of a run-time dim comes from: the int's place among the inputs.
+  for (auto& path : views) {
+    for (ViewStep& step : path) {
+      if (!step.runtime_dims()) continue;
+      step.dim_inputs.assign(step.dims.size(), -1);
+      for (size_t j = 0; j < step.dim_values.size(); ++j) {
+        if (!step.dim_values[j]) continue;
+        auto at = std::find(inputs.begin(), inputs.end(), step.dim_values[j]);
+        TORCHFUSE_INTERNAL_ASSERT(at != inputs.end(), "group ", g.id, ": the run-time dim %", step.dim_values[j]->id,
+                                  " of a view is not among its inputs");
+        step.dim_inputs[j] = static_cast<int>(at - inputs.begin());
+      }
+    }
+  }
   g.inputs = std::move(inputs);
   g.input_views = std::move(views);
   g.input_binds = std::move(binds);

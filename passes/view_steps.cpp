@@ -15,7 +15,33 @@ ViewStep view_step_of(const ir::Node& view) {
   s.in_sizes = view.inputs.at(0)->type.sizes;
   s.rank = static_cast<int64_t>(s.in_sizes.size());
   s.view_id = view.output()->id;
+  for (size_t j = 0; j < view.dim_operands.size(); ++j) {
+    const int k = view.dim_operands[j];
+    if (k <= 0) continue;
+    s.dim_values.resize(view.dims.size(), nullptr);
+    s.dim_values[j] = view.inputs.at(static_cast<size_t>(k));
+  }
   return s;
+}
+
+bool with_call_dims(std::vector<ViewStep>& steps, const std::vector<c10::IValue>& values) {
+  for (ViewStep& s : steps) {
+    for (size_t j = 0; j < s.dim_inputs.size() && j < s.dims.size(); ++j) {
+      const int k = s.dim_inputs[j];
+      if (k < 0) continue;
+      if (static_cast<size_t>(k) >= values.size() || !values[static_cast<size_t>(k)].isInt()) return false;
+      s.dims[j] = values[static_cast<size_t>(k)].toInt();
+    }
+  }
+  return true;
+}
+
+bool same_size_classes(const std::vector<int64_t>& call, const std::vector<int64_t>& profiled) {
+  if (call.size() != profiled.size()) return false;
+  for (size_t d = 0; d < call.size(); ++d) {
+    if ((call[d] == 1) != (profiled[d] == 1) || (call[d] == 0) != (profiled[d] == 0)) return false;
+  }
+  return true;
 }
 
 std::string describe_steps(const std::vector<ViewStep>& steps) {
@@ -97,6 +123,49 @@ bool apply_flatten(const ViewStep& step, Strided& t) {
   return true;
 }
 
+// view(sizes): the input's elements in row-major order under new sizes, where its strides
+// allow that without a copy (at::view's rule: each run of input dims that is contiguous in
+// memory must be made of whole runs of output dims); a dim of size 1 takes any stride.
+bool apply_reshape(const ViewStep& step, Strided& t) {
+  const auto target = ir::view_output_sizes(ir::OpKind::Reshape, step.dims, t.sizes);
+  if (!target) return false;
+  const std::vector<int64_t>& from = t.sizes;
+  const std::vector<int64_t>& from_strides = t.strides;
+  std::vector<int64_t> strides(target->size(), 1);
+  int64_t numel = 1;
+  for (int64_t s : from) numel *= s;
+  if (numel == 0 || from.empty()) {
+    // No element is read: any row-major strides do.
+    for (size_t j = target->size(); j-- > 0;) {
+      strides[j] = j + 1 < target->size() ? strides[j + 1] * std::max<int64_t>((*target)[j + 1], 1) : 1;
+    }
+  } else {
+    int64_t view_d = static_cast<int64_t>(target->size()) - 1;
+    int64_t base = from_strides.back();  // the stride of the innermost dim of the current run
+    int64_t run_numel = 1, view_numel = 1;
+    for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+      run_numel *= from[d];
+      const bool run_ends = d == 0 || (from[d - 1] != 1 && from_strides[d - 1] != run_numel * base);
+      if (!run_ends) continue;
+      while (view_d >= 0 && (view_numel < run_numel || (*target)[view_d] == 1)) {
+        strides[view_d] = view_numel * base;
+        view_numel *= (*target)[view_d];
+        --view_d;
+      }
+      if (view_numel != run_numel) return false;
+      if (d > 0) {
+        base = from_strides[d - 1];
+        run_numel = 1;
+        view_numel = 1;
+      }
+    }
+    if (view_d != -1) return false;
+  }
+  t.sizes = *target;
+  t.strides = std::move(strides);
+  return true;
+}
+
 // 0, 1 or more: what the fusion plan's broadcasting depends on.
 int size_class(int64_t n) { return n == 0 ? 0 : n == 1 ? 1 : 2; }
 
@@ -169,6 +238,7 @@ bool apply_one(const ViewStep& step, Strided& t) {
     case ir::OpKind::Unsqueeze: return apply_unsqueeze(step, t);
     case ir::OpKind::Squeeze: return apply_squeeze(step, t);
     case ir::OpKind::Flatten: return apply_flatten(step, t);
+    case ir::OpKind::Reshape: return apply_reshape(step, t);
     case ir::OpKind::Slice: case ir::OpKind::Narrow: case ir::OpKind::Chunk: case ir::OpKind::Split:
       return apply_range(step, t);
     case ir::OpKind::Select: return apply_select(step, t);
@@ -198,6 +268,15 @@ std::string check_strides_path(const ir::Value* v, const std::vector<ViewStep>& 
   for (const ViewStep& step : steps) {
     std::vector<int64_t> padded = sizes;
     while (static_cast<int64_t>(padded.size()) < step.rank) padded.insert(padded.begin(), 1);
+    if (step.kind == ir::OpKind::Reshape && static_cast<int64_t>(padded.size()) == step.rank) {
+      for (int64_t d = 0; d < step.rank; ++d) {
+        if (padded[d] == 1 && step.in_sizes[d] != 1) {
+          return "input %" + std::to_string(v->id) + " " + ir::shape_str(v->type.sizes) +
+                 " is broadcast before the view to " + ir::shape_str(step.dims) + " (of " + ir::shape_str(step.in_sizes) +
+                 "; no strides read that)";
+        }
+      }
+    }
     if (step.kind == ir::OpKind::Flatten && static_cast<int64_t>(padded.size()) == step.rank) {
       bool all_one = true, broadcast = false;
       for (int64_t d = step.dims[0]; d <= step.dims[1]; ++d) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/ivalue.h>
+
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -27,8 +29,15 @@ struct ViewStep {
   // The view's output value id: inputs read through one range or select node must see one size
   // of its dim (RangeSizes). Not compared: equal steps are the same index map.
   int view_id = -1;
+  // Entries of `dims` that ints computed at run time give (ir::Node::dim_operands): the int
+  // values, parallel to dims (null for a constant), or empty. `dims` holds their profiled
+  // values; finalize_groups sets `dim_inputs`, the group input each call's value comes from
+  // (-1 for a constant), and the runtime reads them there (with_call_dims).
+  std::vector<const ir::Value*> dim_values;
+  std::vector<int> dim_inputs;
+  bool runtime_dims() const { return !dim_values.empty(); }
   bool operator==(const ViewStep& o) const {
-    return kind == o.kind && dims == o.dims && rank == o.rank && in_sizes == o.in_sizes;
+    return kind == o.kind && dims == o.dims && rank == o.rank && in_sizes == o.in_sizes && dim_values == o.dim_values;
   }
   bool operator!=(const ViewStep& o) const { return !(*this == o); }
 };
@@ -60,6 +69,13 @@ bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& 
 // range taken of each would hide that (x[:, :4] of [4, 10] + [4, 12] inputs), so such a call
 // falls back and eager raises. (Inputs broadcast in that dim record nothing.)
 bool range_sizes_agree(RangeSizes seen);
+
+// The steps with each run-time dim taken from the call's values (`values[dim_inputs[j]]`, an
+// int); false when one is not an int.
+bool with_call_dims(std::vector<ViewStep>& steps, const std::vector<c10::IValue>& values);
+// Do the call's sizes after the views have the profiled ones' size-1 and size-0 dims? The plan
+// rests on them; the guards pin them for the inputs, not for sizes computed at run time.
+bool same_size_classes(const std::vector<int64_t>& call, const std::vector<int64_t>& profiled);
 
 // One path a group input is read through into the output domain.
 struct InputRead {

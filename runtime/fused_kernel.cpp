@@ -1,5 +1,7 @@
 #include "runtime/fused_kernel.h"
 
+#include <algorithm>
+
 #include <ATen/record_function.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
@@ -51,6 +53,23 @@ bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, Rang
   return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen);
 }
 
+bool has_runtime_dims(const std::vector<ViewStep>& steps) {
+  return std::any_of(steps.begin(), steps.end(), [](const ViewStep& st) { return st.runtime_dims(); });
+}
+
+// view_operand for a call: the steps' run-time dims come from the call's ints (`values`), and
+// the result must keep the profiled result's size-1 dims (`profiled`, the input's sizes after
+// its views in the profile).
+bool call_view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen,
+                       const std::vector<c10::IValue>& values, const std::vector<int64_t>& profiled) {
+  if (k >= g.input_views.size() || !has_runtime_dims(g.input_views[k]) || !s.is_tensor) {
+    return view_operand(g, k, s, seen);
+  }
+  std::vector<ViewStep> steps = g.input_views[k];
+  return with_call_dims(steps, values) && apply_view_steps(steps, s.sizes, s.strides, s.offset, seen) &&
+         same_size_classes(s.sizes, profiled);
+}
+
 }  // namespace
 
 std::vector<codegen::OperandShape> profiled_operands(const FusionGroup& g) {
@@ -86,6 +105,7 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
   group_.kernel_name = profiled_.name;
   trace_ = GroupTrace(group_.kernel_name);
   wrong_answers_ = options_.fail.matches(Fault::Wrong, group_.kernel_name, false);
+  for (const codegen::OperandShape& s : profiled_operands(group_)) profiled_view_sizes_.push_back(s.sizes);
 }
 
 void FusedKernel::shape_operands(CallInputs& call) const {
@@ -292,7 +312,8 @@ namespace {
 // profile's (eager would raise, or a range is 0, 1 or more elements long where the profile's
 // was another of these), or inputs meeting before one disagree on its dim's size: that call
 // runs the fallback, which is eager.
-CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bool& views_fit) {
+CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g,
+                       const std::vector<std::vector<int64_t>>& profiled_view_sizes, bool& views_fit) {
   views_fit = true;
   const size_t n = g.inputs.size();
   CallInputs call;
@@ -317,7 +338,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
-    views_fit = views_fit && view_operand(g, k, s, &seen);
+    views_fit = views_fit && call_view_operand(g, k, s, &seen, call.values, profiled_view_sizes.at(k));
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");
@@ -353,7 +374,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   bool views_fit = true;
-  CallInputs call = take_inputs(stack, group_, views_fit);
+  CallInputs call = take_inputs(stack, group_, profiled_view_sizes_, views_fit);
   if (!views_fit) {
     check_can_fall_back(
         "an input does not fit the group's views (strides that do not merge, or sizes its slices, selects or "

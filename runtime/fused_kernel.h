@@ -182,6 +182,9 @@ class FusedKernel {
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
   codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
   GroupTrace trace_;                   // the group's profiler name (its kernel's)
+  // Per input: its profiled sizes after its views; a call whose views take run-time dims must
+  // keep their size-1 dims (call_view_operand).
+  std::vector<std::vector<int64_t>> profiled_view_sizes_;
   bool wrong_answers_ = false;         // debug_fail_kernels "wrong:" names the group
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};

@@ -60,6 +60,17 @@ class ConvertContext {
   // The constant of input i, if TorchScript knows it (prim::Constant).
   std::optional<c10::IValue> constant(size_t i) const;
   bool is_none(size_t i) const;
+  // An int argument: a constant, or an int computed at run time (size arithmetic: aten::size,
+  // aten::Int of a 0-dim tensor, floordiv...), which plans with its profiled value and reaches
+  // the group as an operand that each call supplies (`operand`, null for a constant).
+  struct IntArg {
+    int64_t value = 0;
+    ir::Value* operand = nullptr;
+  };
+  // Input i as an IntArg; nullopt when it is neither (None, a float, an int without a profile).
+  std::optional<IntArg> int_arg(size_t i) const;
+  // Input i as a list of IntArgs: a constant list, or a prim::ListConstruct of ints.
+  std::optional<std::vector<IntArg>> int_list_arg(size_t i) const;
 
   // Emits a node with one output; the output type is given.
   ir::Node* emit(ir::OpKind kind, std::vector<ir::Value*> inputs, ir::Type out,
@@ -166,6 +177,9 @@ std::optional<int64_t> dim_arg(ConvertContext& ctx, size_t index, int64_t rank);
 // Emits view `kind` of x and binds output `output` to it when the profiled output is that view
 // of x; declines otherwise.
 bool emit_view(ConvertContext& ctx, ir::Value* x, ir::OpKind kind, std::vector<int64_t> dims, size_t output = 0);
+// The same, with dims of which some are ints computed at run time (ConvertContext::IntArg with
+// an operand): they become the node's operands after x (ir::Node::dim_operands).
+bool emit_view_args(ConvertContext& ctx, ir::Value* x, ir::OpKind kind, const std::vector<ConvertContext::IntArg>& dims);
 // Helpers of the pointwise converters (convert_pointwise.cpp), shared with the activations'.
 // The output is a tensor of the operands' broadcast shape, on their device; declines otherwise.
 bool pointwise_output_matches(ConvertContext& ctx, const std::vector<ir::Value*>& operands);

@@ -1,9 +1,9 @@
 // TorchScript views that take part of a tensor or broadcast it -> IR views (ir::is_view):
 // slice, select, narrow, expand; expand_as (a pointwise ExpandAs, since its sizes come from a
-// tensor per call); contiguous; alias and detach (the identity). Only constant arguments
-// convert: the IR's views carry their arguments as constants, and the runtime computes each
-// call's range from them and that call's sizes (ir::view_range), as eager does. An argument
-// computed at run time (x[..., : x.shape[-1] // 2]) stays in ATen with its reason.
+// tensor per call); contiguous; alias and detach (the identity). Arguments are constants or
+// ints the graph computes (x[..., : x.shape[-1] // 2]: size arithmetic, each call's own); the
+// runtime computes each call's range from them and that call's sizes (ir::view_range), as
+// eager does.
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
@@ -18,17 +18,21 @@ using ir::OpKind;
 
 constexpr int64_t kNoEnd = std::numeric_limits<int64_t>::max();
 
-// "start is not a constant int (an int computed at run time: size arithmetic is not fused yet)".
-std::string not_constant_int(ConvertContext& ctx, size_t index) {
-  return ctx.arg_name(index) + " is not a constant int (an int computed at run time: size arithmetic is not fused yet)";
+// An int argument, constant or computed at run time (size arithmetic: x[..., : x.size(-1) //
+// 2] takes each call's own), or `if_none` for a constant None; declines otherwise.
+std::optional<ConvertContext::IntArg> int_arg(ConvertContext& ctx, size_t index, std::optional<int64_t> if_none = std::nullopt) {
+  if (auto a = ctx.int_arg(index)) return a;
+  auto c = ctx.constant(index);
+  if (c && c->isNone() && if_none) return ConvertContext::IntArg{*if_none, nullptr};
+  ctx.decline(ctx.arg_name(index) + " is neither a constant int nor an int the graph computes");
+  return std::nullopt;
 }
 
-// A constant int argument, or `if_none` for a constant None; declines otherwise.
-std::optional<int64_t> int_arg(ConvertContext& ctx, size_t index, std::optional<int64_t> if_none = std::nullopt) {
+// A constant int argument (one the kernel plan depends on: a step); declines otherwise.
+std::optional<int64_t> constant_int_arg(ConvertContext& ctx, size_t index) {
   auto c = ctx.constant(index);
   if (c && c->isInt()) return c->toInt();
-  if (c && c->isNone() && if_none) return if_none;
-  ctx.decline(not_constant_int(ctx, index));
+  ctx.decline(ctx.arg_name(index) + " is not a constant int");
   return std::nullopt;
 }
 
@@ -53,14 +57,15 @@ bool convert_slice(ConvertContext& ctx) {
   if (!start) return false;
   auto end = int_arg(ctx, 3, kNoEnd);
   if (!end) return false;
-  auto step = int_arg(ctx, 4);
+  auto step = constant_int_arg(ctx, 4);
   if (!step) return false;
   if (*step <= 0) return ctx.decline(ctx.arg_str(4) + ": slice steps must be positive");
-  if (*start == 0 && *end == kNoEnd && *step == 1) {
+  const bool constant = !start->operand && !end->operand;
+  if (constant && start->value == 0 && end->value == kNoEnd && *step == 1) {
     ctx.bind_identity(x);  // x[:], whatever the sizes: eager's view has x's sizes and strides
     return true;
   }
-  return emit_view(ctx, x, OpKind::Slice, {*dim, *start, *end, *step});
+  return emit_view_args(ctx, x, OpKind::Slice, {{*dim, nullptr}, *start, *end, {*step, nullptr}});
 }
 
 // select(self, dim, index): x[..., i, ...]; the dim goes away.
@@ -71,7 +76,7 @@ bool convert_select(ConvertContext& ctx) {
   if (!dim) return false;
   auto index = int_arg(ctx, 2);
   if (!index) return false;
-  return emit_view(ctx, x, OpKind::Select, {*dim, *index});
+  return emit_view_args(ctx, x, OpKind::Select, {{*dim, nullptr}, *index});
 }
 
 // narrow(self, dim, start, length): an error where the range leaves the dim (slice clamps).
@@ -84,26 +89,24 @@ bool convert_narrow(ConvertContext& ctx) {
   if (!start) return false;
   auto length = int_arg(ctx, 3);
   if (!length) return false;
-  if (*length < 0) return ctx.decline(ctx.arg_str(3) + ": narrow's length must be non-negative");
-  return emit_view(ctx, x, OpKind::Narrow, {*dim, *start, *length});
+  if (length->value < 0) return ctx.decline(ctx.arg_str(3) + ": narrow's length must be non-negative");
+  return emit_view_args(ctx, x, OpKind::Narrow, {{*dim, nullptr}, *start, *length});
 }
 
-// expand(self, size, implicit): size-1 dims grow (stride 0), -1 keeps a dim, new leading dims.
+// expand(self, size, implicit): size-1 dims grow (stride 0), -1 keeps a dim, new leading dims;
+// sizes constant or computed at run time (x.expand(B, 1, T, T) with B = x.size(0)).
 bool convert_expand(ConvertContext& ctx) {
   ir::Value* x = view_input(ctx);
   if (!x || !ctx.needs_inputs(2)) return false;
-  auto c = ctx.constant(1);
-  if (!c || !c->isIntList()) {
-    return ctx.decline(ctx.arg_name(1) + " is not a constant list of ints (sizes computed at run time are not fused yet)");
-  }
-  std::vector<int64_t> target = c->toIntVector();
-  const bool keeps_all = static_cast<int64_t>(target.size()) == x->type.rank() &&
-                         std::all_of(target.begin(), target.end(), [](int64_t t) { return t == -1; });
+  auto target = ctx.int_list_arg(1);
+  if (!target) return ctx.decline(ctx.arg_name(1) + " is neither a constant list of ints nor a list of ints the graph computes");
+  const bool keeps_all = static_cast<int64_t>(target->size()) == x->type.rank() &&
+                         std::all_of(target->begin(), target->end(), [](const auto& t) { return !t.operand && t.value == -1; });
   if (keeps_all) {
     ctx.bind_identity(x);  // expand(-1, ..., -1): x's sizes, whatever they are
     return true;
   }
-  return emit_view(ctx, x, OpKind::Expand, std::move(target));
+  return emit_view_args(ctx, x, OpKind::Expand, *target);
 }
 
 // expand_as(self, other): x broadcast to other's sizes, which only the call knows: a pointwise

@@ -1,8 +1,8 @@
 // TorchScript view ops -> IR views (ir::is_view): permute, transpose, t, unsqueeze, squeeze,
-// flatten, and view/reshape to [-1]. They fuse into pointwise groups as index maps
-// (passes/view_steps.h). Only forms whose meaning does not depend on the input's sizes convert:
-// the specialization's guards pin ranks and which dims are size 1, not sizes, so a constant
-// target shape (x.view(8, 64)) would not follow the next call's sizes; those stay in ATen.
+// flatten, and view/reshape. They fuse into pointwise groups as index maps
+// (passes/view_steps.h). The specialization's guards pin ranks and which dims are size 1, not
+// sizes: a view's sizes are applied per call, constants as they are and ints the graph computes
+// (size arithmetic) as each call computes them (ir::Node::dim_operands).
 // The helpers every view converter uses (view_input, dim_arg, emit_view) live here too;
 // convert_slices.cpp and convert_splits.cpp convert the views that take part of a tensor.
 #include <torch/csrc/jit/ir/ir.h>
@@ -44,18 +44,47 @@ std::optional<int64_t> dim_arg(ConvertContext& ctx, size_t index, int64_t rank) 
   return d < 0 ? d + r : d;
 }
 
-bool emit_view(ConvertContext& ctx, ir::Value* x, OpKind kind, std::vector<int64_t> dims, size_t output) {
+namespace {
+
+// The view node, with the ints computed at run time among `dims` as operands after x.
+bool emit_view_node(ConvertContext& ctx, ir::Value* x, OpKind kind, std::vector<int64_t> dims,
+                    const std::vector<ir::Value*>& runtime, size_t output) {
   const auto sizes = ir::view_output_sizes(kind, dims, x->type.sizes);
   const ir::Type& out = ctx.out_type(output);
   if (!sizes || !out.is_tensor() || out.sizes != *sizes || out.dtype != x->type.dtype || out.device != x->type.device) {
     return ctx.decline(ctx.op_name() + ": the profiled output " + out.str() + " is not the " + ir::op_name(kind) +
                        ir::shape_str(dims) + " of the input " + x->type.str());
   }
+  std::vector<ir::Value*> inputs{x};
+  std::vector<int> dim_operands;
+  for (size_t j = 0; j < runtime.size(); ++j) {
+    if (!runtime[j]) continue;
+    dim_operands.resize(dims.size(), 0);
+    dim_operands[j] = static_cast<int>(inputs.size());
+    inputs.push_back(runtime[j]);
+  }
   // The profiled strides: where the view stays in ATen, its readers see them.
-  ir::Node* n = ctx.emit(kind, {x}, out, c10::ScalarType::Undefined);
+  ir::Node* n = ctx.emit(kind, std::move(inputs), out, c10::ScalarType::Undefined);
   n->dims = std::move(dims);
+  n->dim_operands = std::move(dim_operands);
   ctx.bind_output(output, n->output());
   return true;
+}
+
+}  // namespace
+
+bool emit_view(ConvertContext& ctx, ir::Value* x, OpKind kind, std::vector<int64_t> dims, size_t output) {
+  return emit_view_node(ctx, x, kind, std::move(dims), {}, output);
+}
+
+bool emit_view_args(ConvertContext& ctx, ir::Value* x, OpKind kind, const std::vector<ConvertContext::IntArg>& dims) {
+  std::vector<int64_t> values;
+  std::vector<ir::Value*> runtime;
+  for (const auto& d : dims) {
+    values.push_back(d.value);
+    runtime.push_back(d.operand);
+  }
+  return emit_view_node(ctx, x, kind, std::move(values), runtime, 0);
 }
 
 namespace {
@@ -142,20 +171,25 @@ bool convert_flatten(ConvertContext& ctx) {
   return emit_view(ctx, x, OpKind::Flatten, {*s, *e});
 }
 
-// view / reshape: only to [-1] (every dim merged), whatever the sizes.
+// view / reshape to sizes given as constants or as ints computed at run time (x.view(B, T, H,
+// -1) with B = x.size(0)): each call's sizes are that call's ints. [-1] is a flatten (any
+// sizes). Reshape joins a group only where it is a view for the profile's strides (view_paths
+// checks; a call whose strides do not allow it runs the group's fallback: eager's view raises
+// there, eager's reshape copies).
 bool convert_view_reshape(ConvertContext& ctx) {
   ir::Value* x = view_input(ctx);
   if (!x || !ctx.needs_inputs(2)) return false;
-  auto c = ctx.constant(1);
-  if (!c || !c->isIntList()) {
-    return ctx.decline(ctx.arg_name(1) + " is not a constant list of ints (a shape computed at run time is not fused yet)");
+  auto target = ctx.int_list_arg(1);
+  if (!target) return ctx.decline(ctx.arg_name(1) + " is neither a constant list of ints nor a list of ints the graph computes");
+  const bool all_constant = std::all_of(target->begin(), target->end(), [](const auto& d) { return d.operand == nullptr; });
+  if (all_constant && target->size() == 1 && target->front().value == -1 && x->type.rank() >= 2) {
+    return emit_view(ctx, x, OpKind::Flatten, {0, x->type.rank() - 1});
   }
-  const auto target = c->toIntVector();
-  if (target != std::vector<int64_t>{-1}) {
-    return ctx.decline(ctx.arg_str(1) + ": only [-1] is fused (a constant target would not follow the next call's sizes)");
+  if (x->type.rank() == 0 && target->empty()) {
+    ctx.bind_identity(x);
+    return true;
   }
-  if (x->type.rank() < 2) return ctx.decline(ctx.op_name() + " of a rank-" + std::to_string(x->type.rank()) + " tensor to [-1]");
-  return emit_view(ctx, x, OpKind::Flatten, {0, x->type.rank() - 1});
+  return emit_view_args(ctx, x, OpKind::Reshape, *target);
 }
 
 }  // namespace

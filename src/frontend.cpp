@@ -184,6 +184,47 @@ std::optional<c10::IValue> ConvertContext::constant(size_t i) const {
   return *iv;
 }
 
+namespace {
+
+std::optional<ConvertContext::IntArg> int_of(const torch::jit::Value* v, const Profile& profile, ir::Value* ir_value) {
+  if (auto iv = torch::jit::toIValue(v)) {
+    if (!iv->isInt()) return std::nullopt;
+    return ConvertContext::IntArg{iv->toInt(), nullptr};
+  }
+  auto it = profile.ints.find(v);
+  if (it == profile.ints.end() || !ir_value || !ir_value->type.is_scalar() ||
+      ir_value->type.dtype != c10::ScalarType::Long) {
+    return std::nullopt;
+  }
+  return ConvertContext::IntArg{it->second, ir_value};
+}
+
+}  // namespace
+
+std::optional<ConvertContext::IntArg> ConvertContext::int_arg(size_t i) const {
+  if (i >= node_->inputs().size()) return std::nullopt;
+  return int_of(node_->inputs()[i], profile_, ir_value(node_->inputs()[i]));
+}
+
+std::optional<std::vector<ConvertContext::IntArg>> ConvertContext::int_list_arg(size_t i) const {
+  if (i >= node_->inputs().size()) return std::nullopt;
+  const torch::jit::Value* list = node_->inputs()[i];
+  std::vector<IntArg> out;
+  if (auto iv = torch::jit::toIValue(list)) {
+    if (!iv->isIntList()) return std::nullopt;
+    for (int64_t d : iv->toIntVector()) out.push_back({d, nullptr});
+    return out;
+  }
+  const torch::jit::Node* make = list->node();
+  if (make->kind() != c10::prim::ListConstruct) return std::nullopt;
+  for (const torch::jit::Value* e : make->inputs()) {
+    auto a = int_of(e, profile_, ir_value(e));
+    if (!a) return std::nullopt;
+    out.push_back(*a);
+  }
+  return out;
+}
+
 bool ConvertContext::is_none(size_t i) const {
   auto c = constant(i);
   return c && c->isNone();

@@ -29,6 +29,9 @@ namespace torchfuse {
 // Runtime type of every top-level TorchScript value for one call, and that call's result.
 struct Profile {
   std::unordered_map<const torch::jit::Value*, ir::Type> types;
+  // The value of every int (sizes and size arithmetic: aten::size, aten::Int, floordiv): views
+  // whose arguments are computed at run time plan with these and read each call's own.
+  std::unordered_map<const torch::jit::Value*, int64_t> ints;
   c10::IValue result;  // the graph's own output for these inputs (computed by ATen)
 };
 

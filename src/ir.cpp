@@ -50,7 +50,8 @@ constexpr OpInfo kOps[] = {
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
     {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Permute, "permute", 1},
     {OpKind::Unsqueeze, "unsqueeze", 1}, {OpKind::Squeeze, "squeeze", 1},
-    {OpKind::Flatten, "flatten", 1},   {OpKind::Slice, "slice", 1},
+    {OpKind::Flatten, "flatten", 1},   {OpKind::Reshape, "view", 1},
+    {OpKind::Slice, "slice", 1},
     {OpKind::Narrow, "narrow", 1},     {OpKind::Chunk, "chunk", 1},
     {OpKind::Split, "split", 1},       {OpKind::Select, "select", 1},
     {OpKind::Expand, "expand", 1},     {OpKind::Contiguous, "contiguous", 1},
@@ -66,6 +67,18 @@ const OpInfo& info(OpKind kind) {
 std::string join_ints(const std::vector<int64_t>& v) {
   std::ostringstream os;
   for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  return os.str();
+}
+
+// Views' dims with the ints computed at run time as their values: "3, 0, %12, 1".
+std::string dims_str(const Node& n) {
+  std::ostringstream os;
+  for (size_t i = 0; i < n.dims.size(); ++i) {
+    const int k = i < n.dim_operands.size() ? n.dim_operands[i] : 0;
+    os << (i ? ", " : "");
+    if (k > 0 && k < static_cast<int>(n.inputs.size())) os << "%" << n.inputs[k]->id;
+    else os << n.dims[i];
+  }
   return os.str();
 }
 
@@ -88,7 +101,7 @@ bool is_pointwise(OpKind kind) {
 bool is_view(OpKind kind) {
   switch (kind) {
     case OpKind::Permute: case OpKind::Unsqueeze: case OpKind::Squeeze: case OpKind::Flatten:
-    case OpKind::Slice: case OpKind::Narrow: case OpKind::Chunk: case OpKind::Split:
+    case OpKind::Reshape: case OpKind::Slice: case OpKind::Narrow: case OpKind::Chunk: case OpKind::Split:
     case OpKind::Select: case OpKind::Expand: case OpKind::Contiguous:
       return true;
     default:
@@ -319,7 +332,7 @@ std::string to_string(const Node& node) {
   os << " = " << (node.kind == OpKind::Opaque ? node.opaque_name : op_name(node.kind));
   std::vector<std::string> attrs;
   if (is_reduction(node.kind) || is_view(node.kind)) {
-    attrs.push_back("dims=[" + join_ints(node.dims) + "]");
+    attrs.push_back("dims=[" + dims_str(node) + "]");
     if (node.keepdim) attrs.push_back("keepdim");
   }
   if (node.kind == OpKind::Cast) attrs.push_back(std::string("to=") + dtype_short_name(node.output()->type.dtype));
@@ -420,6 +433,18 @@ void verify_view_types(const Node& n, std::vector<std::string>& problems) {
     problems.push_back(to_string(n) + ": view of a non-tensor");
     return;
   }
+  if (!n.dim_operands.empty() && n.dim_operands.size() != n.dims.size()) {
+    problems.push_back(to_string(n) + ": dim_operands is not parallel to dims");
+  }
+  for (int k : n.dim_operands) {
+    if (k <= 0) continue;
+    if (k >= static_cast<int>(n.inputs.size())) {
+      problems.push_back(to_string(n) + ": a dim operand index is past its inputs");
+      continue;
+    }
+    const Type& t = n.inputs.at(static_cast<size_t>(k))->type;
+    if (!t.is_scalar() || t.dtype != c10::ScalarType::Long) problems.push_back(to_string(n) + ": a dim operand is not an int");
+  }
   const auto expected = view_output_sizes(n.kind, n.dims, in.sizes);
   if (!expected) problems.push_back(to_string(n) + ": dims do not fit the input " + shape_str(in.sizes));
   else if (*expected != out.sizes) problems.push_back(to_string(n) + ": output shape is not the view of its input");
@@ -434,8 +459,10 @@ std::vector<std::string> verify(const Graph& graph) {
   for (const Value* v : graph.inputs()) defined.insert(v);
   for (const Value* v : graph.free_values()) defined.insert(v);
   for (const Node* n : graph.nodes()) {
-    if (n->kind != OpKind::Opaque && static_cast<int>(n->inputs.size()) != op_arity(n->kind)) {
-      problems.push_back(to_string(*n) + ": expects " + std::to_string(op_arity(n->kind)) + " inputs");
+    const int runtime_dims = static_cast<int>(std::count_if(n->dim_operands.begin(), n->dim_operands.end(), [](int k) { return k > 0; }));
+    const int arity = op_arity(n->kind) + runtime_dims;
+    if (n->kind != OpKind::Opaque && static_cast<int>(n->inputs.size()) != arity) {
+      problems.push_back(to_string(*n) + ": expects " + std::to_string(arity) + " inputs");
     }
     for (const Value* in : n->inputs) {
       if (!defined.count(in)) problems.push_back(to_string(*n) + ": uses %" + std::to_string(in->id) + " before its definition");

@@ -38,8 +38,10 @@ enum class OpKind {
   // views (pointwise groups read them as index maps; see passes/view_steps.h), `dims` says how:
   // Permute: output dim i is input dim dims[i]. Unsqueeze: size-1 dims inserted at the output
   // positions `dims` (sorted). Squeeze: the input's size-1 dims `dims` (sorted) removed.
-  // Flatten: input dims [dims[0], dims[1]] merged into one.
-  Permute, Unsqueeze, Squeeze, Flatten,
+  // Flatten: input dims [dims[0], dims[1]] merged into one. Reshape: dims = the target sizes
+  // (at most one -1, inferred), the elements in row-major order (x.view(sizes), and reshape
+  // where it is a view: at::view's rule for which strides allow it).
+  Permute, Unsqueeze, Squeeze, Flatten, Reshape,
   // Views that take part of a dim (DimRange says which, from the dim's size at run time, as
   // eager computes it). Slice: dims = [dim, start, end, step] (None start 0, None end INT64_MAX;
   // negative and out-of-range ends clamped). Narrow: [dim, start, length], or [dim, start,
@@ -68,7 +70,7 @@ bool is_comparison(OpKind kind);
 // number clamped to or selected beside one is rounded to its dtype): rounding it again changes
 // nothing, so kernels do not.
 bool exact_on_16bit_operands(OpKind kind);
-// Permute, Unsqueeze, Squeeze, Flatten, Slice, Narrow, Chunk, Split, Select, Expand,
+// Permute, Unsqueeze, Squeeze, Flatten, Reshape, Slice, Narrow, Chunk, Split, Select, Expand,
 // Contiguous: they change which element is which, not values.
 bool is_view(OpKind kind);
 // Views and ExpandAs: a group of only these computes nothing (ATen's views cost no kernel).
@@ -92,7 +94,8 @@ std::optional<DimRange> view_range(OpKind kind, const std::vector<int64_t>& dims
 // Select with `dims` on a dim of size `size`: the index it reads (negative counted from the
 // end), or nullopt where eager raises (out of range; unbind's size differs).
 std::optional<int64_t> select_index(const std::vector<int64_t>& dims, int64_t size);
-// Number of inputs the op takes (-1: any, for Opaque).
+// Number of inputs the op takes (-1: any, for Opaque); a view takes one more per entry of its
+// dims computed at run time (Node::dim_operands).
 int op_arity(OpKind kind);
 
 enum class ValueKind { Tensor, Scalar, Other };
@@ -173,6 +176,12 @@ struct Node {
   std::vector<Value*> outputs;
   // attributes
   std::vector<int64_t> dims;        // reductions: sorted, non-negative; views: see OpKind
+  // Views: for each entry of `dims` that an int computed at run time gives (size arithmetic:
+  // x[..., : x.size(-1) // 2], x.view(B, T, H, -1)), the index in `inputs` of that int (a
+  // scalar operand after the viewed tensor, inputs[0]); 0 for a constant. Empty when every
+  // entry is a constant. `dims` holds the profiled values, which the plan is made for; the
+  // runtime reads each call's own (passes/view_steps.h).
+  std::vector<int> dim_operands;
   bool keepdim = false;             // reductions
   c10::ScalarType compute_dtype = c10::ScalarType::Undefined;  // dtype the op computes in (before opmath)
   std::string opaque_name;          // Opaque: the ATen/prim op name

@@ -76,6 +76,33 @@ bool dim_in_range(const std::vector<int64_t>& dims, size_t min_dims, int64_t ran
   return dims.size() >= min_dims && dims[0] >= 0 && dims[0] < rank;
 }
 
+// view(sizes): at most one -1, inferred so that the element count stays; eager's infer_size.
+std::optional<std::vector<int64_t>> reshape_sizes(const std::vector<int64_t>& target, const std::vector<int64_t>& in) {
+  int64_t numel = 1;
+  for (int64_t s : in) numel *= s;
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t j = 0; j < target.size(); ++j) {
+    if (target[j] == -1) {
+      if (infer >= 0) return std::nullopt;
+      infer = static_cast<int>(j);
+    } else if (target[j] < 0) {
+      return std::nullopt;
+    } else {
+      known *= target[j];
+    }
+  }
+  std::vector<int64_t> out = target;
+  if (infer >= 0) {
+    // (-1 beside a 0: eager cannot infer it.)
+    if (known == 0 || numel % known != 0) return std::nullopt;
+    out[static_cast<size_t>(infer)] = numel / known;
+  } else if (known != numel) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 std::optional<std::vector<int64_t>> expand_sizes(const std::vector<int64_t>& target, const std::vector<int64_t>& in) {
   if (target.size() < in.size()) return std::nullopt;
   const size_t lead = target.size() - in.size();
@@ -167,6 +194,8 @@ std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::ve
       }
       return out;
     }
+    case OpKind::Reshape:
+      return reshape_sizes(dims, in);
     case OpKind::Slice: case OpKind::Narrow: case OpKind::Chunk: case OpKind::Split: {
       if (!dim_in_range(dims, 1, rank)) return std::nullopt;
       const auto r = view_range(kind, dims, in[dims[0]]);

@@ -73,10 +73,12 @@ Profile run_profile(const std::shared_ptr<torch::jit::Graph>& graph, const std::
                             stack.size(), " values");
 
   Profile profile;
-  for (size_t i = 0; i < inputs.size(); ++i) profile.types[graph->inputs()[i]] = type_of_ivalue(inputs[i]);
-  for (size_t i = 0; i < exposed.size(); ++i) {
-    profile.types[exposed[i]] = type_of_ivalue(stack[original_outputs + i]);
-  }
+  auto record = [&profile](const torch::jit::Value* v, const c10::IValue& iv) {
+    profile.types[v] = type_of_ivalue(iv);
+    if (iv.isInt()) profile.ints[v] = iv.toInt();
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) record(graph->inputs()[i], inputs[i]);
+  for (size_t i = 0; i < exposed.size(); ++i) record(exposed[i], stack[original_outputs + i]);
   stack.resize(original_outputs);
   profile.result = graph_result(stack);
   return profile;

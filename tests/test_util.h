@@ -57,6 +57,13 @@ inline std::string replace_all(std::string text, const std::string& from, const 
   return text;
 }
 
+// The lines, one per line: refusal lists in failure messages.
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
 inline int count_occurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
