@@ -22,26 +22,32 @@ constexpr uint8_t kKinetoConcurrentKernel = 5;
 
 }  // namespace
 
+std::vector<ProfiledEvent> profile_events(const std::function<void()>& fn) {
+  // Nothing launched earlier may still be running inside the profiled window.
+  torch::cuda::synchronize();
+  const ProfilerConfig config(ProfilerState::KINETO);
+  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  try {
+    fn();
+    torch::cuda::synchronize();
+  } catch (...) {
+    profiler::disableProfiler();
+    throw;
+  }
+  const auto result = profiler::disableProfiler();
+  std::vector<ProfiledEvent> events;
+  for (const auto& event : result->events()) {
+    events.push_back({event.name(), event.activityType() == kKinetoConcurrentKernel});
+  }
+  return events;
+}
+
 int count_kernels(const std::function<void()>& fn, std::string* error) {
   try {
-    // Nothing launched earlier may still be running inside the profiled window.
-    torch::cuda::synchronize();
-    const ProfilerConfig config(ProfilerState::KINETO);
-    const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
-    profiler::prepareProfiler(config, activities);
-    profiler::enableProfiler(config, activities);
-    try {
-      fn();
-      torch::cuda::synchronize();
-    } catch (...) {
-      profiler::disableProfiler();
-      throw;
-    }
-    const auto result = profiler::disableProfiler();
     int kernels = 0;
-    for (const auto& event : result->events()) {
-      if (event.activityType() == kKinetoConcurrentKernel) ++kernels;
-    }
+    for (const auto& event : profile_events(fn)) kernels += event.kernel ? 1 : 0;
     // Every benchmarked call launches work; seeing none means CUPTI delivered no GPU activity.
     if (kernels == 0) {
       if (error) *error = "the profiler recorded no GPU kernels (CUPTI unavailable?)";

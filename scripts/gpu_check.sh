@@ -38,6 +38,9 @@ fi
 "$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
+# NVTX ranges through NVTX's injection interface: the capture library is the tool (as under ctest).
+NVTX_INJECTION64_PATH="$(cd "$BUILD_DIR" && pwd)/tests/libtorchfuse_nvtx_capture.so" \
+  "$BUILD_DIR"/tests/torchfuse_nvtx_tests --gtest_brief=1 >"$OUT/nvtx_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_replay_tests --gtest_brief=1 >"$OUT/replay_tests.log" 2>&1 || status=1
 "$BUILD_DIR"/tests/torchfuse_cli_tests --gtest_brief=1 >"$OUT/cli_tests.log" 2>&1 || status=1
 bash scripts/check_layers.sh >"$OUT/layers.log" 2>&1 || status=1
@@ -59,7 +62,7 @@ if [ "${BENCH:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
 fi
 echo "== summary =="
 cat "$OUT/gpu.txt"
-for f in cpu_tests gpu_tests gpu_reduction_tests replay_tests cli_tests; do
+for f in cpu_tests gpu_tests gpu_reduction_tests nvtx_tests replay_tests cli_tests; do
   echo "$f: $(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran' "$OUT/$f.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$OUT/$f.log" | head -20
 done

@@ -7,22 +7,13 @@
 #include <iostream>
 #include <set>
 
-#include <torch/csrc/autograd/profiler_kineto.h>
-
+#include "benchmarks/kernel_count.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using tftest::module_from;
 using tftest::module_returning;
-
-namespace profiler = torch::autograd::profiler;
-using torch::profiler::impl::ActivityType;
-using torch::profiler::impl::ProfilerConfig;
-using torch::profiler::impl::ProfilerState;
-
-// libkineto::ActivityType::CONCURRENT_KERNEL (benchmarks/kernel_count.cpp says why it is 5).
-constexpr uint8_t kKinetoConcurrentKernel = 5;
 
 torch::Tensor rnd(std::vector<int64_t> sizes, c10::ScalarType dtype = c10::kFloat) {
   return torch::randn(sizes, torch::TensorOptions().device(c10::Device(c10::kCUDA, 0))).to(dtype);
@@ -33,25 +24,10 @@ struct ProfiledNames {
   std::set<std::string> kernels;  // GPU kernels, where CUPTI delivered them
 };
 
-// The names of what the Kineto profiler saw while `fn` ran (both LibTorch 1.13 and 2.x have this API).
+// The names of what the Kineto profiler saw while `fn` ran (benchmarks/kernel_count.h).
 ProfiledNames profile(const std::function<void()>& fn) {
-  torch::cuda::synchronize();
-  const ProfilerConfig config(ProfilerState::KINETO);
-  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
-  profiler::prepareProfiler(config, activities);
-  profiler::enableProfiler(config, activities);
-  try {
-    fn();
-    torch::cuda::synchronize();
-  } catch (...) {
-    profiler::disableProfiler();
-    throw;
-  }
-  const auto result = profiler::disableProfiler();
   ProfiledNames names;
-  for (const auto& event : result->events()) {
-    (event.activityType() == kKinetoConcurrentKernel ? names.kernels : names.records).insert(event.name());
-  }
+  for (const auto& event : torchfuse_bench::profile_events(fn)) (event.kernel ? names.kernels : names.records).insert(event.name);
   return names;
 }
 

@@ -11,14 +11,16 @@
 #include "passes/group_pattern.h"
 #include "runtime/compiled_module.h"
 #include "runtime/group_check.h"
+#include "runtime/group_trace.h"
 #include "runtime/kernel_cache.h"
-#include "src/prepare_graph.h"
+#include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using tftest::module_from;
 using tftest::module_returning;
+using tftest::on_cpu_fallbacks;
 
 std::vector<torchfuse::KernelInfo> kernels_of(const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
   return torchfuse::compile(m, tftest::quiet_options()).explain(in).kernels;
@@ -182,16 +184,6 @@ TEST(CompareGroups, CpuInputsRunEagerAndNothingIsChecked) {
   EXPECT_NE(r.to_string().find(r.note), std::string::npos) << r.to_string();
 }
 
-// A module whose CPU calls build specializations with every group on its fallback graph (the
-// CPU test hook), so that its groups exist without a GPU.
-std::shared_ptr<torchfuse::CompiledModuleImpl> on_cpu_fallbacks(const torch::jit::Module& m) {
-  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(torchfuse::prepare_module_graph(m), tftest::quiet_options());
-  torchfuse::CompiledModuleImpl::TestHooks hooks;
-  hooks.cpu_fallbacks = true;
-  impl->set_test_hooks(hooks);
-  return impl;
-}
-
 // With every group on its fallback, each group has a row saying why it was not checked, and the
 // report says that none ran fused.
 TEST(CompareGroups, GroupsOnTheirFallbacksAreListedNotChecked) {
@@ -287,6 +279,26 @@ TEST(KernelNames, ProfilerRecordsEachGroupCall) {
   const auto groups = impl->stats().groups;
   ASSERT_EQ(groups.size(), 2u);
   for (const auto& g : groups) EXPECT_EQ(names.count("torchfuse::" + g.kernel_name), 1u) << g.kernel_name << " among\n" << listed;
+}
+
+// Without an NVTX tool (no NVTX_INJECTION64_PATH: tests/test_nvtx.cpp runs with one), ranges
+// are no-ops that nest and unwind like any other scope.
+TEST(KernelNames, NvtxRangesWithoutAToolAreHarmless) {
+  using torchfuse::runtime::GroupTrace;
+  const GroupTrace outer("tf_mul_tanh_0123abcd");
+  const GroupTrace inner("tf_add_relu_mul_4567ef01");
+  EXPECT_EQ(outer.name(), "torchfuse::tf_mul_tanh_0123abcd");
+  for (int i = 0; i < 3; ++i) {
+    const GroupTrace::Range a(outer);
+    const GroupTrace::Range b(inner);
+  }
+  try {
+    const GroupTrace::Range r(outer);
+    throw std::runtime_error("unwinds");
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "unwinds");
+  }
+  EXPECT_EQ(inner.name(), "torchfuse::tf_add_relu_mul_4567ef01");
 }
 
 }  // namespace

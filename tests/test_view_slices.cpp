@@ -8,27 +8,25 @@
 // runs the kernels).
 #include "passes/view_steps.h"
 #include "tests/test_util.h"
+#include "tests/view_test_util.h"
 
+using tftest::any_refusal_contains;
 using tftest::contains_in_order;
+using tftest::explain;
 using tftest::fusion_nodes;
+using tftest::inputs_of;
 using tftest::module_from;
 using tftest::module_returning;
+using tftest::refusals;
+using tftest::ViewCase;
 
 namespace {
 
 using torchfuse::ViewStep;
 using torchfuse::ir::OpKind;
 
-struct SliceCase {
-  const char* name;
-  const char* args;
-  const char* expr;
-  std::vector<std::vector<int64_t>> shapes;  // of the inputs, in order
-  const char* ir_view;                       // the view as the IR prints it
-};
-
 // Each view after a computed value, with the other operand in the view's output shape.
-std::vector<SliceCase> slice_cases() {
+std::vector<ViewCase> slice_cases() {
   return {
       {"slice_last", "x, y", "torch.relu(x * 2.0)[..., 2:10] * y + 1.0", {{4, 8, 16}, {4, 8, 8}}, "slice[dims=[2, 2, 10, 1]]"},
       {"slice_step", "x, y", "torch.relu(x * 2.0)[:, 1::2] * y", {{4, 16}, {4, 8}},
@@ -54,31 +52,6 @@ std::vector<SliceCase> slice_cases() {
   };
 }
 
-std::vector<c10::IValue> inputs_of(const SliceCase& c, c10::ScalarType dtype) {
-  std::vector<c10::IValue> in;
-  for (const auto& s : c.shapes) in.emplace_back(torch::randn(s).to(dtype));
-  return in;
-}
-
-torchfuse::Explanation explain(const torch::jit::Module& m, const std::vector<c10::IValue>& in, bool compile = false,
-                               const std::string& arch = "sm_90", int min_group_size = 2) {
-  auto options = tftest::quiet_options(min_group_size);
-  options.offline_arch = arch;
-  return torchfuse::compile(m, options).explain(in, compile);
-}
-
-bool any_refusal_contains(const torchfuse::Explanation& e, const std::string& text) {
-  for (const auto& r : e.refused)
-    if (r.find(text) != std::string::npos) return true;
-  return false;
-}
-
-std::string refusals(const torchfuse::Explanation& e) {
-  std::string s;
-  for (const auto& r : e.refused) s += r + "\n";
-  return s + e.ir_after + e.rewritten_graph;
-}
-
 // Eager's ops that a fused view chain leaves nothing of.
 const std::vector<std::string>& view_op_names() {
   static const std::vector<std::string> names = {
@@ -88,17 +61,7 @@ const std::vector<std::string>& view_op_names() {
 }
 
 TEST(ViewSlices, EachViewChainIsOneGroup) {
-  for (const auto& c : slice_cases()) {
-    SCOPED_TRACE(c.name);
-    const auto e = explain(module_returning(c.args, c.expr), inputs_of(c, c10::kFloat));
-    EXPECT_NE(e.ir_before.find(std::string("= ") + c.ir_view), std::string::npos) << e.ir_before;
-    ASSERT_EQ(e.kernels.size(), 1u) << refusals(e);
-    EXPECT_EQ(fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
-    for (const auto& op : view_op_names()) EXPECT_EQ(e.rewritten_graph.find(op), std::string::npos) << op << " left in\n" << e.rewritten_graph;
-    const std::string view_name = std::string(c.ir_view).substr(0, std::string(c.ir_view).find('['));
-    EXPECT_NE(e.kernels[0].description.find(view_name), std::string::npos) << e.kernels[0].description;
-    EXPECT_TRUE(contains_in_order(e.ir_after, {"read through ", view_name}));
-  }
+  for (const auto& c : slice_cases()) tftest::expect_view_chain_is_one_group(c, view_op_names());
 }
 
 TEST(ViewSlices, KernelsCompileForEachDtype) {
@@ -529,19 +492,12 @@ TEST(ViewSlicesStrides, InputsMeetingBeforeARangeMustAgree) {
   EXPECT_EQ(ok.size(), 2u);
 }
 
-// The transform agrees with torch's views: reading the input through the transformed sizes,
-// strides and offset (as_strided) gives the views of the input broadcast to the step's shape.
+// The transform agrees with torch's views, ranges and their offsets included
+// (tftest::expect_strides_agree_with_torch_views).
 TEST(ViewSlicesStrides, AgreeWithTorchViews) {
-  struct Case {
-    const char* name;
-    at::Tensor input;
-    std::vector<int64_t> value_sizes;  // the shape the input broadcasts to before the views
-    std::vector<ViewStep> steps;
-    std::function<at::Tensor(const at::Tensor&)> torch_views;
-  };
   const auto base = torch::arange(6 * 10).to(torch::kFloat);
   const auto grid = base.reshape({6, 10});
-  const std::vector<Case> cases = {
+  const std::vector<tftest::StridesCase> cases = {
       {"slice", grid, {6, 10}, {step(OpKind::Slice, {1, 3, 8, 1}, {6, 10})}, [](const at::Tensor& t) { return t.slice(1, 3, 8); }},
       {"slice_step_of_transposed", grid.t(), {10, 6}, {step(OpKind::Slice, {0, 1, kEnd, 3}, {10, 6})},
        [](const at::Tensor& t) { return t.slice(0, 1, kEnd, 3); }},
@@ -565,14 +521,7 @@ TEST(ViewSlicesStrides, AgreeWithTorchViews) {
        [](const at::Tensor& t) { return t.expand({3, 4, -1}).slice(2, 1, 9, 2); }},
       {"contiguous", grid.t(), {10, 6}, {step(OpKind::Contiguous, {}, {10, 6})}, [](const at::Tensor& t) { return t.contiguous(); }},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto r = apply(c.steps, c.input.sizes().vec(), c.input.strides().vec());
-    ASSERT_TRUE(r);
-    const at::Tensor read = c.input.as_strided(r->sizes, r->strides, c.input.storage_offset() + r->offset);
-    const at::Tensor expected = c.torch_views(c.input.expand(c.value_sizes).contiguous());
-    EXPECT_TRUE(torch::equal(read.expand(expected.sizes()), expected)) << read << expected;
-  }
+  for (const auto& c : cases) tftest::expect_strides_agree_with_torch_views(c);
 }
 
 }  // namespace

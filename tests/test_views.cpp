@@ -4,27 +4,22 @@
 // explain() plans, generates and NVRTC-compiles without a GPU (tests/test_views_gpu.cpp runs them).
 #include "passes/view_steps.h"
 #include "tests/test_util.h"
+#include "tests/view_test_util.h"
 
+using tftest::any_refusal_contains;
 using tftest::contains_in_order;
-using tftest::fusion_nodes;
+using tftest::explain;
 using tftest::module_from;
 using tftest::module_returning;
+using tftest::refusals;
 
 namespace {
 
 using torchfuse::ViewStep;
 using torchfuse::ir::OpKind;
 
-struct ViewCase {
-  const char* name;
-  const char* args;
-  const char* expr;
-  std::vector<std::vector<int64_t>> shapes;  // of the inputs, in order
-  const char* ir_view;                       // the view as the IR prints it
-};
-
 // Each view in a chain, with the other operand in the view's output shape and broadcast.
-std::vector<ViewCase> view_cases() {
+std::vector<tftest::ViewCase> view_cases() {
   return {
       {"permute", "x, y", "torch.relu(x * 2.0).permute(0, 2, 1) * y + 1.0", {{4, 8, 16}, {4, 16, 8}}, "permute[dims=[0, 2, 1]]"},
       {"permute_row_bias", "x, y", "torch.relu(x * 2.0).permute(0, 2, 1) * y + 1.0", {{4, 8, 16}, {8}}, "permute[dims=[0, 2, 1]]"},
@@ -55,46 +50,10 @@ std::vector<ViewCase> view_cases() {
   };
 }
 
-std::vector<c10::IValue> inputs_of(const ViewCase& c, c10::ScalarType dtype) {
-  std::vector<c10::IValue> in;
-  for (const auto& s : c.shapes) in.emplace_back(torch::randn(s).to(dtype));
-  return in;
-}
-
-torchfuse::Explanation explain(const torch::jit::Module& m, const std::vector<c10::IValue>& in, bool compile = false,
-                               const std::string& arch = "sm_90") {
-  auto options = tftest::quiet_options();
-  options.offline_arch = arch;
-  return torchfuse::compile(m, options).explain(in, compile);
-}
-
-bool any_refusal_contains(const torchfuse::Explanation& e, const std::string& text) {
-  for (const auto& r : e.refused)
-    if (r.find(text) != std::string::npos) return true;
-  return false;
-}
-
-std::string refusals(const torchfuse::Explanation& e) {
-  std::string s;
-  for (const auto& r : e.refused) s += r + "\n";
-  return s + e.ir_after;
-}
-
 TEST(Views, EachViewChainIsOneGroup) {
   for (const auto& c : view_cases()) {
-    SCOPED_TRACE(c.name);
-    const auto e = explain(module_returning(c.args, c.expr), inputs_of(c, c10::kFloat));
-    EXPECT_NE(e.ir_before.find(std::string("= ") + c.ir_view), std::string::npos) << e.ir_before;
-    ASSERT_EQ(e.kernels.size(), 1u) << refusals(e);
-    EXPECT_EQ(fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
-    for (const char* op : {"aten::permute", "aten::transpose", "aten::t(", "aten::unsqueeze", "aten::squeeze",
-                           "aten::flatten", "aten::view", "aten::reshape", "aten::relu", "aten::mul"}) {
-      EXPECT_EQ(e.rewritten_graph.find(op), std::string::npos) << op << " left in\n" << e.rewritten_graph;
-    }
-    // The group's description and the plan name the view.
-    const std::string view_name = std::string(c.ir_view).substr(0, std::string(c.ir_view).find('['));
-    EXPECT_NE(e.kernels[0].description.find(view_name), std::string::npos) << e.kernels[0].description;
-    EXPECT_TRUE(contains_in_order(e.ir_after, {"read through ", view_name}));
+    tftest::expect_view_chain_is_one_group(c, {"aten::permute", "aten::transpose", "aten::t(", "aten::unsqueeze", "aten::squeeze",
+                                               "aten::flatten", "aten::view", "aten::reshape", "aten::relu", "aten::mul"});
   }
 }
 
@@ -103,7 +62,7 @@ TEST(Views, KernelsCompileForSm80AndSm90InF32AndBf16) {
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       for (const char* arch : {"sm_80", "sm_90"}) {
         SCOPED_TRACE(std::string(c.name) + " " + c10::toString(dtype) + " " + arch);
-        const auto e = explain(module_returning(c.args, c.expr), inputs_of(c, dtype), /*compile=*/true, arch);
+        const auto e = explain(module_returning(c.args, c.expr), tftest::inputs_of(c, dtype), /*compile=*/true, arch);
         ASSERT_EQ(e.kernels.size(), 1u) << refusals(e);
         ASSERT_EQ(e.cubin_bytes.size(), 1u);
         EXPECT_GT(e.cubin_bytes[0], 0u);
@@ -301,18 +260,10 @@ TEST(ViewsStrides, ImpossibleTransformsFail) {
 
 namespace {
 
-// The transform agrees with torch's own views: reading the input through the transformed sizes
-// and strides (as_strided) gives the view of the input broadcast to the step's shape.
+// The transform agrees with torch's own views (tftest::expect_strides_agree_with_torch_views).
 TEST(ViewsStrides, AgreeWithTorchViews) {
-  struct Case {
-    const char* name;
-    at::Tensor input;
-    std::vector<int64_t> value_sizes;  // the shape the input broadcasts to before the views
-    std::vector<ViewStep> steps;
-    std::function<at::Tensor(const at::Tensor&)> torch_views;
-  };
   const auto base = torch::arange(2 * 3 * 4).to(torch::kFloat);
-  const std::vector<Case> cases = {
+  const std::vector<tftest::StridesCase> cases = {
       {"permute", base.reshape({2, 3, 4}), {2, 3, 4}, {step(OpKind::Permute, {2, 0, 1}, 3)},
        [](const at::Tensor& t) { return t.permute({2, 0, 1}); }},
       {"permute_of_transposed", base.reshape({2, 4, 3}).transpose(1, 2), {2, 3, 4}, {step(OpKind::Permute, {0, 2, 1}, 3)},
@@ -333,15 +284,7 @@ TEST(ViewsStrides, AgreeWithTorchViews) {
       {"broadcast_merged_whole", base.slice(0, 0, 2).reshape({2, 1, 1}), {2, 3, 4}, {step(OpKind::Flatten, {1, 2}, 3)},
        [](const at::Tensor& t) { return t.flatten(1, 2); }},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::vector<int64_t> sizes = c.input.sizes().vec(), strides = c.input.strides().vec();
-    int64_t offset = 0;
-    ASSERT_TRUE(torchfuse::apply_view_steps(c.steps, sizes, strides, offset));
-    const at::Tensor read = c.input.as_strided(sizes, strides, c.input.storage_offset() + offset);
-    const at::Tensor expected = c.torch_views(c.input.expand(c.value_sizes).contiguous());
-    EXPECT_TRUE(torch::equal(read.expand(expected.sizes()), expected)) << read << expected;
-  }
+  for (const auto& c : cases) tftest::expect_strides_agree_with_torch_views(c);
 }
 
 }  // namespace
