@@ -46,9 +46,10 @@ bool number_operand(const ir::Value* v, const c10::Device& device, codegen::Oper
 // Input k as the output domain sees it: its sizes, strides and offset through the group's views
 // (FusionGroup::input_views); the sizes its range and select steps found go to `seen`. False
 // when the call cannot read it through them (apply_view_steps).
-bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen = nullptr) {
+bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen = nullptr,
+                  const CatPlaces* places = nullptr) {
   if (k >= g.input_views.size() || g.input_views[k].empty() || !s.is_tensor) return true;
-  return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen);
+  return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen, places);
 }
 
 }  // namespace
@@ -127,9 +128,11 @@ void FusedKernel::shape_operands(CallInputs& call) const {
 codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(const codegen::DeviceTarget& target) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
+  call.cat_starts = profiled_cat_starts(group_);
   shape_operands(call);
   check_output_shapes(call.domain);
-  const codegen::PlanRequest request{group_, analysis_, call.shapes, call.domain, target, options_.tuning, true};
+  codegen::PlanRequest request{group_, analysis_, call.shapes, call.domain, target, options_.tuning, true};
+  request.cat_starts = &call.cat_starts;
   return codegen::plan_and_generate(request).kernel;
 }
 
@@ -301,6 +304,24 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
   bool have_device = false;
   const c10::Device device = group_device(g);
   RangeSizes seen;
+  // Cats: the size of each piece, from the inputs read through it, places the pieces.
+  std::optional<CatPlaces> places;
+  if (!g.cats.empty()) {
+    RangeSizes pieces;
+    for (size_t k = 0; k < n && views_fit; ++k) {
+      codegen::OperandShape s;
+      if (number_operand(g.inputs[k], device, s) || k >= g.input_views.size()) continue;
+      const at::Tensor& t = call.values[k].toTensor();
+      views_fit = cat_piece_size(g.input_views[k], t.sizes().vec(), t.strides().vec(), pieces);
+    }
+    if (views_fit) places = place_cat_pieces(g, std::move(pieces), &call.cat_starts);
+    views_fit = views_fit && places.has_value();
+    if (!views_fit) {
+      // The fallback runs: the shapes are not read.
+      for (size_t k = 0; k < n; ++k) call.shapes.emplace_back();
+      return call;
+    }
+  }
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs[k];
     const c10::IValue& iv = call.values[k];
@@ -317,7 +338,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g, bo
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
-    views_fit = views_fit && view_operand(g, k, s, &seen);
+    views_fit = views_fit && view_operand(g, k, s, &seen, places ? &*places : nullptr);
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");
