@@ -232,7 +232,7 @@ TEST(Cat, PlacesComeFromTheCallsSizes) {
 }
 
 TEST(Cat, LayoutKeepsTheCatDimApart) {
-  torchfuse::Tuning tune;
+  torchfuse::codegen::Tuning tune;
   torchfuse::codegen::OperandShape op;
   op.sizes = {4, 16, 32};
   op.strides = {512, 32, 1};

@@ -305,7 +305,7 @@ class Generator {
 
   // A view that takes part of a live value or broadcasts it (slice, select, narrow, chunk,
   // split and unbind pieces, indexed or unpacked; expand, expand_as, contiguous; rotate_half's
-  // cat of halves), with pointwise ops after it so that it can join a group. Constant arguments
+  // cat of halves, a cat with a narrowed piece, a stack), with pointwise ops after it so that it can join a group. Constant arguments
   // only, negative and past-the-end ones too.
   std::optional<Statement> part_view() {
     const Value& a = operand();
@@ -440,7 +440,23 @@ class Generator {
         }
         break;
       }
-      default: {  // rotate_half: the halves of the last dim swapped, one negated, through cat
+      default: {
+        if (chance(0.25) && n > 0) {  // cat with a computed, shorter piece of itself along dim d
+          const int64_t len = 1 + pick(static_cast<int>(n));
+          s.sizes[d] = n + len;
+          s.expr = "torch.cat((" + a.name + " * 1.5, torch.sigmoid(" + a.name + ".narrow(" + dim + ", 0, " +
+                   std::to_string(len) + "))), " + dim + ")";
+          s.ops = {"cat", "narrow", "sigmoid", "mul"};
+          return s;
+        }
+        if (chance(0.25)) {  // stack of two values computed from it, along a new dim
+          const int64_t at = pick(static_cast<int>(r) + 1);
+          s.sizes.insert(s.sizes.begin() + at, 2);
+          s.expr = "torch.stack((torch.relu(" + a.name + "), " + a.name + " * -0.5), " + std::to_string(at) + ")";
+          s.ops = {"stack", "relu", "mul"};
+          return s;
+        }
+        // rotate_half: the halves of the last dim swapped, one negated, through cat
         const int64_t last = a.sizes.back();
         if (last % 2 != 0 || last == 0) return std::nullopt;
         const std::string h = std::to_string(last / 2);
