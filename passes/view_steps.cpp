@@ -361,6 +361,8 @@ std::optional<int64_t> dim_through_steps(int64_t dim, int64_t rank, const std::v
         break;
       case ir::OpKind::Contiguous:
         break;
+      case ir::OpKind::CatPiece:
+        return fail(s, "lays it into another cat (cats of cats are not fused yet)");
       default:
         return fail(s, "is read after the cat");
     }
