@@ -134,7 +134,8 @@ TEST(ConvertReasons, EachViewDeclineSaysWhy) {
       {returning_y("x", "x.contiguous(memory_format=2)"), {x4}, nullptr,
        {"aten::contiguous (%y.1)" + stays + "memory_format=2: only torch.contiguous_format is fused (fused outputs are row-major)"}},
       {"def f(x):\n    l = x.chunk(2, 1)\n    y = torch.cat(l, 0)\n    return y\n", {x}, nullptr,
-       {"aten::chunk (%l.1)" + stays + "its list is read by aten::cat (%y.1) (only unpacking and indexing by a constant are fused)"}},
+       {"aten::chunk (%l.1)" + stays + "its list is read by aten::cat (%y.1) (only unpacking and indexing by a constant are fused)",
+        "aten::cat (%y.1)" + stays + "its list is not built by prim::ListConstruct in the graph (it comes from aten::chunk)"}},
       {"def f(x, i: int):\n    l = x.unbind(0)\n    y = l[i]\n    return y\n", {x, 1}, nullptr,
        {"aten::unbind (%l.1)" + stays + "its list is indexed by an int computed at run time, in aten::__getitem__ (%y.1)"}},
       // Eager rejects these while profiling: the graph is edited after it.
