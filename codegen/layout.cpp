@@ -38,6 +38,10 @@ std::string PointwiseLayout::key() const {
   }
   k += ";out=";
   for (auto o : outputs) k += std::string(c10::toString(o)) + ",";
+  if (!cats.empty()) {
+    k += ";cats=";
+    for (const auto& c : cats) k += std::to_string(c.dim) + "/" + std::to_string(c.bounds.size()) + ",";
+  }
   return k;
 }
 
@@ -63,11 +67,14 @@ int64_t max_offset(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 
 void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
                    const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
-                   std::vector<std::vector<int64_t>>& strides_out) {
+                   std::vector<std::vector<int64_t>>& strides_out, const std::vector<int64_t>& keep_apart,
+                   std::vector<int64_t>* coalesced_of) {
   strides_out.assign(strides.size(), {});
+  if (coalesced_of) coalesced_of->assign(domain.size(), -1);
   for (int64_t d = lo; d < hi; ++d) {
     if (domain[d] == 1) continue;
-    bool merge = !sizes_out.empty();
+    bool merge = !sizes_out.empty() && std::find(keep_apart.begin(), keep_apart.end(), d) == keep_apart.end();
+    if (coalesced_of) (*coalesced_of)[d] = static_cast<int64_t>(sizes_out.size()) - (merge ? 1 : 0);
     for (size_t k = 0; merge && k < strides.size(); ++k) merge = strides_out[k].back() == strides[k][d] * domain[d];
     if (merge) {
       sizes_out.back() *= domain[d];
@@ -97,7 +104,7 @@ int choose_vector_width(const std::vector<OperandLayout>& inputs, const std::vec
 
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
                                       const std::vector<c10::ScalarType>& outputs, int64_t max_threads,
-                                      const Tuning& tune) {
+                                      const Tuning& tune, const std::vector<CatSplit>& cats) {
   // Operand strides over the domain; the outputs' contiguous strides take part in coalescing.
   std::vector<std::vector<int64_t>> strides;
   for (const auto& in : inputs) {
@@ -107,7 +114,9 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
 
   std::vector<int64_t> sizes;
   std::vector<std::vector<int64_t>> cs;
-  coalesce_dims(domain, 0, static_cast<int64_t>(domain.size()), strides, sizes, cs);
+  std::vector<int64_t> keep_apart, coalesced_of;
+  for (const auto& c : cats) keep_apart.push_back(c.dim);
+  coalesce_dims(domain, 0, static_cast<int64_t>(domain.size()), strides, sizes, cs, keep_apart, &coalesced_of);
   if (sizes.empty()) {
     sizes.push_back(1);
     for (auto& s : cs) s.push_back(0);
@@ -139,12 +148,24 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
     largest_offset = std::max(largest_offset, max_offset(sizes, s) + 1);
     layout.inputs.push_back(ol);
   }
+  for (const auto& c : cats) {
+    CatLayout cl;
+    const int64_t d = c.dim;
+    TORCHFUSE_INTERNAL_ASSERT(d >= 0 && d < static_cast<int64_t>(domain.size()), "cat dim ", d, " outside the domain ",
+                              ir::shape_str(domain));
+    // (A dim of size 1 or 0 holds no boundary that an element crosses: numel 0 launches nothing.)
+    const int64_t at = coalesced_of[d] >= 0 ? coalesced_of[d] : 0;
+    const int64_t inner = domain[d] > 1 && coalesced_of[d] >= 0 ? sizes[at] / domain[d] : 1;
+    cl.dim = at;
+    for (int64_t s : c.starts) cl.bounds.push_back(s * inner);
+    layout.cats.push_back(std::move(cl));
+  }
   layout.vec = choose_vector_width(layout.inputs, outputs);
   // Several independent loads per thread keep enough bytes in flight to cover DRAM latency.
   // Strided operands are read lane by lane inside the computation, so they get no unroll.
   const bool strided = std::any_of(layout.inputs.begin(), layout.inputs.end(),
                                    [](const OperandLayout& in) { return in.access == Access::Strided; });
-  layout.unroll = layout.vec > 1 && !strided ? tune.pointwise_unroll : 1;
+  layout.unroll = layout.vec > 1 && !strided && cats.empty() ? tune.pointwise_unroll : 1;
   layout.fast_math = tune.fast_math != 0;
   // 32-bit indices when every offset, and the grid-stride loop's last step, fit in int.
   const int64_t slack = max_threads * std::max(layout.vec, layout.unroll);

@@ -43,6 +43,19 @@ struct OperandLayout {
   bool shared = false;           // an element serves several indices (stride 0 over a dim of size > 1)
 };
 
+// A cat of the group on one call: the domain dim its pieces are laid along, and where each
+// piece after the first starts in it.
+struct CatSplit {
+  int64_t dim = 0;
+  std::vector<int64_t> starts;
+};
+// The same in the coalesced domain: the coalesced dim whose outermost part is the cat's dim
+// (it never merges into an outer neighbour), and each start times the sizes merged inside it.
+struct CatLayout {
+  int64_t dim = 0;
+  std::vector<int64_t> bounds;  // kernel arguments, not part of the key
+};
+
 struct PointwiseLayout {
   std::vector<int64_t> sizes;          // coalesced domain, outermost first (rank >= 1)
   std::vector<OperandLayout> inputs;   // per group input
@@ -52,22 +65,27 @@ struct PointwiseLayout {
   bool index64 = false;                // 64-bit index math needed
   bool fast_math = true;               // Tuning::fast_math when planned (it changes the source)
   CacheHints hints;                    // L2 hints on its vector loads and stores (choose_cache_hints)
+  std::vector<CatLayout> cats;         // per cat of the group (FusionGroup::cats)
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.
   std::string key() const;
 };
 
 // Plans the layout of a pointwise iteration over `domain` (outputs contiguous over it).
+// With `cats`, each cat's dim starts a coalesced dim, and vectors are not unrolled.
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
                                       const std::vector<c10::ScalarType>& outputs, int64_t max_threads,
-                                      const Tuning& tune);
+                                      const Tuning& tune, const std::vector<CatSplit>& cats = {});
 
 // Coalesces dims [lo, hi) of `domain` across every operand's strides (one stride vector per
 // operand, over the whole domain): size-1 dims drop, a dim merges into its outer neighbour when
 // every operand allows. Appends the merged sizes and each operand's merged strides.
+// `keep_apart`: dims that never merge into their outer neighbour; `coalesced_of`: each dim's
+// coalesced dim (-1 for dropped size-1 dims).
 void coalesce_dims(const std::vector<int64_t>& domain, int64_t lo, int64_t hi,
                    const std::vector<std::vector<int64_t>>& strides, std::vector<int64_t>& sizes_out,
-                   std::vector<std::vector<int64_t>>& strides_out);
+                   std::vector<std::vector<int64_t>>& strides_out, const std::vector<int64_t>& keep_apart = {},
+                   std::vector<int64_t>* coalesced_of = nullptr);
 
 // Does some element serve several indices: a stride 0 over a dim of size > 1?
 bool has_broadcast_dim(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);

@@ -14,6 +14,7 @@ constexpr int kBlockSize = 256;
 
 
 bool needs_coordinates(const PointwiseLayout& l) {
+  if (!l.cats.empty()) return true;  // each cat picks its piece by the element's index
   for (const auto& in : l.inputs) {
     if (in.access == Access::InnerContig || in.access == Access::InnerBroadcast || in.access == Access::Strided)
       return true;
@@ -54,8 +55,34 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
     if (has_offset(in.access)) b.line("long long " + input_name(k) + "_stride[" + rank + "];");
   }
+  for (size_t c = 0; c < l.cats.size(); ++c) {
+    b.line("long long cat" + std::to_string(c) + "_bound[" + std::to_string(l.cats[c].bounds.size()) +
+           "];  // where each piece after the first starts");
+  }
   for (size_t k = 0; k < l.outputs.size(); ++k) b.line(storage_type(l.outputs[k]) + "* " + output_name(k) + ";");
   b.close(";");
+}
+
+// "sel0 == 1" when input k is read through piece 1 of cat 0 (its loads are guarded by it: the
+// input's pointer is only valid in the piece's range), else "".
+std::string piece_guard(const FusionGroup& g, size_t k) {
+  const auto [c, j] = g.cat_piece_of_input(k);
+  return c < 0 ? "" : "sel" + std::to_string(c) + " == " + std::to_string(j);
+}
+
+// A cat: the piece whose range holds the element's index (selector sel<c>).
+void emit_cat(SourceBuilder& b, const ir::Node& n, size_t c, ValueNames& names) {
+  const c10::ScalarType out = n.output()->type.dtype;
+  const std::string sel = "sel" + std::to_string(c);
+  std::string expr = operand(n.inputs.back(), out, names);
+  for (size_t j = n.inputs.size() - 1; j-- > 0;) {
+    expr = "(" + sel + " == " + std::to_string(j) + " ? " + operand(n.inputs[j], out, names) + " : " + expr + ")";
+  }
+  std::string comment = "%" + std::to_string(n.output()->id) + " = cat(";
+  for (size_t j = 0; j < n.inputs.size(); ++j) comment += (j ? ", %" : "%") + std::to_string(n.inputs[j]->id);
+  const std::string name = b.fresh("t");
+  b.line(register_type(out) + " " + name + " = " + expr + ";  // " + comment + ")");
+  names[n.output()] = name;
 }
 
 void emit_compute(SourceBuilder& b, const FusionGroup& g, bool fast_math) {
@@ -69,11 +96,22 @@ void emit_compute(SourceBuilder& b, const FusionGroup& g, bool fast_math) {
     if (!binds) names[v] = input_name(k);
     for (size_t i = 0; binds && i < g.input_binds[k].size(); ++i) names[g.input_binds[k][i]] = input_name(k);
   }
+  for (size_t c = 0; c < g.cats.size(); ++c) sig += std::string(c || !g.inputs.empty() ? ", " : "") + "int sel" + std::to_string(c);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    sig += std::string(k || !g.inputs.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " + output_name(k);
+    sig += std::string(k || !g.inputs.empty() || !g.cats.empty() ? ", " : "") + register_type(g.outputs[k]->type.dtype) + "& " +
+           output_name(k);
   }
   auto s = b.scope(sig + ")");
-  for (const ir::Node* n : g.nodes) emit_pointwise(b, *n, names, fast_math);
+  for (const ir::Node* n : g.nodes) {
+    if (n->kind != ir::OpKind::Cat) {
+      emit_pointwise(b, *n, names, fast_math);
+      continue;
+    }
+    size_t c = 0;
+    while (c < g.cats.size() && g.cats[c].node != n) ++c;
+    TORCHFUSE_INTERNAL_ASSERT(c < g.cats.size(), "cat %", n->output()->id, " is not among the group's cats");
+    emit_cat(b, *n, c, names);
+  }
   for (size_t k = 0; k < g.outputs.size(); ++k) b.line(output_name(k) + " = " + names.at(g.outputs[k]) + ";");
 }
 
@@ -94,11 +132,21 @@ void emit_coordinates(SourceBuilder& b, const PointwiseLayout& l, const std::vec
     }
     b.line("const tf_index off" + std::to_string(k) + " = " + off + ";");
   }
+  // Each cat's piece: the last one whose start the element's index along the cat's dim reached.
+  for (size_t c = 0; c < l.cats.size(); ++c) {
+    const std::string cc = std::to_string(c);
+    const std::string coord = "c" + std::to_string(l.cats[c].dim);
+    b.line("int sel" + cc + " = 0;");
+    for (size_t j = 0; j < l.cats[c].bounds.size(); ++j) {
+      b.line("if (" + coord + " >= (tf_index)p.cat" + cc + "_bound[" + std::to_string(j) + "]) sel" + cc + " = " +
+             std::to_string(j + 1) + ";");
+    }
+  }
 }
 
 // The value of input k for lane `lane` ("" on the one-element path). `slot` indexes the
 // per-unroll arrays the vector loads went into ("" without unroll).
-std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
+std::string lane_value_unguarded(const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
   const auto& in = l.inputs[k];
   const std::string n = input_name(k);
   const std::string kk = std::to_string(k);
@@ -119,18 +167,34 @@ std::string lane_value(const PointwiseLayout& l, size_t k, bool vector_path, con
   return "";
 }
 
+// Input k's value as lane_value_unguarded reads it; for an input read through a cat's piece, 0
+// where the element lies in another piece (the address is only valid in the piece's range; the
+// vector loads are guarded where they are made).
+std::string lane_value(const FusionGroup& g, const PointwiseLayout& l, size_t k, bool vector_path, const std::string& slot) {
+  const std::string v = lane_value_unguarded(l, k, vector_path, slot);
+  const std::string guard = piece_guard(g, k);
+  const auto& in = l.inputs[k];
+  const bool loads_here = !vector_path || in.access == Access::Strided;
+  const bool loads = in.access != Access::Scalar && in.access != Access::Uniform;
+  if (guard.empty() || !loads || !loads_here) return v;
+  return "(" + guard + " ? " + v + " : (" + register_type(in.dtype) + ")0)";
+}
+
 std::string compute_call(const FusionGroup& g, const PointwiseLayout& l, bool vector_path, const std::string& slot = "") {
   std::string call = kNamePlaceholder + "_compute(";
-  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(l, k, vector_path, slot);
+  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(g, l, k, vector_path, slot);
+  for (size_t c = 0; c < l.cats.size(); ++c) call += std::string(c || !l.inputs.empty() ? ", " : "") + "sel" + std::to_string(c);
   for (size_t k = 0; k < l.outputs.size(); ++k) {
-    call += std::string(k || !l.inputs.empty() ? ", " : "") + "r" + std::to_string(k) + (vector_path ? "[lane]" : "");
+    call += std::string(k || !l.inputs.empty() || !l.cats.empty() ? ", " : "") + "r" + std::to_string(k) +
+            (vector_path ? "[lane]" : "");
   }
   return call + ");";
 }
 
 // Vector loads of every input for vector index v (into `v<k><slot>` / `b<k><slot>`); `declare`
 // says whether the statements declare those names or assign array slots declared earlier.
-void emit_vector_loads(SourceBuilder& b, const PointwiseLayout& l, const std::string& slot, bool declare) {
+void emit_vector_loads(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, const std::string& slot,
+                       bool declare) {
   const std::string vec = std::to_string(l.vec);
   if (needs_coordinates(l)) emit_coordinates(b, l, l.inputs);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -143,9 +207,13 @@ void emit_vector_loads(SourceBuilder& b, const PointwiseLayout& l, const std::st
       lhs = declare ? "const " + vt + " v" + kk : "v" + kk + slot;
       const std::string addr = input_name(k) + " + " + (in.access == Access::Linear ? "i" : "off" + kk);
       rhs = vector_load(vt, addr, l.hints.evict_loads && !in.shared ? LoadHint::EvictFirst : LoadHint::None);
+      // A vector lies in one piece of a cat (the launcher checks that the pieces' starts are
+      // whole vectors).
+      if (!piece_guard(g, k).empty()) rhs = "(" + piece_guard(g, k) + " ? " + rhs + " : " + vt + "{})";
     } else if (in.access == Access::InnerBroadcast) {
       lhs = declare ? "const " + register_type(in.dtype) + " b" + kk : "b" + kk + slot;
       rhs = load_convert(input_name(k) + "[off" + kk + "]", in.dtype);
+      if (!piece_guard(g, k).empty()) rhs = "(" + piece_guard(g, k) + " ? " + rhs + " : (" + register_type(in.dtype) + ")0)";
     } else {
       continue;
     }
@@ -178,11 +246,13 @@ void emit_vector_loop(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   if (l.unroll == 1) {
     auto loop = b.scope("for (tf_index v = first; v < nvec; v += step)");
     b.line("const tf_index i = v * " + vec + ";");
-    emit_vector_loads(b, l, "", true);
+    emit_vector_loads(b, g, l, "", true);
     emit_vector_compute_store(b, g, l, "");
     return;
   }
   const std::string U = std::to_string(l.unroll);
+  // (The compute phase has no coordinates: cats, which need them, are planned without unroll.)
+  TORCHFUSE_INTERNAL_ASSERT(l.cats.empty(), "a layout with cats is unrolled");
   auto loop = b.scope("for (tf_index vb = (tf_index)blockIdx.x * (tf_index)blockDim.x * " + U +
                       " + (tf_index)threadIdx.x; vb < nvec; vb += step * " + U + ")");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -200,7 +270,7 @@ void emit_vector_loop(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
     b.line("const tf_index v = vb + (tf_index)u * (tf_index)blockDim.x;");
     b.line("if (v >= nvec) break;");
     b.line("const tf_index i = v * " + vec + ";");
-    if (phase == 0) emit_vector_loads(b, l, "[u]", false);
+    if (phase == 0) emit_vector_loads(b, g, l, "[u]", false);
     else emit_vector_compute_store(b, g, l, "[u]");
   }
 }

@@ -55,7 +55,11 @@ bool streams_16bit(const std::vector<Operand>& inputs) {
 
 PointwiseLayout plan_pointwise(const PlanRequest& r, const ReductionAnalysis* a) {
   const auto outputs = element_output_dtypes(r.group, a);
-  auto l = plan_pointwise_layout(r.domain, r.operands, outputs, kMaxGridThreads, r.tuning);
+  std::vector<CatSplit> cats;
+  const auto profiled = r.cat_starts ? std::vector<std::vector<int64_t>>{} : profiled_cat_starts(r.group);
+  const auto& starts = r.cat_starts ? *r.cat_starts : profiled;
+  for (size_t c = 0; c < r.group.cats.size(); ++c) cats.push_back({r.group.cats[c].domain_dim, starts.at(c)});
+  auto l = plan_pointwise_layout(r.domain, r.operands, outputs, kMaxGridThreads, r.tuning, cats);
   l.hints = choose_cache_hints({false, !outputs.empty(), streams_16bit(l.inputs)}, r.tuning);
   return l;
 }

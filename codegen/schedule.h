@@ -55,6 +55,9 @@ struct PlanRequest {
   const DeviceTarget& target;
   const Tuning& tuning;
   bool allow_vector = true;  // false where the call's pointers or strides rule out vector accesses
+  // Per cat of the group: where its pieces after the first start (CallInputs::cat_starts); null:
+  // the profile's (profiled_cat_starts).
+  const std::vector<std::vector<int64_t>>* cat_starts = nullptr;
 };
 
 using KernelLayout = std::variant<PointwiseLayout, ReductionLayout>;

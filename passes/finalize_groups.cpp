@@ -98,6 +98,18 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
     TORCHFUSE_INTERNAL_ASSERT(p.why_not.empty(), "group ", g.id, " holds views it cannot hold: ", p.why_not);
     domain = p.domain;
     read_inputs_through_paths(g, p);
+    g.cats.clear();
+    for (const ir::Node* n : g.nodes) {
+      if (n->kind != ir::OpKind::Cat) continue;
+      GroupCat c;
+      c.node = n;
+      c.domain_dim = p.cat_dims.at(n);
+      for (const ir::Value* piece : n->inputs) {
+        c.piece_ids.push_back(piece->id);
+        c.profiled_sizes.push_back(piece->producer->inputs.at(0)->type.sizes.at(n->dims.at(0)));
+      }
+      g.cats.push_back(std::move(c));
+    }
   }
   for (const ir::Node* n : g.nodes) {
     if (reduction_domain || has_view(g.nodes)) break;

@@ -40,11 +40,14 @@ void fuse_pointwise(PassContext& ctx) {
       if (p == c || p < 0 || c < 0) continue;
       if (set.has_reduction(p) || set.has_reduction(c)) {
         // fuse_reductions decides those; it takes no views.
-        if (ir::is_view(producer->kind) || ir::is_view(consumer->kind)) {
+        auto is_cat = [](ir::OpKind k) { return k == ir::OpKind::Cat || k == ir::OpKind::CatPiece; };
+        const bool cat = is_cat(producer->kind) || is_cat(consumer->kind);
+        if (cat || ir::is_view(producer->kind) || ir::is_view(consumer->kind)) {
           std::vector<int> both = set.members[p];
           both.insert(both.end(), set.members[c].begin(), set.members[c].end());
           ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) +
-                         ": views inside reduction groups are not fused yet",
+                         (cat ? ": cat inside reduction groups is not fused yet"
+                              : ": views inside reduction groups are not fused yet"),
                      both);
         }
         continue;

@@ -15,7 +15,10 @@ std::string node_name(const ir::Node* n) {
   return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
 }
 
-bool fusible(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_reduction(n->kind); }
+// (A cat's pieces are views, which reduction groups do not take: the cat stays out with them.)
+bool fusible(const ir::Node* n) {
+  return (ir::is_pointwise(n->kind) && n->kind != ir::OpKind::Cat) || ir::is_reduction(n->kind);
+}
 
 // Column groups of several passes need this many columns (one block per 32: 256 blocks), unless
 // their columns are at most kMaxPassRowsOfFewColumns rows long (H200 measurements in

@@ -20,7 +20,9 @@ std::string FusionGroup::describe() const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i) s += " -> ";
     s += ir::op_name(nodes[i]->kind);
-    if (ir::is_view(nodes[i]->kind)) s += ir::shape_str(nodes[i]->dims);
+    // (A cat piece's place along the dim is the profile's: sizes stay out of kernel sources.)
+    if (nodes[i]->kind == ir::OpKind::CatPiece) s += ir::shape_str({nodes[i]->dims.at(0), nodes[i]->dims.at(1)});
+    else if (ir::is_view(nodes[i]->kind)) s += ir::shape_str(nodes[i]->dims);
   }
   return s;
 }
@@ -38,6 +40,58 @@ int FusionGroup::local_id(const ir::Value* v) const {
     }
   }
   return -1;
+}
+
+std::pair<int, int> FusionGroup::cat_piece_of_input(size_t k) const {
+  if (k >= input_views.size()) return {-1, -1};
+  for (const ViewStep& s : input_views[k]) {
+    if (s.kind != ir::OpKind::CatPiece) continue;
+    for (size_t c = 0; c < cats.size(); ++c) {
+      const auto& ids = cats[c].piece_ids;
+      for (size_t j = 0; j < ids.size(); ++j)
+        if (ids[j] == s.view_id) return {static_cast<int>(c), static_cast<int>(j)};
+    }
+  }
+  return {-1, -1};
+}
+
+std::optional<CatPlaces> place_cat_pieces(const FusionGroup& g, RangeSizes pieces,
+                                          std::vector<std::vector<int64_t>>* starts) {
+  if (!range_sizes_agree(pieces)) return std::nullopt;
+  std::map<int, int64_t> size_of(pieces.begin(), pieces.end());
+  CatPlaces places;
+  if (starts) starts->clear();
+  for (const GroupCat& c : g.cats) {
+    int64_t offset = 0;
+    std::vector<int64_t> begin;
+    for (size_t j = 0; j < c.piece_ids.size(); ++j) {
+      const int64_t profiled = c.profiled_sizes[j];
+      auto it = size_of.find(c.piece_ids[j]);
+      // Every input of the piece broadcast in the dim: the piece is as long as they are, 1.
+      const int64_t size = it != size_of.end() ? it->second : 1;
+      if (size <= 0 || (size == 1) != (profiled == 1)) return std::nullopt;
+      if (j) begin.push_back(offset);
+      places[c.piece_ids[j]].offset = offset;
+      offset += size;
+    }
+    for (int id : c.piece_ids) places[id].total = offset;
+    if (starts) starts->push_back(std::move(begin));
+  }
+  return places;
+}
+
+std::vector<std::vector<int64_t>> profiled_cat_starts(const FusionGroup& g) {
+  std::vector<std::vector<int64_t>> starts;
+  for (const GroupCat& c : g.cats) {
+    std::vector<int64_t> begin;
+    int64_t offset = 0;
+    for (size_t j = 0; j < c.profiled_sizes.size(); ++j) {
+      if (j) begin.push_back(offset);
+      offset += c.profiled_sizes[j];
+    }
+    starts.push_back(std::move(begin));
+  }
+  return starts;
 }
 
 bool FusionGroup::has_views() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ const T& by_schedule(Schedule s, const T& pointwise, const T& row, const T& colu
   return pointwise;  // (unreachable: every enumerator is handled)
 }
 
+// A cat in a pointwise group (ir::OpKind::Cat): its pieces are laid along one dim of the
+// group's output domain, and the kernel reads, for each element, the piece whose range holds
+// its index there.
+struct GroupCat {
+  const ir::Node* node = nullptr;       // the Cat
+  int64_t domain_dim = 0;               // the output-domain dim it concatenates along
+  std::vector<int> piece_ids;           // each piece's CatPiece view id (ViewStep::view_id)
+  std::vector<int64_t> profiled_sizes;  // each piece's size along the dim in the profile
+};
+
 struct FusionGroup {
   int id = -1;
   Schedule schedule = Schedule::Pointwise;
@@ -45,6 +56,10 @@ struct FusionGroup {
   // binds); empty for the input itself. A value read through several view paths is several
   // inputs, one per path (a, b = x.chunk(2): x twice, once per piece).
   std::vector<std::vector<const ir::Value*>> input_binds;
+  // The group's cats, in node order (pointwise groups only).
+  std::vector<GroupCat> cats;
+  // The cat and piece input k is read through (a CatPiece step on its path), or {-1, -1}.
+  std::pair<int, int> cat_piece_of_input(size_t k) const;
   bool has_views() const;
   // The value's number within the group: inputs 0, 1, ... in order, then the nodes' outputs in
   // node order; -1 for any other value. Generated identifiers use it (cache3), never IR ids,
@@ -59,6 +74,17 @@ struct FusionPlan {
   std::vector<std::string> refusals;  // every refused fusion, with its reason
   std::map<int, std::vector<std::string>> refusals_by_node;  // IR node id -> the refusals naming it
 };
+
+// Where each cat piece of `g` lies on one call, from the sizes its inputs give the pieces
+// (cat_piece_size on each input's path): nullopt where the call does not fit the group, which
+// then runs its fallback (inputs of one piece disagree on its size, as eager's broadcast would
+// raise; a piece of 0 elements along the dim, or of 1 where the profile's was longer or the
+// other way round: the plan's broadcasting rests on which sizes are 1). `starts`, when given,
+// gets per cat the start of each piece after the first along the dim.
+std::optional<CatPlaces> place_cat_pieces(const FusionGroup& g, RangeSizes pieces,
+                                          std::vector<std::vector<int64_t>>* starts = nullptr);
+// Those starts on the profiled sizes.
+std::vector<std::vector<int64_t>> profiled_cat_starts(const FusionGroup& g);
 
 // The IR with each node tagged by its group: "  %5 : f32[4] = add(%3, %4)   # group 0".
 std::string to_string(const ir::Graph& graph, const FusionPlan& plan);

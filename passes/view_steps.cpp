@@ -63,6 +63,7 @@ struct Strided {
   std::vector<int64_t>& strides;
   int64_t& offset;
   RangeSizes* seen = nullptr;  // where range and select steps record the size of their dim
+  const CatPlaces* places = nullptr;  // the call's places of cat pieces (null: the profile's)
 
   void record(const ViewStep& step, int64_t d) const {
     if (seen) seen->emplace_back(step.view_id, sizes[d]);
@@ -227,12 +228,36 @@ bool apply_expand(const ViewStep& step, Strided& t) {
   return true;
 }
 
-bool apply_one(const ViewStep& step, Strided& t) {
+// CatPiece: the dim takes the cat's size, the offset moves back by the piece's place (a dim of
+// size 1 that the piece has longer is broadcast over the whole cat: it stays so).
+bool apply_cat_piece(const ViewStep& step, Strided& t) {
+  int64_t d = 0;
+  if (!acted_dim(step, t, d) || step.dims.size() != 4) return false;
+  if (broadcast_in(step, t, d)) return true;
+  CatPlace place{step.dims[2], step.dims[3]};
+  if (t.places) {
+    auto it = t.places->find(step.view_id);
+    if (it == t.places->end()) return false;
+    place = it->second;
+  }
+  if (place.offset < 0 || t.sizes[d] + place.offset > place.total) return false;
+  t.offset -= place.offset * t.strides[d];
+  t.sizes[d] = place.total;
+  return true;
+}
+
+// Left-pads the tensor to the step's rank (false when it has more dims).
+bool pad_to_step(const ViewStep& step, Strided& t) {
   if (static_cast<int64_t>(t.sizes.size()) > step.rank) return false;
   while (static_cast<int64_t>(t.sizes.size()) < step.rank) {
     t.sizes.insert(t.sizes.begin(), 1);
     t.strides.insert(t.strides.begin(), 0);
   }
+  return true;
+}
+
+bool apply_one(const ViewStep& step, Strided& t) {
+  if (!pad_to_step(step, t)) return false;
   switch (step.kind) {
     case ir::OpKind::Permute: return apply_permute(step, t);
     case ir::OpKind::Unsqueeze: return apply_unsqueeze(step, t);
@@ -244,6 +269,7 @@ bool apply_one(const ViewStep& step, Strided& t) {
     case ir::OpKind::Select: return apply_select(step, t);
     case ir::OpKind::Expand: return apply_expand(step, t);
     case ir::OpKind::Contiguous: return true;
+    case ir::OpKind::CatPiece: return apply_cat_piece(step, t);
     default: return false;
   }
 }
@@ -347,11 +373,82 @@ std::string check_reads(const ir::Value* v, const std::vector<InputRead>& reads)
 }  // namespace
 
 bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides,
-                      int64_t& offset, RangeSizes* seen) {
-  Strided t{sizes, strides, offset, seen};
+                      int64_t& offset, RangeSizes* seen, const CatPlaces* places) {
+  Strided t{sizes, strides, offset, seen, places};
   for (const ViewStep& s : steps)
     if (!apply_one(s, t)) return false;
   return true;
+}
+
+bool cat_piece_size(const std::vector<ViewStep>& steps, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                    RangeSizes& pieces) {
+  int64_t offset = 0;
+  Strided t{sizes, strides, offset};
+  for (const ViewStep& s : steps) {
+    if (s.kind != ir::OpKind::CatPiece) {
+      if (!apply_one(s, t)) return false;
+      continue;
+    }
+    int64_t d = 0;
+    if (!pad_to_step(s, t) || !acted_dim(s, t, d)) return false;
+    if (!broadcast_in(s, t, d)) pieces.emplace_back(s.view_id, t.sizes[d]);
+    return true;
+  }
+  return true;
+}
+
+std::optional<int64_t> dim_through_steps(int64_t dim, int64_t rank, const std::vector<ViewStep>& steps,
+                                         int64_t domain_rank, std::string* why) {
+  auto fail = [&](const ViewStep& s, const char* what) -> std::optional<int64_t> {
+    if (why) *why = std::string("the view ") + ir::op_name(s.kind) + ir::shape_str(s.dims) + " " + what;
+    return std::nullopt;
+  };
+  int64_t pos = dim;
+  for (const ViewStep& s : steps) {
+    if (s.rank < rank) return fail(s, "reads a value of higher rank");
+    pos += s.rank - rank;  // left-padded to the step's rank
+    const auto out = ir::view_output_sizes(s.kind, s.dims, s.in_sizes);
+    if (!out) return fail(s, "does not fit its input");
+    switch (s.kind) {
+      case ir::OpKind::Permute: {
+        const auto it = std::find(s.dims.begin(), s.dims.end(), pos);
+        pos = it - s.dims.begin();
+        break;
+      }
+      case ir::OpKind::Unsqueeze:
+        for (int64_t d : s.dims)
+          if (d <= pos) ++pos;
+        break;
+      case ir::OpKind::Squeeze: {
+        if (std::find(s.dims.begin(), s.dims.end(), pos) != s.dims.end()) return fail(s, "squeezes the cat's dim");
+        pos -= std::count_if(s.dims.begin(), s.dims.end(), [&](int64_t d) { return d < pos; });
+        break;
+      }
+      case ir::OpKind::Flatten:
+        if (pos >= s.dims[0] && pos <= s.dims[1]) return fail(s, "merges the cat's dim with others");
+        if (pos > s.dims[1]) pos -= s.dims[1] - s.dims[0];
+        break;
+      case ir::OpKind::Slice: case ir::OpKind::Narrow: case ir::OpKind::Chunk: case ir::OpKind::Split:
+        if (s.dims[0] == pos) return fail(s, "takes a range of the cat's dim");
+        break;
+      case ir::OpKind::Select:
+        if (s.dims[0] == pos) return fail(s, "selects in the cat's dim");
+        if (s.dims[0] < pos) --pos;
+        break;
+      case ir::OpKind::Expand:
+        pos += static_cast<int64_t>(s.dims.size()) - s.rank;
+        break;
+      case ir::OpKind::Contiguous:
+        break;
+      case ir::OpKind::CatPiece:
+        return fail(s, "lays it into another cat (cats of cats are not fused yet)");
+      default:
+        return fail(s, "is read after the cat");
+    }
+    rank = static_cast<int64_t>(out->size());
+  }
+  if (rank > domain_rank) return std::nullopt;
+  return pos + domain_rank - rank;
 }
 
 bool range_sizes_agree(RangeSizes seen) {
@@ -433,11 +530,36 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
     }
     p.domain = *b;
   }
+  // Cats: each in one dim of the domain, and no piece read through another cat's piece.
+  auto nested = [](const std::vector<ViewStep>& steps) {
+    return std::count_if(steps.begin(), steps.end(), [](const ViewStep& s) { return s.kind == ir::OpKind::CatPiece; }) > 1;
+  };
+  for (const ir::Node* n : nodes) {
+    if (nested(p.after.at(n))) {
+      p.why_not = name(n) + " is a piece of a cat that is a piece of another cat (cats of cats are not fused yet)";
+      return p;
+    }
+    if (n->kind != ir::OpKind::Cat) continue;
+    std::string why;
+    const auto d = dim_through_steps(n->dims.at(0), n->output()->type.rank(), p.after.at(n),
+                                     static_cast<int64_t>(p.domain.size()), &why);
+    if (!d) {
+      p.why_not = "after the cat " + name(n) + ", " + why + " (only views that keep the cat's dim whole are fused after a cat)";
+      return p;
+    }
+    p.cat_dims[n] = *d;
+  }
   // In value order, so that the reason given does not depend on where values sit in memory.
   std::vector<std::pair<const ir::Value*, const std::vector<InputRead>*>> by_id;
   for (const auto& [v, reads] : p.input_reads) by_id.emplace_back(v, &reads);
   std::sort(by_id.begin(), by_id.end(), [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
   for (const auto& [v, reads] : by_id) {
+    for (const InputRead& r : *reads) {
+      if (!nested(r.steps)) continue;
+      p.why_not = "input %" + std::to_string(v->id) + " is read through the pieces of two cats (" + describe_steps(r.steps) +
+                  "; cats of cats are not fused yet)";
+      return p;
+    }
     p.why_not = check_reads(v, *reads);
     if (!p.why_not.empty()) return p;
   }

@@ -36,8 +36,11 @@ struct ViewStep {
   std::vector<const ir::Value*> dim_values;
   std::vector<int> dim_inputs;
   bool runtime_dims() const { return !dim_values.empty(); }
+  // (A cat piece is compared by its view id too: its place in the dim comes from the sizes of
+  // its cat's other pieces, per call.)
   bool operator==(const ViewStep& o) const {
-    return kind == o.kind && dims == o.dims && rank == o.rank && in_sizes == o.in_sizes && dim_values == o.dim_values;
+    return kind == o.kind && dims == o.dims && rank == o.rank && in_sizes == o.in_sizes && dim_values == o.dim_values &&
+           (kind != ir::OpKind::CatPiece || view_id == o.view_id);
   }
   bool operator!=(const ViewStep& o) const { return !(*this == o); }
 };
@@ -62,8 +65,31 @@ std::string describe_steps(const std::vector<ViewStep>& steps);
 // plan relies on the profile's size-1 dims, which the guards pin for inputs, not for ranges).
 // `seen`, when given, gets the size each range or select step found in its dim (RangeSizes).
 using RangeSizes = std::vector<std::pair<int, int64_t>>;  // (ViewStep::view_id, size)
+// Where a cat piece (a CatPiece step, by its view id) lies in its cat's dim on one call: its
+// first index there and the cat's size along the dim (place_cat_pieces in fusion_plan.h).
+struct CatPlace {
+  int64_t offset = 0;
+  int64_t total = 0;
+};
+using CatPlaces = std::map<int, CatPlace>;
+// A cat piece step moves the offset back by the piece's place (the tensor, indexed by the cat's
+// index along the dim, is read only in the piece's range: the kernel picks the piece per
+// element) and gives the dim the cat's size; a tensor broadcast in that dim stays broadcast.
+// Without `places` the profile's place (the step's dims) is taken; with them, a piece missing
+// from them does not fit.
 bool apply_view_steps(const std::vector<ViewStep>& steps, std::vector<int64_t>& sizes, std::vector<int64_t>& strides,
-                      int64_t& offset, RangeSizes* seen = nullptr);
+                      int64_t& offset, RangeSizes* seen = nullptr, const CatPlaces* places = nullptr);
+// The size the first cat piece on `steps` has in its cat's dim, read from a tensor of `sizes`
+// and `strides` read through them (the steps before the piece applied), added to `pieces` as
+// (view id, size); nothing when there is no piece on the path or the tensor is broadcast in
+// that dim. False where the steps before the piece do not fit (as apply_view_steps).
+bool cat_piece_size(const std::vector<ViewStep>& steps, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                    RangeSizes& pieces);
+// The dim of the output domain (of rank `domain_rank`) that dim `dim` of a value of rank `rank`
+// becomes through `steps`, or nullopt where a step takes a range of it, selects it, squeezes or
+// merges it (`why` says which).
+std::optional<int64_t> dim_through_steps(int64_t dim, int64_t rank, const std::vector<ViewStep>& steps,
+                                         int64_t domain_rank, std::string* why = nullptr);
 // Do the inputs read through one range or select step (one view_id) see one size of its dim?
 // Eager broadcasts them against each other before the view and raises where they differ; a
 // range taken of each would hide that (x[:, :4] of [4, 10] + [4, 12] inputs), so such a call
@@ -95,6 +121,8 @@ struct ViewPaths {
   std::map<const ir::Value*, std::vector<InputRead>> input_reads;
   // The broadcast of the shapes in the output domain (nodes with no views after them).
   std::vector<int64_t> domain;
+  // For each Cat node: the output-domain dim its pieces are laid along.
+  std::map<const ir::Node*, int64_t> cat_dims;
   // Why the nodes cannot be one group with views ("" when they can).
   std::string why_not;
 };

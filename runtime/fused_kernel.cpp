@@ -48,27 +48,38 @@ bool number_operand(const ir::Value* v, const c10::Device& device, codegen::Oper
 // Input k as the output domain sees it: its sizes, strides and offset through the group's views
 // (FusionGroup::input_views); the sizes its range and select steps found go to `seen`. False
 // when the call cannot read it through them (apply_view_steps).
-bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen = nullptr) {
+bool view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen = nullptr,
+                  const CatPlaces* places = nullptr) {
   if (k >= g.input_views.size() || g.input_views[k].empty() || !s.is_tensor) return true;
-  return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen);
+  return apply_view_steps(g.input_views[k], s.sizes, s.strides, s.offset, seen, places);
 }
 
 bool has_runtime_dims(const std::vector<ViewStep>& steps) {
   return std::any_of(steps.begin(), steps.end(), [](const ViewStep& st) { return st.runtime_dims(); });
 }
 
-// view_operand for a call: the steps' run-time dims come from the call's ints (`values`), and
-// the result must keep the profiled result's size-1 dims (`profiled`, the input's sizes after
-// its views in the profile).
-bool call_view_operand(const FusionGroup& g, size_t k, codegen::OperandShape& s, RangeSizes* seen,
-                       const std::vector<c10::IValue>& values, const std::vector<int64_t>& profiled) {
-  if (k >= g.input_views.size() || !has_runtime_dims(g.input_views[k]) || !s.is_tensor) {
-    return view_operand(g, k, s, seen);
+// Each input's view steps for this call: the group's, or a copy with the call's run-time dims
+// (with_call_dims) for paths that have them. False when such a dim is not an int.
+class CallSteps {
+ public:
+  bool take(const FusionGroup& g, const std::vector<c10::IValue>& values) {
+    for (size_t k = 0; k < g.input_views.size(); ++k) {
+      if (!has_runtime_dims(g.input_views[k])) continue;
+      std::vector<ViewStep> steps = g.input_views[k];
+      if (!with_call_dims(steps, values)) return false;
+      own_.emplace(k, std::move(steps));
+    }
+    return true;
   }
-  std::vector<ViewStep> steps = g.input_views[k];
-  return with_call_dims(steps, values) && apply_view_steps(steps, s.sizes, s.strides, s.offset, seen) &&
-         same_size_classes(s.sizes, profiled);
-}
+  const std::vector<ViewStep>& of(const FusionGroup& g, size_t k) const {
+    auto it = own_.find(k);
+    return it == own_.end() ? g.input_views[k] : it->second;
+  }
+  bool has_runtime_dims_at(size_t k) const { return own_.count(k) > 0; }
+
+ private:
+  std::map<size_t, std::vector<ViewStep>> own_;
+};
 
 }  // namespace
 
@@ -147,9 +158,11 @@ void FusedKernel::shape_operands(CallInputs& call) const {
 codegen::GeneratedKernel FusedKernel::plain_profiled_kernel(const codegen::DeviceTarget& target) const {
   CallInputs call;
   call.shapes = profiled_operands(group_);
+  call.cat_starts = profiled_cat_starts(group_);
   shape_operands(call);
   check_output_shapes(call.domain);
-  const codegen::PlanRequest request{group_, analysis_, call.shapes, call.domain, target, options_.tuning, true};
+  codegen::PlanRequest request{group_, analysis_, call.shapes, call.domain, target, options_.tuning, true};
+  request.cat_starts = &call.cat_starts;
   return codegen::plan_and_generate(request).kernel;
 }
 
@@ -322,6 +335,30 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g,
   bool have_device = false;
   const c10::Device device = group_device(g);
   RangeSizes seen;
+  CallSteps steps;
+  if (!steps.take(g, call.values)) {
+    views_fit = false;
+    for (size_t k = 0; k < n; ++k) call.shapes.emplace_back();
+    return call;
+  }
+  // Cats: the size of each piece, from the inputs read through it, places the pieces.
+  std::optional<CatPlaces> places;
+  if (!g.cats.empty()) {
+    RangeSizes pieces;
+    for (size_t k = 0; k < n && views_fit; ++k) {
+      codegen::OperandShape s;
+      if (number_operand(g.inputs[k], device, s) || k >= g.input_views.size()) continue;
+      const at::Tensor& t = call.values[k].toTensor();
+      views_fit = cat_piece_size(steps.of(g, k), t.sizes().vec(), t.strides().vec(), pieces);
+    }
+    if (views_fit) places = place_cat_pieces(g, std::move(pieces), &call.cat_starts);
+    views_fit = views_fit && places.has_value();
+    if (!views_fit) {
+      // The fallback runs: the shapes are not read.
+      for (size_t k = 0; k < n; ++k) call.shapes.emplace_back();
+      return call;
+    }
+  }
   for (size_t k = 0; k < n; ++k) {
     const ir::Value* v = g.inputs[k];
     const c10::IValue& iv = call.values[k];
@@ -338,7 +375,13 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g,
     s.dtype = t.scalar_type();
     s.sizes = t.sizes().vec();
     s.strides = t.strides().vec();
-    views_fit = views_fit && call_view_operand(g, k, s, &seen, call.values, profiled_view_sizes.at(k));
+    if (k < g.input_views.size() && !g.input_views[k].empty()) {
+      // A path with run-time dims must keep the profiled result's size-1 dims, which the plan
+      // rests on (the guards pin them for inputs, not for sizes the graph computes).
+      views_fit = views_fit &&
+                  apply_view_steps(steps.of(g, k), s.sizes, s.strides, s.offset, &seen, places ? &*places : nullptr) &&
+                  (!steps.has_runtime_dims_at(k) || same_size_classes(s.sizes, profiled_view_sizes.at(k)));
+    }
     call.shapes.push_back(std::move(s));
   }
   TORCHFUSE_INTERNAL_ASSERT(have_device, g.kernel_name, " has no tensor input");

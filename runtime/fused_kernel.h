@@ -87,6 +87,9 @@ struct CallInputs {
   std::vector<c10::IValue> values;
   std::vector<codegen::OperandShape> shapes;
   std::vector<int64_t> domain;
+  // Per cat of the group (FusionGroup::cats): where each piece after the first starts along its
+  // dim on this call (place_cat_pieces).
+  std::vector<std::vector<int64_t>> cat_starts;
   c10::Device device{c10::DeviceType::CUDA, 0};
 };
 

@@ -100,6 +100,9 @@ std::vector<torch::jit::Node*> group_source_nodes(const Conversion& conv, const 
   for (int o : origins) {
     torch::jit::Node* n = conv.source_nodes.at(o);
     if (reads_pieces(n)) add(n->input(0)->node());
+    // A fused cat's list (convert_cat.cpp): its prim::ListConstruct goes with it.
+    const bool cat = n->kind() == c10::aten::cat || n->kind() == c10::aten::stack;
+    if (cat && !n->inputs().empty() && n->input(0)->node()->kind() == c10::prim::ListConstruct) add(n->input(0)->node());
     add(n);  // (a ListUnpack's pieces have an origin each: one node)
   }
   std::stable_sort(out.begin(), out.end(), [](torch::jit::Node* a, torch::jit::Node* b) { return a->isBefore(b); });

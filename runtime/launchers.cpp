@@ -62,6 +62,12 @@ bool column_vectors_fit(const codegen::ReductionLayout& l, const CallInputs& c) 
 bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& c, const std::vector<at::Tensor>& out,
                            bool linear_only) {
   if (l.vec <= 1 || l.sizes.back() % l.vec != 0) return false;
+  // A vector must not straddle two pieces of a cat along the innermost dim.
+  for (const auto& cat : l.cats) {
+    if (cat.dim + 1 != static_cast<int64_t>(l.sizes.size())) continue;
+    for (int64_t b : cat.bounds)
+      if (b % l.vec != 0) return false;
+  }
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& op = l.inputs[k];
     if (linear_only && op.access != Access::Linear && op.access != Access::Uniform && op.access != Access::Scalar)
@@ -155,6 +161,8 @@ class PointwiseLauncher : public ScheduleLauncher {
       const auto& op = l.inputs[k];
       if (pack_operand(p, op.access, x.c, k) && has_strides(op.access)) p.array(op.strides, 0);
     }
+    for (const auto& cat : l.cats)
+      for (int64_t b : cat.bounds) p.i64(b);
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     const int64_t work = vec_ok ? ceil_div(ceil_div(numel, l.vec), l.unroll) : numel;
     // `pointwise_waves` grid-stride rounds of a full device (0: as many blocks as the work needs).
@@ -341,6 +349,7 @@ std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call) {
   const DeviceInfo& info = device_info(call.device.index());
   const codegen::DeviceTarget target = target_of(info, fk.tuning());
   codegen::PlanRequest request{g, fk.group_analysis(), call.shapes, call.domain, target, fk.tuning(), true};
+  request.cat_starts = &call.cat_starts;
   codegen::KernelLayout layout = unit.plan(request);
   if (!launcher.vectors_fit(layout, call)) {
     request.allow_vector = false;

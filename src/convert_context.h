@@ -104,6 +104,10 @@ class ConvertContext {
     auto it = pieces_.find(reader);
     return it == pieces_.end() ? nullptr : &it->second;
   }
+  // A prim::ListConstruct whose tensors a cat or stack reads (convert_cat_list): the list is no
+  // IR node, and the op converts.
+  void mark_cat_list(const torch::jit::Node* list) { cat_lists_.insert(list); }
+  bool cat_list_converted(const torch::jit::Node* list) const { return cat_lists_.count(list) > 0; }
   // The origin of the nodes emitted from now on (a ListUnpack's pieces each take their own).
   void set_origin(int origin) { origin_ = origin; }
 
@@ -134,6 +138,7 @@ class ConvertContext {
   std::vector<torch::jit::Node*> identities_;
   std::unordered_set<const torch::jit::Value*> runtime_typed_;
   std::unordered_map<const torch::jit::Node*, Pieces> pieces_;
+  std::unordered_set<const torch::jit::Node*> cat_lists_;
 };
 
 // PyTorch's type promotion for the operands of an op (tensors by dim and dtype, scalars by kind).
@@ -165,6 +170,12 @@ const std::unordered_map<std::string, Converter>& view_converters();
 const std::unordered_map<std::string, Converter>& slice_converters();
 // chunk, split, split_with_sizes, unbind, whose list is unpacked (convert_splits.cpp).
 const std::unordered_map<std::string, Converter>& split_converters();
+// cat, stack (convert_cat.cpp): they convert when their list's prim::ListConstruct did.
+const std::unordered_map<std::string, Converter>& cat_converters();
+// The node ctx has begun, a prim::ListConstruct: when its one use is a cat or stack that
+// converts, binds the list to an Other value (no IR node) and returns true; false leaves it
+// to become an Opaque node (no reason recorded: the cat's converter states it).
+bool convert_cat_list(ConvertContext& ctx);
 // The IR views of the node ctx has begun, whose pieces a split converter recorded
 // (ConvertContext::pieces_for): output i becomes a view of the split tensor, binds the node's
 // output i and takes the origin new_origin(i) (the node's own for i = 0).

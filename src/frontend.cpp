@@ -351,7 +351,7 @@ void convert_opaque(ir::Graph& g, torch::jit::Node* n, int origin, const Profile
 Converter converter_for(const torch::jit::Node* n) {
   const std::string kind = n->kind().toQualString();
   for (const auto* table : {&pointwise_converters(), &activation_converters(), &reduction_converters(),
-                            &view_converters(), &slice_converters(), &split_converters()}) {
+                            &view_converters(), &slice_converters(), &split_converters(), &cat_converters()}) {
     auto it = table->find(kind);
     if (it != table->end()) return it->second;
   }
@@ -440,6 +440,8 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
         conv.source_nodes.push_back(n);
         return static_cast<int>(conv.source_nodes.size()) - 1;
       });
+    } else if (n->kind() == c10::prim::ListConstruct && convert_cat_list(ctx)) {
+      // The list of a cat or stack that converts: no IR node (convert_cat.cpp).
     } else if (!convert || !try_convert(ctx, convert)) {
       // (Arithmetic on Python numbers, size arithmetic, computes no tensor to fuse: not listed.)
       if (convert && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));

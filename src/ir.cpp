@@ -46,7 +46,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::LogicalOr, "logical_or", 2}, {OpKind::Fmod, "fmod", 2},
     {OpKind::Remainder, "remainder", 2}, {OpKind::Atan2, "atan2", 2},
     {OpKind::Fill, "fill", 2},         {OpKind::ExpandAs, "expand_as", 2},
-    {OpKind::Where, "where", 3},
+    {OpKind::Where, "where", 3},       {OpKind::Cat, "cat", -1},
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
     {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Permute, "permute", 1},
     {OpKind::Unsqueeze, "unsqueeze", 1}, {OpKind::Squeeze, "squeeze", 1},
@@ -55,6 +55,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::Narrow, "narrow", 1},     {OpKind::Chunk, "chunk", 1},
     {OpKind::Split, "split", 1},       {OpKind::Select, "select", 1},
     {OpKind::Expand, "expand", 1},     {OpKind::Contiguous, "contiguous", 1},
+    {OpKind::CatPiece, "cat_piece", 1},
     {OpKind::Opaque, "opaque", -1},
 };
 
@@ -102,7 +103,7 @@ bool is_view(OpKind kind) {
   switch (kind) {
     case OpKind::Permute: case OpKind::Unsqueeze: case OpKind::Squeeze: case OpKind::Flatten:
     case OpKind::Reshape: case OpKind::Slice: case OpKind::Narrow: case OpKind::Chunk: case OpKind::Split:
-    case OpKind::Select: case OpKind::Expand: case OpKind::Contiguous:
+    case OpKind::Select: case OpKind::Expand: case OpKind::Contiguous: case OpKind::CatPiece:
       return true;
     default:
       return false;
@@ -116,7 +117,7 @@ bool is_reduction(OpKind kind) {
 bool exact_on_16bit_operands(OpKind kind) {
   switch (kind) {
     case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
-    case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where:
+    case OpKind::ClampMin: case OpKind::ClampMax: case OpKind::Where: case OpKind::Cat:
     // Integral values of a 16-bit value's magnitude, and an fmod (a - n * b exactly, below |b|),
     // are 16-bit values too.
     case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Trunc: case OpKind::Sign:
@@ -331,7 +332,7 @@ std::string to_string(const Node& node) {
   }
   os << " = " << (node.kind == OpKind::Opaque ? node.opaque_name : op_name(node.kind));
   std::vector<std::string> attrs;
-  if (is_reduction(node.kind) || is_view(node.kind)) {
+  if (is_reduction(node.kind) || is_view(node.kind) || node.kind == OpKind::Cat) {
     attrs.push_back("dims=[" + dims_str(node) + "]");
     if (node.keepdim) attrs.push_back("keepdim");
   }
@@ -461,7 +462,7 @@ std::vector<std::string> verify(const Graph& graph) {
   for (const Node* n : graph.nodes()) {
     const int runtime_dims = static_cast<int>(std::count_if(n->dim_operands.begin(), n->dim_operands.end(), [](int k) { return k > 0; }));
     const int arity = op_arity(n->kind) + runtime_dims;
-    if (n->kind != OpKind::Opaque && static_cast<int>(n->inputs.size()) != arity) {
+    if (op_arity(n->kind) >= 0 && static_cast<int>(n->inputs.size()) != arity) {
       problems.push_back(to_string(*n) + ": expects " + std::to_string(arity) + " inputs");
     }
     for (const Value* in : n->inputs) {

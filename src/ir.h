@@ -33,6 +33,12 @@ enum class OpKind {
   ExpandAs,
   // ternary pointwise
   Where,
+  // Cat(p_0, ..., p_{n-1}): aten::cat of n >= 2 tensors along dims[0]. Its operands are CatPiece
+  // views, each of the output's shape (the piece laid into its range of the dim); each output
+  // element is the one of the piece whose range holds its index along the dim, which the kernel
+  // picks per element (codegen/pointwise.cpp). The ranges come from the call's sizes
+  // (runtime: place_cat_pieces).
+  Cat,
   // reductions over `dims` (keepdim as attribute)
   ReduceSum, ReduceMax, ReduceMin,
   // views (pointwise groups read them as index maps; see passes/view_steps.h), `dims` says how:
@@ -58,6 +64,11 @@ enum class OpKind {
   // Contiguous: the same elements; eager's x.contiguous(). Fused, the group's output is written
   // contiguous anyway, so it only marks a view path (view_paths).
   Contiguous,
+  // CatPiece: piece `index` of a cat along `dim`, in the cat's output index space: dims = [dim,
+  // index, offset, total] (the profile's offset of the piece along the dim and the cat's size
+  // there; the runtime takes both from each call's sizes). Only a Cat reads it: the element at
+  // index i of the dim is the piece's i - offset, defined where i is in the piece's range.
+  CatPiece,
   // anything else: runs through ATen, never fused
   Opaque,
 };
@@ -71,7 +82,7 @@ bool is_comparison(OpKind kind);
 // nothing, so kernels do not.
 bool exact_on_16bit_operands(OpKind kind);
 // Permute, Unsqueeze, Squeeze, Flatten, Reshape, Slice, Narrow, Chunk, Split, Select, Expand,
-// Contiguous: they change which element is which, not values.
+// Contiguous, CatPiece: they change which element is which, not values.
 bool is_view(OpKind kind);
 // Views and ExpandAs: a group of only these computes nothing (ATen's views cost no kernel).
 bool computes_nothing(OpKind kind);

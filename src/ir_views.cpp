@@ -215,6 +215,15 @@ std::optional<std::vector<int64_t>> view_output_sizes(OpKind kind, const std::ve
     case OpKind::Contiguous:
       if (!dims.empty()) return std::nullopt;
       return in;
+    case OpKind::CatPiece: {
+      // [dim, index, offset, total]: the piece laid into its range of the cat's dim.
+      if (dims.size() != 4 || !dim_in_range(dims, 1, rank) || dims[2] < 0 || dims[2] + in[dims[0]] > dims[3]) {
+        return std::nullopt;
+      }
+      out = in;
+      out[dims[0]] = dims[3];
+      return out;
+    }
     default:
       return std::nullopt;
   }

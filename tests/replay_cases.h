@@ -91,6 +91,13 @@ inline std::vector<ReplayCase> replay_cases() {
                [](c10::ScalarType d) {
                  return std::vector<c10::IValue>{randn({64, 128}, d).narrow(1, 16, 96), randn({64, 96}, d)};
                }});
+  // cat: RoPE's rotate_half on [B, H, T, D] (the cat along the innermost dim), and a cat along
+  // a middle dim.
+  c.push_back(tensors("rope_cat",
+                      forward("q, c, s", "    q1, q2 = q.chunk(2, -1)\n    return q * c + torch.cat((-q2, q1), dim=-1) * s\n"),
+                      {{2, 8, 16, 128}, {16, 128}, {16, 128}}));
+  c.push_back(tensors("cat_middle", forward("x, y", "    return torch.cat((torch.relu(x), y * 2.0), 1) + 1.0\n"),
+                      {{4, 24, 40}, {4, 8, 40}}));
   c.push_back({"channels_last", forward("x, y", "    return torch.silu(x) + y\n"),
                [](c10::ScalarType d) {
                  auto x = randn({2, 16, 8, 8}, d).contiguous(at::MemoryFormat::ChannelsLast);

@@ -124,17 +124,18 @@ TEST(ConvertReasons, EachViewDeclineSaysWhy) {
   const c10::IValue col = torch::randn({4, 1});
   const c10::IValue x4 = torch::randn({2, 3, 4, 5});
   const std::string stays = " stays in ATen: ";
-  const std::string run_time = " is not a constant int (an int computed at run time: size arithmetic is not fused yet)";
+  const c10::IValue sizes = c10::List<int64_t>({32});
   const std::vector<Case> cases = {
-      {returning_y("x, n: int", "x[:, :n]"), {x, 3}, nullptr, {"aten::slice (%y.1)" + stays + "end" + run_time}},
-      {returning_y("x, i: int", "x.select(1, i)"), {x, 2}, nullptr, {"aten::select (%y.1)" + stays + "index" + run_time}},
-      {returning_y("x, s: int", "x.narrow(1, s, 2)"), {x, 2}, nullptr, {"aten::narrow (%y.1)" + stays + "start" + run_time}},
-      {returning_y("x", "x.expand(x.size(0), 8)"), {col}, nullptr,
-       {"aten::expand (%y.1)" + stays + "size is not a constant list of ints (sizes computed at run time are not fused yet)"}},
+      // (Ints the graph computes are fused: tests/test_size_views.cpp. A list that is no
+      // ListConstruct, and a step, are not.)
+      {returning_y("x, s: List[int]", "x.view(s)"), {x, sizes}, nullptr,
+       {"aten::view (%y.1)" + stays + "size is neither a constant list of ints nor a list of ints the graph computes"}},
+      {returning_y("x, k: int", "x[:, ::k]"), {x, 2}, nullptr, {"aten::slice (%y.1)" + stays + "step is not a constant int"}},
       {returning_y("x", "x.contiguous(memory_format=2)"), {x4}, nullptr,
        {"aten::contiguous (%y.1)" + stays + "memory_format=2: only torch.contiguous_format is fused (fused outputs are row-major)"}},
       {"def f(x):\n    l = x.chunk(2, 1)\n    y = torch.cat(l, 0)\n    return y\n", {x}, nullptr,
-       {"aten::chunk (%l.1)" + stays + "its list is read by aten::cat (%y.1) (only unpacking and indexing by a constant are fused)"}},
+       {"aten::chunk (%l.1)" + stays + "its list is read by aten::cat (%y.1) (only unpacking and indexing by a constant are fused)",
+        "aten::cat (%y.1)" + stays + "its list is not built by prim::ListConstruct in the graph (it comes from aten::chunk)"}},
       {"def f(x, i: int):\n    l = x.unbind(0)\n    y = l[i]\n    return y\n", {x, 1}, nullptr,
        {"aten::unbind (%l.1)" + stays + "its list is indexed by an int computed at run time, in aten::__getitem__ (%y.1)"}},
       // Eager rejects these while profiling: the graph is edited after it.

@@ -169,11 +169,13 @@ TEST(Views, ViewsAloneMakeNoKernel) {
   EXPECT_TRUE(e.kernels.empty()) << refusals(e);
 }
 
-TEST(Views, SizeDependentFormsStayInATenWithAReason) {
+// A constant target is applied to each call's sizes (a call it does not fit runs eager, which
+// raises); a squeeze of a dim that is not size 1 stays in ATen.
+TEST(Views, ConstantTargetViewsFuseAndSqueezesOfLongDimsStay) {
   const auto e = explain(module_returning("x, y", "torch.relu(x * 2.0).view(4, 128) * y"),
                          {torch::randn({4, 8, 16}), torch::randn({4, 128})});
-  EXPECT_TRUE(any_refusal_contains(e, "aten::view")) << refusals(e);
-  EXPECT_TRUE(any_refusal_contains(e, "only [-1] is fused")) << refusals(e);
+  EXPECT_EQ(e.kernels.size(), 1u) << refusals(e);
+  EXPECT_NE(e.ir_after.find("view[dims=[4, 128]]"), std::string::npos) << e.ir_after;
   const auto sq = explain(module_returning("x, y", "torch.relu(x * 2.0).squeeze(1) * y"),
                           {torch::randn({4, 8}), torch::randn({4, 8})});
   EXPECT_TRUE(any_refusal_contains(sq, "is not a size-1 dim")) << refusals(sq);

@@ -305,8 +305,9 @@ class Generator {
 
   // A view that takes part of a live value or broadcasts it (slice, select, narrow, chunk,
   // split and unbind pieces, indexed or unpacked; expand, expand_as, contiguous; rotate_half's
-  // cat of halves), with pointwise ops after it so that it can join a group. Constant arguments
-  // only, negative and past-the-end ones too.
+  // cat of halves, a cat with a narrowed piece, a stack; reshapes), with pointwise ops after it so
+  // that it can join a group. Constant arguments, negative and past-the-end ones too, and sizes
+  // the graph computes (size arithmetic).
   std::optional<Statement> part_view() {
     const Value& a = operand();
     const int64_t r = static_cast<int64_t>(a.sizes.size());
@@ -329,7 +330,13 @@ class Generator {
         s.sizes[d] = (e - b + step - 1) / step;
         std::string idx;
         for (int64_t i = 0; i < d; ++i) idx += ":, ";
-        idx += std::to_string(lo) + ":" + std::to_string(hi) + (step > 1 ? ":" + std::to_string(step) : "");
+        // Bounds the graph computes from the size (size arithmetic) a third of the time.
+        const bool computed = chance(0.35);
+        const auto bound = [&](int64_t i) {
+          if (!computed || i < 0 || i > n) return std::to_string(i);
+          return a.name + ".size(" + dim + ") - " + std::to_string(n - i);
+        };
+        idx += bound(lo) + ":" + bound(hi) + (step > 1 ? ":" + std::to_string(step) : "");
         v = a.name + "[" + idx + "]";
         s.ops = {"slice"};
         break;
@@ -346,8 +353,8 @@ class Generator {
         const int64_t len = pick(static_cast<int>(n) + 1);
         const int64_t start = pick(static_cast<int>(n - len) + 1);
         s.sizes[d] = len;
-        v = a.name + ".narrow(" + dim + ", " + std::to_string(chance(0.3) && start > 0 ? start - n : start) + ", " +
-            std::to_string(len) + ")";
+        const std::string length = chance(0.35) ? a.name + ".size(" + dim + ") - " + std::to_string(n - len) : std::to_string(len);
+        v = a.name + ".narrow(" + dim + ", " + std::to_string(chance(0.3) && start > 0 ? start - n : start) + ", " + length + ")";
         s.ops = {"narrow"};
         break;
       }
@@ -410,8 +417,12 @@ class Generator {
         std::string t;
         if (chance(0.4)) target.push_back(2);
         for (int64_t i = 0; i < r; ++i) target.push_back(a.sizes[i] == 1 && chance(0.7) ? one_of(std::vector<int64_t>{3, 5, 17, 64}) : -1);
-        for (size_t i = 0; i < target.size(); ++i) t += (i ? ", " : "") + std::to_string(target[i]);
         const size_t lead = target.size() - a.sizes.size();
+        for (size_t i = 0; i < target.size(); ++i) {
+          // A kept dim written as the size the graph reads (size arithmetic) some of the time.
+          const bool computed = target[i] == -1 && chance(0.4);
+          t += (i ? ", " : "") + (computed ? a.name + ".size(" + std::to_string(i - lead) + ")" : std::to_string(target[i]));
+        }
         s.sizes.clear();
         for (size_t i = 0; i < target.size(); ++i) s.sizes.push_back(target[i] == -1 ? a.sizes[i - lead] : target[i]);
         v = a.name + ".expand(" + t + ")";
@@ -440,10 +451,44 @@ class Generator {
         }
         break;
       }
-      default: {  // rotate_half: the halves of the last dim swapped, one negated, through cat
+      default: {
+        if (chance(0.25) && n > 0) {  // cat with a computed, shorter piece of itself along dim d
+          const int64_t len = 1 + pick(static_cast<int>(n));
+          s.sizes[d] = n + len;
+          s.expr = "torch.cat((" + a.name + " * 1.5, torch.sigmoid(" + a.name + ".narrow(" + dim + ", 0, " +
+                   std::to_string(len) + "))), " + dim + ")";
+          s.ops = {"cat", "narrow", "sigmoid", "mul"};
+          return s;
+        }
+        if (chance(0.25)) {  // stack of two values computed from it, along a new dim
+          const int64_t at = pick(static_cast<int>(r) + 1);
+          s.sizes.insert(s.sizes.begin() + at, 2);
+          s.expr = "torch.stack((torch.relu(" + a.name + "), " + a.name + " * -0.5), " + std::to_string(at) + ")";
+          s.ops = {"stack", "relu", "mul"};
+          return s;
+        }
+        if (chance(0.3) && r >= 2) {  // reshape to sizes the graph computes: the last dim split, or all merged into two
+          const int64_t last = a.sizes.back();
+          std::string lead;
+          for (int64_t i = 0; i + 1 < r; ++i) lead += a.name + ".size(" + std::to_string(i) + "), ";
+          if (last % 2 == 0 && last > 0 && chance(0.6)) {
+            s.sizes.back() = 2;
+            s.sizes.push_back(last / 2);
+            v = a.name + ".reshape(" + lead + "2, -1)";
+          } else {
+            int64_t rest = 1;
+            for (int64_t i = 1; i < r; ++i) rest *= a.sizes[i];
+            s.sizes = {a.sizes[0], rest};
+            v = a.name + ".reshape(" + a.name + ".size(0), -1)";
+          }
+          s.ops = {"reshape"};
+          break;
+        }
+        // rotate_half: the halves of the last dim swapped, one negated, through cat
         const int64_t last = a.sizes.back();
         if (last % 2 != 0 || last == 0) return std::nullopt;
-        const std::string h = std::to_string(last / 2);
+        // The half as a constant, or as Llama's rotate_half computes it (x.shape[-1] // 2).
+        const std::string h = chance(0.5) ? std::to_string(last / 2) : a.name + ".size(-1) // 2";
         s.expr = a.name + " * 0.5 + torch.cat((-" + a.name + "[..., " + h + ":], " + a.name + "[..., :" + h + "]), -1)";
         s.ops = {"slice", "neg", "cat", "mul", "add"};
         return s;
