@@ -191,6 +191,35 @@ TEST(ExportDevice, WeightsGoWhereAsked) {
   }
 }
 
+// Samples added after the first export run; until the GPU machine regenerates tests/data/pt2
+// (python3 scripts/export_pt2_cases.py --out tests/data/pt2 --only tied_strided,cond_refused),
+// their tests skip.
+#define REQUIRE_SAMPLE(name)                                                               \
+  if (!tfexport::file_exists(case_path(name)))                                             \
+  GTEST_SKIP() << name << ".pt2 not generated yet: python3 scripts/export_pt2_cases.py --out " \
+                  "tests/data/pt2 --only tied_strided,cond_refused"
+
+// Tied weights come back as one storage, a transposed buffer with its strides.
+TEST(ExportReader, TiedWeightsShareAStorageAndStridesStay) {
+  REQUIRE_SAMPLE("tied_strided");
+  const auto p = torchfuse::exported::read_program(case_path("tied_strided"));
+  ASSERT_EQ(p.tensors.count("a.weight"), 1u);
+  ASSERT_EQ(p.tensors.count("t"), 1u);
+  if (p.tensors.count("b.weight")) EXPECT_EQ(p.tensors.at("a.weight").data_ptr(), p.tensors.at("b.weight").data_ptr());
+  EXPECT_EQ(p.tensors.at("t").sizes(), (std::vector<int64_t>{4, 16}));
+  EXPECT_EQ(p.tensors.at("t").strides(), (std::vector<int64_t>{1, 4}));
+  const tfexport::Case c = load_case("tied_strided");
+  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path("tied_strided"));
+  EXPECT_TRUE(tfexport::matches_saved(c.first.outputs, m.forward(c.first.inputs)));
+}
+
+// A real torch.cond program (not an edited one): refused by name.
+TEST(ExportRefusal, CondIsRefusedByName) {
+  REQUIRE_SAMPLE("cond_refused");
+  const std::string e = error_of([&] { torchfuse::compile_exported(case_path("cond_refused")); });
+  EXPECT_HAS(e, "(torch.ops.higher_order.cond): a higher-order op");
+}
+
 // ---- archives torchfuse refuses ----
 
 class ExportRefusals : public ::testing::Test {
