@@ -125,7 +125,8 @@ class Builder {
                                 spec.target, "'), which torchfuse does not take"));
       case InputSpec::Token:
         throw Error(detail::cat("torchfuse::compile_exported: '", program_.path, "': ", what,
-                                " is an effect token (the program calls ops with side effects), which torchfuse does not take"));
+                                " is an effect token (the program calls ops with side effects), which torchfuse "
+                                "does not take"));
     }
   }
 
@@ -270,7 +271,8 @@ class Builder {
     // Several returns come back packed in a tuple.
     std::vector<Value*> outs{result};
     torch::jit::Node* made = result->node();
-    if (made->kind() == c10::prim::TupleConstruct && n.outputs.size() > 1) outs.assign(made->inputs().begin(), made->inputs().end());
+    if (made->kind() == c10::prim::TupleConstruct && n.outputs.size() > 1)
+      outs.assign(made->inputs().begin(), made->inputs().end());
     if (n.outputs.empty()) return;
     if (outs.size() != n.outputs.size())
       refuse(n, "the program records " + std::to_string(n.outputs.size()) + " outputs, " + op + " returns " +
@@ -289,7 +291,8 @@ class Builder {
       }
       return;
     }
-    if (out.items.size() != 1 || out.items[0].kind != Item::Name) refuse(n, "an output of kind " + out.tag + " is not supported");
+    if (out.items.size() != 1 || out.items[0].kind != Item::Name)
+      refuse(n, "an output of kind " + out.tag + " is not supported");
     name_value(v, out.items[0].name);
     env_[out.items[0].name] = v;
   }

@@ -277,7 +277,9 @@ int run_bench(const tc::CliOptions& o) {
   const auto& inputs = s.inputs;
   // A .pt2 program's TorchScript baseline: its graph run by TorchScript's executor.
   std::unique_ptr<torch::jit::GraphFunction> exported_fn;
-  if (s.graph) exported_fn = std::make_unique<torch::jit::GraphFunction>(c10::QualifiedName("forward"), s.graph->copy(), nullptr);
+  if (s.graph) {
+    exported_fn = std::make_unique<torch::jit::GraphFunction>(c10::QualifiedName("forward"), s.graph->copy(), nullptr);
+  }
   std::vector<Variant> variants;
   variants.push_back({"torchscript",
                       [&] {
