@@ -65,9 +65,41 @@ std::string read_record(caffe2::serialize::PyTorchStreamReader& reader, const st
   return std::string(static_cast<const char*>(data.get()), size);
 }
 
+// Python's json module writes infinities and NaN as bare Infinity, -Infinity and NaN (not JSON):
+// outside strings they become the strings float_of reads.
+std::string quote_non_finite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
+      const size_t n = std::strlen(token);
+      if (text.compare(i, n, token) == 0) {
+        out += '"';
+        out += token;
+        out += '"';
+        i += n - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
 json parse_json(const std::string& text, const std::string& path, const std::string& record) {
   try {
-    return json::parse(text);
+    return json::parse(quote_non_finite(text));
   } catch (const std::exception& e) {
     throw Error(detail::cat("torchfuse::compile_exported: '", path, "': ", record, " is not valid JSON: ", e.what()));
   }

@@ -246,6 +246,19 @@ TEST_F(ExportRefusals, UnchangedCopyStillLoads) {
   EXPECT_EQ(refused([](const std::string&, std::string&) { return true; }), "");
 }
 
+// Python's json writes an infinite float as a bare -Infinity (masks filled with -inf): read as such.
+TEST_F(ExportRefusals, InfiniteFloatsAreRead) {
+  const std::string path = dir_.path() + "/inf.pt2";
+  tfexport::rewrite_archive(case_path("pointwise_static"), path, [](const std::string& name, std::string& bytes) {
+    if (name == "models/model.json") bytes = tfexport::replace_once(bytes, "\"as_float\": 0.5", "\"as_float\": -Infinity");
+    return true;
+  });
+  torchfuse::CompiledModule m = torchfuse::compile_exported(path);
+  const tfexport::Case c = load_case("pointwise_static");
+  const at::Tensor out = m.forward(c.first.inputs).toTensor();
+  EXPECT_TRUE(out.isinf().all().item<bool>());  // sigmoid(h) * -inf is -inf everywhere
+}
+
 TEST_F(ExportRefusals, HigherOrderOpNamesTheNodeAndWhere) {
   const std::string e = model_edit("\"torch.ops.aten.gelu.default\"", "\"torch.ops.higher_order.cond\"");
   EXPECT_HAS(e, "node 'gelu' (torch.ops.higher_order.cond)");
