@@ -129,31 +129,33 @@ double float_of(const json& j, const std::string& where) {
 c10::Device device_of(const json& j) {
   const std::string type = j.value("type", std::string("cpu"));
   c10::Device d(type);  // "cuda", "cpu", "cuda:1"
-  if (j.contains("index") && j["index"].is_number_integer()) d.set_index(static_cast<c10::DeviceIndex>(j["index"].get<int64_t>()));
+  if (j.contains("index") && j["index"].is_number_integer())
+    d.set_index(static_cast<c10::DeviceIndex>(j["index"].get<int64_t>()));
   return d;
 }
 
-Item name_item(const std::string& name) {
+Item item_of(Item::Kind kind) {
   Item it;
-  it.kind = Item::Name;
+  it.kind = kind;
+  return it;
+}
+Item name_item(const std::string& name) {
+  Item it = item_of(Item::Name);
   it.name = name;
   return it;
 }
 Item int_item(int64_t v) {
-  Item it;
-  it.kind = Item::Int;
+  Item it = item_of(Item::Int);
   it.i = v;
   return it;
 }
 Item float_item(double v) {
-  Item it;
-  it.kind = Item::Float;
+  Item it = item_of(Item::Float);
   it.f = v;
   return it;
 }
 Item bool_item(bool v) {
-  Item it;
-  it.kind = Item::Bool;
+  Item it = item_of(Item::Bool);
   it.b = v;
   return it;
 }

@@ -16,25 +16,16 @@
 #include "src/prepare_graph.h"
 #include "tests/export_cases.h"
 #include "tests/fs_util.h"
+#include "tests/test_util.h"
 #include "torchfuse/torchfuse.h"
 
 namespace {
 
 using tfexport::case_path;
 using tfexport::load_case;
+using tftest::error_of;
 
 #define EXPECT_HAS(text, needle) EXPECT_NE(std::string(text).find(needle), std::string::npos) << (text)
-
-// The message of the torchfuse::Error `fn` throws ("" when it throws none).
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const torchfuse::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Cases whose ops this LibTorch lacks (Debian's 1.13 has no scaled_dot_product_attention): they
 // must be refused by name, not crash.
