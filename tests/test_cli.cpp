@@ -337,6 +337,11 @@ TEST(CliBinary, ExportedProgramsExplainVerifyDumpAndBench) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "torchscript");
 
+  // Without --input: the shapes it was exported with.
+  r = run_cli({"explain", model, "--device", "cpu", "--no-nvrtc"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "inputs: f32[8, 4, 32], f32[8, 1, 32]");
+
   auto expect_error = [](const RunResult& res, const std::string& needle) {
     EXPECT_EQ(res.status, 2) << res.output;
     EXPECT_EQ(res.output.rfind("torchfuse: error: ", 0), 0u) << res.output;

@@ -138,6 +138,30 @@ std::shared_ptr<torch::jit::Graph> load_exported_graph(const CliOptions& o, cons
   }
 }
 
+std::vector<InputSpec> exported_example_inputs(const std::string& model) {
+  torchfuse::exported::Program program;
+  try {
+    program = torchfuse::exported::read_program(model);
+  } catch (const std::exception& e) {
+    throw UsageError("cannot read '" + model + "' as an exported program: " + one_line(e));
+  }
+  std::vector<InputSpec> specs;
+  for (const auto& in : program.inputs) {
+    if (in.kind != torchfuse::exported::InputSpec::User) continue;
+    auto meta = program.tensor_values.find(in.name);
+    if (meta == program.tensor_values.end()) {
+      throw UsageError("input '" + in.name + "' of the program is not a tensor: give every input with --input");
+    }
+    std::string text = dtype_short_name(meta->second.dtype) + "[";
+    for (size_t d = 0; d < meta->second.sizes.size(); ++d) {
+      const auto& dim = meta->second.sizes[d];
+      text += (d ? "," : "") + std::to_string(dim.is_static ? dim.value : dim.hint > 0 ? dim.hint : 2);
+    }
+    specs.push_back(parse_input_spec(text + "]"));
+  }
+  return specs;
+}
+
 std::vector<c10::IValue> make_graph_inputs(const CliOptions& o, const torch::jit::Graph& g, const std::string& device) {
   if (o.inputs.size() != g.inputs().size()) {
     std::string list;

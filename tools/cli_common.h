@@ -33,6 +33,11 @@ bool is_exported(const std::string& model);
 // or what compile_exported refuses (its message), and for --dtype (a program keeps its dtypes).
 std::shared_ptr<torch::jit::Graph> load_exported_graph(const CliOptions& o, const std::string& device);
 
+// A .pt2 program's user inputs as --input specs: the dtypes and sizes it was exported with (a
+// dynamic dim's example size), for runs that give no --input. UsageError for an unreadable
+// program or a non-tensor input.
+std::vector<InputSpec> exported_example_inputs(const std::string& model);
+
 // The inputs of a graph whose inputs are the call's own (a .pt2 program's), drawn as make_inputs
 // draws them; the count must match (UsageError naming the inputs).
 std::vector<c10::IValue> make_graph_inputs(const CliOptions& o, const torch::jit::Graph& g, const std::string& device);

@@ -458,6 +458,8 @@ int main(int argc, char** argv) {
   }
   try {
     torch::NoGradGuard no_grad;
+    // A .pt2 program without --input runs on the shapes it was exported with.
+    if (tc::is_exported(o.model) && o.inputs.empty()) o.inputs = tc::exported_example_inputs(o.model);
     switch (o.command) {
       case tc::Command::Explain: return run_explain(o);
       case tc::Command::Verify: return run_verify(o);
