@@ -7,6 +7,7 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "runtime/compiled_module.h"
@@ -213,7 +214,7 @@ TEST(ExportRefusal, CondIsRefusedByName) {
 
 // ---- archives torchfuse refuses ----
 
-class ExportRefusals : public ::testing::Test {
+class ExportEdits : public ::testing::Test {
  protected:
   // pointwise_static.pt2 with `edit` applied to its records, as a new archive; its error.
   std::string refused(const std::function<bool(const std::string&, std::string&)>& edit,
@@ -233,12 +234,12 @@ class ExportRefusals : public ::testing::Test {
   int count_ = 0;
 };
 
-TEST_F(ExportRefusals, UnchangedCopyStillLoads) {
+TEST_F(ExportEdits, UnchangedCopyStillLoads) {
   EXPECT_EQ(refused([](const std::string&, std::string&) { return true; }), "");
 }
 
 // Python's json writes an infinite float as a bare -Infinity (masks filled with -inf): read as such.
-TEST_F(ExportRefusals, InfiniteFloatsAreRead) {
+TEST_F(ExportEdits, InfiniteFloatsAreRead) {
   const std::string path = dir_.path() + "/inf.pt2";
   tfexport::rewrite_archive(case_path("pointwise_static"), path, [](const std::string& name, std::string& bytes) {
     if (name == "models/model.json") bytes = tfexport::replace_once(bytes, "\"as_float\": 0.5", "\"as_float\": -Infinity");
@@ -250,14 +251,41 @@ TEST_F(ExportRefusals, InfiniteFloatsAreRead) {
   EXPECT_TRUE(out.isinf().all().item<bool>());  // sigmoid(h) * -inf is -inf everywhere
 }
 
-TEST_F(ExportRefusals, HigherOrderOpNamesTheNodeAndWhere) {
+// Keyword arguments of every literal kind (a dtype in export's numbering, layout, device, memory
+// format) become the TorchScript constants the op's schema takes.
+TEST_F(ExportEdits, DtypeLayoutDeviceAndMemoryFormatArguments) {
+  const std::string path = dir_.path() + "/to_copy.pt2";
+  tfexport::rewrite_archive(case_path("pointwise_static"), path, [](const std::string& name, std::string& bytes) {
+    if (name == "models/model.json")
+      bytes = tfexport::replace_once(
+          bytes,
+          "{\"target\": \"torch.ops.aten.gelu.default\", \"inputs\": [{\"name\": \"self\", \"arg\": "
+          "{\"as_tensor\": {\"name\": \"linear\"}}, \"kind\": 1}]",
+          "{\"target\": \"torch.ops.aten._to_copy.default\", \"inputs\": [{\"name\": \"self\", \"arg\": "
+          "{\"as_tensor\": {\"name\": \"linear\"}}, \"kind\": 1}, {\"name\": \"dtype\", \"arg\": "
+          "{\"as_scalar_type\": 13}, \"kind\": 2}, {\"name\": \"layout\", \"arg\": {\"as_layout\": 7}, "
+          "\"kind\": 2}, {\"name\": \"device\", \"arg\": {\"as_device\": {\"type\": \"cpu\", \"index\": "
+          "null}}, \"kind\": 2}, {\"name\": \"memory_format\", \"arg\": {\"as_memory_format\": 1}, "
+          "\"kind\": 2}]");
+    return true;
+  });
+  torchfuse::CompiledModule m = torchfuse::compile_exported(path);
+  const tfexport::Case c = load_case("pointwise_static");
+  const auto dtypes = m.value_dtypes(c.first.inputs);
+  EXPECT_NE(std::find(dtypes.begin(), dtypes.end(), at::kBFloat16), dtypes.end());  // export's 13 is bf16
+  const at::Tensor out = m.forward(c.first.inputs).toTensor();
+  EXPECT_EQ(out.scalar_type(), at::kFloat);
+  EXPECT_EQ(out.sizes(), c.first.outputs[0].sizes());
+}
+
+TEST_F(ExportEdits, HigherOrderOpNamesTheNodeAndWhere) {
   const std::string e = model_edit("\"torch.ops.aten.gelu.default\"", "\"torch.ops.higher_order.cond\"");
   EXPECT_HAS(e, "node 'gelu' (torch.ops.higher_order.cond)");
   EXPECT_HAS(e, "a higher-order op");
   EXPECT_HAS(e, "export_pt2_cases.py\", line");  // the stack trace's frame
 }
 
-TEST_F(ExportRefusals, MissingOperatorOverloadAndCustomOp) {
+TEST_F(ExportEdits, MissingOperatorOverloadAndCustomOp) {
   std::string e = model_edit("\"torch.ops.aten.gelu.default\"", "\"torch.ops.aten.no_such_op.default\"");
   EXPECT_HAS(e, "node 'gelu' (torch.ops.aten.no_such_op.default): no operator aten::no_such_op in this LibTorch");
   e = model_edit("\"torch.ops.aten.gelu.default\"", "\"torch.ops.aten.gelu.NoSuch\"");
@@ -268,13 +296,13 @@ TEST_F(ExportRefusals, MissingOperatorOverloadAndCustomOp) {
   EXPECT_HAS(e, "node 'gelu' (builtins.print): not an operator overload");
 }
 
-TEST_F(ExportRefusals, ArgumentsThatFitNoSchema) {
+TEST_F(ExportEdits, ArgumentsThatFitNoSchema) {
   const std::string e = model_edit("{\"name\": \"self\", \"arg\": {\"as_tensor\": {\"name\": \"linear\"}}",
                                    "{\"name\": \"self\", \"arg\": {\"as_string\": \"linear\"}");
   EXPECT_HAS(e, "node 'gelu' (torch.ops.aten.gelu.default): its arguments fit no schema of aten::gelu");
 }
 
-TEST_F(ExportRefusals, NewerVersionsAndUnknownDtypes) {
+TEST_F(ExportEdits, NewerVersionsAndUnknownDtypes) {
   std::string e = refused([](const std::string& name, std::string& bytes) {
     if (name == "archive_version") bytes = "1";
     return true;
@@ -286,7 +314,7 @@ TEST_F(ExportRefusals, NewerVersionsAndUnknownDtypes) {
   EXPECT_HAS(e, "dtype a float8 type (export's code 29) is not supported");
 }
 
-TEST_F(ExportRefusals, StateUpdatesAndTrainingOutputs) {
+TEST_F(ExportEdits, StateUpdatesAndTrainingOutputs) {
   std::string e = model_edit("{\"user_output\": {\"arg\": {\"as_tensor\": {\"name\": \"sub\"}}}}",
                              "{\"buffer_mutation\": {\"arg\": {\"name\": \"sub\"}, \"buffer_name\": \"scale\"}}");
   EXPECT_HAS(e, "the program updates buffer 'scale'");
@@ -295,7 +323,7 @@ TEST_F(ExportRefusals, StateUpdatesAndTrainingOutputs) {
   EXPECT_HAS(e, "loss or gradient outputs");
 }
 
-TEST_F(ExportRefusals, PickledWeightsAndMissingPayloads) {
+TEST_F(ExportEdits, PickledWeightsAndMissingPayloads) {
   std::string e = refused([](const std::string& name, std::string& bytes) {
     if (name == "data/weights/model_weights_config.json")
       bytes = tfexport::replace_once(bytes, "\"use_pickle\": false", "\"use_pickle\": true");
@@ -314,7 +342,7 @@ TEST_F(ExportRefusals, PickledWeightsAndMissingPayloads) {
   EXPECT_HAS(e, "reaches past its storage");
 }
 
-TEST_F(ExportRefusals, NotAPt2Archive) {
+TEST_F(ExportEdits, NotAPt2Archive) {
   std::string e = refused([](const std::string& name, std::string&) { return name != "archive_format"; });
   EXPECT_HAS(e, "is not a PT2 archive (no archive_format record)");
   e = refused([](const std::string& name, std::string&) { return name.rfind("models/", 0) != 0; });
@@ -335,7 +363,7 @@ TEST_F(ExportRefusals, NotAPt2Archive) {
 
 // torch.export.save of PyTorch <= 2.5 wrote serialized_exported_program.json and pickled state
 // dicts at the zip's root (old_layout_2_5.pt2 has those entry names, made with Python's zipfile).
-TEST_F(ExportRefusals, OldLayoutSaysWhatToDo) {
+TEST_F(ExportEdits, OldLayoutSaysWhatToDo) {
   const std::string e = error_of([&] { torchfuse::compile_exported(tfexport::data_dir() + "/old_layout_2_5.pt2"); });
   EXPECT_HAS(e, "the layout torch.export.save wrote up to PyTorch 2.5");
   EXPECT_HAS(e, "torch.export.save of PyTorch >= 2.6");
