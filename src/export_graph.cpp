@@ -1,8 +1,10 @@
 #include "src/export_graph.h"
 
+#include <map>
 #include <set>
 #include <unordered_map>
 
+#include <ATen/ATen.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/named_value.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -105,7 +107,7 @@ class Builder {
         at::Tensor t = it->second.detach();
         if (device_) {
           try {
-            t = t.to(*device_);
+            t = on_device(t);
           } catch (const std::exception& e) {
             const std::string why = e.what();
             throw Error(detail::cat("torchfuse::compile_exported: cannot put ", kind, " '", spec.target, "' on ",
@@ -128,6 +130,20 @@ class Builder {
                                 " is an effect token (the program calls ops with side effects), which torchfuse "
                                 "does not take"));
     }
+  }
+
+  // `t` on the device, its storage moved once: tensors that share a storage in the archive (tied
+  // weights) share one on the device too.
+  at::Tensor on_device(const at::Tensor& t) {
+    const void* key = t.storage().data();
+    if (key == nullptr) return t.to(*device_);  // no data (an empty tensor): nothing to share
+    auto it = moved_.find(key);
+    if (it == moved_.end()) {
+      at::Tensor whole = at::empty({0}, t.options());
+      whole.set_(t.storage());
+      it = moved_.emplace(key, whole.to(*device_)).first;
+    }
+    return it->second.as_strided(t.sizes(), t.strides(), t.storage_offset());
   }
 
   Value* named(const std::string& name, const Node* n) {
@@ -342,6 +358,7 @@ class Builder {
   std::optional<c10::Device> device_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<std::string, Value*> env_;
+  std::map<const void*, at::Tensor> moved_;  // the archive's storages on the device
 };
 
 }  // namespace

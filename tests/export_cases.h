@@ -77,13 +77,13 @@ inline Case load_case(const std::string& name) {
 }
 
 // The cases scripts/export_pt2_cases.py writes (tests/data/pt2/). Cases added to the script
-// after the committed export run (ops_more, mlp_bf16) join once their files exist (regenerate on
+// after the committed export run (ops_more, mlp_bf16, tied_strided) join once their files exist (regenerate on
 // the GPU machine: python3 scripts/export_pt2_cases.py --out tests/data/pt2).
 inline std::vector<std::string> case_names() {
   std::vector<std::string> names = {"pointwise_static", "softmax_dynamic_batch", "norms_params_buffers",
                                     "multi_output",     "views_rope",            "ops_families",
                                     "mlp_rmsnorm_swiglu", "block_sdpa"};
-  for (const char* later : {"ops_more", "mlp_bf16"})
+  for (const char* later : {"ops_more", "mlp_bf16", "tied_strided"})
     if (file_exists(case_path(later))) names.push_back(later);
   return names;
 }
