@@ -5,6 +5,9 @@
 
 #include "runtime/driver_api.h"
 #include "runtime/compiled_module.h"
+#include "src/export_contract.h"
+#include "src/export_graph.h"
+#include "src/export_reader.h"
 #include "src/prepare_graph.h"
 #include "src/error.h"
 
@@ -38,6 +41,30 @@ CompiledModule compile_graph(std::shared_ptr<torch::jit::Graph> graph, CompileOp
   auto copy = graph->copy();
   prepare_graph(copy);
   return CompiledModule(std::make_shared<CompiledModuleImpl>(copy, std::move(options)));
+}
+
+namespace {
+
+CompiledModule compile_exported_on(const std::string& path, const std::optional<c10::Device>& device,
+                                   CompileOptions options) {
+  const exported::Program program = exported::read_program(path);
+  auto graph = exported::build_graph(program, device);
+  prepare_graph(graph);
+  auto impl = std::make_shared<CompiledModuleImpl>(graph, std::move(options));
+  impl->set_input_check([contract = exported::contract_of(program, device)](const std::vector<c10::IValue>& inputs) {
+    contract.check(inputs);
+  });
+  return CompiledModule(impl);
+}
+
+}  // namespace
+
+CompiledModule compile_exported(const std::string& path, CompileOptions options) {
+  return compile_exported_on(path, std::nullopt, std::move(options));
+}
+
+CompiledModule compile_exported(const std::string& path, const c10::Device& device, CompileOptions options) {
+  return compile_exported_on(path, device, std::move(options));
 }
 
 CompiledModule compile(const TensorFn& fn, const std::vector<at::Tensor>& example_inputs, CompileOptions options) {

@@ -193,6 +193,7 @@ void CompiledModuleImpl::check_arity(std::vector<c10::IValue>& inputs) const {
     // As Python's call of a scripted function does: the graph computes with a float.
     if (declared.kind() == c10::TypeKind::FloatType && v.isInt()) v = static_cast<double>(v.toInt());
   }
+  if (input_check_) input_check_(inputs);
 }
 
 namespace {

@@ -73,6 +73,12 @@ class CompiledModuleImpl {
   };
   void set_test_hooks(TestHooks hooks) { hooks_ = std::move(hooks); }
 
+  // A check of the inputs beyond the graph's declared types, run after them on every entry
+  // (forward, explain, ...); it throws Error. compile_exported checks the exported program's
+  // sizes, ranges and device with it. Set before the first call.
+  using InputCheck = std::function<void(const std::vector<c10::IValue>& inputs)>;
+  void set_input_check(InputCheck check) { input_check_ = std::move(check); }
+
  private:
   // Profiles, converts and fuses the graph for these inputs, and generates each group's kernel
   // for `target` (no GPU needed). Under strict, throws when a fusible op is left unfused.
@@ -123,6 +129,7 @@ class CompiledModuleImpl {
   std::vector<c10::Device> constant_devices_;  // of the graph's tensor constants (frozen parameters)
 
   TestHooks hooks_;
+  InputCheck input_check_;
 
   // Guards the maps and what follows them; held for lookups only, never while building.
   mutable std::mutex mu_;

@@ -133,6 +133,41 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
 
+class OpsMore(nn.Module):
+    """Ops with several returns (max.dim: values and indices), split, expand, where with a scalar,
+    clamp_min, rsqrt, fp16 compute inside an fp32 program, integer outputs used as floats."""
+
+    def forward(self, x, y):
+        m, i = x.max(dim=-1, keepdim=True)
+        a, b = torch.split(x, [8, 24], dim=-1)
+        c = torch.where(y > 0, y, 0.0).clamp_min(0.1).rsqrt()
+        h = (x.half() * 0.5).sigmoid().float()
+        e = y[:, :1].expand(-1, 32)
+        return (x - m).exp() + h + c + e + i.float(), torch.cat((b, a), -1).sum(-1)
+
+
+class TiedStrided(nn.Module):
+    """Tied weights (one storage for two parameters) and a transposed buffer (non-contiguous
+    strides): the archive's payload config must give both back as they were."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16, bias=False)
+        self.b = nn.Linear(16, 16, bias=False)
+        self.b.weight = self.a.weight
+        self.register_buffer("t", torch.randn(16, 4).t())  # [4, 16], strides (1, 4)
+
+    def forward(self, x):
+        return torch.relu(self.a(x)) * 0.5 + self.b(x) + self.t.sum(0)
+
+
+class Cond(nn.Module):
+    """torch.cond: a higher-order op torchfuse refuses (by name, not a crash)."""
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t.sin() * 2, lambda t: t.cos() + 1, (x,))
+
+
 def cases():
     batch = Dim("batch", min=1, max=64)
     seq = Dim("seq", min=2, max=256)
@@ -148,6 +183,11 @@ def cases():
     yield "ops_families", Ops(), (r(4, 33), r(4, 33), torch.randint(0, 5, (4, 33))), None, []
     yield "mlp_rmsnorm_swiglu", Mlp(), (r(2, 7, 64),), ({0: batch},), [(r(5, 7, 64),)]
     yield "block_sdpa", Block(), (r(2, 16, 64),), ({0: batch},), [(r(4, 16, 64),)]
+    yield "ops_more", OpsMore(), (r(6, 32), r(6, 32)), ({0: batch}, {0: batch}), [(r(9, 32), r(9, 32))]
+    yield "mlp_bf16", Mlp().to(torch.bfloat16), (r(2, 7, 64).bfloat16(),), ({0: batch},), \
+        [(r(5, 7, 64).bfloat16(),)]
+    yield "tied_strided", TiedStrided(), (r(3, 16),), None, []
+    yield "cond_refused", Cond(), (r(4, 8),), None, []
 
 
 def dump_tensor(t, path):

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <dirent.h>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -307,6 +309,51 @@ TEST(CliBinary, BadArgumentsExitTwoWithOneLine) {
   const RunResult help = run_cli({"verify", "--help"});
   EXPECT_EQ(help.status, 0);
   EXPECT_HAS(help.output, "usage: torchfuse verify");
+}
+
+// A .pt2 program (torch.export.save; tests/data/pt2/) in every subcommand: dispatched on the
+// extension to compile_exported, its inputs checked against the program's, its ranges kept.
+TEST(CliBinary, ExportedProgramsExplainVerifyDumpAndBench) {
+  const std::string model = std::string(TORCHFUSE_PT2_DIR) + "/softmax_dynamic_batch.pt2";
+  const std::vector<std::string> inputs = {"--input", "f32[8,4,32]", "--input", "f32[8,1,32]"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    return args;
+  };
+  RunResult r = run_cli(with({"explain", model, "--device", "cpu", "--no-nvrtc"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "fusion groups: 1");
+  EXPECT_HAS(r.output, "tf_softmax_");
+  r = run_cli(with({"verify", model, "--device", "cpu"}));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "PASS");
+  tftest::TempDir dir;
+  r = run_cli(with({"dump", model, "--device", "cpu", "--no-nvrtc", "--out", dir.path() + "/d"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream before(dir.path() + "/d/graph_before.txt");
+  const std::string graph((std::istreambuf_iterator<char>(before)), std::istreambuf_iterator<char>());
+  EXPECT_HAS(graph, "aten::softmax");
+  r = run_cli(with({"bench", model, "--device", "cpu", "--warmup", "1", "--iters", "2", "--repeats", "1"}));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "torchscript");
+
+  // Without --input: the shapes it was exported with.
+  r = run_cli({"explain", model, "--device", "cpu", "--no-nvrtc"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "inputs: f32[8, 4, 32], f32[8, 1, 32]");
+
+  auto expect_error = [](const RunResult& res, const std::string& needle) {
+    EXPECT_EQ(res.status, 2) << res.output;
+    EXPECT_EQ(res.output.rfind("torchfuse: error: ", 0), 0u) << res.output;
+    EXPECT_HAS(res.output, needle);
+  };
+  expect_error(run_cli({"explain", model, "--device", "cpu", "--input", "f32[8,4,32]"}),
+               "the program takes 2 inputs (x, mask), got 1 --input flag");
+  expect_error(run_cli({"verify", model, "--device", "cpu", "--input", "f32[65,4,32]", "--input", "f32[65,1,32]"}),
+               "dim 0 is 65, outside the range [1, 64]");
+  expect_error(run_cli(with({"explain", model, "--device", "cpu", "--dtype", "bf16"})), "--dtype converts TorchScript");
+  expect_error(run_cli(with({"explain", std::string(TORCHFUSE_PT2_DIR) + "/old_layout_2_5.pt2", "--device", "cpu"})),
+               "PyTorch 2.5");
 }
 
 // Without CUDA in LibTorch (the CPU-only build), asking for the GPU is an error, not a crash.

@@ -228,7 +228,10 @@ const char* kCommonFlags = R"(  --input SPEC     one per forward input, in order
 std::string usage() {
   return std::string(R"(usage: torchfuse COMMAND MODEL --input SPEC [--input SPEC ...] [options]
 
-Runs torchfuse on a saved TorchScript model (torch.jit.save / torch::jit::Module::save).
+Runs torchfuse on a saved TorchScript model (torch.jit.save / torch::jit::Module::save), or on
+a program saved by torch.export.save (MODEL ending in .pt2: torchfuse::compile_exported, its
+weights put on the device; --input gives its user inputs in order, inside the exported ranges;
+without --input, the dtypes and sizes it was exported with).
 
 commands:
   explain   the fusion plan: groups, refusals with reasons, IR, rewritten graph, kernel sources

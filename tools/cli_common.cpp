@@ -15,6 +15,9 @@
 #include <torchfuse/torchfuse.h>
 
 #include "runtime/driver_api.h"
+#include "src/export_graph.h"
+#include "src/export_reader.h"
+#include "src/prepare_graph.h"
 
 namespace torchfuse_cli {
 
@@ -93,6 +96,9 @@ std::vector<std::string> forward_input_names(const torch::jit::Module& m, size_t
   return names;
 }
 
+// The --input specs drawn with --seed on the CPU and moved to `device`.
+std::vector<c10::IValue> draw_inputs(const CliOptions& o, const std::string& device);
+
 std::vector<c10::IValue> make_inputs(const CliOptions& o, const torch::jit::Module& m, const std::string& device) {
   size_t required = 0;
   const std::vector<std::string> names = forward_input_names(m, &required);
@@ -105,6 +111,69 @@ std::vector<c10::IValue> make_inputs(const CliOptions& o, const torch::jit::Modu
                      list + "), got " + std::to_string(o.inputs.size()) + " --input flag" +
                      (o.inputs.size() == 1 ? "" : "s"));
   }
+  std::vector<c10::IValue> inputs = draw_inputs(o, device);
+  // Inputs left out take forward's defaults (torchfuse's forward wants every input).
+  const auto& args = m.get_method("forward").function().getSchema().arguments();
+  for (size_t i = inputs.size() + 1; i < args.size(); ++i) inputs.push_back(*args[i].default_value());
+  return inputs;
+}
+
+bool is_exported(const std::string& model) {
+  return model.size() > 4 && model.compare(model.size() - 4, 4, ".pt2") == 0;
+}
+
+std::shared_ptr<torch::jit::Graph> load_exported_graph(const CliOptions& o, const std::string& device) {
+  struct stat st {};
+  if (::stat(o.model.c_str(), &st) != 0) throw UsageError("model file '" + o.model + "': " + std::strerror(errno));
+  if (o.module_dtype) {
+    throw UsageError("--dtype converts TorchScript modules; a .pt2 program keeps the dtypes it was exported with");
+  }
+  try {
+    const auto program = torchfuse::exported::read_program(o.model);
+    auto graph = torchfuse::exported::build_graph(program, torch::Device(device));
+    torchfuse::prepare_graph(graph);
+    return graph;
+  } catch (const std::exception& e) {
+    throw UsageError("cannot compile '" + o.model + "' as an exported program: " + one_line(e));
+  }
+}
+
+std::vector<InputSpec> exported_example_inputs(const std::string& model) {
+  torchfuse::exported::Program program;
+  try {
+    program = torchfuse::exported::read_program(model);
+  } catch (const std::exception& e) {
+    throw UsageError("cannot read '" + model + "' as an exported program: " + one_line(e));
+  }
+  std::vector<InputSpec> specs;
+  for (const auto& in : program.inputs) {
+    if (in.kind != torchfuse::exported::InputSpec::User) continue;
+    auto meta = program.tensor_values.find(in.name);
+    if (meta == program.tensor_values.end()) {
+      throw UsageError("input '" + in.name + "' of the program is not a tensor: give every input with --input");
+    }
+    std::string text = dtype_short_name(meta->second.dtype) + "[";
+    for (size_t d = 0; d < meta->second.sizes.size(); ++d) {
+      const auto& dim = meta->second.sizes[d];
+      text += (d ? "," : "") + std::to_string(dim.is_static ? dim.value : dim.hint > 0 ? dim.hint : 2);
+    }
+    specs.push_back(parse_input_spec(text + "]"));
+  }
+  return specs;
+}
+
+std::vector<c10::IValue> make_graph_inputs(const CliOptions& o, const torch::jit::Graph& g, const std::string& device) {
+  if (o.inputs.size() != g.inputs().size()) {
+    std::string list;
+    for (const torch::jit::Value* v : g.inputs()) list += (list.empty() ? "" : ", ") + v->debugName();
+    throw UsageError("the program takes " + std::to_string(g.inputs().size()) + " input" +
+                     (g.inputs().size() == 1 ? "" : "s") + " (" + list + "), got " + std::to_string(o.inputs.size()) +
+                     " --input flag" + (o.inputs.size() == 1 ? "" : "s"));
+  }
+  return draw_inputs(o, device);
+}
+
+std::vector<c10::IValue> draw_inputs(const CliOptions& o, const std::string& device) {
   torch::manual_seed(o.seed);
   std::vector<c10::IValue> inputs;
   for (const InputSpec& spec : o.inputs) {
@@ -117,9 +186,6 @@ std::vector<c10::IValue> make_inputs(const CliOptions& o, const torch::jit::Modu
     }
     inputs.emplace_back(t.to(spec.dtype).to(torch::Device(device)).contiguous());
   }
-  // Inputs left out take forward's defaults (torchfuse's forward wants every input).
-  const auto& args = m.get_method("forward").function().getSchema().arguments();
-  for (size_t i = inputs.size() + 1; i < args.size(); ++i) inputs.push_back(*args[i].default_value());
   return inputs;
 }
 

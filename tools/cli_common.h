@@ -3,6 +3,7 @@
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,24 @@ std::string resolve_device(const CliOptions& o);
 
 // --arch, else the compute capability of GPU 0 when torchfuse can drive it, else sm_90.
 std::string resolve_arch(const CliOptions& o, const std::string& device);
+
+// Is MODEL a program saved by torch.export.save (a .pt2 archive)? The subcommands dispatch on the
+// extension: .pt2 goes through torchfuse::compile_exported, anything else is TorchScript.
+bool is_exported(const std::string& model);
+
+// A .pt2 program's graph as compile_exported builds it (weights on `device`, prepared), for the
+// TorchScript baseline of bench and dump's graph_before.txt. Throws UsageError for a missing file
+// or what compile_exported refuses (its message), and for --dtype (a program keeps its dtypes).
+std::shared_ptr<torch::jit::Graph> load_exported_graph(const CliOptions& o, const std::string& device);
+
+// A .pt2 program's user inputs as --input specs: the dtypes and sizes it was exported with (a
+// dynamic dim's example size), for runs that give no --input. UsageError for an unreadable
+// program or a non-tensor input.
+std::vector<InputSpec> exported_example_inputs(const std::string& model);
+
+// The inputs of a graph whose inputs are the call's own (a .pt2 program's), drawn as make_inputs
+// draws them; the count must match (UsageError naming the inputs).
+std::vector<c10::IValue> make_graph_inputs(const CliOptions& o, const torch::jit::Graph& g, const std::string& device);
 
 // torch::jit::load, then --dtype, the device, --eval. Throws UsageError for a missing or
 // unreadable file and for a model without forward.

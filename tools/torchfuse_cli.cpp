@@ -39,7 +39,8 @@ constexpr int kNameWidth = 28;
 // What every subcommand sets up: the device, the model (converted), the inputs, the options.
 struct Session {
   std::string device;
-  torch::jit::Module module;
+  torch::jit::Module module;                 // a TorchScript model
+  std::shared_ptr<torch::jit::Graph> graph;  // a .pt2 program's graph (then module is empty)
   std::vector<c10::IValue> inputs;
   torchfuse::CompileOptions compile_options;
 };
@@ -47,11 +48,23 @@ struct Session {
 Session open_session(const tc::CliOptions& o, bool needs_arch) {
   Session s;
   s.device = tc::resolve_device(o);
-  s.module = tc::load_model(o, s.device);
-  s.inputs = tc::make_inputs(o, s.module, s.device);
+  if (tc::is_exported(o.model)) {
+    s.graph = tc::load_exported_graph(o, s.device);
+    s.inputs = tc::make_graph_inputs(o, *s.graph, s.device);
+  } else {
+    s.module = tc::load_model(o, s.device);
+    s.inputs = tc::make_inputs(o, s.module, s.device);
+  }
   if (needs_arch) s.compile_options.offline_arch = tc::resolve_arch(o, s.device);
   s.compile_options.strict = o.strict;
   return s;
+}
+
+// torchfuse::compile for a TorchScript model, compile_exported (weights on the session's device)
+// for a .pt2 program.
+torchfuse::CompiledModule compile_session(const tc::CliOptions& o, const Session& s) {
+  if (s.graph) return torchfuse::compile_exported(o.model, torch::Device(s.device), s.compile_options);
+  return torchfuse::compile(s.module, s.compile_options);
 }
 
 void header_json(tc::JsonWriter& j, const tc::CliOptions& o, const Session& s) {
@@ -123,7 +136,7 @@ std::string sources_text(const std::vector<torchfuse::KernelInfo>& kernels) {
 
 int run_explain(const tc::CliOptions& o) {
   Session s = open_session(o, true);
-  auto compiled = torchfuse::compile(s.module, s.compile_options);
+  auto compiled = compile_session(o, s);
   const torchfuse::Explanation e = compiled.explain(s.inputs, o.nvrtc);
   if (o.json) {
     tc::JsonWriter j;
@@ -196,7 +209,7 @@ void groups_json(tc::JsonWriter& j, const torchfuse::GroupComparisonReport& r) {
 
 int run_verify(const tc::CliOptions& o) {
   Session s = open_session(o, false);
-  auto compiled = torchfuse::compile(s.module, s.compile_options);
+  auto compiled = compile_session(o, s);
   torchfuse::Tolerance tol{o.rtol.value_or(0), o.atol.value_or(0)};
   const torchfuse::ComparisonReport report =
       torchfuse::compare_with_eager(compiled, s.inputs, o.rtol ? &tol : nullptr);
@@ -252,7 +265,7 @@ struct Variant {
 int run_bench(const tc::CliOptions& o) {
   Session s = open_session(o, false);
   const bool cuda = s.device == "cuda";
-  auto compiled = torchfuse::compile(s.module, s.compile_options);
+  auto compiled = compile_session(o, s);
   std::string warning;
   if (cuda && !torchfuse::cuda_available()) {
     warning = "warning: torchfuse cannot use the CUDA driver: its calls run eager\n";
@@ -262,8 +275,22 @@ int run_bench(const tc::CliOptions& o) {
   const torchfuse::ComparisonReport check = torchfuse::compare_with_eager(compiled, s.inputs);
   auto& module = s.module;
   const auto& inputs = s.inputs;
+  // A .pt2 program's TorchScript baseline: its graph run by TorchScript's executor.
+  std::unique_ptr<torch::jit::GraphFunction> exported_fn;
+  if (s.graph) {
+    exported_fn = std::make_unique<torch::jit::GraphFunction>(c10::QualifiedName("forward"), s.graph->copy(), nullptr);
+  }
   std::vector<Variant> variants;
-  variants.push_back({"torchscript", [&] { module.forward(inputs); }, {}, -1, ""});
+  variants.push_back({"torchscript",
+                      [&] {
+                        if (exported_fn) {
+                          torch::jit::Stack stack(inputs.begin(), inputs.end());
+                          exported_fn->run(stack);
+                        } else {
+                          module.forward(inputs);
+                        }
+                      },
+                      {}, -1, ""});
   variants.push_back({"eager", [&] { compiled.forward_eager(inputs); }, {}, -1, ""});
   variants.push_back({"torchfuse", [&] { compiled.forward(inputs); }, {}, -1, ""});
   for (auto& v : variants) {
@@ -360,10 +387,11 @@ int run_dump(const tc::CliOptions& o) {
     tc::write_file(path, text);
     files.push_back(path);
   };
-  auto graph = torch::jit::toGraphFunction(s.module.get_method("forward").function()).graph()->copy();
+  auto graph = s.graph ? s.graph->copy()
+                      : torch::jit::toGraphFunction(s.module.get_method("forward").function()).graph()->copy();
   torch::jit::Inline(*graph);
   put("graph_before.txt", graph->toString());
-  auto compiled = torchfuse::compile(s.module, s.compile_options);
+  auto compiled = compile_session(o, s);
   const torchfuse::Explanation e = compiled.explain(s.inputs, o.nvrtc);
   put("ir_before.txt", e.ir_before);
   put("ir_after.txt", e.ir_after);
@@ -430,6 +458,8 @@ int main(int argc, char** argv) {
   }
   try {
     torch::NoGradGuard no_grad;
+    // A .pt2 program without --input runs on the shapes it was exported with.
+    if (tc::is_exported(o.model) && o.inputs.empty()) o.inputs = tc::exported_example_inputs(o.model);
     switch (o.command) {
       case tc::Command::Explain: return run_explain(o);
       case tc::Command::Verify: return run_verify(o);

@@ -193,6 +193,23 @@ CompiledModule compile(const torch::jit::Module& module, CompileOptions options 
 // A TorchScript graph whose inputs are the call's inputs (no self).
 CompiledModule compile_graph(std::shared_ptr<torch::jit::Graph> graph, CompileOptions options = {});
 
+// A program saved by torch.export.save (a .pt2 archive: PyTorch >= 2.6's PT2 archive layout).
+// forward() takes the program's user inputs in order (tensors; SymInt inputs as ints) and returns
+// what it returns: one tensor, or a tuple (nested containers flattened). Parameters, buffers and
+// tensor constants are read from the archive as serialized (dtype, sizes, strides, storage
+// offset; tied weights stay tied) and become graph constants on `device`, the device the
+// inputs will be on: the first overload keeps them on the CPU; for CUDA inputs compile with
+// c10::Device("cuda") (device arguments of the program's ops, e.g. full's or arange's, are set
+// to it as well). Dynamic dims keep their exported ranges: an input outside one, a different
+// static size, a rank or symbol mismatch, or a tensor on another device than the weights is an
+// Error naming the input and dim (sizes inside the ranges reuse the compiled kernels).
+// Unsupported content (higher-order ops such as cond, an op or overload missing from this
+// LibTorch, a custom op not loaded, buffer updates, the layout of PyTorch <= 2.5, pickled
+// weights, a newer archive or schema version) is an Error naming the node, its op and the reason.
+// docs/architecture.md, "The export front door", has the details.
+CompiledModule compile_exported(const std::string& path, CompileOptions options = {});
+CompiledModule compile_exported(const std::string& path, const c10::Device& device, CompileOptions options = {});
+
 // A C++ callable, traced with example inputs (torch::jit::tracer). Tensors the callable
 // captures become constants of the graph.
 using TensorFn = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
