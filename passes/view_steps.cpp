@@ -189,8 +189,13 @@ bool apply_range(const ViewStep& step, Strided& t) {
   if (broadcast_in(step, t, d)) return true;
   t.record(step, d);
   const auto r = ir::view_range(step.kind, step.dims, t.sizes[d]);
-  const auto profiled = ir::view_range(step.kind, step.dims, step.in_sizes[d]);
-  if (!r || !profiled || size_class(r->length) != size_class(profiled->length)) return false;
+  if (!r) return false;
+  // (With run-time dims, `dims` are the call's: the caller compares the whole path's sizes with
+  // the profile's instead, same_size_classes.)
+  if (!step.runtime_dims()) {
+    const auto profiled = ir::view_range(step.kind, step.dims, step.in_sizes[d]);
+    if (!profiled || size_class(r->length) != size_class(profiled->length)) return false;
+  }
   t.offset += r->start * t.strides[d];
   t.sizes[d] = r->length;
   t.strides[d] *= r->step;
