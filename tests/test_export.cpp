@@ -47,7 +47,14 @@ TEST_P(ExportCase, PlansRunsAndMatchesPyTorch) {
   }
   torchfuse::CompiledModule m = torchfuse::compile_exported(case_path(name));
   // The plan (no GPU needed): the program converts and fuses like a TorchScript module.
-  const torchfuse::Explanation e = m.explain(c.first.inputs);
+  // (LibTorch 1.13's CPU kernels lack some fp16 ops, which PyTorch 2.x has: profiling such a
+  // program on this CPU is PyTorch's own limit, not a torchfuse result.)
+  torchfuse::Explanation e;
+  const std::string cpu_error = error_of([&] { e = m.explain(c.first.inputs); });
+  if (cpu_error.find("not implemented for 'Half'") != std::string::npos && TORCH_VERSION_MAJOR < 2) {
+    GTEST_SKIP() << "this LibTorch's CPU kernels lack an fp16 op the program uses: " << cpu_error;
+  }
+  ASSERT_TRUE(cpu_error.empty()) << cpu_error;
   EXPECT_FALSE(e.ir_before.empty());
   EXPECT_GE(e.kernels.size(), 1u) << e.ir_after;
   EXPECT_HAS(e.rewritten_graph, "torchfuse::FusionGroup");
