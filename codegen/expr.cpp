@@ -237,6 +237,19 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
   return std::nullopt;
 }
 
+// A product that a reduction reads and another op reads too. It is written __fmul_rn, which
+// the compiler never contracts into an fma with a later add or sub, so that the reduction and
+// the other op see one value: x - mean(x) over one element is exactly 0, as in eager, where
+// `x * k - mean` contracted to fma(x, k, -mean) left the product's rounding error, which the
+// normalization then scaled by 1 / sqrt(eps) (fuzz seed 11, program 4475: layer_norm over a
+// size-1 dim of hardsigmoid's x * (1 / 6)).
+bool product_shared_with_a_reduction(const ir::Node& n) {
+  if (n.kind != OpKind::Mul) return false;
+  bool reduced = false, other = false;
+  for (const ir::Node* u : n.output()->uses) (ir::is_reduction(u->kind) ? reduced : other) = true;
+  return reduced && other;
+}
+
 }  // namespace
 
 void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool fast_math, const ValueNames* reciprocals,
@@ -297,6 +310,9 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
       // NaN): those rows divide.
       const std::string& r = reciprocals->at(n.inputs[1]);
       special = "(" + r + " != 0.0f ? " + a + " * " + r + " : " + a + " / " + b_expr + ")";
+    }
+    if (!special && compute == c10::ScalarType::Float && product_shared_with_a_reduction(n)) {
+      special = "__fmul_rn(" + a + ", " + b_expr + ")";
     }
     expr = special ? *special : binary_expr(n.kind, compute, a, b_expr);
   }

@@ -226,6 +226,15 @@ inline std::vector<RegressionCase> regression_cases() {
       {"fuzz_s5_1321_bf16_row_minus_its_min", bf16, {{{64, 333}}},
        "    t0 = torch.relu(x0 * 1.5)\n"
        "    return t0 - t0.amin(-1, keepdim=True)\n"},
+      // layer_norm over a size-1 dim is exactly 0 in eager (x - mean(x) with mean(x) = x). The
+      // kernel's x * (1 / 6) (hardsigmoid) fed the mean and the subtraction; the compiler
+      // contracted the subtraction into fma(x, 1/6, -mean), which kept the product's rounding
+      // error, scaled by 1 / sqrt(eps): 1.4e-5 where eager has 0 (fuzz seed 11, program 4475).
+      // Products a reduction and another op share are written __fmul_rn (codegen/expr.cpp).
+      {"fuzz_s11_4475_f32_layer_norm_of_one_element", f32, {{{7, 1, 64, 1}}},
+       "    t1 = torch.hardsigmoid(x0)\n"
+       "    t2 = torch.layer_norm(t1, [1])\n"
+       "    return torch.relu(t2.flatten(2, 3)) * 1.5\n"},
   };
 }
 

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, f32
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_550a161e (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_ad1b5012 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -11,7 +11,7 @@
 // out0 = %9 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_550a161e_params {
+struct tf_softmax_ad1b5012_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_softmax_550a161e_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_550a161e(const tf_softmax_550a161e_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad1b5012(const tf_softmax_ad1b5012_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_550a161e(const tf_so
           const tf_index j = j0 + lane;
           (void)j;
           float x0 = in0[ro0 + j * (tf_index)p.in0_red_stride[0]];  // %0
-          float t0 = (x0 * 2.0f);  // %4 = mul(%0, 2.0)
+          float t0 = __fmul_rn(x0, 2.0f);  // %4 = mul(%0, 2.0)
           cache1[k * 8 + lane] = t0;
           acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
         }
