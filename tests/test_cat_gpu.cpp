@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "tests/gpu_view_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -42,30 +43,10 @@ std::vector<GpuCatCase> gpu_cat_cases() {
 }
 
 std::vector<c10::IValue> random_inputs(const Shapes& shapes, c10::ScalarType dtype) {
-  std::vector<c10::IValue> in;
-  for (const auto& s : shapes) in.emplace_back(torch::randn(s, torch::TensorOptions().device(torch::kCUDA)).to(dtype));
-  return in;
+  return tftest::random_cuda_inputs(shapes, dtype);
 }
 
-torchfuse::CompileOptions poisoned() {
-  auto o = tftest::quiet_options();
-  o.debug_poison_outputs = true;
-  return o;
-}
-
-// One fused call on `in`: one kernel launched, one fusion node, eager's values.
-void expect_one_fused_kernel(torchfuse::CompiledModule& c, const std::vector<c10::IValue>& in, const std::string& label) {
-  SCOPED_TRACE(label);
-  const auto before = c.stats();
-  const auto report = torchfuse::compare_with_eager(c, in);
-  torch::cuda::synchronize();
-  const auto after = c.stats();
-  EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
-  EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
-  EXPECT_EQ(after.kernel_launches - before.kernel_launches, 1) << c.graph_for(in);
-  EXPECT_EQ(after.fallback_calls - before.fallback_calls, 0);
-  EXPECT_EQ(tftest::fusion_nodes(c.graph_for(in)), 1) << c.graph_for(in);
-}
+using tftest::expect_one_fused_kernel;
 
 TEST(CatGpu, EachCatIsOneKernelMatchingEager) {
   REQUIRE_GPU();
@@ -73,7 +54,7 @@ TEST(CatGpu, EachCatIsOneKernelMatchingEager) {
     for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
       const std::string label = std::string(vc.name) + " " + c10::toString(dtype);
       SCOPED_TRACE(label);
-      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), poisoned());
+      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), tftest::poisoned_options());
       c.forward(random_inputs(vc.shapes(8), dtype));  // profiles, fuses, compiles
       expect_one_fused_kernel(c, random_inputs(vc.shapes(8), dtype), label + " size 8");
       // Other piece sizes along the cat's dim: the same specialization, other bounds.
@@ -106,7 +87,7 @@ TEST(CatGpu, RopeIsOneKernelMatchingEager) {
         return std::vector<c10::IValue>{torch::randn({b, 8, t, r.d}, opts).to(dtype), torch::randn(cs, opts).to(dtype),
                                         torch::randn(cs, opts).to(dtype)};
       };
-      auto c = torchfuse::compile(tftest::module_from("def forward(self, q, c, s):\n" + r.body), poisoned());
+      auto c = torchfuse::compile(tftest::module_from("def forward(self, q, c, s):\n" + r.body), tftest::poisoned_options());
       c.forward(make(2, 16));
       expect_one_fused_kernel(c, make(2, 16), label + " B=2 T=16");
       expect_one_fused_kernel(c, make(3, 7), label + " B=3 T=7");
@@ -119,7 +100,7 @@ TEST(CatGpu, RopeHeadDimChangesBetweenCalls) {
   // chunk's halves follow the call's D: the pieces' starts are the call's.
   auto c = torchfuse::compile(
       tftest::module_from("def forward(self, q, c, s):\n    q1, q2 = q.chunk(2, -1)\n    return q * c + torch.cat((-q2, q1), dim=-1) * s\n"),
-      poisoned());
+      tftest::poisoned_options());
   auto make = [](int64_t d) {
     auto opts = torch::TensorOptions().device(torch::kCUDA);
     return std::vector<c10::IValue>{torch::randn({2, 4, 16, d}, opts), torch::randn({16, d}, opts), torch::randn({16, d}, opts)};
@@ -138,7 +119,7 @@ TEST(CatGpu, TransposedAndSlicedInputs) {
       return std::vector<c10::IValue>{torch::randn({b, 40, 24}, opts).to(dtype).transpose(1, 2),
                                       torch::randn({b, 24, 50}, opts).to(dtype).narrow(2, 3, 40)};
     };
-    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.cat((x * 2.0, torch.relu(y)), -1) + 1.0"), poisoned());
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.cat((x * 2.0, torch.relu(y)), -1) + 1.0"), tftest::poisoned_options());
     c.forward(make(8));
     expect_one_fused_kernel(c, make(8), "batch 8");
     expect_one_fused_kernel(c, make(5), "batch 5");
@@ -146,7 +127,7 @@ TEST(CatGpu, TransposedAndSlicedInputs) {
     auto make_mid = [&](int64_t b) {
       return std::vector<c10::IValue>{torch::randn({4, 40, b}, opts).to(dtype).transpose(1, 2), torch::randn({4, 6, 40}, opts).to(dtype)};
     };
-    auto m = torchfuse::compile(tftest::module_returning("x, y", "torch.cat((x * 2.0, y), 1) + 1.0"), poisoned());
+    auto m = torchfuse::compile(tftest::module_returning("x, y", "torch.cat((x * 2.0, y), 1) + 1.0"), tftest::poisoned_options());
     m.forward(make_mid(8));
     expect_one_fused_kernel(m, make_mid(8), "mid 8");
     expect_one_fused_kernel(m, make_mid(3), "mid 3");

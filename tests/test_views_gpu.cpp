@@ -9,6 +9,7 @@
 
 #include <functional>
 
+#include "tests/gpu_view_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -54,30 +55,10 @@ std::vector<GpuViewCase> gpu_view_cases() {
 }
 
 std::vector<c10::IValue> random_inputs(const Shapes& shapes, c10::ScalarType dtype) {
-  std::vector<c10::IValue> in;
-  for (const auto& s : shapes) in.emplace_back(torch::randn(s, torch::TensorOptions().device(torch::kCUDA)).to(dtype));
-  return in;
+  return tftest::random_cuda_inputs(shapes, dtype);
 }
 
-torchfuse::CompileOptions poisoned() {
-  auto o = tftest::quiet_options();
-  o.debug_poison_outputs = true;
-  return o;
-}
-
-// One fused call on `in`: one kernel launched, one fusion node, eager's values.
-void expect_one_fused_kernel(torchfuse::CompiledModule& c, const std::vector<c10::IValue>& in, const std::string& label) {
-  SCOPED_TRACE(label);
-  const auto before = c.stats();
-  const auto report = torchfuse::compare_with_eager(c, in);
-  torch::cuda::synchronize();
-  const auto after = c.stats();
-  EXPECT_TRUE(report.passed()) << report.to_string() << c.graph_for(in);
-  EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
-  EXPECT_EQ(after.kernel_launches - before.kernel_launches, 1) << c.graph_for(in);
-  EXPECT_EQ(after.fallback_calls - before.fallback_calls, 0);
-  EXPECT_EQ(tftest::fusion_nodes(c.graph_for(in)), 1) << c.graph_for(in);
-}
+using tftest::expect_one_fused_kernel;
 
 TEST(ViewsGpu, EachViewChainIsOneKernelMatchingEager) {
   REQUIRE_GPU();
@@ -85,7 +66,7 @@ TEST(ViewsGpu, EachViewChainIsOneKernelMatchingEager) {
     for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
       const std::string label = std::string(vc.name) + " " + c10::toString(dtype);
       SCOPED_TRACE(label);
-      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), poisoned());
+      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), tftest::poisoned_options());
       c.forward(random_inputs(vc.shapes(8), dtype));  // profiles, fuses, compiles
       expect_one_fused_kernel(c, random_inputs(vc.shapes(8), dtype), label + " batch 8");
       // Another size of the same guard: the same specialization and kernel, other sizes.
@@ -106,7 +87,7 @@ TEST(ViewsGpu, TransposedInputIsReadThroughItsStrides) {
   };
   for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
     const std::string label = std::string("transposed x ") + c10::toString(dtype);
-    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0).permute(0, 2, 1) * y + 1.0"), poisoned());
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0).permute(0, 2, 1) * y + 1.0"), tftest::poisoned_options());
     c.forward(make(8, dtype));
     expect_one_fused_kernel(c, make(8, dtype), label + " batch 8");
     expect_one_fused_kernel(c, make(5, dtype), label + " batch 5");
@@ -121,7 +102,7 @@ TEST(ViewsGpu, TransposedInputOfAFlattenMatchesEager) {
     auto opts = torch::TensorOptions().device(torch::kCUDA);
     return std::vector<c10::IValue>{torch::randn({b, 40, 24}, opts).transpose(1, 2), torch::randn({b, 960}, opts)};
   };
-  auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0).flatten(1, 2) * y + 1.0"), poisoned());
+  auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0).flatten(1, 2) * y + 1.0"), tftest::poisoned_options());
   c.forward(make(8));
   for (int64_t b : {8, 5}) {
     const auto in = make(b);
@@ -149,7 +130,7 @@ TEST(ViewsGpu, RefusedViewsStillMatchEager) {
   };
   for (const auto& rc : cases) {
     SCOPED_TRACE(rc.source);
-    auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + rc.args + "):\n" + rc.source), poisoned());
+    auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + rc.args + "):\n" + rc.source), tftest::poisoned_options());
     c.forward(random_inputs(rc.shapes, c10::kFloat));
     const auto in = random_inputs(rc.shapes, c10::kFloat);
     const auto report = torchfuse::compare_with_eager(c, in);
@@ -192,7 +173,7 @@ TEST(ViewsGpu, SliceViewChainsAreOneKernelMatchingEager) {
     for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
       const std::string label = std::string(vc.name) + " " + c10::toString(dtype);
       SCOPED_TRACE(label);
-      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), poisoned());
+      auto c = torchfuse::compile(tftest::module_returning(vc.args, vc.expr), tftest::poisoned_options());
       c.forward(random_inputs(vc.shapes(8), dtype));
       expect_one_fused_kernel(c, random_inputs(vc.shapes(8), dtype), label + " batch 8");
       expect_one_fused_kernel(c, random_inputs(vc.shapes(5), dtype), label + " batch 5");
@@ -218,7 +199,7 @@ TEST(ViewsGpu, SlicesOfOffsetAndStridedInputsMatchEager) {
     const std::string label = std::string("offset and strided ") + c10::toString(dtype);
     auto c = torchfuse::compile(
         tftest::module_returning("x, t, y", "torch.sigmoid(x[:, 4:20] * 2.0) + t[:, 1::3] * y - x.narrow(1, 24, 16)"),
-        poisoned());
+        tftest::poisoned_options());
     c.forward(make(8, dtype));
     expect_one_fused_kernel(c, make(8, dtype), label + " batch 8");
     expect_one_fused_kernel(c, make(5, dtype), label + " batch 5");
@@ -229,7 +210,7 @@ TEST(ViewsGpu, SlicesOfIntegerAndBoolTensorsMatchEager) {
   REQUIRE_GPU();
   auto opts = torch::TensorOptions().device(torch::kCUDA);
   for (auto dtype : {c10::kInt, c10::kLong}) {
-    auto c = torchfuse::compile(tftest::module_returning("x, y", "(x[:, 1:5] + y.select(0, 1)) * 3 - x.chunk(2, 1)[0]"), poisoned());
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "(x[:, 1:5] + y.select(0, 1)) * 3 - x.chunk(2, 1)[0]"), tftest::poisoned_options());
     auto make = [&] {
       return std::vector<c10::IValue>{torch::randint(-9, 9, {16, 8}, opts).to(dtype), torch::randint(-9, 9, {3, 4}, opts).to(dtype)};
     };
@@ -237,7 +218,7 @@ TEST(ViewsGpu, SlicesOfIntegerAndBoolTensorsMatchEager) {
     expect_one_fused_kernel(c, make(), std::string("ints ") + c10::toString(dtype));
   }
   auto c = torchfuse::compile(tftest::module_returning("m, k", "torch.logical_and(m[:, 1:], k.expand(16, 7)).logical_not()"),
-                              poisoned());
+                              tftest::poisoned_options());
   auto make = [&] { return std::vector<c10::IValue>{torch::rand({16, 8}, opts) > 0.5, torch::rand({1, 7}, opts) > 0.5}; };
   c.forward(make());
   expect_one_fused_kernel(c, make(), "bools");
@@ -255,7 +236,7 @@ struct GpuModuleCase {
 void expect_module_matches(const GpuModuleCase& mc, c10::ScalarType dtype) {
   const std::string label = std::string(mc.name) + " " + c10::toString(dtype);
   SCOPED_TRACE(label);
-  auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + mc.args + "):\n" + mc.source), poisoned());
+  auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + mc.args + "):\n" + mc.source), tftest::poisoned_options());
   c.forward(random_inputs(mc.shapes(8), dtype));
   for (int64_t b : {8, 5}) {
     const auto in = random_inputs(mc.shapes(b), dtype);
@@ -317,7 +298,7 @@ TEST(ViewsGpu, CallsOutsideTheProfilesRangesFallBackOrRaiseAsEager) {
   // [:, 38:] is 2 long in the profile and 1 long on [8, 39] (eager broadcasts it against y's 2):
   // that call runs eager (the plan's broadcasting counted on more than one element), and matches.
   {
-    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0)[:, 38:] * y"), poisoned());
+    auto c = torchfuse::compile(tftest::module_returning("x, y", "torch.relu(x * 2.0)[:, 38:] * y"), tftest::poisoned_options());
     c.forward({torch::randn({8, 40}, opts), torch::randn({8, 2}, opts)});
     const std::vector<c10::IValue> in = {torch::randn({8, 39}, opts), torch::randn({8, 2}, opts)};
     const auto before = c.stats();
@@ -344,7 +325,7 @@ TEST(ViewsGpu, CallsOutsideTheProfilesRangesFallBackOrRaiseAsEager) {
   };
   for (const auto& rc : cases) {
     SCOPED_TRACE(rc.source);
-    auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + rc.args + "):\n" + rc.source), poisoned());
+    auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + rc.args + "):\n" + rc.source), tftest::poisoned_options());
     c.forward(rc.profile);
     EXPECT_ANY_THROW(c.forward_eager(rc.call));
     EXPECT_ANY_THROW(c.forward(rc.call));
