@@ -3,6 +3,29 @@
 #include <algorithm>
 
 namespace torchfuse {
+namespace {
+
+bool row_major(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (strides.size() != sizes.size()) return true;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// Ops that cost eager a kernel: everything but views, and a contiguous() of a value eager holds
+// in another layout (a mul of a transposed view: eager's contiguous copies it).
+bool costs_eager_a_kernel(const ir::Node* n) {
+  if (n->kind != ir::OpKind::Contiguous) return !ir::computes_nothing(n->kind);
+  const ir::Value* in = n->inputs.at(0);
+  const auto& strides = in->eager_strides.empty() ? in->type.strides : in->eager_strides;
+  return in->producer && !ir::computes_nothing(in->producer->kind) && !row_major(in->type.sizes, strides);
+}
+
+}  // namespace
 
 void prune_groups(PassContext& ctx) {
   std::vector<FusionGroup> kept;
@@ -12,8 +35,9 @@ void prune_groups(PassContext& ctx) {
     // A reduction alone still gains: its prologue/epilogue may be trivial, but the schedule is ours.
     const bool has_reduction = std::any_of(g.nodes.begin(), g.nodes.end(),
                                            [](const ir::Node* n) { return ir::is_reduction(n->kind); });
-    // Views count for nothing: ATen's views cost no kernel.
-    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return !ir::computes_nothing(n->kind); });
+    // Views count for nothing: ATen's views cost no kernel (but its contiguous() of a computed
+    // value in another layout is a copy).
+    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel);
     if (has_reduction || ops >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));

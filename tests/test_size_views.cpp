@@ -58,6 +58,12 @@ def forward(self, x):
     return torch.exp(x.narrow(1, n // 4, n // 2) * 0.5) + 1.0
 )JIT",
        [](int64_t n) { return Shapes{{4, n * 4}}; }},
+      {"head_split_contiguous", R"JIT(
+def forward(self, x):
+    b, t, c = x.size(0), x.size(1), x.size(2)
+    return (x.view(b, t, 4, c // 4).transpose(1, 2) * 0.125).contiguous()
+)JIT",
+       [](int64_t n) { return Shapes{{2, n, 32}}; }},
       {"constant_view", R"JIT(
 def forward(self, x):
     return torch.relu(x * 2.0).view(-1, 4, 8) - 1.0
@@ -83,6 +89,27 @@ TEST(SizeViews, ViewsWithRunTimeSizesFuseIntoOneKernel) {
       EXPECT_EQ(r.find("stays in ATen"), std::string::npos) << r;
     }
   }
+}
+
+// A scaled head split made contiguous is two kernels in eager (the mul keeps the transposed
+// layout, contiguous copies it) and one fused, though it holds one op besides its views; a
+// contiguous() of a value eager already holds row-major costs eager nothing, and a lone op
+// before it stays in ATen.
+TEST(SizeViews, ContiguousOfATransposedResultCountsAsAnOp) {
+  const std::vector<c10::IValue> in{torch::randn({2, 12, 32})};
+  auto split = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, x):
+    b, t, c = x.size(0), x.size(1), x.size(2)
+    return (x.view(b, t, 4, c // 4).transpose(1, 2) * 0.125).contiguous()
+)JIT"),
+                                  tftest::quiet_options());
+  EXPECT_EQ(split.explain(in).kernels.size(), 1u);
+  auto plain = torchfuse::compile(tftest::module_returning("x", "(x * 0.125).contiguous()"), tftest::quiet_options());
+  const auto e = plain.explain(in);
+  EXPECT_EQ(e.kernels.size(), 0u);
+  bool said = false;
+  for (const auto& r : e.refused) said = said || r.find("fewer than min_group_size") != std::string::npos;
+  EXPECT_TRUE(said) << tftest::joined(e.refused);
 }
 
 // The printed IR names the int a dim comes from.
