@@ -42,6 +42,14 @@ struct LatencyResult {
   int calls = 0;
   bool check_passed = false;
   double eager_us = kNaN, script_us = kNaN, torchfuse_us = kNaN;
+  // Where torchfuse's time goes: the entry checks (arity, devices, the signature's lookup:
+  // CompiledModule's why_eager does just those), and the rest (the interpreter, the fusion op,
+  // its kernel's launch) as the difference.
+  double entry_checks_us = kNaN;
+  // CompileOptions::cuda_graphs: outputs copied; and with the static inputs passed and
+  // zero-copy outputs (no copy kernels: the replay alone).
+  bool graphs_check_passed = false;
+  double graphs_us = kNaN, graphs_static_us = kNaN;
   std::string error;
 };
 

@@ -25,6 +25,8 @@
 #include "gpu_timing.h"
 #include "kernel_count.h"
 #include "report.h"
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
 #include "suite_cases.h"
 
 namespace tb = torchfuse_bench;
@@ -269,11 +271,27 @@ tb::LatencyResult measure_latency() {
   try {
     torch::jit::Module module = tb::make_module(c);
     const std::vector<c10::IValue> inputs = tb::make_inputs(c, c10::ScalarType::Float);
-    torchfuse::CompiledModule compiled = torchfuse::compile(module);
+    // Through the implementation, whose why_eager runs the entry checks alone.
+    auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(torchfuse::prepare_module_graph(module),
+                                                                torchfuse::CompileOptions{});
+    torchfuse::CompiledModule compiled(impl);
     l.check_passed = torchfuse::compare_with_eager(compiled, inputs).passed();
     l.eager_us = median_wall_us([&] { compiled.forward_eager(inputs); });
     l.script_us = median_wall_us([&] { module.forward(inputs); });
     l.torchfuse_us = median_wall_us([&] { compiled.forward(inputs); });
+    l.entry_checks_us = median_wall_us([&] { impl->why_eager(inputs); });
+    torchfuse::CompileOptions graphs;
+    graphs.cuda_graphs = true;
+    torchfuse::CompiledModule graphed = torchfuse::compile(module, graphs);
+    for (int i = 0; i <= graphs.cuda_graph_warmup_calls; ++i) graphed.forward(inputs);
+    l.graphs_check_passed = torchfuse::compare_with_eager(graphed, inputs).passed();
+    l.graphs_us = median_wall_us([&] { graphed.forward(inputs); });
+    graphs.cuda_graph_zero_copy_outputs = true;
+    torchfuse::CompiledModule lean = torchfuse::compile(module, graphs);
+    for (int i = 0; i <= graphs.cuda_graph_warmup_calls; ++i) lean.forward(inputs);
+    std::vector<c10::IValue> statics;
+    for (const at::Tensor& t : lean.cuda_graph_inputs(inputs)) statics.emplace_back(t);
+    if (statics.size() == inputs.size()) l.graphs_static_us = median_wall_us([&] { lean.forward(statics); });
     l.ran = true;
   } catch (const std::exception& e) {
     l.error = short_error(e);

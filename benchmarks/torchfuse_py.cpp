@@ -96,11 +96,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         d["kernel_launches"] = s.kernel_launches;
         d["fallback_groups"] = s.fallback_groups;
         d["groups"] = static_cast<int64_t>(s.groups.size());
+        d["cuda_graph_captures"] = s.cuda_graph_captures;
+        d["cuda_graph_replays"] = s.cuda_graph_replays;
+        pybind11::list refusals;
+        for (const auto& r : s.cuda_graph_refusals) refusals.append(r);
+        d["cuda_graph_refusals"] = refusals;
         return d;
       });
   m.def(
-      "compile_file", [](const std::string& path) -> torchfuse::CompiledModule { return torchfuse::compile(torch::jit::load(path)); },
-      "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model");
+      "compile_file",
+      [](const std::string& path, bool cuda_graphs) -> torchfuse::CompiledModule {
+        torchfuse::CompileOptions options;
+        options.cuda_graphs = cuda_graphs;
+        return torchfuse::compile(torch::jit::load(path), options);
+      },
+      pybind11::arg("path"), pybind11::arg("cuda_graphs") = false,
+      "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; "
+      "cuda_graphs sets CompileOptions::cuda_graphs");
   m.def(
       "compile_graph",
       [](std::shared_ptr<torch::jit::Graph> graph) { return torchfuse::compile_graph(std::move(graph)); },

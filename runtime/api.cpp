@@ -24,6 +24,9 @@ Explanation CompiledModule::explain(const std::vector<c10::IValue>& inputs, bool
   return impl_->explain(inputs, compile_kernels);
 }
 Stats CompiledModule::stats() const { return impl_->stats(); }
+std::vector<at::Tensor> CompiledModule::cuda_graph_inputs(const std::vector<c10::IValue>& inputs) const {
+  return impl_->cuda_graph_inputs(inputs);
+}
 std::string CompiledModule::graph_for(const std::vector<c10::IValue>& inputs) const { return impl_->graph_for(inputs); }
 c10::IValue CompiledModule::forward_reference(const std::vector<c10::IValue>& inputs) {
   return impl_->forward_reference(inputs);

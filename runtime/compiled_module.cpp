@@ -63,6 +63,8 @@ CompileOptions validated(CompileOptions o) {
                   o.min_group_size);
   TORCHFUSE_CHECK(o.max_specializations >= 1, "torchfuse: CompileOptions::max_specializations must be at least 1, got ",
                   o.max_specializations);
+  TORCHFUSE_CHECK(o.cuda_graph_warmup_calls >= 0,
+                  "torchfuse: CompileOptions::cuda_graph_warmup_calls must be at least 0, got ", o.cuda_graph_warmup_calls);
   TORCHFUSE_CHECK(codegen::arch_major(o.offline_arch).has_value(),
                   "torchfuse: CompileOptions::offline_arch must look like \"sm_90\", got \"", o.offline_arch, "\"");
   runtime::FailureInjection::parse(o.debug_fail_kernels);  // a malformed entry is an Error now, not at the first call
@@ -72,6 +74,7 @@ CompileOptions validated(CompileOptions o) {
 // The options with what the environment adds: profiling, injected failures.
 CompileOptions resolve_env(CompileOptions o) {
   o.profile_kernels = o.profile_kernels || env_flag("TORCHFUSE_PROFILE_KERNELS");
+  o.cuda_graphs = o.cuda_graphs || env_flag("TORCHFUSE_CUDA_GRAPHS");
   o.debug_fail_kernels = runtime::FailureInjection::spec_from(o.debug_fail_kernels);
   return o;
 }
@@ -99,6 +102,14 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
       constant_devices_.push_back(d);
   }
   if (writes_inputs_ && logs_.fusion) log_info("fusion: the graph writes to its inputs or parameters; it runs eager");
+  if (options_.cuda_graphs) {
+    runtime::GraphPolicy policy;
+    policy.warmup_calls = options_.cuda_graph_warmup_calls;
+    policy.max_graphs = options_.max_specializations;
+    policy.zero_copy_outputs = options_.cuda_graph_zero_copy_outputs;
+    if (options_.profile_kernels) policy.refused = "profile_kernels times every kernel with CUDA events";
+    graphs_ = std::make_unique<runtime::GraphRunner>(policy);
+  }
 }
 
 namespace {
@@ -501,6 +512,10 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
     return run_eager(inputs);
   }
   ++fused_calls_;
+  if (graphs_) {
+    return graphs_->call(inputs, *device, spec,
+                         [&spec](const std::vector<c10::IValue>& in) { return run_rewritten(*spec->code, in); });
+  }
   return run_rewritten(*spec->code, inputs);
 }
 
@@ -513,6 +528,12 @@ Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, b
   e.ir_after = spec->ir_after;
   e.refused = spec->plan.refusals;
   e.arch = options_.offline_arch;
+  e.cuda_graphs = "off";
+  if (graphs_) {
+    std::string why;
+    const std::optional<c10::Device> device = fused_device(inputs, &why);
+    e.cuda_graphs = device ? graphs_->status(inputs, *device) : "uncaptured: the call runs eager: " + why;
+  }
   for (const auto& k : spec->kernels) {
     const codegen::GeneratedKernel gen = k->kernel_for_profiled_types();
     e.kernels.push_back({gen.name, gen.source, static_cast<int>(k->group().nodes.size()), k->group().describe()});
@@ -566,7 +587,22 @@ Stats CompiledModuleImpl::stats() const {
   s.kernel_disk_hits = counters_->disk_hits;
   s.kernel_cache_hits = s.kernel_memory_hits + s.kernel_disk_hits;
   s.nvrtc_seconds = counters_->nvrtc_micros / 1e6;
+  if (graphs_) {
+    runtime::GraphCounts g = graphs_->counts();
+    s.cuda_graph_captures = g.captures;
+    s.cuda_graph_replays = g.replays;
+    s.cuda_graph_uncaptured_calls = g.uncaptured_calls;
+    s.cuda_graph_input_copies = g.input_copies;
+    s.cuda_graph_refusals = std::move(g.refusals);
+  }
   return s;
+}
+
+std::vector<at::Tensor> CompiledModuleImpl::cuda_graph_inputs(const std::vector<c10::IValue>& given) const {
+  if (!graphs_) return {};
+  std::vector<c10::IValue> inputs = given;
+  check_arity(inputs);
+  return graphs_->static_inputs(inputs);
 }
 
 c10::IValue CompiledModuleImpl::forward_reference(const std::vector<c10::IValue>& given) const {

@@ -16,6 +16,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "passes/fusion_plan.h"
+#include "runtime/cuda_graphs.h"
 #include "runtime/fused_kernel.h"
 #include "runtime/guards.h"
 #include "src/frontend.h"
@@ -48,6 +49,7 @@ class CompiledModuleImpl {
   Explanation explain(const std::vector<c10::IValue>& inputs, bool compile_kernels);
   std::vector<KernelInfo> kernels() const;
   Stats stats() const;
+  std::vector<at::Tensor> cuda_graph_inputs(const std::vector<c10::IValue>& inputs) const;
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
   c10::IValue forward_reference(const std::vector<c10::IValue>& inputs) const;
@@ -142,6 +144,9 @@ class CompiledModuleImpl {
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
   std::atomic<int64_t> over_limit_calls_{0};
+  // CompileOptions::cuda_graphs (null without). Declared last: its graphs go before the
+  // specializations whose kernels they launch.
+  std::unique_ptr<runtime::GraphRunner> graphs_;
 };
 
 }  // namespace torchfuse

@@ -48,6 +48,9 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuLaunchKernelEx), "cuLaunchKernelEx", a.cuLaunchKernelEx);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuOccupancyMaxActiveBlocksPerMultiprocessor),
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamCreate), "cuStreamCreate", a.cuStreamCreate);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamDestroy), "cuStreamDestroy", a.cuStreamDestroy);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
 }
 
 Loaded load() {
@@ -105,6 +108,23 @@ std::string cu_error_message(CUresult r, const char* what) {
 
 void check_cu(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS) throw Error(cu_error_message(r, what));
+}
+
+bool capture_error(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    case CUDA_ERROR_STREAM_CAPTURE_MERGE:
+    case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+    case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+    case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    case CUDA_ERROR_CAPTURED_EVENT:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool poisons_context(CUresult r) {

@@ -39,6 +39,11 @@ struct DriverApi {
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
   // Blocks of a kernel resident per multiprocessor (staged rows size their grid by it).
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) cuOccupancyMaxActiveBlocksPerMultiprocessor;
+  // Streams of torchfuse's own (CUDA graph captures, runtime/cuda_graphs.h); null when missing.
+  decltype(&::cuStreamCreate) cuStreamCreate;
+  decltype(&::cuStreamDestroy) cuStreamDestroy;
+  // Copies into and out of CUDA graphs' static buffers (cheaper on the host than ATen's copy_).
+  decltype(&::cuMemcpyDtoDAsync) cuMemcpyDtoDAsync;
 };
 
 // The loaded API, or nullptr when no driver is installed or cuInit fails (reason in *why).
@@ -50,6 +55,9 @@ std::string cu_error_message(CUresult r, const char* what);
 // Errors after which the CUDA context is unusable (an illegal address, a trap, a kernel fault
 // reported by a later call): nothing can run on the device any more, ATen included.
 bool poisons_context(CUresult r);
+// Errors of a CUDA graph capture in progress (runtime/graph_capture.h): the capture fails, not
+// the kernel that was being launched.
+bool capture_error(CUresult r);
 
 // Per-device facts, cached.
 struct DeviceInfo {

@@ -114,11 +114,25 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.
   const char* what = injected ? "cuLaunchKernel (injected by debug_fail_kernels)" : "cuLaunchKernel";
+  if (capture_error(r)) throw Error(cu_error_message(r, what) + " (" + entry + ", while capturing a CUDA graph)");
   if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + entry + ")", kernel.source);
   check_cu(r, what);
 }
 
+namespace {
+thread_local CounterArena* capture_arena = nullptr;
+}  // namespace
+
+ScopedCounterArena::ScopedCounterArena(CounterArena* arena) : saved_(capture_arena) { capture_arena = arena; }
+ScopedCounterArena::~ScopedCounterArena() { capture_arena = saved_; }
+
 void* stream_counters(const c10::Device& device, int64_t n) {
+  if (capture_arena) {
+    std::vector<at::Tensor>& buffers = capture_arena->buffers;
+    if (buffers.empty() || buffers.back().numel() < n)  // zeroed by a memset node of the graph
+      buffers.push_back(at::zeros({std::max<int64_t>(n, 1024)}, at::TensorOptions().dtype(at::kInt).device(device)));
+    return buffers.back().data_ptr();
+  }
   // Never destroyed: freeing CUDA memory after the runtime's own teardown at exit is unsafe.
   static std::mutex mutex;
   static auto* buffers = new std::map<std::pair<int, CUstream>, at::Tensor>();
@@ -164,6 +178,7 @@ void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device&
   const CUresult r = injected ? kInjectedLaunchError : api->cuLaunchKernelEx(&config, fn, args, nullptr);
   if (r == CUDA_SUCCESS) return;
   const char* what = injected ? "cuLaunchKernelEx (injected by debug_fail_kernels)" : "cuLaunchKernelEx";
+  if (capture_error(r)) throw Error(cu_error_message(r, what) + " (" + kernel.name + ", while capturing a CUDA graph)");
   if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + kernel.name + ")", kernel.source);
   check_cu(r, what);
 }

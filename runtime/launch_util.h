@@ -81,7 +81,26 @@ void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device&
 // reductions count their finished blocks there; the last block to finish combines the partials
 // and puts its counter back to zero, so the launches of one stream, which run in order, share
 // them. Grown (with a fresh zeroed buffer, on that stream) when n exceeds what the stream has.
+// While a CUDA graph is captured on this thread (ScopedCounterArena), the counters come from the
+// arena instead: the graph keeps them, and replays of other graphs, on any stream, never share them.
 void* stream_counters(const c10::Device& device, int64_t n);
+
+// Counters owned by one captured CUDA graph (runtime/cuda_graphs.h): its split reductions run one
+// after another in the graph, so they share the buffer as the launches of a stream do.
+struct CounterArena {
+  std::vector<at::Tensor> buffers;  // the last is the one in use; earlier ones stay for the graph's nodes
+};
+// Routes this thread's stream_counters to `arena` for the scope's lifetime.
+class ScopedCounterArena {
+ public:
+  explicit ScopedCounterArena(CounterArena* arena);
+  ~ScopedCounterArena();
+  ScopedCounterArena(const ScopedCounterArena&) = delete;
+  ScopedCounterArena& operator=(const ScopedCounterArena&) = delete;
+
+ private:
+  CounterArena* saved_;
+};
 
 // An uninitialized output (poisoned when asked).
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison);

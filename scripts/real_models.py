@@ -98,15 +98,17 @@ def kernels_per_call(fn, inputs):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             fn(*inputs)
             torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-             and not e.name.startswith(("Memcpy", "Memset", "cudaMemcpy"))]
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    # GPU time: the call's kernels, copies and memsets end to end, as if launched back to back.
+    gpu_us = sum(e.time_range.end - e.time_range.start for e in kernels)
+    names = [e.name for e in kernels if not e.name.startswith(("Memcpy", "Memset", "cudaMemcpy"))]
     gemm = [n for n in names if is_gemm_kernel(n)]
     other = [n for n in names if not is_gemm_kernel(n)]
     counts = {}
     for n in other:
         counts[n] = counts.get(n, 0) + 1
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
-    return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": top}
+    return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": top, "gpu_us": gpu_us}
 
 
 def run_torchfuse(binary, path, specs, args):
@@ -114,7 +116,8 @@ def run_torchfuse(binary, path, specs, args):
     res = {}
     if args.cli_bench:
         cmd = [binary, "bench", path] + sum([["--input", s] for s in specs], []) + [
-            "--warmup", str(args.warmup), "--iters", str(args.iters), "--repeats", str(args.repeats), "--json"]
+            "--warmup", str(args.warmup), "--iters", str(args.iters), "--repeats", str(args.repeats), "--json"] + (
+            ["--cuda-graphs"] if args.graphs else [])
         t0 = time.time()
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.torchfuse_timeout)
         res = {"command": " ".join(cmd), "rc": p.returncode, "seconds": time.time() - t0}
@@ -141,6 +144,11 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--compile-modes", default="default",
+                    help="torch.compile modes to time, e.g. default,reduce-overhead (CUDA graphs)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="also time torchfuse with CompileOptions::cuda_graphs (needs --torchfuse-build)")
+    ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
     ap.add_argument("--cli-bench", action="store_true", help="also `torchfuse bench` (verify always runs)")
     ap.add_argument("--torchfuse-build", default="", help="a torchfuse build against this PyTorch: times torchfuse "
@@ -158,11 +166,15 @@ def main():
         from bench_torch_compile import load_torchfuse
         tfpy = load_torchfuse(args.torchfuse_build)
     rows = []
+    started = time.time()
     for name in args.models.split(","):
         for dname in args.dtypes.split(","):
             dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dname]
             for batch in [int(b) for b in args.batches.split(",")]:
-                row = {"model": name, "dtype": dname, "batch": batch}
+                if args.time_budget and time.time() - started > args.time_budget:
+                    print(f"time budget spent: {name} {dname} b{batch} skipped", flush=True)
+                    continue
+                row = {"model": name, "dtype": dname, "batch": batch, "seq": args.seq}
                 t0 = time.time()
                 model, inputs, specs = build(name, dtype, batch, args.seq)
                 with torch.inference_mode(False), torch.no_grad():
@@ -176,14 +188,20 @@ def main():
                 loaded = torch.jit.load(path)
                 row["torchscript_us"], _ = time_calls(loaded, inputs, args.warmup, args.iters, args.repeats)
                 row["torchscript_kernels"] = kernels_per_call(loaded, inputs)
-                if not args.no_compile:
-                    t1 = time.time()
-                    compiled = torch.compile(model)
-                    with torch.inference_mode():
-                        compiled(*inputs)
-                    row["compile_s"] = round(time.time() - t1, 1)
-                    row["torch_compile_us"], _ = time_calls(compiled, inputs, args.warmup, args.iters, args.repeats)
-                    row["torch_compile_kernels"] = kernels_per_call(compiled, inputs)
+                for mode in ([] if args.no_compile else args.compile_modes.split(",")):
+                    # "torch_compile" for the default mode (the earlier tables' key), else per mode.
+                    key = "torch_compile" if mode == "default" else "torch_compile_" + mode.replace("-", "_")
+                    try:
+                        t1 = time.time()
+                        compiled = torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
+                        with torch.inference_mode():
+                            for _ in range(3):  # reduce-overhead records its graphs after warm-up runs
+                                compiled(*inputs)
+                        row[key + "_s"] = round(time.time() - t1, 1)
+                        row[key + "_us"], _ = time_calls(compiled, inputs, args.warmup, args.iters, args.repeats)
+                        row[key + "_kernels"] = kernels_per_call(compiled, inputs)
+                    except Exception as e:  # one mode failing leaves the others
+                        row[key + "_error"] = repr(e)[:500]
                     torch._dynamo.reset()
                 if tfpy is not None:
                     t1 = time.time()
@@ -195,6 +213,15 @@ def main():
                     row["torchfuse_kernels"] = kernels_per_call(tf, inputs)
                     row["torchfuse_stats"] = tf.stats()
                     row["torchfuse_refused"] = tf.explain(*inputs)["refused"]
+                    if args.graphs:
+                        tg = tfpy.compile_file(path, cuda_graphs=True)
+                        with torch.inference_mode():
+                            for _ in range(4):  # warm-up calls, then the capture
+                                tg(*inputs)
+                        row["torchfuse_graphs_us"], _ = time_calls(tg, inputs, args.warmup, args.iters, args.repeats)
+                        row["torchfuse_graphs_kernels"] = kernels_per_call(tg, inputs)
+                        row["torchfuse_graphs_stats"] = tg.stats()
+                        del tg  # checked against eager by `torchfuse bench --cuda-graphs` (--torchfuse)
                 if args.torchfuse:
                     # compare_with_eager through the CLI: inside this Python process, an exception
                     # thrown and caught within libtorchfuse (the float64 reference failing) crashed
@@ -219,6 +246,20 @@ def main():
         lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} | {r['eager_us']:.0f} | {r['torchscript_us']:.0f} | "
                      f"{r.get('torch_compile_us', float('nan')):.0f} | {tf_us} | {k('eager_kernels')} / "
                      f"{k('torchscript_kernels')} / {k('torch_compile_kernels')} / {k('torchfuse_kernels')} |")
+    lines.append("")
+    # Launch-bound calls (issue 25): wall time per call back to back, and the GPU time of one call
+    # (its kernels end to end, from the profiler).
+    variants = [("eager", "eager"), ("TorchScript", "torchscript"), ("compile", "torch_compile"),
+                ("compile reduce-overhead", "torch_compile_reduce_overhead"), ("torchfuse", "torchfuse"),
+                ("torchfuse graphs", "torchfuse_graphs")]
+    lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
+              "|---|---|---|" + "---|" * len(variants)]
+    for r in rows:
+        cells = []
+        for _, key in variants:
+            us, k = r.get(key + "_us"), r.get(key + "_kernels")
+            cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f})" if k else f"{us:.0f}")
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | " + " | ".join(cells) + " |")
     lines.append("")
     for r in rows:
         for key in ("torchscript_kernels", "torch_compile_kernels", "torchfuse_kernels"):

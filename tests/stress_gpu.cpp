@@ -49,6 +49,7 @@ struct Args {
   uint64_t seed = 1;
   int max_specializations = 64;
   bool quiet = false;
+  bool cuda_graphs = false;  // CompileOptions::cuda_graphs: replays from every thread and stream
 };
 
 Args parse(int argc, char** argv) {
@@ -68,9 +69,10 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = std::stoull(value());
     else if (k == "--max-specializations") a.max_specializations = std::stoi(value());
     else if (k == "--quiet") a.quiet = true;
+    else if (k == "--cuda-graphs") a.cuda_graphs = true;
     else {
       std::cerr << "torchfuse_stress: unknown argument " << k
-                << " (--seconds S --threads T --streams N --seed K --max-specializations M --quiet)\n";
+                << " (--seconds S --threads T --streams N --seed K --max-specializations M --quiet --cuda-graphs)\n";
       std::exit(2);
     }
   }
@@ -205,6 +207,7 @@ int main(int argc, char** argv) {
   }
   torchfuse::CompileOptions options;
   options.max_specializations = args.max_specializations;
+  options.cuda_graphs = args.cuda_graphs;
   auto compiled = torchfuse::compile(stress_module(), options);
 
   // New signatures arrive through the first 70% of the run, in a seeded order.
@@ -320,6 +323,8 @@ int main(int argc, char** argv) {
             << " s), cache hits " << s.kernel_cache_hits << "\n"
             << "  fused calls " << s.fused_calls << ", eager calls " << s.eager_calls << " (over the limit "
             << s.over_limit_calls << "), fallback groups " << s.fallback_groups << ", oom calls " << s.oom_calls << "\n"
+            << "  cuda graphs: " << (args.cuda_graphs ? "on" : "off") << ", captured " << s.cuda_graph_captures
+            << ", replays " << s.cuda_graph_replays << ", uncaptured signatures " << s.cuda_graph_refusals.size() << "\n"
             << "  forward() latency, first call of a new shape:                 " << summary(latencies.cold) << "\n"
             << "  forward() latency, known shape, a first call in flight:       " << summary(latencies.warm_busy) << "\n"
             << "  forward() latency, known shape, no first call in flight:      " << summary(latencies.warm_quiet) << "\n";

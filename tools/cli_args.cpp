@@ -201,7 +201,7 @@ Command command_from(const std::string& name) {
 bool takes(Command c, const std::string& flag) {
   if (flag == "--arch" || flag == "--no-nvrtc") return c == Command::Explain || c == Command::Dump;
   if (flag == "--no-source") return c == Command::Explain;
-  if (flag == "--warmup" || flag == "--iters" || flag == "--repeats") return c == Command::Bench;
+  if (flag == "--warmup" || flag == "--iters" || flag == "--repeats" || flag == "--cuda-graphs") return c == Command::Bench;
   if (flag == "--rtol" || flag == "--atol" || flag == "--groups") return c == Command::Verify;
   if (flag == "--out") return c == Command::Dump;
   return true;
@@ -268,7 +268,7 @@ std::string usage(Command command) {
               "                   group that differs fails verify too\n";
       break;
     case Command::Bench:
-      head = "usage: torchfuse bench MODEL --input SPEC... [--warmup 10] [--iters 50] [--repeats 5]\n"
+      head = "usage: torchfuse bench MODEL --input SPEC... [--warmup 10] [--iters 50] [--repeats 5] [--cuda-graphs]\n"
              "Times one call of the TorchScript module (module.forward), of eager op by op\n"
              "(forward_eager) and of torchfuse: `repeats` loops of `iters` calls after one first call\n"
              "(TorchScript profiles and torchfuse compiles there; torchfuse is also checked against eager)\n"
@@ -277,7 +277,9 @@ std::string usage(Command command) {
              "(PyTorch profiler) and the speedup over TorchScript.\n";
       extra = "  --warmup N       untimed calls first (default 10)\n"
               "  --iters N        calls per timed loop (default 50)\n"
-              "  --repeats N      timed loops; the median is over them (default 5)\n";
+              "  --repeats N      timed loops; the median is over them (default 5)\n"
+              "  --cuda-graphs    also time torchfuse with CUDA graphs (CompileOptions::cuda_graphs;\n"
+              "                   outputs copied), checked against eager after its capture\n";
       break;
     case Command::Dump:
       head = "usage: torchfuse dump MODEL --input SPEC... --out DIR [--arch sm_90] [--no-nvrtc]\n"
@@ -385,6 +387,9 @@ CliOptions parse_args(const std::vector<std::string>& args) {
       o.iters = positive_int(arg, value(), 1);
     } else if (arg == "--repeats") {
       o.repeats = positive_int(arg, value(), 1);
+    } else if (arg == "--cuda-graphs") {
+      no_value();
+      o.cuda_graphs = true;
     } else if (arg == "--rtol") {
       o.rtol = non_negative_double(arg, value());
     } else if (arg == "--atol") {

@@ -56,6 +56,7 @@ struct CliOptions {
   bool nvrtc = true;                 // explain/dump --no-nvrtc: plan only, no cubins
   bool strict = false;               // CompileOptions::strict
   int warmup = 10, iters = 50, repeats = 5;  // bench
+  bool cuda_graphs = false;          // bench --cuda-graphs: also time torchfuse with CompileOptions::cuda_graphs
   std::optional<double> rtol, atol;  // verify: both or neither
   bool groups = false;               // verify --groups: also compare_groups' table
   std::string out_dir;               // dump --out

@@ -293,6 +293,18 @@ int run_bench(const tc::CliOptions& o) {
                       {}, -1, ""});
   variants.push_back({"eager", [&] { compiled.forward_eager(inputs); }, {}, -1, ""});
   variants.push_back({"torchfuse", [&] { compiled.forward(inputs); }, {}, -1, ""});
+  // With graphs: a module of its own, checked against eager once its graph is captured (the
+  // check's own calls warm it up and capture it).
+  std::optional<torchfuse::CompiledModule> graphed;
+  std::optional<torchfuse::ComparisonReport> graphed_check;
+  if (o.cuda_graphs) {
+    Session gs = s;
+    gs.compile_options.cuda_graphs = true;
+    graphed.emplace(compile_session(o, gs));
+    for (int i = 0; i <= gs.compile_options.cuda_graph_warmup_calls; ++i) graphed->forward(inputs);
+    graphed_check = torchfuse::compare_with_eager(*graphed, inputs);
+    variants.push_back({"torchfuse_graphs", [&] { graphed->forward(inputs); }, {}, -1, ""});
+  }
   for (auto& v : variants) {
     v.fn();
     v.timing = tc::time_loops(v.fn, cuda, o.warmup, o.iters, o.repeats);
@@ -310,6 +322,14 @@ int run_bench(const tc::CliOptions& o) {
     header_json(j, o, s);
     j.field("timer", tc::timer_name(cuda)).field("warmup", o.warmup).field("iters", o.iters);
     j.field("repeats", o.repeats).field("matches_eager", check.passed());
+    if (graphed_check) {
+      const torchfuse::Stats gst = graphed->stats();
+      j.field("graphs_match_eager", graphed_check->passed());
+      j.field("cuda_graph_captures", gst.cuda_graph_captures).field("cuda_graph_replays", gst.cuda_graph_replays);
+      j.key("cuda_graph_refusals").begin_array();
+      for (const auto& r : gst.cuda_graph_refusals) j.value(r);
+      j.end_array();
+    }
     j.key("variants").begin_array();
     for (const auto& v : variants) {
       j.begin_object().field("name", v.name).field("median_us", v.timing.median_us).field("min_us", v.timing.min_us);
@@ -333,6 +353,15 @@ int run_bench(const tc::CliOptions& o) {
             << " warm-up calls (" << tc::timer_name(cuda) << ")\n";
   if (!check.passed()) {
     std::cout << "WARNING: torchfuse's output does not match eager:\n" << check.to_string() << "\n";
+  }
+  if (graphed_check && !graphed_check->passed()) {
+    std::cout << "WARNING: torchfuse with CUDA graphs does not match eager:\n" << graphed_check->to_string() << "\n";
+  }
+  if (graphed) {
+    const torchfuse::Stats gst = graphed->stats();
+    std::cout << "cuda graphs: " << gst.cuda_graph_captures << " captured, " << gst.cuda_graph_replays << " replays";
+    for (const auto& r : gst.cuda_graph_refusals) std::cout << "; uncaptured " << r;
+    std::cout << "\n";
   }
   std::cout << "\n" << std::left << std::setw(13) << "variant" << std::right << std::setw(14) << "median us/call"
             << std::setw(12) << "min us" << std::setw(14) << "kernels/call" << std::setw(10) << "speedup" << "\n";

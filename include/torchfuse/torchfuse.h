@@ -80,6 +80,22 @@ struct CompileOptions {
   // defaults and $TORCHFUSE_TUNE; for tuning runs. An unknown knob or a value out of range is an
   // Error when the module is compiled.
   std::string tune;
+  // CUDA graphs (also on with $TORCHFUSE_CUDA_GRAPHS=1): for each exact input signature (dtypes,
+  // sizes, strides, device, the values of non-tensor inputs), after cuda_graph_warmup_calls
+  // calls, the whole fused forward (fused kernels and the ATen ops between them: GEMMs,
+  // attention) is captured once as a CUDA graph, in a memory pool of its own, and later calls
+  // replay it: one launch on the host instead of one per op. Inputs are copied into the graph's
+  // static input tensors (not when the call passes those very tensors: cuda_graph_inputs()).
+  // Each new signature captures a graph of its own, up to max_specializations graphs. Calls that
+  // cannot be captured (a CPU tensor input, a host synchronization such as .item() or
+  // data-dependent sizes, a LibTorch without CUDA) run as without the option; stats() and
+  // explain() say why. The replays of one module are ordered across threads and streams.
+  bool cuda_graphs = false;
+  int cuda_graph_warmup_calls = 2;
+  // With cuda_graphs: outputs are the graph's own tensors instead of copies. They stay valid
+  // until the next call of this module with the same input signature, which overwrites them (in
+  // any thread): copy what must outlive it. Saves one copy per output.
+  bool cuda_graph_zero_copy_outputs = false;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -96,6 +112,9 @@ struct Explanation {
   std::string rewritten_graph;       // the TorchScript graph with fusion nodes
   std::vector<KernelInfo> kernels;   // one per fusion group
   std::vector<std::string> refused;  // every refused fusion with its reason
+  // With CompileOptions::cuda_graphs, what becomes of these inputs' calls: "captured", "not
+  // captured yet (1 of 2 warm-up calls run)", "uncaptured: <why>"; "off" without the option.
+  std::string cuda_graphs;
   // Filled when compile_kernels=true: NVRTC ran for `arch`; the size of each cubin.
   std::string arch;
   std::vector<size_t> cubin_bytes;
@@ -139,6 +158,15 @@ struct Stats {
   int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen
   int64_t fallback_calls = 0;       // group calls that ran through ATen (every group's fallback_calls)
   int64_t oom_calls = 0;            // ... of them, because outputs ran out of CUDA memory
+  // CompileOptions::cuda_graphs: graphs captured, calls answered by a replay, fused calls that
+  // ran without one (warm-up calls and refused signatures), input tensors copied into a graph's
+  // static inputs, and why signatures run uncaptured ("(f32[8, 128]): <why>", once each).
+  // Replays run no host code per group: GroupStats::calls and launches count captures, not replays.
+  int64_t cuda_graph_captures = 0;
+  int64_t cuda_graph_replays = 0;
+  int64_t cuda_graph_uncaptured_calls = 0;
+  int64_t cuda_graph_input_copies = 0;
+  std::vector<std::string> cuda_graph_refusals;
   std::vector<GroupStats> groups;   // every group of every specialization
 };
 
@@ -167,6 +195,10 @@ class CompiledModule {
   // IR, fusion groups and sources for these inputs, without running a kernel. Works without a GPU.
   Explanation explain(const std::vector<c10::IValue>& inputs, bool compile_kernels = false) const;
   Stats stats() const;
+  // With CompileOptions::cuda_graphs: the static input tensors of the graph captured for these
+  // inputs' signature (its tensors in order, inside tuples and lists too), empty while none is.
+  // A caller that writes its next inputs into them and passes them to forward() saves the copies.
+  std::vector<at::Tensor> cuda_graph_inputs(const std::vector<c10::IValue>& inputs) const;
   // The graph forward() runs for these inputs' signature, if compiled (for tests: count fusion nodes).
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
   // The float64 reference for these inputs: floating inputs and floating tensor constants
