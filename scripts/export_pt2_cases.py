@@ -161,6 +161,24 @@ class TiedStrided(nn.Module):
         return torch.relu(self.a(x)) * 0.5 + self.b(x) + self.t.sum(0)
 
 
+class ModeRegions(nn.Module):
+    """A no_grad block and an autocast-disabled block inside forward (as Hugging Face's rotary
+    embeddings have), exported with grad enabled: the training IR wraps them in
+    higher_order.wrap_with_set_grad_enabled / wrap_with_autocast, which torchfuse inlines."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.lin(x)
+        with torch.no_grad():
+            r = torch.sigmoid(h) * 2.0
+        with torch.autocast("cpu", enabled=False):
+            s = torch.tanh(h) + r
+        return s * h + 1.0
+
+
 class Cond(nn.Module):
     """torch.cond: a higher-order op torchfuse refuses (by name, not a crash)."""
 
@@ -188,6 +206,12 @@ def cases():
         [(r(5, 7, 64).bfloat16(),)]
     yield "tied_strided", TiedStrided(), (r(3, 16),), None, []
     yield "cond_refused", Cond(), (r(4, 8),), None, []
+    yield "mode_regions", ModeRegions(), (r(5, 16),), None, []
+
+
+# Exported with grad enabled (the others under no_grad): a no_grad block inside forward is then a
+# grad-mode region of the program.
+GRAD_ENABLED = {"mode_regions"}
 
 
 def dump_tensor(t, path):
@@ -214,7 +238,7 @@ def main():
             continue
         module = module.eval()
         base = os.path.join(args.out, name)
-        with torch.no_grad():
+        with (torch.enable_grad() if name in GRAD_ENABLED else torch.no_grad()):
             ep = torch.export.export(module, inputs, dynamic_shapes=dyn)
             torch.export.save(ep, base + ".pt2")
             meta = {"torch": torch.__version__, "dynamic": str(dyn), "inputs": [], "outputs": [], "calls": []}

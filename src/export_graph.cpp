@@ -40,7 +40,14 @@ const std::unordered_map<std::string, std::string> kSymbolicOps = {
     {"torch.sym_max", "prim::max"},        {"torch.sym_min", "prim::min"},
     {"torch.sym_float", "aten::Float"},    {"torch.sym_int", "aten::Int"},
     {"torch.sym_not", "aten::__not__"},    {"math.trunc", "aten::Int"},
+    {"torch.sym_sqrt", "aten::sqrt"},
 };
+
+// Higher-order ops that only set a mode around a subgraph. Their bodies are inlined where the mode
+// cannot change a value: grad mode never does (it decides what autograd records, not what ops
+// compute; torchfuse runs inference), autocast does unless the region disables it.
+constexpr const char* kSetGradEnabled = "torch.ops.higher_order.wrap_with_set_grad_enabled";
+constexpr const char* kAutocast = "torch.ops.higher_order.wrap_with_autocast";
 
 // Names FX gives values are valid TorchScript debug names, but a graph may not take some (a
 // name ending in a number after a dot): then the value keeps its numbered name.
@@ -225,8 +232,8 @@ class Builder {
     auto sym = kSymbolicOps.find(t);
     if (sym != kSymbolicOps.end()) return sym->second;
     if (t.rfind("torch.ops.higher_order.", 0) == 0)
-      refuse(n, "a higher-order op (control flow, a subgraph call or a grad-mode region), which torchfuse does not "
-                "compile: it compiles flat graphs of operators");
+      refuse(n, "a higher-order op (control flow or a subgraph call), which torchfuse does not compile: it compiles "
+                "flat graphs of operators (grad-mode regions and autocast-disabled regions are inlined)");
     if (t.rfind("#", 0) == 0) refuse(n, "an operator of a serialization extension, which torchfuse does not know");
     if (t.rfind("torch.ops.", 0) != 0)
       refuse(n, "not an operator overload (torch.ops.<namespace>.<op>.<overload>) or a SymInt operation torchfuse knows");
@@ -260,8 +267,83 @@ class Builder {
     return qualified;
   }
 
+  // A higher-order op's positional inputs (serialized with empty names, in order).
+  std::vector<const Arg*> hop_arguments(const Node& n) {
+    std::vector<const Arg*> args;
+    for (const NamedArg& in : n.inputs) {
+      if (!in.name.empty()) refuse(n, "keyword argument '" + in.name + "' of a higher-order op, which torchfuse does not take");
+      args.push_back(&in.arg);
+    }
+    return args;
+  }
+
+  // wrap_with_set_grad_enabled(enable_grad, body, *operands) and wrap_with_autocast(device_type,
+  // dtype, enabled, cache_enabled, body, *operands): the body's nodes in place of the call, when
+  // the mode is neutral for values; else refused naming what to do.
+  void inline_mode_region(const Node& n) {
+    const bool autocast = n.target == kAutocast;
+    const std::vector<const Arg*> args = hop_arguments(n);
+    const size_t body = autocast ? 4 : 1;
+    if (args.size() <= body || !args[body]->subgraph)
+      refuse(n, "expected the region's subgraph as argument " + std::to_string(body));
+    if (autocast) {
+      const Arg& enabled = *args[2];
+      const bool off = enabled.items.size() == 1 && enabled.items[0].kind == Item::Bool && !enabled.items[0].b;
+      const std::string device = args[0]->items.size() == 1 ? args[0]->items[0].name : "?";
+      if (!off)
+        refuse(n, "an autocast region (device '" + device + "') with autocast enabled: its ops' dtypes depend on " +
+                      "autocast, which a TorchScript graph does not apply; export without autocast (convert the model " +
+                      "to the dtype instead), or save ep.run_decompositions(), which records autocast's casts as ops");
+    }
+    const Subgraph& g = *args[body]->subgraph;
+    const size_t operands = args.size() - body - 1;
+    if (g.inputs.size() != operands)
+      refuse(n, "its subgraph '" + g.name + "' takes " + std::to_string(g.inputs.size()) + " inputs, the call passes " +
+                    std::to_string(operands));
+    std::vector<Value*> in;
+    for (size_t i = body + 1; i < args.size(); ++i) {
+      if (!args[i]->supported || args[i]->list) refuse(n, "operand " + std::to_string(i) + " is " + args[i]->tag);
+      in.push_back(literal_value(*args[i], &n));
+    }
+    // The body's names are its own: it runs in a scope of its own, seeing only its placeholders.
+    std::unordered_map<std::string, Value*> outer;
+    std::swap(outer, env_);
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const Arg& p = g.inputs[i];
+      if (p.items.size() != 1 || p.items[0].kind != Item::Name)
+        refuse(n, "its subgraph '" + g.name + "' has a placeholder of kind " + p.tag);
+      env_[p.items[0].name] = in[i];
+    }
+    for (const Node& inner : g.nodes) add_node(inner);
+    std::vector<Value*> results;
+    for (const Arg& o : g.outputs) {
+      if (!o.supported || o.list) refuse(n, "its subgraph '" + g.name + "' returns a value of kind " + o.tag);
+      results.push_back(literal_value(o, &n));
+    }
+    std::swap(outer, env_);
+    if (results.size() != n.outputs.size())
+      refuse(n, "its subgraph '" + g.name + "' returns " + std::to_string(results.size()) + " values, the program reads " +
+                    std::to_string(n.outputs.size()));
+    for (size_t i = 0; i < results.size(); ++i) bind_output(n, n.outputs[i], results[i]);
+  }
+
+  // aten.item (and _local_scalar_dense) returns a Scalar in TorchScript, which no int, float or
+  // bool parameter takes; export records what the value is (a SymInt, SymFloat or SymBool
+  // output): TorchScript's conversion of a one-element tensor to that type computes it.
+  static std::string scalar_conversion(const std::string& op, const Node& n) {
+    if ((op != "aten::item" && op != "aten::_local_scalar_dense") || n.outputs.size() != 1) return op;
+    const std::string& tag = n.outputs[0].tag;
+    if (tag == "as_sym_int") return "aten::Int";
+    if (tag == "as_sym_float") return "aten::Float";
+    if (tag == "as_sym_bool") return "aten::Bool";
+    return op;
+  }
+
   void add_node(const Node& n) {
-    const std::string op = operator_of(n);
+    if (n.target == "_operator.pos" && n.inputs.size() == 1 && n.outputs.size() == 1)
+      return bind_output(n, n.outputs[0], literal_value(n.inputs[0].arg, &n));
+    if (n.target == kSetGradEnabled || n.target == kAutocast) return inline_mode_region(n);
+    const std::string op = scalar_conversion(operator_of(n), n);
     if (op.empty()) return;
     std::vector<NamedValue> args;
     std::vector<NamedValue> kwargs;

@@ -10,10 +10,13 @@
 // mul.Scalar, as `x * 0.5` is in TorchScript). Symbolic sizes stay values computed from the
 // inputs (aten.sym_size.int becomes aten::size), so the graph serves every size of the exported
 // range. Runtime asserts of export (_assert_scalar, _assert_tensor_metadata, ...) are dropped:
-// src/export_contract.cpp checks the inputs instead.
+// src/export_contract.cpp checks the inputs instead. The mode regions of export's training IR
+// (higher_order.wrap_with_set_grad_enabled, and wrap_with_autocast with autocast disabled) have
+// their bodies inlined: neither mode changes a value there. aten.item recorded as a SymInt,
+// SymFloat or SymBool becomes TorchScript's int, float or bool of a tensor.
 //
 // Refused, each a torchfuse::Error naming the node, its target and the reason: higher-order ops
-// (cond, while_loop, map, wrap_with_set_grad_enabled, ...), ops missing from this LibTorch (an
+// (cond, while_loop, map, autocast regions that enable autocast, ...), ops missing from this LibTorch (an
 // unregistered custom op, an ATen op newer than this LibTorch), arguments with no TorchScript
 // value (subgraphs, custom objects), programs that update buffers or parameters, training
 // programs (loss and gradient outputs), effect tokens and custom-object inputs.

@@ -182,6 +182,21 @@ int64_t memory_format_from_export(int64_t code, const std::string& where) {
   throw Error(detail::cat("torchfuse::compile_exported: ", where, ": unknown memory format ", code));
 }
 
+Node node_of(const json& j);
+Arg arg_of(const json& j, const std::string& where);
+
+// A GraphArgument's graph ({"name": ..., "graph": {inputs, nodes, outputs, ...}}).
+std::shared_ptr<const Subgraph> subgraph_of(const json& j, const std::string& where) {
+  auto g = std::make_shared<Subgraph>();
+  g->name = j.value("name", std::string());
+  const std::string in = where + " subgraph '" + g->name + "'";
+  const json& graph = j.at("graph");
+  for (const auto& i : graph.at("inputs")) g->inputs.push_back(arg_of(i, in + " input"));
+  for (const auto& n : graph.at("nodes")) g->nodes.push_back(node_of(n));
+  for (const auto& o : graph.at("outputs")) g->outputs.push_back(arg_of(o, in + " output"));
+  return g;
+}
+
 Arg arg_of(const json& j, const std::string& where) {
   const auto [tag, v] = union_of(j, where);
   Arg a;
@@ -249,8 +264,11 @@ Arg arg_of(const json& j, const std::string& where) {
     it.kind = Item::Device;
     it.device = device_of(*v);
     a.items.push_back(it);
+  } else if (tag == "as_graph") {
+    a.supported = false;  // no op takes a graph as a value; the builder inlines the neutral wrappers
+    a.subgraph = subgraph_of(*v, where);
   } else {
-    // as_graph, as_custom_obj, as_operator, as_complex, as_int_lists, as_nested_tensors, ...
+    // as_custom_obj, as_operator, as_complex, as_int_lists, as_nested_tensors, ...
     a.supported = false;
   }
   return a;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ namespace exported {
 // export schema's major version (torch/_export/serde/schema.py, SCHEMA_VERSION).
 constexpr int kMaxArchiveVersion = 0;
 constexpr int kMaxSchemaMajor = 8;
+
+struct Subgraph;
 
 // One element of an argument: a graph value by name, or a literal.
 struct Item {
@@ -54,6 +57,10 @@ struct Arg {
   bool optional_elements = false;
   bool supported = true;  // false for kinds without a TorchScript value (as_graph, as_custom_obj, ...)
   std::vector<Item> items;
+  // as_graph (a higher-order op's body, e.g. wrap_with_set_grad_enabled's): the subgraph, which
+  // the graph builder inlines where that is provably neutral (supported stays false: no op
+  // takes it as a value).
+  std::shared_ptr<const Subgraph> subgraph;
 };
 
 struct NamedArg {
@@ -68,6 +75,15 @@ struct Node {
   std::vector<NamedArg> inputs;
   std::vector<Arg> outputs;
   std::string stack_trace;  // metadata.stack_trace (first line kept for messages)
+};
+
+// A higher-order op's body (schema.py's GraphArgument): its placeholders, nodes and outputs. Its
+// value names are its own (a separate FX graph), not the enclosing graph's.
+struct Subgraph {
+  std::string name;          // the submodule's attribute name ("submod_1")
+  std::vector<Arg> inputs;   // placeholders: as_tensor, as_sym_int, ...
+  std::vector<Node> nodes;
+  std::vector<Arg> outputs;  // one per returned value
 };
 
 // A dimension of a tensor's meta: a number, or a symbol's expression ("s0"; derived dims such as

@@ -285,6 +285,52 @@ TEST_F(ExportEdits, DtypeLayoutDeviceAndMemoryFormatArguments) {
   EXPECT_EQ(out.sizes(), c.first.outputs[0].sizes());
 }
 
+// aten.item whose value export records as a SymInt becomes TorchScript's int of a tensor (item's
+// Scalar fits no int parameter), used here as select's index after SymInt arithmetic
+// (_operator.mod, _operator.pos); torch.sym_sqrt is the int's sqrt.
+TEST_F(ExportEdits, ItemAndSymIntOperatorsBecomeTorchScriptScalars) {
+  const std::string path = dir_.path() + "/item.pt2";
+  auto tensor_arg = [](const std::string& name, const std::string& value, int kind = 1) {
+    return "{\"name\": \"" + name + "\", \"arg\": {\"as_tensor\": {\"name\": \"" + value + "\"}}, \"kind\": " +
+           std::to_string(kind) + "}";
+  };
+  auto sym_arg = [](const std::string& name, const std::string& sym) {
+    return "{\"name\": \"" + name + "\", \"arg\": {\"as_sym_int\": " + sym + "}, \"kind\": 1}";
+  };
+  auto node = [](const std::string& target, const std::string& inputs, const std::string& output,
+                 const std::string& name) {
+    return "{\"target\": \"" + target + "\", \"inputs\": [" + inputs + "], \"outputs\": [" + output +
+           "], \"metadata\": {}, \"name\": \"" + name + "\"}, ";
+  };
+  const std::string nodes =
+      node("torch.ops.aten.argmax.default", tensor_arg("self", "linear"), "{\"as_tensor\": {\"name\": \"am\"}}", "am") +
+      node("torch.ops.aten.item.default", tensor_arg("self", "am"), "{\"as_sym_int\": {\"as_name\": \"it\"}}", "it") +
+      node("_operator.mod", sym_arg("a", "{\"as_name\": \"it\"}") + ", " + sym_arg("b", "{\"as_int\": 4}"),
+           "{\"as_sym_int\": {\"as_name\": \"it4\"}}", "it4") +
+      node("_operator.pos", sym_arg("a", "{\"as_name\": \"it4\"}"), "{\"as_sym_int\": {\"as_name\": \"pos\"}}", "pos") +
+      node("torch.sym_sqrt", sym_arg("a", "{\"as_name\": \"pos\"}"), "{\"as_sym_float\": {\"as_name\": \"sq\"}}", "sq") +
+      "{\"target\": \"torch.ops.aten.select.int\", \"inputs\": [" + tensor_arg("self", "linear") +
+      ", {\"name\": \"dim\", \"arg\": {\"as_int\": 0}, \"kind\": 1}, " + sym_arg("index", "{\"as_name\": \"pos\"}") + "]";
+  tfexport::rewrite_archive(case_path("pointwise_static"), path, [&](const std::string& name, std::string& bytes) {
+    if (name == "models/model.json")
+      bytes = tfexport::replace_once(bytes,
+                                     "{\"target\": \"torch.ops.aten.gelu.default\", \"inputs\": [" +
+                                         tensor_arg("self", "linear") + "]",
+                                     nodes);
+    return true;
+  });
+  const auto program = torchfuse::exported::read_program(path);
+  const std::string graph = torchfuse::exported::build_graph(program, std::nullopt)->toString();
+  EXPECT_HAS(graph, "aten::Int(");
+  EXPECT_HAS(graph, "aten::remainder(");
+  EXPECT_HAS(graph, "aten::sqrt(");
+  torchfuse::CompiledModule m = torchfuse::compile_exported(path);
+  const tfexport::Case c = load_case("pointwise_static");
+  const at::Tensor out = m.forward(c.first.inputs).toTensor();
+  EXPECT_EQ(out.sizes(), c.first.outputs[0].sizes());  // [8, 32] broadcast against [4, 8, 32]
+  EXPECT_TRUE(out.isfinite().all().item<bool>());
+}
+
 TEST_F(ExportEdits, HigherOrderOpNamesTheNodeAndWhere) {
   const std::string e = model_edit("\"torch.ops.aten.gelu.default\"", "\"torch.ops.higher_order.cond\"");
   EXPECT_HAS(e, "node 'gelu' (torch.ops.higher_order.cond)");
