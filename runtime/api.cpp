@@ -1,6 +1,7 @@
 // The public entry points: compile() for modules, graphs, callables and nn::Modules.
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/frontend/tracer.h>
+#include <torch/csrc/jit/passes/frozen_graph_optimizations.h>
 #include <ATen/Context.h>
 
 #include "runtime/driver_api.h"
@@ -52,6 +53,10 @@ CompiledModule compile_exported_on(const std::string& path, const std::optional<
                                    CompileOptions options) {
   const exported::Program program = exported::read_program(path);
   auto graph = exported::build_graph(program, device);
+  // What freeze() runs on a module's graph (the TorchScript front door): the weights are constants
+  // here too, so linears of one input become one (the q, k, v projections), convolutions fold their
+  // batch norms, and so on. Both front doors then plan the same graph.
+  torch::jit::OptimizeFrozenGraph(graph, /*optimize_numerics=*/true);
   prepare_graph(graph);
   auto impl = std::make_shared<CompiledModuleImpl>(graph, std::move(options));
   impl->set_input_check([contract = exported::contract_of(program, device)](const std::vector<c10::IValue>& inputs) {

@@ -179,6 +179,21 @@ class ModeRegions(nn.Module):
         return s * h + 1.0
 
 
+class SeparateProjections(nn.Module):
+    """Three biased linears of one input (attention's q, k and v written apart, as Hugging Face's
+    BERT and ViT have them): on CUDA, compile_exported concatenates them into one linear, as
+    freeze() does for a TorchScript module."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+
+    def forward(self, x):
+        return torch.sigmoid(self.q(x)) * self.k(x) + self.v(x)
+
+
 class Cond(nn.Module):
     """torch.cond: a higher-order op torchfuse refuses (by name, not a crash)."""
 
@@ -207,6 +222,7 @@ def cases():
     yield "tied_strided", TiedStrided(), (r(3, 16),), None, []
     yield "cond_refused", Cond(), (r(4, 8),), None, []
     yield "mode_regions", ModeRegions(), (r(5, 16),), None, []
+    yield "separate_projections", SeparateProjections(), (r(4, 6, 32),), ({0: batch},), [(r(2, 6, 32),)]
 
 
 # Exported with grad enabled (the others under no_grad): a no_grad block inside forward is then a

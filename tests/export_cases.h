@@ -83,7 +83,7 @@ inline std::vector<std::string> case_names() {
   std::vector<std::string> names = {"pointwise_static", "softmax_dynamic_batch", "norms_params_buffers",
                                     "multi_output",     "views_rope",            "ops_families",
                                     "mlp_rmsnorm_swiglu", "block_sdpa"};
-  for (const char* later : {"ops_more", "mlp_bf16", "tied_strided", "mode_regions"})
+  for (const char* later : {"ops_more", "mlp_bf16", "tied_strided", "mode_regions", "separate_projections"})
     if (file_exists(case_path(later))) names.push_back(later);
   return names;
 }

@@ -47,6 +47,23 @@ TEST_P(ExportGpu, FusedMatchesPyTorchAndEager) {
 INSTANTIATE_TEST_SUITE_P(Pt2, ExportGpu, ::testing::ValuesIn(tfexport::case_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+// compile_exported optimizes the frozen graph as compile() does for a module (freeze()): on CUDA,
+// biased linears of one input (q, k and v written apart) become one linear, so both front doors
+// plan, and time, the same graph.
+TEST(ExportGpuGraph, LinearsOfOneInputAreConcatenatedAsFreezeDoes) {
+  REQUIRE_GPU();
+  if (!tfexport::file_exists(case_path("separate_projections"))) {
+    GTEST_SKIP() << "separate_projections.pt2 not generated yet: python3 scripts/export_pt2_cases.py --out tests/data/pt2";
+  }
+  const tfexport::Case c = load_case("separate_projections");
+  const c10::Device cuda("cuda");
+  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path("separate_projections"), cuda);
+  const auto inputs = to_device(c.first.inputs, cuda);
+  const std::string graph = m.explain(inputs).rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(graph, "aten::linear("), 1) << graph;
+  EXPECT_TRUE(tfexport::matches_saved(c.first.outputs, m.forward(inputs), 10.0));
+}
+
 // Weights left on the CPU (compile_exported(path)) with CUDA inputs: an Error that says how to
 // compile for the inputs' device, not a device-mix failure inside an op.
 TEST(ExportGpuDevice, CpuWeightsWithCudaInputsNameTheFix) {
