@@ -36,6 +36,7 @@
 #include "runtime/group_trace.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_timer.h"
+#include "runtime/plan_memo.h"
 #include "torchfuse/torchfuse.h"
 
 namespace torch {
@@ -149,6 +150,8 @@ class FusedKernel {
   // Used by the launchers.
   // The kernel generated for layout `key` (kept for the kernel's lifetime; never copied per call).
   const codegen::GeneratedKernel& kernel_for(const std::string& key, const std::function<codegen::GeneratedKernel()>& generate);
+  // The layouts planned for this group's call shapes (launch_group).
+  PlanMemo& plan_memo() { return plan_memo_; }
   CompileCounters* counters() const { return counters_.get(); }
   bool poison_outputs() const { return options_.poison_outputs; }
   void count_launches(int n) { launches_ += n; }
@@ -182,6 +185,7 @@ class FusedKernel {
   mutable std::mutex mu_;
   std::map<std::string, codegen::GeneratedKernel> kernels_;  // by layout key
   std::vector<std::string> variant_order_;  // kernels_' keys, in the order they were generated
+  PlanMemo plan_memo_;
   std::optional<codegen::GeneratedKernel> prepared_;  // what prepare() compiled (an injected failure included)
   codegen::GeneratedKernel profiled_;  // the kernel for the profiled types, without an injected failure
   GroupTrace trace_;                   // the group's profiler name (its kernel's)

@@ -10,6 +10,7 @@
 #include "codegen/schedule.h"
 #include "runtime/driver_api.h"
 #include "runtime/launch_util.h"
+#include "runtime/plan_memo.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -342,23 +343,42 @@ std::vector<std::vector<int64_t>> output_sizes(const FusionGroup& g, const codeg
   return sizes;
 }
 
-std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call) {
+namespace {
+
+// Both layouts a call of this shape may take, planned once per shape (PlanMemo).
+std::shared_ptr<const MemoPlan> plan_for(FusedKernel& fk, const CallInputs& call, const DeviceInfo& info) {
+  std::vector<int64_t> key = PlanMemo::key_of(call);
+  if (std::shared_ptr<const MemoPlan> known = fk.plan_memo().find(key)) return known;
   const FusionGroup& g = fk.group();
   const codegen::ScheduleUnit& unit = codegen::schedule_unit(g.schedule);
-  const ScheduleLauncher& launcher = launcher_for(g.schedule);
-  const DeviceInfo& info = device_info(call.device.index());
   const codegen::DeviceTarget target = target_of(info, fk.tuning());
   codegen::PlanRequest request{g, fk.group_analysis(), call.shapes, call.domain, target, fk.tuning(), true};
   request.cat_starts = &call.cat_starts;
-  codegen::KernelLayout layout = unit.plan(request);
-  if (!launcher.vectors_fit(layout, call)) {
-    request.allow_vector = false;
-    layout = unit.plan(request);
-  }
+  auto plan = std::make_shared<MemoPlan>();
+  plan->layout = unit.plan(request);
+  plan->key = codegen::variant_key(g.schedule, plan->layout);
+  request.allow_vector = false;
+  plan->scalar_layout = unit.plan(request);
+  plan->scalar_key = codegen::variant_key(g.schedule, plan->scalar_layout);
+  fk.plan_memo().store(std::move(key), plan);
+  return plan;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call) {
+  const FusionGroup& g = fk.group();
+  const ScheduleLauncher& launcher = launcher_for(g.schedule);
+  const DeviceInfo& info = device_info(call.device.index());
+  const std::shared_ptr<const MemoPlan> plan = plan_for(fk, call, info);
+  // Alignment of this call's pointers: the vector layout, or the one planned without vectors.
+  const bool vectors = launcher.vectors_fit(plan->layout, call);
+  const codegen::KernelLayout& layout = vectors ? plan->layout : plan->scalar_layout;
   auto out = allocate_outputs(fk, call);
   if (!launcher.has_work(layout)) return out;
-  const auto& kernel = fk.kernel_for(codegen::variant_key(g.schedule, layout),
-                                     [&] { return unit.generate(g, fk.group_analysis(), layout); });
+  const auto& kernel = fk.kernel_for(vectors ? plan->key : plan->scalar_key, [&] {
+    return codegen::schedule_unit(g.schedule).generate(g, fk.group_analysis(), layout);
+  });
   launcher.launch({fk, call, kernel, out, info}, layout);
   fk.count_launches(1);
   return out;
