@@ -90,6 +90,7 @@ std::string json_latency(const LatencyResult& l) {
   os << "], \"calls\": " << l.calls << ", \"check_passed\": " << (l.check_passed ? "true" : "false")
      << ", \"eager_us\": " << json_number(l.eager_us) << ", \"script_us\": " << json_number(l.script_us)
      << ", \"torchfuse_us\": " << json_number(l.torchfuse_us) << ", \"entry_checks_us\": " << json_number(l.entry_checks_us)
+     << ", \"alloc_us\": " << json_number(l.alloc_us) << ", \"direct\": " << (l.direct ? "true" : "false")
      << ", \"graphs_check_passed\": " << (l.graphs_check_passed ? "true" : "false")
      << ", \"graphs_us\": " << json_number(l.graphs_us) << ", \"graphs_static_zero_copy_us\": " << json_number(l.graphs_static_us)
      << ", \"error\": " << json_string(l.error)
@@ -189,9 +190,10 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
                static_cast<long long>(l.shape.at(0)), static_cast<long long>(l.shape.at(1)), l.calls,
                cell(l.eager_us, 1).c_str(), cell(l.script_us, 1).c_str(), cell(l.torchfuse_us, 1).c_str(),
                l.check_passed ? "" : " (torchfuse output did NOT match eager)");
-  os << format("  torchfuse: entry checks %s us, interpreter + fusion op + launch %s us; with CUDA graphs %s us, "
-               "static inputs and zero-copy outputs %s us%s\n",
-               cell(l.entry_checks_us, 1).c_str(), cell(l.torchfuse_us - l.entry_checks_us, 1).c_str(),
+  os << format("  torchfuse: entry checks %s us, %s + fusion op + launch %s us (of which allocating the output %s "
+               "us); with CUDA graphs %s us, static inputs and zero-copy outputs %s us%s\n",
+               cell(l.entry_checks_us, 1).c_str(), l.direct ? "direct call" : "interpreter",
+               cell(l.torchfuse_us - l.entry_checks_us, 1).c_str(), cell(l.alloc_us, 1).c_str(),
                cell(l.graphs_us, 1).c_str(), cell(l.graphs_static_us, 1).c_str(),
                l.graphs_check_passed ? "" : " (graphs' output did NOT match eager)");
 }

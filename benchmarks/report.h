@@ -46,6 +46,8 @@ struct LatencyResult {
   // CompiledModule's why_eager does just those), and the rest (the interpreter, the fusion op,
   // its kernel's launch) as the difference.
   double entry_checks_us = kNaN;
+  double alloc_us = kNaN;  // at::empty_like of the output alone: the caching allocator's share
+  bool direct = false;     // the specialization runs without the interpreter (one fusion node)
   // CompileOptions::cuda_graphs: outputs copied; and with the static inputs passed and
   // zero-copy outputs (no copy kernels: the replay alone).
   bool graphs_check_passed = false;

@@ -280,6 +280,9 @@ tb::LatencyResult measure_latency() {
     l.script_us = median_wall_us([&] { module.forward(inputs); });
     l.torchfuse_us = median_wall_us([&] { compiled.forward(inputs); });
     l.entry_checks_us = median_wall_us([&] { impl->why_eager(inputs); });
+    l.direct = impl->runs_direct(inputs);
+    const at::Tensor like = inputs.at(0).toTensor();
+    l.alloc_us = median_wall_us([&] { at::empty_like(like); });
     torchfuse::CompileOptions graphs;
     graphs.cuda_graphs = true;
     torchfuse::CompiledModule graphed = torchfuse::compile(module, graphs);

@@ -52,6 +52,14 @@ c10::IValue run_rewritten(const torch::jit::Code& code, const std::vector<c10::I
   return graph_result(stack);
 }
 
+}  // namespace
+
+c10::IValue Specialization::run(const std::vector<c10::IValue>& inputs) const {
+  return direct ? direct->run(inputs) : run_rewritten(*code, inputs);
+}
+
+namespace {
+
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0";
@@ -391,6 +399,7 @@ void CompiledModuleImpl::finish(Specialization& spec) const {
   for (const auto& k : spec.kernels) spec.kernel_ids.push_back(runtime::register_kernel(k));
   runtime::rewrite_graph(*spec.graph, *spec.conversion, spec.plan, spec.kernel_ids);
   spec.code = std::make_unique<torch::jit::Code>(spec.graph, "torchfuse_fused");
+  spec.direct = runtime::DirectCall::of(*spec.graph, spec.kernel_ids, spec.kernels);
 }
 
 void CompiledModuleImpl::bind_to_cuda(Specialization& spec, int device) const {
@@ -513,10 +522,9 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
   }
   ++fused_calls_;
   if (graphs_) {
-    return graphs_->call(inputs, *device, spec,
-                         [&spec](const std::vector<c10::IValue>& in) { return run_rewritten(*spec->code, in); });
+    return graphs_->call(inputs, *device, spec, [&spec](const std::vector<c10::IValue>& in) { return spec->run(in); });
   }
-  return run_rewritten(*spec->code, inputs);
+  return spec->run(inputs);
 }
 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {
@@ -596,6 +604,14 @@ Stats CompiledModuleImpl::stats() const {
     s.cuda_graph_refusals = std::move(g.refusals);
   }
   return s;
+}
+
+bool CompiledModuleImpl::runs_direct(const std::vector<c10::IValue>& given) const {
+  std::vector<c10::IValue> inputs = given;
+  check_arity(inputs);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = specs_.find(input_signature(inputs));
+  return it != specs_.end() && it->second->direct.has_value();
 }
 
 std::vector<at::Tensor> CompiledModuleImpl::cuda_graph_inputs(const std::vector<c10::IValue>& given) const {

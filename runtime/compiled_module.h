@@ -17,6 +17,7 @@
 
 #include "passes/fusion_plan.h"
 #include "runtime/cuda_graphs.h"
+#include "runtime/direct_call.h"
 #include "runtime/fused_kernel.h"
 #include "runtime/guards.h"
 #include "src/frontend.h"
@@ -36,6 +37,10 @@ struct Specialization {
   std::vector<int64_t> kernel_ids;                // registered ids; released in the destructor
   std::shared_ptr<torch::jit::Graph> graph;       // the rewritten graph (null until bound to CUDA)
   std::unique_ptr<torch::jit::Code> code;
+  // Set where the rewritten graph is one fusion node: calls skip the interpreter.
+  std::optional<runtime::DirectCall> direct;
+  // The rewritten graph on these inputs: directly, or through the interpreter.
+  c10::IValue run(const std::vector<c10::IValue>& inputs) const;
 
   ~Specialization();
 };
@@ -50,6 +55,9 @@ class CompiledModuleImpl {
   std::vector<KernelInfo> kernels() const;
   Stats stats() const;
   std::vector<at::Tensor> cuda_graph_inputs(const std::vector<c10::IValue>& inputs) const;
+  // For tests: whether the specialization of these inputs' signature runs without the
+  // interpreter (Specialization::direct); false before it is built.
+  bool runs_direct(const std::vector<c10::IValue>& inputs) const;
   std::string graph_for(const std::vector<c10::IValue>& inputs) const;
   std::vector<c10::ScalarType> value_dtypes(const std::vector<c10::IValue>& inputs) const;
   c10::IValue forward_reference(const std::vector<c10::IValue>& inputs) const;
