@@ -80,6 +80,14 @@ struct CompileOptions {
   // defaults and $TORCHFUSE_TUNE; for tuning runs. An unknown knob or a value out of range is an
   // Error when the module is compiled.
   std::string tune;
+  // Background compilation: the first calls of a new input signature run eager while its
+  // specialization (profiling, fusion, NVRTC) is built on the module's worker thread; once built,
+  // calls of it run fused. A new shape then starts at eager's latency instead of waiting for
+  // NVRTC. Calls of a signature being built never wait (Stats::async_pending_calls); a build that
+  // fails is logged once with the signature and not retried: that signature runs eager
+  // (Stats::async_failed_calls). Destroying the module waits for the build in progress and drops
+  // those not started. Also on with $TORCHFUSE_ASYNC_COMPILE=1. Off: the calling thread builds.
+  bool async_compile = false;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -126,7 +134,7 @@ struct GroupStats {
 
 struct Stats {
   int64_t specializations = 0;      // input signatures compiled
-  int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
+  int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached, async_compile)
   int64_t over_limit_calls = 0;     // ... of them, new signatures past max_specializations
   int64_t fused_calls = 0;          // calls that ran the fused graph
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
@@ -140,6 +148,11 @@ struct Stats {
   int64_t fallback_calls = 0;       // group calls that ran through ATen (every group's fallback_calls)
   int64_t oom_calls = 0;            // ... of them, because outputs ran out of CUDA memory
   std::vector<GroupStats> groups;   // every group of every specialization
+  // CompileOptions::async_compile:
+  int64_t async_pending_calls = 0;        // eager calls whose specialization was being built in the background
+  int64_t async_failed_calls = 0;         // eager calls whose specialization's background build had failed
+  int64_t background_builds = 0;          // specializations built in the background
+  int64_t background_build_failures = 0;  // background builds that threw (logged, not retried)
 };
 
 class CompiledModuleImpl;
