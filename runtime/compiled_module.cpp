@@ -436,6 +436,10 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
     auto it = specs_.find(sig);
     if (it != specs_.end()) return it->second;
     if (options_.async_compile && (building_.count(sig) || failed_builds_.count(sig))) {
+      auto failed = failed_builds_.find(sig);
+      // Strict runs nothing fusible in ATen for good: the calls get the build's error, as they
+      // would without async_compile.
+      if (failed != failed_builds_.end() && options_.strict) std::rethrow_exception(failed->second.error);
       *unbuilt = building_.count(sig) ? Unbuilt::pending : Unbuilt::failed;  // never waits
       return nullptr;
     }
@@ -530,13 +534,13 @@ void CompiledModuleImpl::background_build_failed(const std::string& sig, std::ex
   } catch (...) {
   }
   // Not retried (a failure of profiling or conversion would fail again): logged once, and the
-  // signature's calls run eager, counted in Stats::async_failed_calls.
+  // signature's calls run eager, counted in Stats::async_failed_calls (under strict they throw).
   log_warn("torchfuse: the background build of the specialization for input signature '" +
            sig.substr(0, sig.size() - 2) + "' failed; its calls run eager: " + what);
   std::lock_guard<std::mutex> lock(mu_);
   ++background_build_failures_;
   building_.erase(sig);
-  failed_builds_[sig] = what.substr(0, what.find('\n'));
+  failed_builds_[sig] = FailedBuild{error, what.substr(0, what.find('\n'))};
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
@@ -669,7 +673,7 @@ std::string CompiledModuleImpl::why_eager(const std::vector<c10::IValue>& given)
     if (specs_.count(sig)) return "";
     auto failed = failed_builds_.find(sig);
     if (options_.async_compile && building_.count(sig)) why = "its specialization is being compiled in the background";
-    else if (failed != failed_builds_.end()) why = "its specialization's background build failed: " + failed->second;
+    else if (failed != failed_builds_.end()) why = "its specialization's background build failed: " + failed->second.first_line;
     else why = "its input signature is past max_specializations";
   }
   return why;

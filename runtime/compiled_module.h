@@ -102,7 +102,8 @@ class CompiledModuleImpl {
   // The specialization for these inputs: built, being built by another thread (waits for it), or
   // built now by this thread, outside the module's lock. Null past max_specializations. Under
   // async_compile it never waits or builds: null while the signature builds in the background
-  // (this call queues the build of a new one) or after its background build failed.
+  // (this call queues the build of a new one) or after its background build failed (under
+  // strict, rethrows that build's error).
   std::shared_ptr<Specialization> specialization_for(const std::vector<c10::IValue>& inputs, c10::Device device,
                                                      Unbuilt* unbuilt);
   // Queues the build of signature `sig` (reserved in building_) on background_; the worker
@@ -153,9 +154,13 @@ class CompiledModuleImpl {
   std::shared_ptr<Specialization> latest_;
   std::vector<std::string> latest_guards_;
   bool warned_limit_ = false;
-  // async_compile: signatures whose background build threw, with the error's first line; their
-  // calls run eager and they are not built again.
-  std::map<std::string, std::string> failed_builds_;
+  // async_compile: signatures whose background build threw; they are not built again and their
+  // calls run eager (under strict, they throw the build's error).
+  struct FailedBuild {
+    std::exception_ptr error;
+    std::string first_line;  // of its message
+  };
+  std::map<std::string, FailedBuild> failed_builds_;
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
   std::atomic<int64_t> over_limit_calls_{0};

@@ -253,6 +253,45 @@ TEST(AsyncCompile, AFailedBuildLeavesItsSignatureEagerLoggedOnceAndCounted) {
   EXPECT_EQ(s.background_builds, 1);
 }
 
+// Under strict nothing fusible runs in ATen for good: after the background build failed, the
+// signature's calls throw its error (the call that queued it ran eager).
+TEST(AsyncCompile, UnderStrictAFailedBuildsCallsThrowItsError) {
+  BuildGate gate;
+  gate.fails = "f32";
+  auto options = async_options();
+  options.strict = true;
+  auto impl = on_fallbacks(options, gate.hooks());
+  const auto in = input_of(0);
+  testing::internal::CaptureStderr();
+  expect_same(impl->forward_eager(in), impl->forward(in), "the first call");
+  const bool failed = eventually([&] { return impl->stats().background_build_failures == 1; });
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(failed);
+  ASSERT_TRUE(eventually([&] { return impl->why_eager(in).find("failed") != std::string::npos; }));
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(tftest::error_of([&] { impl->forward(in); }), "torchfuse test: the build of f32 fails");
+  EXPECT_EQ(gate.builds_of("f32"), 1);
+  EXPECT_EQ(impl->stats().async_failed_calls, 0);
+}
+
+// The inputs a worker keeps: the caller's tensors, in a list of its own.
+TEST(AsyncCompile, TheWorkerKeepsTheTensorsInListsOfItsOwn) {
+  const at::Tensor a = torch::ones({2});
+  c10::List<at::Tensor> list({a});
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  dict.insert("a", a);
+  const std::vector<c10::IValue> in{a, list, dict};
+  const auto held = torchfuse::runtime::inputs_for_worker(in);
+  list.push_back(torch::zeros({2}));
+  dict.insert("b", a);
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_TRUE(held[0].toTensor().is_same(a));
+  ASSERT_EQ(held[1].toList().size(), 1u);
+  EXPECT_TRUE(held[1].toList().get(0).toTensor().is_same(a));
+  EXPECT_EQ(held[2].toGenericDict().size(), 1u);
+  EXPECT_TRUE(held[2].toGenericDict().at("a").toTensor().is_same(a));
+}
+
 // max_specializations counts builds in flight: while the only slot builds, a new signature runs
 // eager past the limit, and stays there after the build.
 TEST(AsyncCompile, BuildsInTheBackgroundCountTowardMaxSpecializations) {

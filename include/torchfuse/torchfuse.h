@@ -85,8 +85,9 @@ struct CompileOptions {
   // calls of it run fused. A new shape then starts at eager's latency instead of waiting for
   // NVRTC. Calls of a signature being built never wait (Stats::async_pending_calls); a build that
   // fails is logged once with the signature and not retried: that signature runs eager
-  // (Stats::async_failed_calls). Destroying the module waits for the build in progress and drops
-  // those not started. Also on with $TORCHFUSE_ASYNC_COMPILE=1. Off: the calling thread builds.
+  // (Stats::async_failed_calls; under `strict` its calls throw the build's error). Destroying the
+  // module waits for the build in progress and drops those not started. Also on with
+  // $TORCHFUSE_ASYNC_COMPILE=1. Off: the calling thread builds.
   bool async_compile = false;
 };
 
