@@ -83,6 +83,7 @@ CompileOptions validated(CompileOptions o) {
 CompileOptions resolve_env(CompileOptions o) {
   o.profile_kernels = o.profile_kernels || env_flag("TORCHFUSE_PROFILE_KERNELS");
   o.cuda_graphs = o.cuda_graphs || env_flag("TORCHFUSE_CUDA_GRAPHS");
+  o.async_compile = o.async_compile || env_flag("TORCHFUSE_ASYNC_COMPILE");
   o.debug_fail_kernels = runtime::FailureInjection::spec_from(o.debug_fail_kernels);
   return o;
 }
@@ -447,13 +448,21 @@ std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10:
 }
 
 std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std::vector<c10::IValue>& inputs,
-                                                                       c10::Device device) {
+                                                                       c10::Device device, Unbuilt* unbuilt) {
   const std::string sig = input_signature(inputs);
   std::promise<std::shared_ptr<Specialization>> promise;
   {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = specs_.find(sig);
     if (it != specs_.end()) return it->second;
+    if (options_.async_compile && (building_.count(sig) || failed_builds_.count(sig))) {
+      auto failed = failed_builds_.find(sig);
+      // Strict runs nothing fusible in ATen for good: the calls get the build's error, as they
+      // would without async_compile.
+      if (failed != failed_builds_.end() && options_.strict) std::rethrow_exception(failed->second.error);
+      *unbuilt = building_.count(sig) ? Unbuilt::pending : Unbuilt::failed;  // never waits
+      return nullptr;
+    }
     auto pending = building_.find(sig);
     if (pending != building_.end()) {
       // Another thread builds this signature: wait for it (its error, if any, is this call's too).
@@ -470,6 +479,7 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
                              " specializations compiled (max_specializations); new input signatures run eager"));
         warned_limit_ = true;
       }
+      *unbuilt = Unbuilt::over_limit;
       return nullptr;
     }
     if (logs_.recompiles) {
@@ -478,6 +488,11 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
     }
     latest_guards_ = input_guards(inputs);
     building_.emplace(sig, promise.get_future().share());
+  }
+  if (options_.async_compile) {
+    build_in_background(sig, inputs, device, std::move(promise));
+    *unbuilt = Unbuilt::pending;
+    return nullptr;
   }
   // Built without the module's lock: calls of built signatures, and builds of other signatures,
   // go on meanwhile (profiling, conversion, fusion and NVRTC take milliseconds to seconds).
@@ -492,15 +507,60 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
     promise.set_exception(std::current_exception());
     throw;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    built->index = static_cast<int>(specs_.size());
-    specs_[sig] = built;
-    building_.erase(sig);
-    latest_ = built;
-  }
+  publish(sig, built);
   promise.set_value(built);
   return built;
+}
+
+void CompiledModuleImpl::publish(const std::string& sig, const std::shared_ptr<Specialization>& built) {
+  std::lock_guard<std::mutex> lock(mu_);
+  built->index = static_cast<int>(specs_.size());
+  specs_[sig] = built;
+  building_.erase(sig);
+  latest_ = built;
+}
+
+void CompiledModuleImpl::build_in_background(const std::string& sig, const std::vector<c10::IValue>& inputs,
+                                             c10::Device device,
+                                             std::promise<std::shared_ptr<Specialization>> promise) {
+  // The worker keeps the call's tensors alive (refcounts) and reads them on its own stream after
+  // the caller's stream work that made them (BackgroundBuilds::submit); the caller runs eager.
+  // `this` stays valid: background_, destroyed first, waits for the running build.
+  auto done = std::make_shared<std::promise<std::shared_ptr<Specialization>>>(std::move(promise));
+  auto build_job = [this, sig, device, done, held = runtime::inputs_for_worker(inputs)] {
+    std::shared_ptr<Specialization> built = build(held, device);
+    ++background_builds_;  // (before publishing: who sees the specialization sees it counted)
+    publish(sig, built);
+    if (logs_.recompiles) log_info(detail::cat("recompiles: specialization #", built->index, " built in the background"));
+    done->set_value(built);
+  };
+  auto on_failure = [this, sig, done](std::exception_ptr error) {
+    background_build_failed(sig, error);
+    done->set_exception(error);
+  };
+  try {
+    background_.submit(device, std::move(build_job), on_failure);
+  } catch (...) {
+    on_failure(std::current_exception());  // no worker or no CUDA event: as a failed build
+  }
+}
+
+void CompiledModuleImpl::background_build_failed(const std::string& sig, std::exception_ptr error) {
+  std::string what = "(not a std::exception)";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  // Not retried (a failure of profiling or conversion would fail again): logged once, and the
+  // signature's calls run eager, counted in Stats::async_failed_calls (under strict they throw).
+  log_warn("torchfuse: the background build of the specialization for input signature '" +
+           sig.substr(0, sig.size() - 2) + "' failed; its calls run eager: " + what);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++background_build_failures_;
+  building_.erase(sig);
+  failed_builds_[sig] = FailedBuild{error, what.substr(0, what.find('\n'))};
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
@@ -514,10 +574,13 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
     ++eager_calls_;
     return run_eager(inputs);
   }
-  std::shared_ptr<Specialization> spec = specialization_for(inputs, *device);
+  Unbuilt unbuilt = Unbuilt::over_limit;
+  std::shared_ptr<Specialization> spec = specialization_for(inputs, *device, &unbuilt);
   if (!spec) {
     ++eager_calls_;
-    ++over_limit_calls_;
+    if (unbuilt == Unbuilt::pending) ++async_pending_calls_;
+    else if (unbuilt == Unbuilt::failed) ++async_failed_calls_;
+    else ++over_limit_calls_;
     return run_eager(inputs);
   }
   ++fused_calls_;
@@ -590,6 +653,10 @@ Stats CompiledModuleImpl::stats() const {
   s.eager_calls = eager_calls_;
   s.fused_calls = fused_calls_;
   s.over_limit_calls = over_limit_calls_;
+  s.async_pending_calls = async_pending_calls_;
+  s.async_failed_calls = async_failed_calls_;
+  s.background_builds = background_builds_;
+  s.background_build_failures = background_build_failures_;
   s.kernels_compiled = counters_->nvrtc_compiles;
   s.kernel_memory_hits = counters_->memory_hits;
   s.kernel_disk_hits = counters_->disk_hits;
@@ -654,7 +721,12 @@ std::string CompiledModuleImpl::why_eager(const std::vector<c10::IValue>& given)
   std::string why;
   if (fused_device(inputs, &why)) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!specs_.count(input_signature(inputs))) why = "its input signature is past max_specializations";
+    const std::string sig = input_signature(inputs);
+    if (specs_.count(sig)) return "";
+    auto failed = failed_builds_.find(sig);
+    if (options_.async_compile && building_.count(sig)) why = "its specialization is being compiled in the background";
+    else if (failed != failed_builds_.end()) why = "its specialization's background build failed: " + failed->second.first_line;
+    else why = "its input signature is past max_specializations";
   }
   return why;
 }

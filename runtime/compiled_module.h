@@ -16,6 +16,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "passes/fusion_plan.h"
+#include "runtime/background_builds.h"
 #include "runtime/cuda_graphs.h"
 #include "runtime/direct_call.h"
 #include "runtime/fused_kernel.h"
@@ -64,8 +65,9 @@ class CompiledModuleImpl {
   // The fusion groups of the specialization these inputs' signature has (none before a fused
   // call built it), in group order.
   std::vector<std::shared_ptr<runtime::FusedKernel>> group_kernels(const std::vector<c10::IValue>& inputs) const;
-  // Why forward() runs these inputs eager ("" where it runs fused): fused_device's reasons, or
-  // past max_specializations.
+  // Why forward() runs these inputs eager ("" where it runs fused): fused_device's reasons, past
+  // max_specializations, or (async_compile) its specialization being compiled in the background
+  // or its background build having failed.
   std::string why_eager(const std::vector<c10::IValue>& inputs) const;
   // For tests without a GPU: builds the specialization for these inputs with every group on its
   // fallback graph (no kernel compiled) and runs the rewritten graph, FusionGroup nodes included.
@@ -105,9 +107,22 @@ class CompiledModuleImpl {
   void bind_to_cuda(Specialization& spec, int device) const;
   // Puts every group on its fallback graph (no kernel), registers them and rewrites the graph.
   void bind_to_fallbacks(Specialization& spec) const;
+  // Why specialization_for returned no specialization.
+  enum class Unbuilt { over_limit, pending, failed };
   // The specialization for these inputs: built, being built by another thread (waits for it), or
-  // built now by this thread, outside the module's lock. Null past max_specializations.
-  std::shared_ptr<Specialization> specialization_for(const std::vector<c10::IValue>& inputs, c10::Device device);
+  // built now by this thread, outside the module's lock. Null past max_specializations. Under
+  // async_compile it never waits or builds: null while the signature builds in the background
+  // (this call queues the build of a new one) or after its background build failed (under
+  // strict, rethrows that build's error).
+  std::shared_ptr<Specialization> specialization_for(const std::vector<c10::IValue>& inputs, c10::Device device,
+                                                     Unbuilt* unbuilt);
+  // Queues the build of signature `sig` (reserved in building_) on background_; the worker
+  // publishes it, or records the failure in failed_builds_.
+  void build_in_background(const std::string& sig, const std::vector<c10::IValue>& inputs, c10::Device device,
+                           std::promise<std::shared_ptr<Specialization>> promise);
+  void background_build_failed(const std::string& sig, std::exception_ptr error);
+  // Makes a built specialization the one of `sig` (in specs_, out of building_); takes mu_.
+  void publish(const std::string& sig, const std::shared_ptr<Specialization>& built);
   // analyze + bind, for `device` (CPU: the test hooks' fallback-only specializations).
   std::shared_ptr<Specialization> build(const std::vector<c10::IValue>& inputs, c10::Device device) const;
   // The CUDA device the call runs fused on, or nullopt where it runs eager: the graph writes its
@@ -149,12 +164,27 @@ class CompiledModuleImpl {
   std::shared_ptr<Specialization> latest_;
   std::vector<std::string> latest_guards_;
   bool warned_limit_ = false;
+  // async_compile: signatures whose background build threw; they are not built again and their
+  // calls run eager (under strict, they throw the build's error).
+  struct FailedBuild {
+    std::exception_ptr error;
+    std::string first_line;  // of its message
+  };
+  std::map<std::string, FailedBuild> failed_builds_;
   std::atomic<int64_t> eager_calls_{0};
   std::atomic<int64_t> fused_calls_{0};
   std::atomic<int64_t> over_limit_calls_{0};
-  // CompileOptions::cuda_graphs (null without). Declared last: its graphs go before the
-  // specializations whose kernels they launch.
+  // CompileOptions::cuda_graphs (null without). Declared after the specializations: its graphs
+  // go before the specializations whose kernels they launch.
   std::unique_ptr<runtime::GraphRunner> graphs_;
+  std::atomic<int64_t> async_pending_calls_{0};
+  std::atomic<int64_t> async_failed_calls_{0};
+  std::atomic<int64_t> background_builds_{0};
+  std::atomic<int64_t> background_build_failures_{0};
+
+  // Last, so that it is destroyed first: its destructor waits for the build running on its
+  // worker, which uses the members above (and `this`); builds not started are dropped.
+  runtime::BackgroundBuilds background_;
 };
 
 }  // namespace torchfuse

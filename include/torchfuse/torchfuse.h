@@ -96,6 +96,15 @@ struct CompileOptions {
   // until the next call of this module with the same input signature, which overwrites them (in
   // any thread): copy what must outlive it. Saves one copy per output.
   bool cuda_graph_zero_copy_outputs = false;
+  // Background compilation: the first calls of a new input signature run eager while its
+  // specialization (profiling, fusion, NVRTC) is built on the module's worker thread; once built,
+  // calls of it run fused. A new shape then starts at eager's latency instead of waiting for
+  // NVRTC. Calls of a signature being built never wait (Stats::async_pending_calls); a build that
+  // fails is logged once with the signature and not retried: that signature runs eager
+  // (Stats::async_failed_calls; under `strict` its calls throw the build's error). Destroying the
+  // module waits for the build in progress and drops those not started. Also on with
+  // $TORCHFUSE_ASYNC_COMPILE=1. Off: the calling thread builds.
+  bool async_compile = false;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -145,7 +154,7 @@ struct GroupStats {
 
 struct Stats {
   int64_t specializations = 0;      // input signatures compiled
-  int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached)
+  int64_t eager_calls = 0;          // calls that ran eager (CPU inputs, grad, limit reached, async_compile)
   int64_t over_limit_calls = 0;     // ... of them, new signatures past max_specializations
   int64_t fused_calls = 0;          // calls that ran the fused graph
   int64_t kernels_compiled = 0;     // NVRTC compilations done by this module
@@ -168,6 +177,11 @@ struct Stats {
   int64_t cuda_graph_input_copies = 0;
   std::vector<std::string> cuda_graph_refusals;
   std::vector<GroupStats> groups;   // every group of every specialization
+  // CompileOptions::async_compile:
+  int64_t async_pending_calls = 0;        // eager calls whose specialization was being built in the background
+  int64_t async_failed_calls = 0;         // eager calls whose specialization's background build had failed
+  int64_t background_builds = 0;          // specializations built in the background
+  int64_t background_build_failures = 0;  // background builds that threw (logged, not retried)
 };
 
 class CompiledModuleImpl;
