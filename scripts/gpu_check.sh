@@ -47,6 +47,9 @@ bash scripts/check_layers.sh >"$OUT/layers.log" 2>&1 || status=1
 if [ "${STRESS_SECONDS:-20}" != 0 ]; then
   "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
     --streams "${STRESS_STREAMS:-4}" >"$OUT/stress.log" 2>&1 || status=1
+  # The same with CUDA graphs: captures and replays from every thread and stream.
+  "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
+    --streams "${STRESS_STREAMS:-4}" --cuda-graphs >"$OUT/stress_graphs.log" 2>&1 || status=1
 fi
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
 if [ "${COMPILE_TIMES:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
@@ -68,6 +71,7 @@ for f in cpu_tests gpu_tests gpu_reduction_tests nvtx_tests replay_tests cli_tes
 done
 echo "layers: $(tail -1 "$OUT/layers.log")"
 [ -f "$OUT/stress.log" ] && sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/stress.log"
+[ -f "$OUT/stress_graphs.log" ] && sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/stress_graphs.log"
 echo "demo: $(tail -1 "$OUT/demo.log")"
 for run in cold warm; do
   [ -f "$OUT/compile_$run.log" ] || continue
