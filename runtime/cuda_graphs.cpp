@@ -21,7 +21,6 @@ struct GraphRunner::Entry {
   std::string described;
   std::unique_ptr<CapturedGraph> graph;
   std::vector<at::Tensor> statics;   // per input tensor (in flatten order): its sizes and strides, memory of its own
-  std::vector<c10::IValue> static_values;
   c10::IValue outputs;               // the graph's own, in its memory pool
   CounterArena counters;
   std::shared_ptr<void> keep;
@@ -286,9 +285,10 @@ c10::IValue GraphRunner::capture(Entry& entry, const std::vector<c10::IValue>& i
   // Built aside and published under mu_ (static_inputs() and status() read the entry there).
   std::vector<at::Tensor> given, statics;
   for (const auto& v : inputs) flatten(v, given);
+  const CUstream raw = current_stream(device);
   for (const at::Tensor& t : given) {
     statics.push_back(at::empty_strided(t.sizes(), t.strides(), t.options()));
-    copy_span(statics.back(), t, current_stream(device));
+    copy_span(statics.back(), t, raw);
   }
   std::vector<c10::IValue> static_values;
   size_t next = 0;
@@ -318,7 +318,6 @@ c10::IValue GraphRunner::capture(Entry& entry, const std::vector<c10::IValue>& i
   }
   entry.graph = std::move(graph);
   entry.statics = std::move(statics);
-  entry.static_values = std::move(static_values);
   entry.outputs = std::move(outputs);
   entry.counters = std::move(counters);
   entry.keep = std::move(keep);
