@@ -101,6 +101,9 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
       // parameters would see that write twice, so it always runs eager.
       writes_inputs_(writes_to_inputs_or_constants(graph_)) {
   runtime::register_fusion_op();
+  rewrite_options_.attention = options_.rewrite_attention;
+  rewrite_options_.gemm_epilogues = options_.gemm_epilogues;
+  rewrite_options_.logs = logs_;
   // Where the frozen parameters live, for the message of a device mix.
   for (torch::jit::Node* n : graph_->nodes()) {
     if (n->kind() != c10::prim::Constant || !n->output()->type()->cast<c10::TensorType>()) continue;
@@ -348,7 +351,12 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   auto spec = std::make_unique<Specialization>();
   auto graph = graph_->copy();
   Profile profile = profile_graph(graph, inputs);
+  RewriteReport rewrites = run_graph_rewrites(*graph, profile, rewrite_options_);
+  // Rewritten nodes are new values the profile has not seen: profile the rewritten graph, whose
+  // result is then the one later calls reproduce.
+  if (!rewrites.applied.empty()) profile = profile_graph(graph, inputs);
   if (result) *result = profile.result;
+  spec->rewrites = std::move(rewrites.applied);
   spec->conversion = std::make_shared<Conversion>(convert_to_ir(*graph, profile));
   spec->graph = graph;  // the graph the conversion points into
   const ir::Graph& ir_graph = *spec->conversion->graph;
@@ -360,6 +368,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   PassContext ctx(ir_graph, options_.strict ? 1 : options_.min_group_size, logs_);
   // Ops a converter declined never reached the passes: their reasons come first, in
   // explain().refused and the fusion log alike.
+  for (const std::string& why : rewrites.refused) ctx.refuse(why, {});
   for (const std::string& why : spec->conversion->declined) ctx.refuse(why, {});
   run_fusion_passes(ctx);
   spec->plan = std::move(ctx.plan);
@@ -598,6 +607,7 @@ Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, b
   e.ir_before = spec->ir_before;
   e.ir_after = spec->ir_after;
   e.refused = spec->plan.refusals;
+  e.rewrites = spec->rewrites;
   e.arch = options_.offline_arch;
   e.cuda_graphs = "off";
   if (graphs_) {

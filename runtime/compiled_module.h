@@ -16,6 +16,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "passes/fusion_plan.h"
+#include "passes/graph_rewrites.h"
 #include "runtime/background_builds.h"
 #include "runtime/cuda_graphs.h"
 #include "runtime/direct_call.h"
@@ -32,6 +33,7 @@ struct Specialization {
   int index = 0;                           // in the order specializations were built
   std::shared_ptr<Conversion> conversion;  // owns the IR the kernels point into
   FusionPlan plan;
+  std::vector<std::string> rewrites;  // graph rewrites done before conversion
   std::string ir_before;
   std::string ir_after;
   std::vector<std::shared_ptr<runtime::FusedKernel>> kernels;
@@ -147,6 +149,7 @@ class CompiledModuleImpl {
   std::shared_ptr<torch::jit::Graph> graph_;
   CompileOptions options_;
   LogSwitches logs_;
+  RewriteOptions rewrite_options_;
   codegen::Tuning tuning_;  // resolved once (runtime/process_tuning.h), handed down to every kernel
   torch::jit::Code eager_code_;
   std::shared_ptr<runtime::CompileCounters> counters_;

@@ -105,6 +105,16 @@ struct CompileOptions {
   // module waits for the build in progress and drops those not started. Also on with
   // $TORCHFUSE_ASYNC_COMPILE=1. Off: the calling thread builds.
   bool async_compile = false;
+  // Graph rewrites before fusion (explain().rewrites lists what each did, explain().refused what
+  // it left alone and why; the "fusion" log says both):
+  // attention spelled out as matmul(q, k^T), scaling, an optional mask, softmax(-1), eval-mode
+  // dropout and matmul(., v) becomes one call of ATen's scaled-dot-product attention (flash,
+  // memory-efficient or cuDNN kernels), where its semantics provably match.
+  bool rewrite_attention = true;
+  // linear/addmm/matmul followed by a bias add, an activation (GELU, ReLU), a residual add or a
+  // cast becomes one cuBLASLt call with the matching epilogue (CUDA tensors; elsewhere the call
+  // runs the same ops through ATen).
+  bool gemm_epilogues = true;
 };
 
 // What compile() built for one input signature; also what explain() returns.
@@ -120,7 +130,8 @@ struct Explanation {
   std::string ir_after;              // after the fusion passes
   std::string rewritten_graph;       // the TorchScript graph with fusion nodes
   std::vector<KernelInfo> kernels;   // one per fusion group
-  std::vector<std::string> refused;  // every refused fusion with its reason
+  std::vector<std::string> refused;  // every refused fusion or rewrite with its reason
+  std::vector<std::string> rewrites; // graph rewrites done (CompileOptions::rewrite_attention, ...)
   // With CompileOptions::cuda_graphs, what becomes of these inputs' calls: "captured", "not
   // captured yet (1 of 2 warm-up calls run)", "uncaptured: <why>"; "off" without the option.
   std::string cuda_graphs;

@@ -1,0 +1,57 @@
+#include "passes/graph_rewrites.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include "passes/rewrite_attention.h"
+#include "passes/rewrite_gemm_epilogues.h"
+
+namespace torchfuse {
+
+void RewriteContext::applied(const std::string& what) {
+  report.applied.push_back(what);
+  if (logs.fusion) log_info("rewrite: " + what);
+}
+
+void RewriteContext::refused(const std::string& why) {
+  report.refused.push_back(why);
+  if (logs.fusion) log_info("rewrite refused: " + why);
+}
+
+const ir::Type* RewriteContext::type_of(const torch::jit::Value* v) const {
+  auto it = profile.types.find(v);
+  return it == profile.types.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+struct Rewrite {
+  const char* name;
+  bool RewriteOptions::*enabled;
+  void (*run)(RewriteContext&);
+};
+
+// Order matters: attention goes first. Its two matmuls would otherwise be GEMMs that
+// rewrite_gemm_epilogues could claim (the scores' scaling as an epilogue), and the fused
+// attention kernel saves far more than an epilogue does.
+const Rewrite kRewrites[] = {
+    {"rewrite_attention", &RewriteOptions::attention, rewrite_attention},
+    {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
+};
+
+}  // namespace
+
+RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options) {
+  RewriteContext ctx(graph, profile, options.logs);
+  for (const Rewrite& r : kRewrites) {
+    if (!(options.*r.enabled)) continue;
+    const size_t before = ctx.report.applied.size();
+    r.run(ctx);
+    if (ctx.report.applied.size() == before) continue;
+    torch::jit::EliminateDeadCode(graph.block());
+    if (options.logs.passes) log_info(std::string("graph after ") + r.name + ":\n" + graph.toString());
+  }
+  return std::move(ctx.report);
+}
+
+}  // namespace torchfuse

@@ -1,0 +1,54 @@
+// Rewrites of the TorchScript graph before it is converted to torchfuse's IR: patterns that have a
+// better kernel than the ops that spell them (attention -> one fused-attention call; a GEMM and
+// its epilogue -> one cuBLASLt call). The rewritten nodes are opaque to the fusion passes and run
+// through ATen or cuBLASLt; everything around them still fuses.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/frontend.h"
+#include "src/logging.h"
+
+namespace torch {
+namespace jit {
+struct Graph;
+}  // namespace jit
+}  // namespace torch
+
+namespace torchfuse {
+
+struct RewriteOptions {
+  bool attention = true;       // CompileOptions::rewrite_attention
+  bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
+  LogSwitches logs;
+};
+
+// What the rewrites did: one line per pattern replaced ("attention %12 -> torchfuse::attention
+// (scale 0.125, additive mask)") and one per pattern found but left alone, with the reason.
+struct RewriteReport {
+  std::vector<std::string> applied;
+  std::vector<std::string> refused;
+};
+
+// What every rewrite sees. `profile` holds the types of the values of the graph as it was
+// profiled: values a rewrite creates have none (the caller profiles again after a change).
+struct RewriteContext {
+  torch::jit::Graph& graph;
+  const Profile& profile;
+  LogSwitches logs;
+  RewriteReport report;
+
+  RewriteContext(torch::jit::Graph& g, const Profile& p, LogSwitches l) : graph(g), profile(p), logs(l) {}
+  // Record (and log under "fusion") a rewrite done or refused.
+  void applied(const std::string& what);
+  void refused(const std::string& why);
+  // The profiled type of a value, or nullptr for values the profile did not see.
+  const ir::Type* type_of(const torch::jit::Value* v) const;
+};
+
+// Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).
+RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options);
+
+}  // namespace torchfuse

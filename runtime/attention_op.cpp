@@ -1,0 +1,1 @@
+// torchfuse::attention (see attention_op.h).
