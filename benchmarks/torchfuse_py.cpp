@@ -71,6 +71,7 @@ pybind11::dict explain(const torchfuse::CompiledModule& module, const pybind11::
   pybind11::dict d;
   d["kernels"] = kernels;
   d["refused"] = e.refused;
+  d["rewrites"] = e.rewrites;
   d["ir_after"] = e.ir_after;
   return d;
 }

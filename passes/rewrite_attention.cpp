@@ -1,7 +1,379 @@
 #include "passes/rewrite_attention.h"
 
-namespace torchfuse {
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
-void rewrite_attention(RewriteContext&) {}
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "src/ir.h"
+
+namespace torchfuse {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// The op runtime/attention_op.cpp registers under this name.
+const c10::Symbol& attention_op() {
+  static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::attention");
+  return s;
+}
+
+bool is(const Node* n, const char* qual_name) { return n->kind() == c10::Symbol::fromQualString(qual_name); }
+
+std::string name(const Value* v) { return "%" + v->debugName(); }
+
+// The number a constant holds: an int, a float, or a 0-dim tensor (the tracer's scalars).
+std::optional<double> constant_number(Value* v) {
+  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  if (!iv) return std::nullopt;
+  if (iv->isDouble()) return iv->toDouble();
+  if (iv->isInt()) return static_cast<double>(iv->toInt());
+  if (iv->isTensor()) {
+    const at::Tensor& t = iv->toTensor();
+    if (t.defined() && t.dim() == 0 && (t.is_floating_point() || !t.is_complex())) return t.item<double>();
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> constant_bool(Value* v) {
+  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isBool()) return std::nullopt;
+  return iv->toBool();
+}
+
+int64_t normalized_dim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+
+// What a pattern turned out to be. `intermediates` are the values only the pattern may read.
+struct Attention {
+  Node* out = nullptr;  // matmul(probs, value)
+  Value* query = nullptr;
+  Value* key_t = nullptr;  // key^T as the scores' matmul reads it
+  Value* key = nullptr;    // key itself where key_t is its transpose (else null: one is inserted)
+  Value* value = nullptr;
+  Value* scores = nullptr;  // matmul(query, key_t)
+  double scale = 1.0;
+  Value* additive_mask = nullptr;
+  Value* excluded = nullptr;  // boolean: true where masked_fill/where excludes the position
+  Value* kept = nullptr;      // boolean: true where where() keeps the score
+  Value* softmax_in = nullptr;
+  Node* softmax = nullptr;
+  // From the output backwards: the probabilities' casts and dropouts, the softmax (at
+  // softmax_index), the mask and scaling steps, the scores.
+  std::vector<Value*> intermediates;
+  size_t softmax_index = 0;
+};
+
+// Outcome of matching one candidate: not attention at all (silently skipped), attention the
+// rewrite must leave alone (with the reason), or a match.
+struct MatchResult {
+  bool is_attention = false;
+  std::string refusal;
+  Attention found;
+};
+
+class Matcher {
+ public:
+  explicit Matcher(const RewriteContext& ctx) : ctx_(ctx) {}
+
+  MatchResult match(Node* out) {
+    MatchResult r;
+    if (!(is(out, "aten::matmul") || is(out, "aten::bmm"))) return r;
+    Attention& a = r.found;
+    a.out = out;
+    a.value = out->input(1);
+    Value* probs = skip_to_softmax(out->input(0), a);
+    if (!probs) return r;
+    r.is_attention = true;
+    r.refusal = check_softmax(a);
+    if (!r.refusal.empty()) return r;
+    r.refusal = match_mask(a.softmax_in, a);
+    if (!r.refusal.empty()) return r;
+    r.refusal = check_types(a);
+    if (!r.refusal.empty()) return r;
+    r.refusal = check_single_uses(a);
+    return r;
+  }
+
+ private:
+  const ir::Type* tensor_type(const Value* v) const {
+    const ir::Type* t = ctx_.type_of(v);
+    return t && t->is_tensor() ? t : nullptr;
+  }
+
+  // probs -> softmax through eval-mode dropout and casts. Returns null when no softmax is there.
+  Value* skip_to_softmax(Value* x, Attention& a) {
+    for (;;) {
+      Node* p = x->node();
+      if (is(p, "aten::softmax") || is(p, "aten::_softmax")) {
+        a.intermediates.push_back(x);
+        a.softmax_index = a.intermediates.size() - 1;
+        a.softmax = p;
+        a.softmax_in = p->input(0);
+        return x;
+      }
+      const bool dropout = is(p, "aten::dropout") || is(p, "aten::feature_dropout") || is(p, "aten::alpha_dropout");
+      if (dropout && p->inputs().size() == 3 && constant_bool(p->input(2)) == false) {
+        a.intermediates.push_back(x);
+        x = p->input(0);
+        continue;
+      }
+      if (is(p, "aten::to") || is(p, "aten::type_as")) {
+        a.intermediates.push_back(x);
+        x = p->input(0);
+        continue;
+      }
+      return nullptr;
+    }
+  }
+
+  std::string check_softmax(Attention& a) {
+    const ir::Type* in = tensor_type(a.softmax_in);
+    if (!in) return "the softmax input's type is unknown";
+    const std::optional<c10::IValue> dim = torch::jit::toIValue(a.softmax->input(1));
+    if (!dim || !dim->isInt() || normalized_dim(dim->toInt(), in->rank()) != in->rank() - 1)
+      return "softmax is not over the last dim";
+    if (is(a.softmax, "aten::_softmax") && constant_bool(a.softmax->input(2)) != false)
+      return "_softmax with half_to_float";
+    return "";
+  }
+
+  // Scores -> scaling -> one optional mask: additive, masked_fill or where with -inf.
+  std::string match_mask(Value* x, Attention& a) {
+    Node* p = x->node();
+    if (is(p, "aten::add") && p->inputs().size() == 3) {
+      if (constant_number(p->input(2)) != 1.0) return "the mask is added with alpha != 1";
+      a.intermediates.push_back(x);
+      if (match_scaled_scores(p->input(0), a)) {
+        a.additive_mask = p->input(1);
+        return "";
+      }
+      if (match_scaled_scores(p->input(1), a)) {
+        a.additive_mask = p->input(0);
+        return "";
+      }
+      return "neither operand of the add is the scaled matmul(query, key^T)";
+    }
+    if (is(p, "aten::masked_fill")) {
+      a.intermediates.push_back(x);
+      const std::string fill = check_minus_inf(p->input(2));
+      if (!fill.empty()) return "masked_fill " + fill;
+      a.excluded = p->input(1);
+      if (!match_scaled_scores(p->input(0), a)) return "masked_fill's input is not the scaled matmul(query, key^T)";
+      return "";
+    }
+    if (is(p, "aten::where") && p->inputs().size() == 3) {
+      a.intermediates.push_back(x);
+      if (check_minus_inf(p->input(2)).empty() && match_scaled_scores(p->input(1), a)) {
+        a.kept = p->input(0);
+        return "";
+      }
+      if (check_minus_inf(p->input(1)).empty() && match_scaled_scores(p->input(2), a)) {
+        a.excluded = p->input(0);
+        return "";
+      }
+      return "where() does not pick between the scaled scores and -inf";
+    }
+    if (match_scaled_scores(x, a)) return "";
+    return "the softmax input is not matmul(query, key^T), scaled and masked";
+  }
+
+  // -inf: eager's masked positions get exactly 0 weight and fully masked rows NaN, which the
+  // attention call reproduces. A finite fill (finfo.min) gives fully masked rows the average of
+  // the values instead, which it does not.
+  std::string check_minus_inf(Value* fill) {
+    const std::optional<double> f = constant_number(fill);
+    if (!f) return "fills with a value computed at run time";
+    if (*f == -std::numeric_limits<double>::infinity()) return "";
+    std::ostringstream os;
+    os.imbue(std::locale::classic());
+    os << "fills with " << *f << ", not -inf (fully masked rows would differ)";
+    return os.str();
+  }
+
+  // scores (* c | / c)* where scores = matmul(query, key_t).
+  bool match_scaled_scores(Value* x, Attention& a) {
+    const size_t mark = a.intermediates.size();
+    double scale = 1.0;
+    for (;;) {
+      Node* p = x->node();
+      if ((is(p, "aten::mul") || is(p, "aten::div")) && p->inputs().size() == 2) {
+        const bool div = is(p, "aten::div");
+        std::optional<double> c = constant_number(p->input(1));
+        Value* other = p->input(0);
+        if (!c && !div) {
+          c = constant_number(p->input(0));
+          other = p->input(1);
+        }
+        if (!c || *c == 0.0 || !std::isfinite(*c)) break;
+        scale = div ? scale / *c : scale * *c;
+        a.intermediates.push_back(x);
+        x = other;
+        continue;
+      }
+      if (is(p, "aten::matmul") || is(p, "aten::bmm")) {
+        a.intermediates.push_back(x);
+        a.scores = x;
+        a.query = p->input(0);
+        a.key_t = p->input(1);
+        a.scale = scale;
+        a.key = key_of(a.key_t);
+        return true;
+      }
+      break;
+    }
+    a.intermediates.resize(mark);
+    return false;
+  }
+
+  // k where key_t is k.transpose(-2, -1) (or a permute swapping the last two dims).
+  Value* key_of(Value* key_t) {
+    const ir::Type* t = tensor_type(key_t);
+    if (!t) return nullptr;
+    const int64_t rank = t->rank();
+    Node* p = key_t->node();
+    if (is(p, "aten::transpose") && p->inputs().size() == 3) {
+      const std::optional<c10::IValue> d0 = torch::jit::toIValue(p->input(1));
+      const std::optional<c10::IValue> d1 = torch::jit::toIValue(p->input(2));
+      if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return nullptr;
+      const int64_t a = normalized_dim(d0->toInt(), rank), b = normalized_dim(d1->toInt(), rank);
+      if (std::min(a, b) == rank - 2 && std::max(a, b) == rank - 1) return p->input(0);
+      return nullptr;
+    }
+    if (is(p, "aten::permute") && p->inputs().size() == 2) {
+      const std::optional<c10::IValue> dims = torch::jit::toIValue(p->input(1));
+      if (!dims || !dims->isIntList()) return nullptr;
+      const std::vector<int64_t> d = dims->toIntVector();
+      if (static_cast<int64_t>(d.size()) != rank) return nullptr;
+      for (int64_t i = 0; i < rank - 2; ++i)
+        if (normalized_dim(d[i], rank) != i) return nullptr;
+      if (normalized_dim(d[rank - 2], rank) != rank - 1 || normalized_dim(d[rank - 1], rank) != rank - 2) return nullptr;
+      return p->input(0);
+    }
+    return nullptr;
+  }
+
+  std::string check_types(const Attention& a) {
+    const ir::Type* q = tensor_type(a.query);
+    const ir::Type* kt = tensor_type(a.key_t);
+    const ir::Type* v = tensor_type(a.value);
+    const ir::Type* s = tensor_type(a.scores);
+    const ir::Type* out = tensor_type(a.out->output());
+    if (!q || !kt || !v || !s || !out) return "the types of query, key or value are unknown";
+    const c10::ScalarType dt = q->dtype;
+    if (!c10::isFloatingType(dt)) return std::string("query is ") + ir::dtype_short_name(dt) + ", not floating";
+    if (kt->dtype != dt || v->dtype != dt) return "query, key and value differ in dtype";
+    if (q->device != kt->device || q->device != v->device) return "query, key and value are on different devices";
+    const int64_t r = q->rank();
+    if (r < 3 || kt->rank() != r || v->rank() != r) return "query, key and value are not of one rank (3 or more)";
+    for (int64_t i = 0; i < r - 2; ++i)
+      if (kt->sizes[i] != q->sizes[i] || v->sizes[i] != q->sizes[i])
+        return "query, key and value broadcast over their batch dims";
+    if (kt->sizes[r - 2] != q->sizes[r - 1] || v->sizes[r - 2] != kt->sizes[r - 1])
+      return "query, key and value shapes do not chain";
+    // Every step keeps the scores' shape (a mask that broadcasts them bigger is not a mask), and
+    // up to the softmax their dtype too (a mask of another dtype would promote the scores).
+    for (size_t i = 0; i < a.intermediates.size(); ++i) {
+      const ir::Type* t = tensor_type(a.intermediates[i]);
+      if (!t) return "an intermediate's type is unknown";
+      if (t->sizes != s->sizes) return "the mask broadcasts the scores to " + t->str();
+      if (t->device != q->device) return "a step moves the scores to another device";
+      if (i > a.softmax_index && t->dtype != dt) {
+        return name(a.intermediates[i]) + " is " + ir::dtype_short_name(t->dtype) + " while query is " +
+               ir::dtype_short_name(dt) + " (a mask of another dtype promotes the scores)";
+      }
+      // From the softmax on: computed in float, rounded once to the inputs' dtype.
+      if (i <= a.softmax_index && t->dtype != dt && t->dtype != c10::ScalarType::Float &&
+          t->dtype != c10::ScalarType::Double) {
+        return std::string("the probabilities pass through ") + ir::dtype_short_name(t->dtype);
+      }
+    }
+    if (tensor_type(a.out->input(0))->dtype != dt) return "the probabilities are not in the inputs' dtype";
+    if (a.additive_mask) {
+      const ir::Type* m = tensor_type(a.additive_mask);
+      if (!m) return "the mask is not a tensor";
+      if (m->dtype != dt) return std::string("the additive mask is ") + ir::dtype_short_name(m->dtype) + ", not " + ir::dtype_short_name(dt);
+      if (m->rank() > r) return "the mask has more dims than the scores";
+      if (m->device != q->device) return "the mask is on another device";
+    }
+    for (Value* b : {a.excluded, a.kept}) {
+      if (!b) continue;
+      const ir::Type* m = tensor_type(b);
+      if (!m || m->dtype != c10::ScalarType::Bool) return "the mask of masked_fill/where is not boolean";
+      if (m->rank() > r) return "the mask has more dims than the scores";
+      if (m->device != q->device) return "the mask is on another device";
+    }
+    return "";
+  }
+
+  std::string check_single_uses(const Attention& a) {
+    for (Value* x : a.intermediates) {
+      if (x->uses().size() != 1) return name(x) + " (attention scores or weights) is read elsewhere too";
+      if (x->node()->owningBlock() != a.out->owningBlock()) return "the pattern spans blocks";
+    }
+    return "";
+  }
+
+  const RewriteContext& ctx_;
+};
+
+std::string describe(const Attention& a) {
+  std::ostringstream os;
+  os.imbue(std::locale::classic());
+  os.precision(17);
+  os << "attention " << name(a.out->output()) << " = softmax(" << name(a.query) << " @ " << name(a.key_t) << " * "
+     << a.scale;
+  if (a.additive_mask) os << " + " << name(a.additive_mask);
+  if (a.excluded) os << " without " << name(a.excluded);
+  if (a.kept) os << " where " << name(a.kept);
+  os << ") @ " << name(a.value) << " -> torchfuse::attention";
+  return os.str();
+}
+
+void replace(torch::jit::Graph& graph, const Attention& a) {
+  torch::jit::WithInsertPoint guard(a.out);
+  Value* key = a.key ? a.key : graph.insert(c10::aten::transpose, {a.key_t, -2, -1});
+  Value* mask = nullptr;
+  if (a.additive_mask) mask = a.additive_mask;
+  if (a.kept) mask = a.kept;
+  if (a.excluded) mask = graph.insert(c10::aten::logical_not, {a.excluded});
+  if (!mask) mask = graph.insertConstant(c10::IValue());
+  Value* scale = graph.insertConstant(a.scale);
+  Value* causal = graph.insertConstant(false);
+  Node* call = graph.create(attention_op(), {a.query, key, a.value, mask, scale, causal}, 1);
+  graph.insertNode(call);
+  call->output()->setType(a.out->output()->type());
+  a.out->output()->replaceAllUsesWith(call->output());
+}
+
+void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {
+  for (Node* n : block->nodes()) {
+    if (is(n, "aten::matmul") || is(n, "aten::bmm")) out.push_back(n);
+    for (torch::jit::Block* b : n->blocks()) collect_matmuls(b, out);
+  }
+}
+
+}  // namespace
+
+void rewrite_attention(RewriteContext& ctx) {
+  std::vector<Node*> candidates;
+  collect_matmuls(ctx.graph.block(), candidates);
+  Matcher matcher(ctx);
+  for (Node* out : candidates) {
+    const MatchResult r = matcher.match(out);
+    if (!r.is_attention) continue;
+    if (!r.refusal.empty()) {
+      ctx.refused("attention at " + name(out->output()) + " stays as it is: " + r.refusal);
+      continue;
+    }
+    ctx.applied(describe(r.found));
+    replace(ctx.graph, r.found);
+  }
+}
 
 }  // namespace torchfuse

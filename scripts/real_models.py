@@ -43,18 +43,18 @@ def is_gemm_kernel(name):
     return any(m in n for m in GEMM_MARKERS)
 
 
-def build(name, dtype, batch, seq):
+def build(name, dtype, batch, seq, attn="sdpa"):
     import transformers as tr
     torch.manual_seed(0)
     if name == "llama":
         cfg = tr.LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=8, num_attention_heads=32,
                              num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048, rms_norm_eps=1e-5, use_cache=False,
-                             torchscript=True, attn_implementation="sdpa")
+                             torchscript=True, attn_implementation=attn)
         model = tr.LlamaModel(cfg)
         inputs = (torch.randint(0, cfg.vocab_size, (batch, seq)),)
         specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}"]
     elif name == "bert":
-        cfg = tr.BertConfig(torchscript=True, attn_implementation="sdpa")
+        cfg = tr.BertConfig(torchscript=True, attn_implementation=attn)
         model = tr.BertModel(cfg, add_pooling_layer=False)
         ids = torch.randint(0, cfg.vocab_size, (batch, seq))
         mask = torch.ones(batch, seq, dtype=torch.int64)
@@ -62,7 +62,7 @@ def build(name, dtype, batch, seq):
         inputs = (ids, mask)
         specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}", f"i64[{batch},{seq}]:1..2"]
     elif name == "vit":
-        cfg = tr.ViTConfig(torchscript=True, attn_implementation="sdpa")
+        cfg = tr.ViTConfig(torchscript=True, attn_implementation=attn)
         model = tr.ViTModel(cfg, add_pooling_layer=False)
         inputs = (torch.randn(batch, 3, 224, 224),)
         specs = [f"{'bf16' if dtype == torch.bfloat16 else 'f32'}[{batch},3,224,224]"]
@@ -140,6 +140,9 @@ def main():
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--batches", default="8,1")
     ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"],
+                    help="transformers' attention: sdpa (ATen's fused kernel) or eager (matmul, softmax, matmul: "
+                         "what torchfuse's attention rewrite and Inductor's attention patterns take)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
@@ -174,9 +177,9 @@ def main():
                 if args.time_budget and time.time() - started > args.time_budget:
                     print(f"time budget spent: {name} {dname} b{batch} skipped", flush=True)
                     continue
-                row = {"model": name, "dtype": dname, "batch": batch, "seq": args.seq}
+                row = {"model": name, "dtype": dname, "batch": batch, "seq": args.seq, "attn": args.attn}
                 t0 = time.time()
-                model, inputs, specs = build(name, dtype, batch, args.seq)
+                model, inputs, specs = build(name, dtype, batch, args.seq, args.attn)
                 with torch.inference_mode(False), torch.no_grad():
                     traced = torch.jit.trace(model, inputs, strict=False)
                 path = os.path.join(args.out, f"{name}-{dname}-b{batch}.pt")
@@ -212,7 +215,9 @@ def main():
                     row["torchfuse_us"], _ = time_calls(tf, inputs, args.warmup, args.iters, args.repeats)
                     row["torchfuse_kernels"] = kernels_per_call(tf, inputs)
                     row["torchfuse_stats"] = tf.stats()
-                    row["torchfuse_refused"] = tf.explain(*inputs)["refused"]
+                    explained = tf.explain(*inputs)
+                    row["torchfuse_refused"] = explained["refused"]
+                    row["torchfuse_rewrites"] = explained.get("rewrites", [])
                     if args.graphs:
                         tg = tfpy.compile_file(path, cuda_graphs=True)
                         with torch.inference_mode():
@@ -250,7 +255,8 @@ def main():
     # Launch-bound calls (issue 25): wall time per call back to back, and the GPU time of one call
     # (its kernels end to end, from the profiler).
     variants = [("eager", "eager"), ("TorchScript", "torchscript"), ("compile", "torch_compile"),
-                ("compile reduce-overhead", "torch_compile_reduce_overhead"), ("torchfuse", "torchfuse"),
+                ("compile reduce-overhead", "torch_compile_reduce_overhead"),
+                ("compile max-autotune-no-cudagraphs", "torch_compile_max_autotune_no_cudagraphs"), ("torchfuse", "torchfuse"),
                 ("torchfuse graphs", "torchfuse_graphs")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]

@@ -284,7 +284,7 @@ std::string usage(Command command) {
     case Command::Dump:
       head = "usage: torchfuse dump MODEL --input SPEC... --out DIR [--arch sm_90] [--no-nvrtc]\n"
              "Writes into DIR: graph_before.txt (the TorchScript graph), ir_before.txt, ir_after.txt,\n"
-             "rewritten_graph.txt, refused.txt, plan.txt and kernels/<name>.cu per kernel. On a GPU\n"
+             "rewritten_graph.txt, refused.txt, rewrites.txt, plan.txt and kernels/<name>.cu per kernel. On a GPU\n"
              "it also runs the module once and writes graph_for.txt and run_kernels/<name>.cu (the\n"
              "kernels built for the device).\n";
       extra = "  --out DIR        the directory (created if missing)\n"

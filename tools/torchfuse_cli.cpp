@@ -101,6 +101,7 @@ void explanation_json(tc::JsonWriter& j, const torchfuse::Explanation& e, bool s
   }
   j.end_array();
   j.array("refused", e.refused);
+  j.array("rewrites", e.rewrites);
   j.field("ir_before", e.ir_before).field("ir_after", e.ir_after).field("rewritten_graph", e.rewritten_graph);
 }
 
@@ -117,6 +118,8 @@ std::string plan_text(const torchfuse::Explanation& e) {
     t << "\n";
   }
   if (e.kernels.empty()) t << "  (none: everything runs in ATen)\n";
+  t << "\ngraph rewrites: " << e.rewrites.size() << "\n";
+  for (const auto& r : e.rewrites) t << "  - " << r << "\n";
   t << "\nrefused fusions: " << e.refused.size() << "\n";
   for (const auto& r : e.refused) t << "  - " << r << "\n";
   t << "\n== torchfuse IR before fusion ==\n" << e.ir_before;
@@ -428,6 +431,9 @@ int run_dump(const tc::CliOptions& o) {
   std::string refused;
   for (const auto& r : e.refused) refused += r + "\n";
   put("refused.txt", refused);
+  std::string rewrites;
+  for (const auto& r : e.rewrites) rewrites += r + "\n";
+  put("rewrites.txt", rewrites);
   put("plan.txt", header_text(o, s) + plan_text(e));
   for (const auto& p : write_kernels(o.out_dir + "/kernels", e.kernels)) files.push_back(p);
   bool ran = false;
