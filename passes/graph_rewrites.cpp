@@ -20,7 +20,9 @@ void RewriteContext::refused(const std::string& why) {
 
 const ir::Type* RewriteContext::type_of(const torch::jit::Value* v) const {
   auto it = profile.types.find(v);
-  return it == profile.types.end() ? nullptr : &it->second;
+  if (it != profile.types.end()) return &it->second;
+  auto from = inherited_.find(v);
+  return from == inherited_.end() ? nullptr : type_of(from->second);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "src/frontend.h"
@@ -46,6 +47,12 @@ struct RewriteContext {
   void refused(const std::string& why);
   // The profiled type of a value, or nullptr for values the profile did not see.
   const ir::Type* type_of(const torch::jit::Value* v) const;
+  // A value a rewrite made in place of `from`, with its dtype, sizes and device (strides may
+  // differ): later matches read it through type_of.
+  void inherit_type(const torch::jit::Value* made, const torch::jit::Value* from) { inherited_[made] = from; }
+
+ private:
+  std::unordered_map<const torch::jit::Value*, const torch::jit::Value*> inherited_;
 };
 
 // Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).

@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -335,21 +336,58 @@ std::string describe(const Attention& a) {
   return os.str();
 }
 
-void replace(torch::jit::Graph& graph, const Attention& a) {
-  torch::jit::WithInsertPoint guard(a.out);
-  Value* key = a.key ? a.key : graph.insert(c10::aten::transpose, {a.key_t, -2, -1});
-  Value* mask = nullptr;
-  if (a.additive_mask) mask = a.additive_mask;
-  if (a.kept) mask = a.kept;
-  if (a.excluded) mask = graph.insert(c10::aten::logical_not, {a.excluded});
-  if (!mask) mask = graph.insertConstant(c10::IValue());
-  Value* scale = graph.insertConstant(a.scale);
-  Value* causal = graph.insertConstant(false);
-  Node* call = graph.create(attention_op(), {a.query, key, a.value, mask, scale, causal}, 1);
-  graph.insertNode(call);
-  call->output()->setType(a.out->output()->type());
-  a.out->output()->replaceAllUsesWith(call->output());
-}
+// Puts the call in place of the pattern. A mask shared by several calls (every layer of a model
+// reads one) is negated and its fully masked rows computed once, at the first call reading it.
+class Replacer {
+ public:
+  explicit Replacer(torch::jit::Graph& graph) : graph_(graph) {}
+
+  // Returns the call's output.
+  Value* replace(const Attention& a) {
+    torch::jit::WithInsertPoint guard(a.out);
+    torch::jit::Block* block = a.out->owningBlock();
+    Value* key = a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
+    Value* mask = a.additive_mask ? a.additive_mask : a.kept;
+    if (a.excluded) mask = once(negated_, a.excluded, block, [&] { return graph_.insert(c10::aten::logical_not, {a.excluded}); });
+    Value* rows = nullptr;
+    if (mask) rows = once(rows_, mask, block, [&] { return insert_call(fully_masked_rows_op(), {mask}, "masked_rows"); });
+    if (!mask) mask = graph_.insertConstant(c10::IValue());
+    if (!rows) rows = graph_.insertConstant(c10::IValue());
+    Value* out = insert_call(attention_op(), {a.query, key, a.value, mask, graph_.insertConstant(a.scale),
+                                              graph_.insertConstant(false), rows}, "");
+    out->setType(a.out->output()->type());
+    a.out->output()->replaceAllUsesWith(out);
+    return out;
+  }
+
+ private:
+  using Cache = std::unordered_map<const Value*, Value*>;
+
+  template <typename Make>
+  Value* once(Cache& cache, const Value* key, torch::jit::Block* block, Make make) {
+    auto it = cache.find(key);
+    if (it != cache.end() && it->second->node()->owningBlock() == block) return it->second;
+    Value* made = make();
+    cache[key] = made;
+    return made;
+  }
+
+  Value* insert_call(const c10::Symbol& op, const std::vector<Value*>& inputs, const std::string& hint) {
+    Node* call = graph_.insertNode(graph_.create(op, inputs, 1));
+    call->output()->setType(c10::TensorType::get());
+    if (!hint.empty()) call->output()->setDebugName(hint);
+    return call->output();
+  }
+
+  static const c10::Symbol& fully_masked_rows_op() {
+    static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::fully_masked_rows");
+    return s;
+  }
+
+  torch::jit::Graph& graph_;
+  Cache negated_;
+  Cache rows_;
+};
 
 void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* n : block->nodes()) {
@@ -364,6 +402,7 @@ void rewrite_attention(RewriteContext& ctx) {
   std::vector<Node*> candidates;
   collect_matmuls(ctx.graph.block(), candidates);
   Matcher matcher(ctx);
+  Replacer replacer(ctx.graph);
   for (Node* out : candidates) {
     const MatchResult r = matcher.match(out);
     if (!r.is_attention) continue;
@@ -372,7 +411,7 @@ void rewrite_attention(RewriteContext& ctx) {
       continue;
     }
     ctx.applied(describe(r.found));
-    replace(ctx.graph, r.found);
+    ctx.inherit_type(replacer.replace(r.found), out->output());
   }
 }
 

@@ -60,22 +60,30 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
 #endif
 
 // Rows every position of which the mask leaves out: eager's softmax makes them NaN (all -inf);
-// ATen's fused kernels may make them 0. Marks them NaN so both agree.
-void mark_fully_masked_rows(at::Tensor& out, const at::Tensor& mask) {
+// ATen's fused kernels make them 0 (or, cuDNN with a boolean mask, other values).
+at::Tensor fully_masked_rows(const at::Tensor& mask) {
   at::Tensor excluded = mask.scalar_type() == at::kBool ? mask.logical_not() : at::isneginf(mask);
-  at::Tensor rows = excluded.all(-1, /*keepdim=*/true);
-  out.masked_fill_(rows, std::numeric_limits<double>::quiet_NaN());
+  return excluded.all(-1, /*keepdim=*/true);
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
+                     const c10::optional<at::Tensor>& mask, double scale, bool is_causal,
+                     const c10::optional<at::Tensor>& masked_rows) {
   check_inputs(q, k, v, mask);
+  TORCHFUSE_CHECK(!masked_rows || masked_rows->scalar_type() == at::kBool,
+                  "torchfuse::attention: masked_rows must be boolean, got ", masked_rows->scalar_type());
 #if TORCHFUSE_HAVE_SDPA
   at::Tensor out = at::scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale);
 #else
   at::Tensor out = attention_math(q, k, v, mask, scale, is_causal);
 #endif
-  if (mask && mask->numel() > 0) mark_fully_masked_rows(out, *mask);
+  // Marks fully masked rows NaN, as eager does. The rewrite computes them once per mask and
+  // passes them to every call that shares the mask.
+  if (masked_rows) {
+    out.masked_fill_(*masked_rows, std::numeric_limits<double>::quiet_NaN());
+  } else if (mask && mask->numel() > 0) {
+    out.masked_fill_(fully_masked_rows(*mask), std::numeric_limits<double>::quiet_NaN());
+  }
   return out;
 }
 
@@ -87,8 +95,10 @@ c10::Symbol attention_symbol() {
 }
 
 TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
-  m.def("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal) -> Tensor",
+  m.def("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal, "
+        "Tensor? masked_rows=None) -> Tensor",
         &attention);
+  m.def("fully_masked_rows(Tensor mask) -> Tensor", &fully_masked_rows);
 }
 
 }  // namespace runtime

@@ -27,14 +27,16 @@ void upcast_floating_constants(torch::jit::Block* block) {
   }
 }
 
-// Inside If and Loop bodies, which the profile does not see, the casts readable from the graph
-// itself return to float64 too: an op whose `dtype` argument is a constant fp16, bf16 or fp32
-// (.to(torch.bfloat16), softmax(x, d, dtype=torch.float32), zeros(..., dtype=...)). It rounds
-// there and what follows in the body runs in float64, as at the top level.
-void widen_casts_in_blocks(torch::jit::Graph& graph, torch::jit::Block* block, bool nested) {
+// The casts readable from the graph itself return to float64: an op whose `dtype` argument is a
+// constant fp16, bf16 or fp32 (.to(torch.bfloat16), softmax(x, d, dtype=torch.float32),
+// full(..., dtype=...)). It rounds there and what follows runs in float64. Inside If and Loop
+// bodies, which the profile does not see, these are the only casts that return; at the top level
+// they must return before the profiling run too, or an op meeting such a value and a float64 one
+// (a Hugging Face mask made with full(..., dtype=torch.bfloat16) and where()) stops that run.
+void widen_constant_casts(torch::jit::Graph& graph, torch::jit::Block* block) {
   for (torch::jit::Node* n : block->nodes()) {
-    for (torch::jit::Block* b : n->blocks()) widen_casts_in_blocks(graph, b, true);
-    const c10::FunctionSchema* schema = nested ? n->maybeSchema() : nullptr;
+    for (torch::jit::Block* b : n->blocks()) widen_constant_casts(graph, b);
+    const c10::FunctionSchema* schema = n->maybeSchema();
     if (!schema || n->outputs().size() != 1 || !n->output()->type()->cast<c10::TensorType>()) continue;
     const c10::optional<int> at = schema->argumentIndexWithName("dtype");
     if (!at || static_cast<size_t>(*at) >= n->inputs().size()) continue;
@@ -58,12 +60,12 @@ torch::jit::Stack run_float64_reference(torch::jit::Graph& source, const std::ve
   }
   auto graph = source.copy();
   upcast_floating_constants(graph->block());
-  widen_casts_in_blocks(*graph, graph->block(), false);
+  widen_constant_casts(*graph, graph->block());
   // With float64 inputs and constants, every top-level value narrower than float64 is a cast the
   // graph asks for (.to(torch.bfloat16), .half(), .float(), a dtype argument such as
   // softmax(x, d, dtype=torch.float32) or zeros(..., dtype=...)): it rounds there, as in eager,
   // and returns to float64 right after it is made. (Values inside blocks are not profiled:
-  // there only the casts with a constant dtype argument return, widen_casts_in_blocks.)
+  // there only the casts with a constant dtype argument return, widen_constant_casts.)
   const Profile profile = profile_graph(graph, upcast);
   std::vector<torch::jit::Value*> narrow;
   for (torch::jit::Node* n : graph->nodes()) {

@@ -63,6 +63,24 @@ def forward(self, q, k, v, mask):
   EXPECT_NE(e.rewrites[0].find("* 0.125 + %mask"), std::string::npos) << e.rewrites[0];
 }
 
+// Layers sharing one mask: its fully masked rows are computed once, for every call.
+TEST(AttentionRewrite, CallsSharingAMaskShareItsMaskedRows) {
+  auto m = tftest::module_from(R"(
+def forward(self, q, k, v, mask):
+    a = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.125 + mask, -1), v)
+    b = torch.matmul(torch.softmax(torch.matmul(a, k.transpose(-2, -1)) * 0.125 + mask, -1), v)
+    return b
+)");
+  auto in = qkv(2, 4, 16, 16, 64);
+  in.push_back(torch::randn({2, 1, 16, 16}));
+  const auto e = explain(m, in);
+  EXPECT_EQ(e.rewrites.size(), 2u) << tftest::joined(e.refused);
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::attention("), 2) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::fully_masked_rows("), 1) << e.rewritten_graph;
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::fully_masked_rows(%mask", "torchfuse::attention(",
+                                                            "torchfuse::attention("}));
+}
+
 TEST(AttentionRewrite, DivisionBySqrtOfHeadDimIsTheScale) {
   auto m = tftest::module_from(R"(
 def forward(self, q, k, v):
@@ -222,8 +240,9 @@ at::Tensor attention_call(const at::Tensor& q, const at::Tensor& k, const at::Te
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool)>();
-  return op.call(q, k, v, mask, scale, false);
+                                               const c10::optional<at::Tensor>&, double, bool,
+                                               const c10::optional<at::Tensor>&)>();
+  return op.call(q, k, v, mask, scale, false, c10::nullopt);
 }
 
 // The call against the spelled-out math, fully masked rows included (NaN, as eager).
