@@ -187,6 +187,22 @@ def forward(self, x):
   EXPECT_TRUE(report.passed()) << report.to_string();
 }
 
+// A value made narrow by a constant dtype argument, meeting a float64 one in an op that does not
+// promote (matmul): the cast must return to float64 before the reference's profiling run, not
+// only after it (a Hugging Face mask made with full(..., dtype=torch.bfloat16) stopped that run).
+TEST(Compare, ConstantCastsReturnBeforeTheReferenceRuns) {
+  torch::manual_seed(15);
+  auto m = tftest::module_returning("x", "torch.matmul(x, torch.full([x.size(1), 16], 0.25, dtype=6)).relu() * 2.0");
+  auto c = torchfuse::compile(m);
+  const auto x = torch::randn({8, 16});
+  const at::Tensor ref = c.forward_reference({x}).toTensor();
+  ASSERT_EQ(ref.scalar_type(), torch::kDouble);
+  EXPECT_TRUE(torch::allclose(ref, torch::matmul(x.to(torch::kDouble), torch::full({16, 16}, 0.25, torch::kDouble)).relu() * 2.0));
+  const auto report = torchfuse::compare_with_eager(c, {x});
+  EXPECT_TRUE(report.reference_note.empty()) << report.reference_note;
+  EXPECT_TRUE(report.passed()) << report.to_string();
+}
+
 // The same inside an If body, which the profile does not see: the cast rounds once, and the
 // product after it is float64 (not bf16, which would round it again).
 TEST(Compare, CastsInsideBlocksRoundOnceToo) {
