@@ -119,6 +119,14 @@ TEST(GemmEpilogues, ErfGeluIsRefused) {
   expect_refused(e, "erf");
 }
 
+TEST(GemmEpilogues, ErfGeluAfterTheResidualStaysOutOfTheEpilogue) {
+  const auto e = explain("x, w, b, r", "torch.gelu(torch.linear(x, w, b) + r)", linear_inputs());
+  expect_rewritten(e, 1, {"aten::linear", "aten::add"}, "residual, activation none");
+  bool found = false;
+  for (const std::string& r : e.refused) found = found || r.find("the activation stays in ATen: gelu with approximate='none'") != std::string::npos;
+  EXPECT_TRUE(found) << joined(e.refused);
+}
+
 TEST(GemmEpilogues, BroadcastResidualIsRefused) {
   const auto in = linear_inputs();
   expect_refused(explain("x, w, b", "torch.linear(x, w, b) + b", in), "broadcast");
