@@ -23,6 +23,7 @@
 namespace {
 
 using tfexport::case_path;
+using tfexport::export_case_options;
 using tfexport::load_case;
 using tftest::error_of;
 
@@ -45,7 +46,7 @@ TEST_P(ExportCase, PlansRunsAndMatchesPyTorch) {
     EXPECT_HAS(e, "node 'scaled_dot_product_attention' (torch.ops.aten.scaled_dot_product_attention.default)");
     return;
   }
-  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path(name));
+  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path(name), export_case_options(name));
   // The plan (no GPU needed): the program converts and fuses like a TorchScript module.
   // (LibTorch 1.13's CPU kernels lack some fp16 ops, which PyTorch 2.x has: profiling such a
   // program on this CPU is PyTorch's own limit, not a torchfuse result.)

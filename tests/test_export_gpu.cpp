@@ -20,7 +20,7 @@ TEST_P(ExportGpu, FusedMatchesPyTorchAndEager) {
   const std::string name = GetParam();
   const tfexport::Case c = load_case(name);
   const c10::Device cuda("cuda");
-  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path(name), cuda);
+  torchfuse::CompiledModule m = torchfuse::compile_exported(case_path(name), cuda, tfexport::export_case_options(name));
   const auto inputs = to_device(c.first.inputs, cuda);
   const c10::IValue out = m.forward(inputs);
   EXPECT_EQ(out.isTuple(), c.tuple_output);

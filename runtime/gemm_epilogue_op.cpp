@@ -1,0 +1,454 @@
+#include "runtime/gemm_epilogue_op.h"
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+#include <ATen/Context.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
+#include <torch/library.h>
+#include <torch/version.h>
+
+#include "runtime/cublaslt_api.h"
+#include "runtime/launch_util.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace runtime {
+namespace {
+
+std::atomic<int64_t> g_cublaslt_calls{0};
+std::atomic<int64_t> g_aten_calls{0};
+thread_local std::string t_last_fallback;
+
+// cuBLASLt's workspace per call, from the caching allocator (cheap to take every call, and
+// stream-ordered like everything else the allocator hands out). 4 MiB lets the heuristic pick
+// split-K and stream-K kernels on Hopper without holding much memory.
+constexpr size_t kWorkspaceBytes = size_t(4) << 20;
+
+// "Float[2, 3] on cpu": how error messages name a tensor.
+std::string describe(const at::Tensor& t) {
+  std::ostringstream os;
+  os << c10::toString(t.scalar_type()) << t.sizes() << " on " << t.device();
+  return os.str();
+}
+
+std::vector<int64_t> output_sizes(const at::Tensor& input, const at::Tensor& weight) {
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 1);
+  sizes.push_back(weight.size(0));
+  return sizes;
+}
+
+// The user-facing checks: what at::linear + add would reject, said in the op's own terms, and
+// what the op refuses on top (a broadcast residual or bias: the epilogue takes neither).
+void check_tensor(const at::Tensor& t, const at::Tensor& input, const char* what) {
+  TORCHFUSE_CHECK(t.defined(), "torchfuse::gemm_epilogue: ", what, " is an undefined tensor");
+  TORCHFUSE_CHECK(t.scalar_type() == input.scalar_type(), "torchfuse::gemm_epilogue: ", what, " ", describe(t),
+                  " must have the input's dtype (input ", describe(input), ")");
+  TORCHFUSE_CHECK(t.device() == input.device(), "torchfuse::gemm_epilogue: ", what, " ", describe(t),
+                  " must be on the input's device (input ", describe(input), ")");
+}
+
+void check_inputs(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                  const c10::optional<at::Tensor>& residual) {
+  TORCHFUSE_CHECK(input.defined(), "torchfuse::gemm_epilogue: the input is an undefined tensor");
+  TORCHFUSE_CHECK(input.dim() >= 1, "torchfuse::gemm_epilogue: the input must have at least 1 dim, got ",
+                  describe(input));
+  TORCHFUSE_CHECK(c10::isFloatingType(input.scalar_type()),
+                  "torchfuse::gemm_epilogue: the input must be a floating-point tensor, got ", describe(input));
+  check_tensor(weight, input, "weight");
+  TORCHFUSE_CHECK(weight.dim() == 2, "torchfuse::gemm_epilogue: weight must be 2-D, got ", describe(weight));
+  TORCHFUSE_CHECK(input.size(-1) == weight.size(1), "torchfuse::gemm_epilogue: input ", describe(input),
+                  " and weight ", describe(weight), " do not multiply (input's last dim must be weight's dim 1)");
+  if (bias && bias->defined()) {
+    check_tensor(*bias, input, "bias");
+    TORCHFUSE_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0), "torchfuse::gemm_epilogue: bias ",
+                    describe(*bias), " must be 1-D with weight's dim 0 (", weight.size(0), " elements)");
+  }
+  if (residual && residual->defined()) {
+    check_tensor(*residual, input, "residual");
+    const std::vector<int64_t> out = output_sizes(input, weight);
+    TORCHFUSE_CHECK(residual->sizes().vec() == out, "torchfuse::gemm_epilogue: residual ", describe(*residual),
+                    " must have the output's shape ", c10::IntArrayRef(out), " (no broadcasting)");
+  }
+}
+
+const at::Tensor* present(const c10::optional<at::Tensor>& t) { return t && t->defined() ? &*t : nullptr; }
+
+// ---- the cuBLASLt path ----
+
+// One operand as cuBLASLt reads it: a column-major rows x cols matrix with leading dimension ld,
+// which the matmul uses as op(matrix).
+struct LtMatrix {
+  const void* ptr = nullptr;
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  int64_t ld = 0;
+  cublasOperation_t op = CUBLAS_OP_N;
+};
+
+// The 2-D tensor p, as an operand whose op(matrix) is p itself (p[i][j] at i * stride(0) +
+// j * stride(1)): column-major as it is (stride(0) == 1), or transposed (stride(1) == 1). Nothing
+// when neither dim is packed (then the caller copies p into a packed tensor).
+std::optional<LtMatrix> as_operand(const at::Tensor& p) {
+  const int64_t r = p.size(0), c = p.size(1), s0 = p.stride(0), s1 = p.stride(1);
+  LtMatrix m;
+  m.ptr = p.data_ptr();
+  if (s0 == 1 && s1 >= std::max<int64_t>(1, r)) {
+    m.rows = r, m.cols = c, m.ld = s1, m.op = CUBLAS_OP_N;
+    return m;
+  }
+  if (s1 == 1 && s0 >= std::max<int64_t>(1, c)) {
+    m.rows = c, m.cols = r, m.ld = s0, m.op = CUBLAS_OP_T;
+    return m;
+  }
+  return std::nullopt;
+}
+
+// as_operand, copying p into a row-major tensor first where its strides do not fit; `keep`
+// holds the copy alive until the matmul is queued.
+LtMatrix operand(const at::Tensor& p, std::vector<at::Tensor>& keep) {
+  if (auto m = as_operand(p)) return *m;
+  keep.push_back(p.clone(at::MemoryFormat::Contiguous));
+  auto m = as_operand(keep.back());
+  TORCHFUSE_INTERNAL_ASSERT(m.has_value(), "a contiguous 2-D tensor is always a cuBLASLt operand");
+  return *m;
+}
+
+cudaDataType_t data_type(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Half:
+      return CUDA_R_16F;
+    case c10::ScalarType::BFloat16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+cublasLtEpilogue_t epilogue_of(bool bias, GemmActivation a) {
+  switch (a) {
+    case GemmActivation::relu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case GemmActivation::gelu_tanh:
+      return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case GemmActivation::none:
+      break;
+  }
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// As eager's cuBLAS calls: fp32 GEMMs in full fp32 unless torch allows TF32 for matmuls.
+cublasComputeType_t compute_type(c10::ScalarType t) {
+  if (t == c10::ScalarType::Float && at::globalContext().allowTF32CuBLAS()) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  return CUBLAS_COMPUTE_32F;
+}
+
+// torch's answer to "are reduced-precision reductions allowed": a bool before LibTorch 2.9, an
+// at::CuBLASReductionOption since, whose 0 is AllowReducedPrecisionWithSplitK.
+bool reduced_precision_allowed(bool allowed) { return allowed; }
+template <typename Option, typename = std::enable_if_t<std::is_enum<Option>::value>>
+bool reduced_precision_allowed(Option option) {
+  return static_cast<int>(option) == 0;
+}
+
+// The split-K reduction schemes the heuristic may pick. Eager's cuBLASLt GEMMs leave out
+// reductions in the output's 16-bit type unless torch allows reduced-precision reductions.
+uint32_t reduction_mask(c10::ScalarType t) {
+  bool reduced_ok = true;
+  if (t == c10::ScalarType::Half) reduced_ok = reduced_precision_allowed(at::globalContext().allowFP16ReductionCuBLAS());
+#if TORCH_VERSION_MAJOR >= 2
+  if (t == c10::ScalarType::BFloat16)
+    reduced_ok = reduced_precision_allowed(at::globalContext().allowBF16ReductionCuBLAS());
+#endif
+  return reduced_ok ? CUBLASLT_REDUCTION_SCHEME_MASK : (CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+}
+
+// The largest power of two up to 16 that divides the address: the alignment the heuristic may
+// count on (its default preference, 256, would exclude nothing but also promise too much).
+uint32_t alignment_of(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 16;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+// Everything the heuristic's answer depends on.
+using AlgoKey = std::vector<int64_t>;
+
+struct Descriptors {
+  const CublasLtApi* api;
+  cublasLtMatmulDesc_t matmul = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  explicit Descriptors(const CublasLtApi* l) : api(l) {}
+  ~Descriptors() {
+    if (preference) api->cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, c, d})
+      if (l) api->cublasLtMatrixLayoutDestroy(l);
+    if (matmul) api->cublasLtMatmulDescDestroy(matmul);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+
+// A cuBLASLt status that is not success: the call that failed and the code.
+std::string lt_failure(const char* what, cublasStatus_t s) {
+  return std::string(what) + " failed with cuBLAS status " + std::to_string(static_cast<int>(s));
+}
+
+// Everything one matmul needs, gathered before any descriptor is made.
+struct LtCall {
+  LtMatrix a, b, c, d;  // op(a) = weight [N, K], op(b) = input^T [K, M], c = residual^T, d = output^T [N, M]
+  const void* bias = nullptr;
+  bool residual = false;
+  cudaDataType_t type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_MASK;
+  int device = 0;
+
+  AlgoKey key() const {
+    AlgoKey k{device, type, compute, epilogue, residual, reduction, alignment_of(bias)};
+    for (const LtMatrix* m : {&a, &b, &c, &d}) {
+      k.insert(k.end(), {static_cast<int64_t>(m->rows), static_cast<int64_t>(m->cols), m->ld, m->op,
+                         alignment_of(m->ptr)});
+    }
+    return k;
+  }
+};
+
+// Fills the descriptors of `call`; a status other than success is a message in *why.
+bool make_descriptors(const LtCall& call, Descriptors& ds, std::string* why) {
+  const CublasLtApi& lt = *ds.api;
+  auto ok = [&](cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS) *why = lt_failure(what, s);
+    return s == CUBLAS_STATUS_SUCCESS;
+  };
+  if (!ok(lt.cublasLtMatmulDescCreate(&ds.matmul, call.compute, CUDA_R_32F), "cublasLtMatmulDescCreate")) return false;
+  auto set = [&](cublasLtMatmulDescAttributes_t attr, const void* value, size_t bytes) {
+    return ok(lt.cublasLtMatmulDescSetAttribute(ds.matmul, attr, value, bytes), "cublasLtMatmulDescSetAttribute");
+  };
+  if (!set(CUBLASLT_MATMUL_DESC_TRANSA, &call.a.op, sizeof(call.a.op)) ||
+      !set(CUBLASLT_MATMUL_DESC_TRANSB, &call.b.op, sizeof(call.b.op)) ||
+      !set(CUBLASLT_MATMUL_DESC_EPILOGUE, &call.epilogue, sizeof(call.epilogue)))
+    return false;
+  // The bias has the output's type (cuBLASLt's default for non-fp8 outputs): set only when there is one.
+  if (call.bias && !set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias, sizeof(call.bias))) return false;
+  const std::array<std::pair<cublasLtMatrixLayout_t*, const LtMatrix*>, 4> layouts{
+      {{&ds.a, &call.a}, {&ds.b, &call.b}, {&ds.c, &call.c}, {&ds.d, &call.d}}};
+  for (const auto& [layout, m] : layouts) {
+    if (!ok(lt.cublasLtMatrixLayoutCreate(layout, call.type, m->rows, m->cols, m->ld), "cublasLtMatrixLayoutCreate"))
+      return false;
+  }
+  if (!ok(lt.cublasLtMatmulPreferenceCreate(&ds.preference), "cublasLtMatmulPreferenceCreate")) return false;
+  auto pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* value, size_t bytes) {
+    return ok(lt.cublasLtMatmulPreferenceSetAttribute(ds.preference, attr, value, bytes),
+              "cublasLtMatmulPreferenceSetAttribute");
+  };
+  const uint64_t workspace = kWorkspaceBytes;
+  const uint32_t align_a = alignment_of(call.a.ptr), align_b = alignment_of(call.b.ptr);
+  const uint32_t align_c = alignment_of(call.c.ptr), align_d = alignment_of(call.d.ptr);
+  return pref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)) &&
+         pref(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &call.reduction, sizeof(call.reduction)) &&
+         pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)) &&
+         pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)) &&
+         pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)) &&
+         pref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d));
+}
+
+// One cuBLASLt handle per device, created on first use with the device current and kept for the
+// process (cuBLASLt calls take their stream and workspace as arguments, so threads share it).
+cublasLtHandle_t handle_for(const CublasLtApi& lt, int device, std::string* why) {
+  static std::mutex mu;
+  static auto* handles = new std::map<int, cublasLtHandle_t>();  // never destroyed: used until exit
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = handles->find(device);
+  if (it != handles->end()) return it->second;
+  cublasLtHandle_t h = nullptr;
+  const cublasStatus_t s = lt.cublasLtCreate(&h);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    *why = lt_failure("cublasLtCreate", s);
+    return nullptr;
+  }
+  handles->emplace(device, h);
+  return h;
+}
+
+// The heuristic's first algorithm for calls with this key, asked once per key; nothing when it
+// has none (the answer is cached too: such shapes go to ATen without asking again).
+std::optional<cublasLtMatmulAlgo_t> algorithm_for(const LtCall& call, const Descriptors& ds, cublasLtHandle_t h,
+                                                  std::string* why) {
+  static std::mutex mu;
+  static auto* cache = new std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>>();
+  const AlgoKey key = call.key();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(key);
+  if (it == cache->end()) {
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t s =
+        ds.api->cublasLtMatmulAlgoGetHeuristic(h, ds.matmul, ds.a, ds.b, ds.c, ds.d, ds.preference, 1, &result, &found);
+    std::optional<cublasLtMatmulAlgo_t> algo;
+    if (s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) algo = result.algo;
+    it = cache->emplace(key, algo).first;
+  }
+  if (!it->second) *why = "cublasLtMatmulAlgoGetHeuristic found no algorithm for these shapes, dtypes and alignments";
+  return it->second;
+}
+
+// Why cuBLASLt cannot run this call at all ("" when it can try).
+std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
+                        const at::Tensor* residual) {
+  if (!input.is_cuda()) return "not CUDA tensors (" + input.device().str() + ")";
+  const c10::ScalarType t = input.scalar_type();
+  if (t != c10::ScalarType::Float && t != c10::ScalarType::Half && t != c10::ScalarType::BFloat16)
+    return std::string("dtype ") + c10::toString(t) + " (cuBLASLt runs f32, f16 and bf16)";
+#if !(TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3))
+  return "this LibTorch cannot hand out its current CUDA stream (LibTorch >= 2.3 is needed)";
+#endif
+  if (input.dim() < 2) return "a 1-D input";
+  if (input.numel() == 0 || weight.numel() == 0) return "an empty matrix";
+  if (c10::GradMode::is_enabled() && (input.requires_grad() || weight.requires_grad() ||
+                                      (bias && bias->requires_grad()) || (residual && residual->requires_grad())))
+    return "a tensor requires grad (autograd goes through ATen's ops)";
+  std::string why;
+  if (cublaslt_api(&why) == nullptr) return why;
+  return "";
+}
+
+// Runs the call as one cublasLtMatmul into `out`; false (reason in *why) where cuBLASLt declines.
+bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
+                  GemmActivation activation, at::Tensor& out, std::string* why) {
+  *why = lt_unusable(input, weight, bias, residual);
+  if (!why->empty()) return false;
+  const CublasLtApi& lt = *cublaslt_api();
+  const c10::DeviceGuard on_device(input.device());
+  const int64_t n = weight.size(0), k = weight.size(1);
+  std::vector<at::Tensor> keep;  // copies of operands whose strides cuBLASLt cannot read
+  const at::Tensor x = input.reshape({-1, k});  // a view where the layout allows, else a copy
+  out = at::empty({x.size(0), n}, input.options());
+  LtCall call;
+  call.device = input.device().index();
+  call.type = data_type(input.scalar_type());
+  call.compute = compute_type(input.scalar_type());
+  call.reduction = reduction_mask(input.scalar_type());
+  call.epilogue = epilogue_of(bias != nullptr, activation);
+  call.a = operand(weight, keep);
+  call.b = operand(x.t(), keep);
+  call.d = operand(out.t(), keep);
+  TORCHFUSE_INTERNAL_ASSERT(call.d.op == CUBLAS_OP_N && call.d.ptr == out.data_ptr(), "the output is a fresh row-major tensor");
+  call.c = call.d;
+  if (residual) {
+    call.residual = true;
+    // C has no transpose of its own: it must be laid out as D is (row-major rows, any ld).
+    at::Tensor r = residual->reshape({-1, n});
+    std::optional<LtMatrix> c = as_operand(r.t());
+    if (!c || c->op != CUBLAS_OP_N) {
+      r = r.clone(at::MemoryFormat::Contiguous);
+      c = as_operand(r.t());
+    }
+    TORCHFUSE_INTERNAL_ASSERT(c && c->op == CUBLAS_OP_N, "a row-major residual is cuBLASLt's C as it is");
+    keep.push_back(r);
+    call.c = *c;
+  }
+  if (bias) {
+    keep.push_back(bias->contiguous());
+    call.bias = keep.back().data_ptr();
+  }
+  Descriptors ds(&lt);
+  if (!make_descriptors(call, ds, why)) return false;
+  cublasLtHandle_t h = handle_for(lt, call.device, why);
+  if (!h) return false;
+  const std::optional<cublasLtMatmulAlgo_t> algo = algorithm_for(call, ds, h, why);
+  if (!algo) return false;
+  const at::Tensor workspace = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, input.options().dtype(at::kByte));
+  const float alpha = 1.0f, beta = call.residual ? 1.0f : 0.0f;
+  const cublasStatus_t s = lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr,
+                                             ds.c, out.data_ptr(), ds.d, &*algo, workspace.data_ptr(), kWorkspaceBytes,
+                                             current_stream(input.device()));
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
+    *why = lt_failure("cublasLtMatmul", s);  // nothing ran: ATen computes it instead
+    return false;
+  }
+  TORCHFUSE_CHECK(s == CUBLAS_STATUS_SUCCESS, "torchfuse::gemm_epilogue: ", lt_failure("cublasLtMatmul", s));
+  out = out.view(output_sizes(input, weight));
+  return true;
+}
+
+at::Tensor gemm_epilogue_op(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                            const c10::optional<at::Tensor>& residual, std::string activation) {
+  return gemm_epilogue(input, weight, bias, residual, activation);
+}
+
+}  // namespace
+
+const char* activation_name(GemmActivation a) {
+  switch (a) {
+    case GemmActivation::relu:
+      return "relu";
+    case GemmActivation::gelu_tanh:
+      return "gelu_tanh";
+    case GemmActivation::none:
+      break;
+  }
+  return "none";
+}
+
+GemmActivation parse_activation(const std::string& name) {
+  for (GemmActivation a : {GemmActivation::none, GemmActivation::relu, GemmActivation::gelu_tanh})
+    if (name == activation_name(a)) return a;
+  TORCHFUSE_CHECK(false, "torchfuse::gemm_epilogue: unknown activation '", name,
+                  "' (expected 'none', 'relu' or 'gelu_tanh')");
+  return GemmActivation::none;
+}
+
+at::Tensor gemm_epilogue_aten(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                              const c10::optional<at::Tensor>& residual, GemmActivation activation) {
+  at::Tensor y = at::linear(input, weight, bias);
+  if (const at::Tensor* r = present(residual)) y = y + *r;
+  switch (activation) {
+    case GemmActivation::relu:
+      return at::relu(y);
+    case GemmActivation::gelu_tanh:
+      return at::gelu(y, "tanh");
+    case GemmActivation::none:
+      break;
+  }
+  return y;
+}
+
+at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         const c10::optional<at::Tensor>& residual, const std::string& activation) {
+  const GemmActivation act = parse_activation(activation);
+  check_inputs(input, weight, bias, residual);
+  at::Tensor out;
+  std::string why;
+  if (run_cublaslt(input, weight, present(bias), present(residual), act, out, &why)) {
+    ++g_cublaslt_calls;
+    t_last_fallback.clear();
+    return out;
+  }
+  ++g_aten_calls;
+  t_last_fallback = why;
+  return gemm_epilogue_aten(input, weight, bias, residual, act);
+}
+
+GemmEpilogueCounts gemm_epilogue_counts() { return {g_cublaslt_calls.load(), g_aten_calls.load()}; }
+
+std::string gemm_epilogue_last_fallback() { return t_last_fallback; }
+
+}  // namespace runtime
+}  // namespace torchfuse
+
+// A fragment: runtime/attention_op.cpp registers other torchfuse:: ops.
+TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
+  m.def("gemm_epilogue(Tensor input, Tensor weight, Tensor? bias, Tensor? residual, str activation) -> Tensor",
+        &torchfuse::runtime::gemm_epilogue_op);
+}

@@ -1,0 +1,50 @@
+// torchfuse::gemm_epilogue(Tensor input, Tensor weight, Tensor? bias, Tensor? residual,
+// str activation) -> Tensor: act(input @ weight^T + bias + residual), a GEMM and its epilogue in
+// one call. passes/rewrite_gemm_epilogues.cpp puts it in TorchScript graphs in place of
+// linear / addmm / matmul followed by a residual add and/or a ReLU or tanh-GELU.
+//
+// The order is cuBLASLt's (cublasLt.h): D = epilogue(alpha * A * B + beta * C), the epilogue
+// adding the bias and then applying the activation, so the residual (C, beta = 1) and the bias
+// are both added before the activation. On CUDA tensors (f32, f16, bf16; a LibTorch >= 2.3 that
+// hands out its current stream; libcublasLt loadable) it is one cublasLtMatmul; everywhere else
+// (CPU tensors, other dtypes, LibTorch 1.13, no cuBLASLt, no algorithm for the shapes) the same
+// ops through ATen: linear, add, activation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/ATen.h>
+
+namespace torchfuse {
+namespace runtime {
+
+// The activations the op applies, by the names its `activation` argument takes.
+enum class GemmActivation { none, relu, gelu_tanh };
+// "none", "relu", "gelu_tanh".
+const char* activation_name(GemmActivation a);
+// The activation named `name`; a torchfuse::Error for any other name.
+GemmActivation parse_activation(const std::string& name);
+
+// The op itself (also what the dispatcher runs). Throws torchfuse::Error for inputs that do not
+// describe such a GEMM (dtypes that differ, shapes that do not match, a weight that is not 2-D).
+at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         const c10::optional<at::Tensor>& residual, const std::string& activation);
+
+// The ATen path alone: what every call computes where cuBLASLt does not run it.
+at::Tensor gemm_epilogue_aten(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                              const c10::optional<at::Tensor>& residual, GemmActivation activation);
+
+// Calls of the op since the process started (for tests): those one cublasLtMatmul ran and those
+// that went through ATen.
+struct GemmEpilogueCounts {
+  int64_t cublaslt_calls = 0;
+  int64_t aten_calls = 0;
+};
+GemmEpilogueCounts gemm_epilogue_counts();
+// Why this thread's latest call went through ATen ("" when cuBLASLt ran it): "CPU tensors",
+// "no cuBLASLt library (...)", "cublasLtMatmulAlgoGetHeuristic found no algorithm", ...
+std::string gemm_epilogue_last_fallback();
+
+}  // namespace runtime
+}  // namespace torchfuse

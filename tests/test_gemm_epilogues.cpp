@@ -1,0 +1,274 @@
+// GEMM epilogues (passes/rewrite_gemm_epilogues.cpp, runtime/gemm_epilogue_op.cpp) on the CPU:
+// which patterns become one torchfuse::gemm_epilogue node and which are refused and why
+// (explain()), results against eager through the op's ATen path, and the op's own checks.
+// tests/test_gemm_epilogues_gpu.cpp runs the cuBLASLt path.
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include "runtime/gemm_epilogue_op.h"
+#include "tests/cpu_fallbacks.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using tftest::count_occurrences;
+using tftest::joined;
+
+constexpr const char* kOp = "torchfuse::gemm_epilogue";
+
+torchfuse::CompileOptions options(bool gemm_epilogues = true) {
+  torchfuse::CompileOptions o = tftest::quiet_options();
+  o.gemm_epilogues = gemm_epilogues;
+  return o;
+}
+
+// The first inputs of `in`, one per name in `args` ("x, w, b").
+std::vector<c10::IValue> first_of(const std::vector<c10::IValue>& in, const std::string& args) {
+  const size_t n = static_cast<size_t>(count_occurrences(args, ",") + 1);
+  return std::vector<c10::IValue>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(std::min(n, in.size())));
+}
+
+torchfuse::Explanation explain(const std::string& args, const std::string& expr, const std::vector<c10::IValue>& in,
+                               bool gemm_epilogues = true) {
+  return torchfuse::compile(tftest::module_returning(args, expr), options(gemm_epilogues)).explain(first_of(in, args));
+}
+
+// x [B, T, K], w [N, K], b [N], r [B, T, N] with fresh random values.
+std::vector<c10::IValue> linear_inputs(at::ScalarType dtype = at::kFloat, int64_t n = 24) {
+  const auto o = torch::TensorOptions().dtype(dtype);
+  return {torch::randn({2, 5, 16}, o), torch::randn({n, 16}, o), torch::randn({n}, o), torch::randn({2, 5, n}, o)};
+}
+
+// The rewritten graph holds `ops` gemm_epilogue nodes and none of `gone`, and explain().rewrites
+// has one line per node, each naming its activation.
+void expect_rewritten(const torchfuse::Explanation& e, int ops, const std::vector<std::string>& gone,
+                      const std::string& rewrite_says) {
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, kOp), ops) << e.rewritten_graph;
+  for (const std::string& op : gone) EXPECT_EQ(count_occurrences(e.rewritten_graph, op + "("), 0) << op << "\n" << e.rewritten_graph;
+  ASSERT_EQ(e.rewrites.size(), static_cast<size_t>(ops)) << joined(e.rewrites);
+  EXPECT_NE(e.rewrites.back().find(rewrite_says), std::string::npos) << joined(e.rewrites);
+}
+
+// The graph is left alone (its aten::linear still there; the epilogue op may have joined a fusion
+// group) and a refusal names `reason`.
+void expect_refused(const torchfuse::Explanation& e, const std::string& reason) {
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, kOp), 0) << e.rewritten_graph;
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::linear("), 1) << e.rewritten_graph;
+  EXPECT_TRUE(e.rewrites.empty()) << joined(e.rewrites);
+  bool found = false;
+  for (const std::string& r : e.refused) found = found || (r.find("GEMM epilogue") != std::string::npos && r.find(reason) != std::string::npos);
+  EXPECT_TRUE(found) << "no refusal naming '" << reason << "' in:\n" << joined(e.refused);
+}
+
+TEST(GemmEpilogues, LinearThenTanhGeluBecomesOneOp) {
+  const auto e = explain("x, w, b", "torch.gelu(torch.linear(x, w, b), approximate='tanh')", linear_inputs());
+  expect_rewritten(e, 1, {"aten::linear", "aten::gelu"}, "activation gelu_tanh");
+  EXPECT_NE(e.rewrites[0].find("aten::linear"), std::string::npos) << e.rewrites[0];
+  EXPECT_NE(e.rewrites[0].find("bias"), std::string::npos) << e.rewrites[0];
+}
+
+TEST(GemmEpilogues, LinearThenReluBecomesOneOp) {
+  const auto e = explain("x, w, b", "torch.relu(torch.linear(x, w, b))", linear_inputs());
+  expect_rewritten(e, 1, {"aten::linear", "aten::relu"}, "activation relu");
+}
+
+TEST(GemmEpilogues, ResidualAddEitherOrderBecomesOneOp) {
+  const auto in = linear_inputs();
+  expect_rewritten(explain("x, w, b, r", "torch.linear(x, w, b) + r", in), 1, {"aten::linear", "aten::add"}, "residual");
+  expect_rewritten(explain("x, w, b, r", "r + torch.linear(x, w, b)", in), 1, {"aten::linear", "aten::add"}, "residual");
+}
+
+TEST(GemmEpilogues, ActivationAfterTheResidualJoinsTheEpilogue) {
+  // cuBLASLt's order: act(x W^T + b + r).
+  const auto e = explain("x, w, b, r", "torch.relu(torch.linear(x, w, b) + r)", linear_inputs());
+  expect_rewritten(e, 1, {"aten::linear", "aten::add", "aten::relu"}, "residual, activation relu");
+}
+
+TEST(GemmEpilogues, LinearWithoutBiasAndFrozenWeights) {
+  torch::jit::Module m("M");
+  m.register_parameter("w", torch::randn({24, 16}), false);
+  m.define("def forward(self, x):\n    return torch.relu(torch.linear(x, self.w))\n");
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({7, 16})});
+  expect_rewritten(e, 1, {"aten::linear", "aten::relu"}, "no bias");
+}
+
+TEST(GemmEpilogues, AddmmAndMatmulWithTheirWeightTransposed) {
+  const std::vector<c10::IValue> in{torch::randn({6, 16}), torch::randn({16, 24}), torch::randn({24}),
+                                    torch::randn({6, 24})};
+  expect_rewritten(explain("x, m, b, r", "torch.relu(torch.addmm(b, x, m))", in), 1, {"aten::addmm"}, "bias");
+  const auto e = explain("x, m, b, r", "torch.matmul(x, m) + r", in);
+  expect_rewritten(e, 1, {"aten::matmul", "aten::add"}, "no bias, residual");
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::t("), 1) << e.rewritten_graph;  // W = m^T
+}
+
+TEST(GemmEpilogues, AnMlpBlockGetsOneOpPerGemm) {
+  const auto e = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, x, w1, b1, w2, b2):
+    h = torch.gelu(torch.linear(x, w1, b1), approximate='tanh')
+    return torch.linear(h, w2, b2) + x
+)JIT"),
+                                    options())
+                     .explain({torch::randn({3, 4, 16}), torch::randn({32, 16}), torch::randn({32}),
+                               torch::randn({16, 32}), torch::randn({16})});
+  expect_rewritten(e, 2, {"aten::linear", "aten::gelu", "aten::add"}, "residual");
+}
+
+TEST(GemmEpilogues, ErfGeluIsRefused) {
+  // cuBLASLt's GELU is the tanh approximation: erf GELU differs by up to ~1e-3.
+  const auto e = explain("x, w, b", "torch.gelu(torch.linear(x, w, b))", linear_inputs());
+  expect_refused(e, "erf");
+}
+
+TEST(GemmEpilogues, ErfGeluAfterTheResidualStaysOutOfTheEpilogue) {
+  const auto e = explain("x, w, b, r", "torch.gelu(torch.linear(x, w, b) + r)", linear_inputs());
+  expect_rewritten(e, 1, {"aten::linear", "aten::add"}, "residual, activation none");
+  bool found = false;
+  for (const std::string& r : e.refused) found = found || r.find("the activation stays in ATen: gelu with approximate='none'") != std::string::npos;
+  EXPECT_TRUE(found) << joined(e.refused);
+}
+
+TEST(GemmEpilogues, BroadcastResidualIsRefused) {
+  const auto in = linear_inputs();
+  expect_refused(explain("x, w, b", "torch.linear(x, w, b) + b", in), "broadcast");
+  // The GEMM's result broadcast up to the residual's shape.
+  const std::vector<c10::IValue> up{torch::randn({5, 16}), torch::randn({24, 16}), torch::randn({24}),
+                                    torch::randn({2, 5, 24})};
+  expect_refused(explain("x, w, b, r", "torch.linear(x, w, b) + r", up), "broadcast");
+}
+
+TEST(GemmEpilogues, AlphaOtherThanOneIsRefused) {
+  expect_refused(explain("x, w, b, r", "torch.add(torch.linear(x, w, b), r, alpha=2)", linear_inputs()), "alpha");
+}
+
+TEST(GemmEpilogues, DtypePromotionIsRefused) {
+  auto in = linear_inputs();
+  in[3] = torch::randn({2, 5, 24}, torch::kDouble);
+  expect_refused(explain("x, w, b, r", "torch.linear(x, w, b) + r", in), "dtype promotion: the residual is f64");
+  // f64 GEMMs: cuBLASLt has no f64 epilogues, and ATen's f64 GEMM gains nothing from the rewrite.
+  std::vector<c10::IValue> f64;
+  for (const auto& v : first_of(linear_inputs(), "x, w, b")) f64.emplace_back(v.toTensor().to(torch::kDouble));
+  expect_refused(explain("x, w, b", "torch.relu(torch.linear(x, w, b))", f64), "dtype f64");
+}
+
+TEST(GemmEpilogues, SharedResultIsRefused) {
+  auto in = linear_inputs();
+  in.pop_back();
+  const auto e = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, x, w, b):
+    y = torch.linear(x, w, b)
+    return torch.relu(y) * y
+)JIT"),
+                                    options())
+                     .explain(in);
+  expect_refused(e, "2 uses");
+}
+
+TEST(GemmEpilogues, OptionOffLeavesTheGraphAlone) {
+  const auto e = explain("x, w, b", "torch.relu(torch.linear(x, w, b))", linear_inputs(), /*gemm_epilogues=*/false);
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, kOp), 0) << e.rewritten_graph;
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::linear("), 1) << e.rewritten_graph;
+  EXPECT_TRUE(e.rewrites.empty()) << joined(e.rewrites);
+  for (const std::string& r : e.refused) EXPECT_EQ(r.find("GEMM epilogue"), std::string::npos) << r;
+}
+
+// The rewritten specialization (groups on their ATen fallbacks) against eager, on fresh inputs.
+void expect_matches_eager(const std::string& args, const std::string& expr, at::ScalarType dtype, double tol) {
+  auto impl = tftest::on_cpu_fallbacks(tftest::module_returning(args, expr), options());
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<c10::IValue> in = first_of(linear_inputs(dtype), args);
+    const at::Tensor got = impl->forward(in).toTensor();
+    const at::Tensor want = impl->forward_eager(in).toTensor();
+    EXPECT_EQ(got.scalar_type(), dtype);
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol, tol))
+        << expr << ": max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+  }
+  const std::string graph = impl->graph_for(first_of(linear_inputs(dtype), args));
+  EXPECT_EQ(count_occurrences(graph, kOp), 1) << graph;
+}
+
+const char* const kPatterns[][2] = {
+    {"x, w, b", "torch.gelu(torch.linear(x, w, b), approximate='tanh')"},
+    {"x, w, b", "torch.relu(torch.linear(x, w, b))"},
+    {"x, w, b, r", "torch.linear(x, w, b) + r"},
+    {"x, w, b, r", "torch.relu(r + torch.linear(x, w, b))"},
+    {"x, w, b, r", "torch.gelu(torch.linear(x, w) + r, approximate='tanh')"},
+};
+
+TEST(GemmEpilogues, CpuResultsMatchEagerInFloat32) {
+  for (const auto& p : kPatterns) expect_matches_eager(p[0], p[1], at::kFloat, 1e-5);
+}
+
+TEST(GemmEpilogues, CpuResultsMatchEagerInBFloat16) {
+  for (const auto& p : kPatterns) expect_matches_eager(p[0], p[1], at::kBFloat16, 2e-2);
+}
+
+// ---- the op itself ----
+
+using torchfuse::runtime::gemm_epilogue;
+
+at::Tensor reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
+                     const std::string& act) {
+  at::Tensor y = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
+  if (b.defined()) y = y + b.to(torch::kDouble);
+  if (r.defined()) y = y + r.to(torch::kDouble);
+  if (act == "relu") y = torch::relu(y);
+  if (act == "gelu_tanh") y = torch::gelu(y, "tanh");
+  return y;
+}
+
+TEST(GemmEpilogues, OpComputesActOfGemmPlusBiasPlusResidual) {
+  const auto in = linear_inputs();
+  const at::Tensor x = in[0].toTensor(), w = in[1].toTensor(), b = in[2].toTensor(), r = in[3].toTensor();
+  const auto before = torchfuse::runtime::gemm_epilogue_counts();
+  for (const char* act : {"none", "relu", "gelu_tanh"}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const at::Tensor bias = variant & 1 ? b : at::Tensor();
+      const at::Tensor res = variant & 2 ? r : at::Tensor();
+      const at::Tensor got = gemm_epilogue(x, w, bias, res, act);
+      EXPECT_EQ(got.sizes(), r.sizes());
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), reference(x, w, bias, res, act), 1e-4, 1e-4))
+          << act << " variant " << variant;
+    }
+  }
+  // A transposed weight and a non-contiguous input read the same values.
+  const at::Tensor got = gemm_epilogue(x.transpose(0, 1).contiguous().transpose(0, 1), w.t().contiguous().t(), b, r, "relu");
+  EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), reference(x, w, b, r, "relu"), 1e-4, 1e-4));
+  const auto after = torchfuse::runtime::gemm_epilogue_counts();
+  EXPECT_EQ(after.cublaslt_calls, before.cublaslt_calls);  // CPU tensors: ATen only
+  EXPECT_EQ(after.aten_calls, before.aten_calls + 13);
+  EXPECT_NE(torchfuse::runtime::gemm_epilogue_last_fallback().find("not CUDA tensors"), std::string::npos)
+      << torchfuse::runtime::gemm_epilogue_last_fallback();
+}
+
+TEST(GemmEpilogues, OpIsRegisteredForTorchScript) {
+  const auto in = linear_inputs();
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor, %r : Tensor):
+  %act : str = prim::Constant[value="gelu_tanh"]()
+  %y : Tensor = torchfuse::gemm_epilogue(%x, %w, %b, %r, %act)
+  return (%y)
+)IR",
+                      graph.get());
+  torch::jit::Code code(graph, "gemm_epilogue");
+  torch::jit::Stack stack(in.begin(), in.end());
+  torch::jit::InterpreterState(code).run(stack);
+  const at::Tensor got = stack.at(0).toTensor();
+  const at::Tensor want = reference(in[0].toTensor(), in[1].toTensor(), in[2].toTensor(), in[3].toTensor(), "gelu_tanh");
+  EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, 1e-4, 1e-4));
+}
+
+TEST(GemmEpilogues, OpRejectsBadInputsClearly) {
+  const at::Tensor x = torch::randn({4, 16}), w = torch::randn({8, 16}), b = torch::randn({8});
+  tftest::expect_error([&] { gemm_epilogue(x.to(torch::kDouble), w, b, {}, "none"); }, {"weight", "input's dtype"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, b.to(torch::kHalf), {}, "none"); }, {"bias", "input's dtype"});
+  tftest::expect_error([&] { gemm_epilogue(torch::randn({4, 15}), w, b, {}, "none"); }, {"do not multiply"});
+  tftest::expect_error([&] { gemm_epilogue(x, torch::randn({2, 8, 16}), {}, {}, "none"); }, {"weight must be 2-D"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, torch::randn({7}), {}, "none"); }, {"bias", "1-D"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, b, torch::randn({8}), "none"); }, {"residual", "no broadcasting"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, b, {}, "gelu"); }, {"unknown activation 'gelu'"});
+  tftest::expect_error([&] { gemm_epilogue(x.to(torch::kLong), w.to(torch::kLong), {}, {}, "none"); },
+                       {"floating-point"});
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+// torchfuse::gemm_epilogue on the GPU (runtime/gemm_epilogue_op.cpp): every epilogue (bias,
+// bias + tanh GELU, bias + ReLU, residual, residual + bias, residual + bias + ReLU) in f32, f16
+// and bf16, 2-D and 3-D inputs of odd sizes, against eager's linear + add + activation, with the
+// cuBLASLt path asserted to have run (gemm_epilogue_counts); operands cuBLASLt reads through
+// strides or copies; f32 in full precision unless TF32 is allowed; and compiled modules whose
+// rewritten GEMMs run there. Skipped without CUDA.
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "runtime/gemm_epilogue_op.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using torchfuse::runtime::gemm_epilogue;
+using torchfuse::runtime::gemm_epilogue_counts;
+using torchfuse::runtime::gemm_epilogue_last_fallback;
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+// Eager rounds the GEMM's result to the dtype before the add and the activation, the epilogue
+// does not: a difference of about one unit in the last place of the output (values of order 1).
+Tolerance tolerance(c10::ScalarType dtype) {
+  if (dtype == torch::kHalf) return {1e-2, 1e-2};
+  if (dtype == torch::kBFloat16) return {5e-2, 5e-2};
+  return {1e-4, 1e-4};
+}
+
+struct Epilogue {
+  const char* name;
+  bool bias;
+  bool residual;
+  const char* activation;
+};
+
+const Epilogue kEpilogues[] = {
+    {"bias", true, false, "none"},          {"bias+gelu_tanh", true, false, "gelu_tanh"},
+    {"bias+relu", true, false, "relu"},     {"residual", false, true, "none"},
+    {"residual+bias", true, true, "none"},  {"residual+bias+relu", true, true, "relu"},
+    {"gelu_tanh (no bias)", false, false, "gelu_tanh"},
+};
+
+// Eager's ops for the same call, in the dtype: what the rewrite replaced.
+at::Tensor eager(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
+                 const std::string& act) {
+  at::Tensor y = b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+  if (r.defined()) y = y + r;
+  if (act == "relu") return torch::relu(y);
+  if (act == "gelu_tanh") return torch::gelu(y, "tanh");
+  return y;
+}
+
+// Runs one call and expects cuBLASLt to have run it and its result to be eager's.
+void expect_cublaslt_matches_eager(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
+                                   const std::string& act, const std::string& label) {
+  const auto before = gemm_epilogue_counts();
+  const at::Tensor got = gemm_epilogue(x, w, b, r, act);
+  const auto after = gemm_epilogue_counts();
+  EXPECT_EQ(after.cublaslt_calls, before.cublaslt_calls + 1)
+      << label << ": went through ATen: " << gemm_epilogue_last_fallback();
+  const at::Tensor want = eager(x, w, b, r, act);
+  ASSERT_EQ(got.sizes(), want.sizes()) << label;
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << label;
+  const Tolerance tol = tolerance(x.scalar_type());
+  const at::Tensor g = got.to(torch::kDouble), e = want.to(torch::kDouble);
+  EXPECT_TRUE(torch::allclose(g, e, tol.rtol, tol.atol))
+      << label << ": max |cuBLASLt - eager| " << (g - e).abs().max().item<double>();
+}
+
+// x [lead..., K], w [N, K] scaled so that outputs are of order 1, b [N], r [lead..., N].
+struct Operands {
+  at::Tensor x, w, b, r;
+};
+
+Operands operands(const std::vector<int64_t>& lead, int64_t k, int64_t n, c10::ScalarType dtype) {
+  const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+  std::vector<int64_t> xs = lead, rs = lead;
+  xs.push_back(k);
+  rs.push_back(n);
+  return {torch::randn(xs, o), (torch::randn({n, k}, o.dtype(torch::kFloat)) / std::sqrt(double(k))).to(dtype),
+          torch::randn({n}, o), torch::randn(rs, o)};
+}
+
+std::string dtype_name(c10::ScalarType t) { return c10::toString(t); }
+
+class FullPrecisionF32 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    tf32_ = at::globalContext().allowTF32CuBLAS();
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  void TearDown() override {
+    if (tftest::have_gpu()) at::globalContext().setAllowTF32CuBLAS(tf32_);
+  }
+  bool tf32_ = false;
+};
+
+using GpuGemmEpilogues = FullPrecisionF32;
+
+TEST_F(GpuGemmEpilogues, EveryEpilogueDtypeAndRankRunsOnCublasLt) {
+  const std::vector<std::vector<int64_t>> leads = {{37}, {3, 37}, {1}, {64}};
+  const std::vector<std::pair<int64_t, int64_t>> kn = {{100, 129}, {64, 256}, {129, 37}};
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    for (const auto& lead : leads) {
+      for (const auto& [k, n] : kn) {
+        const Operands o = operands(lead, k, n, dtype);
+        for (const Epilogue& e : kEpilogues) {
+          const std::string label = dtype_name(dtype) + " " + e.name + " x" + c10::str(o.x.sizes()) + " w" +
+                                    c10::str(o.w.sizes());
+          expect_cublaslt_matches_eager(o.x, o.w, e.bias ? o.b : at::Tensor(), e.residual ? o.r : at::Tensor(),
+                                        e.activation, label);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuGemmEpilogues, StridedOperandsAreReadInPlaceOrCopied) {
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    const Operands o = operands({37}, 100, 129, dtype);
+    const std::string d = dtype_name(dtype);
+    // A weight stored transposed ([K, N] row-major): cuBLASLt reads it with the other transpose.
+    const at::Tensor wt = o.w.t().contiguous().t();
+    expect_cublaslt_matches_eager(o.x, wt, o.b, o.r, "relu", d + " transposed weight");
+    // An input whose rows are further apart than K (a slice of a wider tensor): its own ld.
+    const at::Tensor wide = torch::randn({37, 160}, o.x.options());
+    expect_cublaslt_matches_eager(wide.narrow(1, 8, 100), o.w, o.b, o.r, "gelu_tanh", d + " input with row stride 160");
+    // A transposed input and residual, a 3-D input that does not flatten to 2-D as a view.
+    expect_cublaslt_matches_eager(o.x.t().contiguous().t(), o.w, o.b, o.r.t().contiguous().t(), "none",
+                                  d + " transposed input and residual");
+    const at::Tensor x3 = torch::randn({37, 3, 100}, o.x.options()).transpose(0, 1);
+    expect_cublaslt_matches_eager(x3, o.w, o.b, torch::randn({3, 37, 129}, o.x.options()), "relu",
+                                  d + " 3-D input copied to flatten");
+  }
+}
+
+TEST_F(GpuGemmEpilogues, MisalignedPointersStillGiveEagersResult) {
+  // Pointers one element past a 16-byte boundary: the heuristic is told their alignment, and
+  // where it has no algorithm the call goes through ATen. Either way the result is eager's.
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+    const at::Tensor x = torch::randn({37 * 100 + 1}, opts).narrow(0, 1, 37 * 100).view({37, 100});
+    const at::Tensor w = (torch::randn({129 * 100 + 1}, opts) / 10).narrow(0, 1, 129 * 100).view({129, 100});
+    const at::Tensor b = torch::randn({130}, opts).narrow(0, 1, 129);
+    const at::Tensor got = gemm_epilogue(x, w, b, {}, "relu");
+    const Tolerance tol = tolerance(dtype);
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), eager(x, w, b, {}, "relu").to(torch::kDouble), tol.rtol, tol.atol))
+        << dtype_name(dtype) << " (path: " << (gemm_epilogue_last_fallback().empty() ? "cuBLASLt" : gemm_epilogue_last_fallback())
+        << ")";
+  }
+}
+
+TEST_F(GpuGemmEpilogues, Float32IsFullPrecisionUnlessTf32IsAllowed) {
+  // K = 4096 products in full fp32 stay within 1e-4 of the scale (TF32 inputs, 10-bit mantissas,
+  // would be about that far off).
+  const Operands o = operands({64}, 4096, 128, torch::kFloat);
+  const at::Tensor ref = torch::linear(o.x.to(torch::kDouble), o.w.to(torch::kDouble), o.b.to(torch::kDouble));
+  const at::Tensor got = gemm_epilogue(o.x, o.w, o.b, {}, "none");
+  EXPECT_TRUE(gemm_epilogue_last_fallback().empty()) << gemm_epilogue_last_fallback();
+  const double scale = ref.abs().max().item<double>();
+  EXPECT_LT((got.to(torch::kDouble) - ref).abs().max().item<double>(), 1e-4 * scale);
+  // With TF32 allowed (as eager then is), a different algorithm key and still close to eager.
+  at::globalContext().setAllowTF32CuBLAS(true);
+  const at::Tensor fast = gemm_epilogue(o.x, o.w, o.b, {}, "none");
+  const at::Tensor fast_eager = torch::linear(o.x, o.w, o.b);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  EXPECT_TRUE(gemm_epilogue_last_fallback().empty()) << gemm_epilogue_last_fallback();
+  EXPECT_LT((fast - fast_eager).abs().max().item<double>(), 1e-2 * scale);
+}
+
+TEST_F(GpuGemmEpilogues, Float64GoesThroughAten) {
+  const Operands o = operands({37}, 100, 129, torch::kDouble);
+  const at::Tensor got = gemm_epilogue(o.x, o.w, o.b, o.r, "relu");
+  EXPECT_NE(gemm_epilogue_last_fallback().find("dtype"), std::string::npos) << gemm_epilogue_last_fallback();
+  EXPECT_TRUE(torch::allclose(got, eager(o.x, o.w, o.b, o.r, "relu"), 1e-10, 1e-10));
+}
+
+TEST_F(GpuGemmEpilogues, BadInputsAreErrors) {
+  const Operands o = operands({37}, 100, 129, torch::kHalf);
+  tftest::expect_error([&] { gemm_epilogue(o.x, o.w.to(torch::kFloat), o.b, {}, "none"); }, {"weight", "input's dtype"});
+  tftest::expect_error([&] { gemm_epilogue(o.x, o.w.cpu(), o.b, {}, "none"); }, {"weight", "input's device"});
+  tftest::expect_error([&] { gemm_epilogue(o.x, o.w.narrow(1, 0, 99), o.b, {}, "none"); }, {"do not multiply"});
+}
+
+// A compiled transformer MLP block: both GEMMs become gemm_epilogue nodes and run on cuBLASLt;
+// the result is eager's.
+TEST_F(GpuGemmEpilogues, CompiledMlpBlockRunsItsGemmsOnCublasLt) {
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    torch::jit::Module m("Mlp");
+    const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+    m.register_parameter("w1", (torch::randn({256, 96}) / std::sqrt(96.0)).to(o), false);
+    m.register_parameter("b1", torch::randn({256}).to(o), false);
+    m.register_parameter("w2", (torch::randn({96, 256}) / 16.0).to(o), false);
+    m.register_parameter("b2", torch::randn({96}).to(o), false);
+    m.define(R"JIT(
+def forward(self, x):
+    h = torch.gelu(torch.linear(x, self.w1, self.b1), approximate='tanh')
+    return torch.linear(h, self.w2, self.b2) + x
+)JIT");
+    torchfuse::CompiledModule fused = torchfuse::compile(m, tftest::quiet_options());
+    const std::vector<c10::IValue> in{torch::randn({3, 37, 96}, o)};
+    const auto e = fused.explain(in);
+    EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::gemm_epilogue"), 2) << e.rewritten_graph;
+    const auto before = gemm_epilogue_counts();
+    for (int call = 0; call < 3; ++call) {
+      const std::vector<c10::IValue> fresh{torch::randn({3, 37, 96}, o)};
+      const at::Tensor got = fused.forward(fresh).toTensor();
+      const at::Tensor want = fused.forward_eager(fresh).toTensor();
+      const Tolerance tol = tolerance(dtype);
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), 2 * tol.rtol, 2 * tol.atol))
+          << dtype_name(dtype) << ": max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+    }
+    const auto after = gemm_epilogue_counts();
+    // At least the 3 fused calls' 2 GEMMs each (the first call's profiling runs may add more).
+    EXPECT_GE(after.cublaslt_calls - before.cublaslt_calls, 6) << dtype_name(dtype) << ": " << gemm_epilogue_last_fallback();
+  }
+}
+
+}  // namespace
