@@ -21,8 +21,12 @@ void RewriteContext::refused(const std::string& why) {
 const ir::Type* RewriteContext::type_of(const torch::jit::Value* v) const {
   auto it = profile.types.find(v);
   if (it != profile.types.end()) return &it->second;
-  auto from = inherited_.find(v);
-  return from == inherited_.end() ? nullptr : type_of(from->second);
+  auto made = inherited_.find(v);
+  return made == inherited_.end() ? nullptr : &made->second;
+}
+
+void RewriteContext::inherit_type(const torch::jit::Value* made, const torch::jit::Value* from) {
+  if (const ir::Type* t = type_of(from)) inherited_[made] = *t;
 }
 
 namespace {

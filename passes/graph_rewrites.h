@@ -49,10 +49,10 @@ struct RewriteContext {
   const ir::Type* type_of(const torch::jit::Value* v) const;
   // A value a rewrite made in place of `from`, with its dtype, sizes and device (strides may
   // differ): later matches read it through type_of.
-  void inherit_type(const torch::jit::Value* made, const torch::jit::Value* from) { inherited_[made] = from; }
+  void inherit_type(const torch::jit::Value* made, const torch::jit::Value* from);
 
  private:
-  std::unordered_map<const torch::jit::Value*, const torch::jit::Value*> inherited_;
+  std::unordered_map<const torch::jit::Value*, ir::Type> inherited_;
 };
 
 // Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).

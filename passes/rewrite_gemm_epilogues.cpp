@@ -81,13 +81,8 @@ class GemmRewriter {
 
  private:
   RewriteContext& ctx_;
-  // The types of the ops this pass inserted (the profile has not seen them): each its replaced
-  // result's, so that a GEMM reading an earlier rewrite's result (an MLP's second linear) matches.
-  std::unordered_map<const Value*, ir::Type> inserted_;
-
   const ir::Type* tensor_type(const Value* v) const {
-    auto it = inserted_.find(v);
-    const ir::Type* t = it != inserted_.end() ? &it->second : ctx_.type_of(v);
+    const ir::Type* t = ctx_.type_of(v);
     return t && t->is_tensor() ? t : nullptr;
   }
 
@@ -249,7 +244,8 @@ class GemmRewriter {
                             1);
     graph.insertNode(op);
     op->output()->copyMetadata(last->output());
-    if (const ir::Type* t = tensor_type(last->output())) inserted_.emplace(op->output(), *t);
+    // A GEMM reading this result (an MLP's second linear) matches too.
+    ctx_.inherit_type(op->output(), last->output());
     last->output()->replaceAllUsesWith(op->output());
     std::string what = describe(m.chain) + " -> torchfuse::gemm_epilogue (" + (m.bias ? "bias" : "no bias") +
                        (m.residual ? ", residual" : "") + ", activation " + m.activation + ")";
