@@ -149,7 +149,8 @@ class GemmRewriter {
     if (is(n, "aten::relu")) {
       m.activation = "relu";
     } else if (is(n, "aten::gelu")) {
-      const auto approximate = n->inputs().size() > 1 ? constant(n->input(1)) : c10::IValue(std::string("none"));
+      const std::optional<c10::IValue> approximate =
+          n->inputs().size() > 1 ? constant(n->input(1)) : std::optional<c10::IValue>(c10::IValue(std::string("none")));
       if (!approximate || !approximate->isString()) {
         *why = "gelu's approximation is not a constant";
         return false;
