@@ -18,15 +18,33 @@ void RewriteContext::refused(const std::string& why) {
   if (logs.fusion) log_info("rewrite refused: " + why);
 }
 
+namespace {
+
+void collect_types(torch::jit::Block* block, const Profile& profile, std::unordered_map<size_t, ir::Type>& out) {
+  auto take = [&](const torch::jit::Value* v) {
+    auto it = profile.types.find(v);
+    if (it != profile.types.end()) out.emplace(v->unique(), it->second);
+  };
+  for (const torch::jit::Value* v : block->inputs()) take(v);
+  for (torch::jit::Node* n : block->nodes()) {
+    for (const torch::jit::Value* v : n->outputs()) take(v);
+    for (torch::jit::Block* b : n->blocks()) collect_types(b, profile, out);
+  }
+}
+
+}  // namespace
+
+RewriteContext::RewriteContext(torch::jit::Graph& g, const Profile& p, LogSwitches l) : graph(g), logs(l) {
+  collect_types(g.block(), p, types_);
+}
+
 const ir::Type* RewriteContext::type_of(const torch::jit::Value* v) const {
-  auto it = profile.types.find(v);
-  if (it != profile.types.end()) return &it->second;
-  auto made = inherited_.find(v);
-  return made == inherited_.end() ? nullptr : &made->second;
+  auto it = types_.find(v->unique());
+  return it == types_.end() ? nullptr : &it->second;
 }
 
 void RewriteContext::inherit_type(const torch::jit::Value* made, const torch::jit::Value* from) {
-  if (const ir::Type* t = type_of(from)) inherited_[made] = *t;
+  if (const ir::Type* t = type_of(from)) types_[made->unique()] = *t;
 }
 
 namespace {

@@ -33,26 +33,28 @@ struct RewriteReport {
   std::vector<std::string> refused;
 };
 
-// What every rewrite sees. `profile` holds the types of the values of the graph as it was
-// profiled: values a rewrite creates have none (the caller profiles again after a change).
+// What every rewrite sees: the graph, the profiled types of its values (values a rewrite makes
+// have none, unless it passes one on with inherit_type; the caller profiles again after a change).
 struct RewriteContext {
   torch::jit::Graph& graph;
-  const Profile& profile;
   LogSwitches logs;
   RewriteReport report;
 
-  RewriteContext(torch::jit::Graph& g, const Profile& p, LogSwitches l) : graph(g), profile(p), logs(l) {}
+  // Takes the profile's types while the graph is as profiled.
+  RewriteContext(torch::jit::Graph& g, const Profile& p, LogSwitches l);
   // Record (and log under "fusion") a rewrite done or refused.
   void applied(const std::string& what);
   void refused(const std::string& why);
-  // The profiled type of a value, or nullptr for values the profile did not see.
+  // The profiled type of a value, or nullptr for values the profile did not see (made since).
   const ir::Type* type_of(const torch::jit::Value* v) const;
   // A value a rewrite made in place of `from`, with its dtype, sizes and device (strides may
   // differ): later matches read it through type_of.
   void inherit_type(const torch::jit::Value* made, const torch::jit::Value* from);
 
  private:
-  std::unordered_map<const torch::jit::Value*, ir::Type> inherited_;
+  // By Value::unique(), which a graph never hands out twice: a rewrite frees values, and a value
+  // made later may reuse a freed one's address (the profile's key).
+  std::unordered_map<size_t, ir::Type> types_;
 };
 
 // Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).
