@@ -151,6 +151,8 @@ def main():
                     help="torch.compile modes to time, e.g. default,reduce-overhead (CUDA graphs)")
     ap.add_argument("--graphs", action="store_true",
                     help="also time torchfuse with CompileOptions::cuda_graphs (needs --torchfuse-build)")
+    ap.add_argument("--ablations", default="", help="comma-separated torchfuse variants also timed: "
+                    "no_gemm_epilogues, no_rewrites (neither the attention nor the GEMM-epilogue rewrite)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
     ap.add_argument("--cli-bench", action="store_true", help="also `torchfuse bench` (verify always runs)")
@@ -218,6 +220,16 @@ def main():
                     explained = tf.explain(*inputs)
                     row["torchfuse_refused"] = explained["refused"]
                     row["torchfuse_rewrites"] = explained.get("rewrites", [])
+                    for key, kw in (("torchfuse_no_gemm_epilogues", {"gemm_epilogues": False}),
+                                    ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False})):
+                        if key.split("torchfuse_")[1] not in args.ablations.split(","):
+                            continue
+                        ta = tfpy.compile_file(path, **kw)
+                        with torch.inference_mode():
+                            ta(*inputs)
+                        row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
+                        row[key + "_kernels"] = kernels_per_call(ta, inputs)
+                        del ta
                     if args.graphs:
                         tg = tfpy.compile_file(path, cuda_graphs=True)
                         with torch.inference_mode():
@@ -257,6 +269,7 @@ def main():
     variants = [("eager", "eager"), ("TorchScript", "torchscript"), ("compile", "torch_compile"),
                 ("compile reduce-overhead", "torch_compile_reduce_overhead"),
                 ("compile max-autotune-no-cudagraphs", "torch_compile_max_autotune_no_cudagraphs"), ("torchfuse", "torchfuse"),
+                ("torchfuse no GEMM epilogues", "torchfuse_no_gemm_epilogues"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
                 ("torchfuse graphs", "torchfuse_graphs")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]
