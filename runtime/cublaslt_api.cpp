@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "runtime/dl_util.h"
+
 namespace torchfuse {
 namespace runtime {
 namespace {
@@ -14,9 +16,7 @@ struct Loaded {
 
 template <typename F>
 bool bind(void* lib, const char* name, F& fn, std::string& why) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (!fn) why = std::string("libcublasLt has no ") + name;
-  return fn != nullptr;
+  return bind_symbol(lib, "libcublasLt", name, fn, why);
 }
 
 // The toolkit's own major version first (the header this file is compiled with), then CUDA 12's

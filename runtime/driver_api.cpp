@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "codegen/device_target.h"
+#include "runtime/dl_util.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -22,9 +23,7 @@ struct Loaded {
 
 template <typename F>
 bool bind(void* lib, const char* name, F& fn, std::string& why) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (!fn) why = std::string("libcuda has no ") + name;
-  return fn != nullptr;
+  return bind_symbol(lib, "libcuda", name, fn, why);
 }
 
 // The name cuda.h maps `x` to (cuEventDestroy -> "cuEventDestroy_v2"): what libcuda exports.
