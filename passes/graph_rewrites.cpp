@@ -1,5 +1,6 @@
 #include "passes/graph_rewrites.h"
 
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
@@ -16,6 +17,22 @@ void RewriteContext::applied(const std::string& what) {
 void RewriteContext::refused(const std::string& why) {
   report.refused.push_back(why);
   if (logs.fusion) log_info("rewrite refused: " + why);
+}
+
+bool is_kind(const torch::jit::Node* n, const char* qual_name) {
+  return n->kind() == c10::Symbol::fromQualString(qual_name);
+}
+
+std::optional<double> constant_number(const torch::jit::Value* v) {
+  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  if (!iv) return std::nullopt;
+  if (iv->isDouble()) return iv->toDouble();
+  if (iv->isInt()) return static_cast<double>(iv->toInt());
+  if (iv->isTensor()) {
+    const at::Tensor& t = iv->toTensor();
+    if (t.defined() && t.dim() == 0 && !t.is_complex()) return t.item<double>();
+  }
+  return std::nullopt;
 }
 
 namespace {

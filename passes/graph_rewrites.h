@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +16,8 @@
 namespace torch {
 namespace jit {
 struct Graph;
+struct Node;
+struct Value;
 }  // namespace jit
 }  // namespace torch
 
@@ -56,6 +59,11 @@ struct RewriteContext {
   // made later may reuse a freed one's address (the profile's key).
   std::unordered_map<size_t, ir::Type> types_;
 };
+
+// What the rewrites read the graph with: a node's kind ("aten::matmul"), and the number a constant
+// holds (an int, a float, or a 0-dim tensor: the tracer's scalars).
+bool is_kind(const torch::jit::Node* n, const char* qual_name);
+std::optional<double> constant_number(const torch::jit::Value* v);
 
 // Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).
 RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options);

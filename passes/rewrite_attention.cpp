@@ -25,22 +25,7 @@ const c10::Symbol& attention_op() {
   return s;
 }
 
-bool is(const Node* n, const char* qual_name) { return n->kind() == c10::Symbol::fromQualString(qual_name); }
-
 std::string name(const Value* v) { return "%" + v->debugName(); }
-
-// The number a constant holds: an int, a float, or a 0-dim tensor (the tracer's scalars).
-std::optional<double> constant_number(Value* v) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
-  if (!iv) return std::nullopt;
-  if (iv->isDouble()) return iv->toDouble();
-  if (iv->isInt()) return static_cast<double>(iv->toInt());
-  if (iv->isTensor()) {
-    const at::Tensor& t = iv->toTensor();
-    if (t.defined() && t.dim() == 0 && (t.is_floating_point() || !t.is_complex())) return t.item<double>();
-  }
-  return std::nullopt;
-}
 
 std::optional<bool> constant_bool(Value* v) {
   const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
@@ -84,7 +69,7 @@ class Matcher {
 
   MatchResult match(Node* out) {
     MatchResult r;
-    if (!(is(out, "aten::matmul") || is(out, "aten::bmm"))) return r;
+    if (!(is_kind(out, "aten::matmul") || is_kind(out, "aten::bmm"))) return r;
     Attention& a = r.found;
     a.out = out;
     a.value = out->input(1);
@@ -111,20 +96,20 @@ class Matcher {
   Value* skip_to_softmax(Value* x, Attention& a) {
     for (;;) {
       Node* p = x->node();
-      if (is(p, "aten::softmax") || is(p, "aten::_softmax")) {
+      if (is_kind(p, "aten::softmax") || is_kind(p, "aten::_softmax")) {
         a.intermediates.push_back(x);
         a.softmax_index = a.intermediates.size() - 1;
         a.softmax = p;
         a.softmax_in = p->input(0);
         return x;
       }
-      const bool dropout = is(p, "aten::dropout") || is(p, "aten::feature_dropout") || is(p, "aten::alpha_dropout");
+      const bool dropout = is_kind(p, "aten::dropout") || is_kind(p, "aten::feature_dropout") || is_kind(p, "aten::alpha_dropout");
       if (dropout && p->inputs().size() == 3 && constant_bool(p->input(2)) == false) {
         a.intermediates.push_back(x);
         x = p->input(0);
         continue;
       }
-      if (is(p, "aten::to") || is(p, "aten::type_as")) {
+      if (is_kind(p, "aten::to") || is_kind(p, "aten::type_as")) {
         a.intermediates.push_back(x);
         x = p->input(0);
         continue;
@@ -139,7 +124,7 @@ class Matcher {
     const std::optional<c10::IValue> dim = torch::jit::toIValue(a.softmax->input(1));
     if (!dim || !dim->isInt() || normalized_dim(dim->toInt(), in->rank()) != in->rank() - 1)
       return "softmax is not over the last dim";
-    if (is(a.softmax, "aten::_softmax") && constant_bool(a.softmax->input(2)) != false)
+    if (is_kind(a.softmax, "aten::_softmax") && constant_bool(a.softmax->input(2)) != false)
       return "_softmax with half_to_float";
     return "";
   }
@@ -147,7 +132,7 @@ class Matcher {
   // Scores -> scaling -> one optional mask: additive, masked_fill or where with -inf.
   std::string match_mask(Value* x, Attention& a) {
     Node* p = x->node();
-    if (is(p, "aten::add") && p->inputs().size() == 3) {
+    if (is_kind(p, "aten::add") && p->inputs().size() == 3) {
       if (constant_number(p->input(2)) != 1.0) return "the mask is added with alpha != 1";
       a.intermediates.push_back(x);
       if (match_scaled_scores(p->input(0), a)) {
@@ -160,7 +145,7 @@ class Matcher {
       }
       return "neither operand of the add is the scaled matmul(query, key^T)";
     }
-    if (is(p, "aten::masked_fill")) {
+    if (is_kind(p, "aten::masked_fill")) {
       a.intermediates.push_back(x);
       const std::string fill = check_minus_inf(p->input(2));
       if (!fill.empty()) return "masked_fill " + fill;
@@ -168,7 +153,7 @@ class Matcher {
       if (!match_scaled_scores(p->input(0), a)) return "masked_fill's input is not the scaled matmul(query, key^T)";
       return "";
     }
-    if (is(p, "aten::where") && p->inputs().size() == 3) {
+    if (is_kind(p, "aten::where") && p->inputs().size() == 3) {
       a.intermediates.push_back(x);
       if (check_minus_inf(p->input(2)).empty() && match_scaled_scores(p->input(1), a)) {
         a.kept = p->input(0);
@@ -203,8 +188,8 @@ class Matcher {
     double scale = 1.0;
     for (;;) {
       Node* p = x->node();
-      if ((is(p, "aten::mul") || is(p, "aten::div")) && p->inputs().size() == 2) {
-        const bool div = is(p, "aten::div");
+      if ((is_kind(p, "aten::mul") || is_kind(p, "aten::div")) && p->inputs().size() == 2) {
+        const bool div = is_kind(p, "aten::div");
         std::optional<double> c = constant_number(p->input(1));
         Value* other = p->input(0);
         if (!c && !div) {
@@ -217,7 +202,7 @@ class Matcher {
         x = other;
         continue;
       }
-      if (is(p, "aten::matmul") || is(p, "aten::bmm")) {
+      if (is_kind(p, "aten::matmul") || is_kind(p, "aten::bmm")) {
         a.intermediates.push_back(x);
         a.scores = x;
         a.query = p->input(0);
@@ -238,7 +223,7 @@ class Matcher {
     if (!t) return nullptr;
     const int64_t rank = t->rank();
     Node* p = key_t->node();
-    if (is(p, "aten::transpose") && p->inputs().size() == 3) {
+    if (is_kind(p, "aten::transpose") && p->inputs().size() == 3) {
       const std::optional<c10::IValue> d0 = torch::jit::toIValue(p->input(1));
       const std::optional<c10::IValue> d1 = torch::jit::toIValue(p->input(2));
       if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return nullptr;
@@ -246,7 +231,7 @@ class Matcher {
       if (std::min(a, b) == rank - 2 && std::max(a, b) == rank - 1) return p->input(0);
       return nullptr;
     }
-    if (is(p, "aten::permute") && p->inputs().size() == 2) {
+    if (is_kind(p, "aten::permute") && p->inputs().size() == 2) {
       const std::optional<c10::IValue> dims = torch::jit::toIValue(p->input(1));
       if (!dims || !dims->isIntList()) return nullptr;
       const std::vector<int64_t> d = dims->toIntVector();
@@ -391,7 +376,7 @@ class Replacer {
 
 void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* n : block->nodes()) {
-    if (is(n, "aten::matmul") || is(n, "aten::bmm")) out.push_back(n);
+    if (is_kind(n, "aten::matmul") || is_kind(n, "aten::bmm")) out.push_back(n);
     for (torch::jit::Block* b : n->blocks()) collect_matmuls(b, out);
   }
 }

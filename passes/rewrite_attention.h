@@ -1,5 +1,5 @@
 // Attention: matmul(q, k^T), scaled, with an optional mask, softmax over the last dim, dropout in
-// eval mode, matmul(., v) -> one torchfuse::attention call (runtime/attention_op.h), which runs
+// eval mode, matmul(., v) -> one torchfuse::attention call (runtime/attention_op.cpp), which runs
 // ATen's fused scaled-dot-product attention. Patterns whose semantics the call cannot reproduce
 // exactly stay as they are, and the reason is reported.
 #pragma once

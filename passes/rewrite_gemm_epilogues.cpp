@@ -38,8 +38,6 @@ struct Match {
   std::vector<Node*> chain;      // the nodes replaced, the GEMM first
 };
 
-bool is(const Node* n, const char* kind) { return n->kind() == c10::Symbol::fromQualString(kind); }
-
 std::string name_of(const Node* n) {
   return std::string(n->kind().toQualString()) + " (%" + n->output()->debugName() + ")";
 }
@@ -54,13 +52,7 @@ std::string describe(const std::vector<Node*>& chain) {
 std::optional<c10::IValue> constant(const Value* v) { return torch::jit::toIValue(v); }
 
 // The constant number `v` equals 1 (alpha and beta of add and addmm).
-bool is_one(const Value* v) {
-  const auto iv = constant(v);
-  if (!iv) return false;
-  if (iv->isInt()) return iv->toInt() == 1;
-  if (iv->isDouble()) return iv->toDouble() == 1.0;
-  return false;
-}
+bool is_one(const Value* v) { return constant_number(v) == 1.0; }
 
 // The only user of n's output, or null when it has none or several.
 Node* single_user(const Node* n) {
@@ -75,7 +67,7 @@ class GemmRewriter {
   void run() {
     std::vector<Node*> gemms;
     for (Node* n : ctx_.graph.nodes())
-      if (is(n, "aten::linear") || is(n, "aten::addmm") || is(n, "aten::matmul")) gemms.push_back(n);
+      if (is_kind(n, "aten::linear") || is_kind(n, "aten::addmm") || is_kind(n, "aten::matmul")) gemms.push_back(n);
     for (Node* g : gemms) try_gemm(g);
   }
 
@@ -92,14 +84,14 @@ class GemmRewriter {
     m.gemm = g;
     m.chain.push_back(g);
     const ir::Type* x = tensor_type(g->input(0));
-    if (is(g, "aten::linear")) {
+    if (is_kind(g, "aten::linear")) {
       const ir::Type* w = tensor_type(g->input(1));
       if (!x || !w || x->rank() < 2 || w->rank() != 2) return std::nullopt;
       m.input = g->input(0), m.weight = g->input(1);
       if (!g->input(2)->mustBeNone()) m.bias = g->input(2);
       return m;
     }
-    if (is(g, "aten::addmm")) {
+    if (is_kind(g, "aten::addmm")) {
       if (g->inputs().size() != 5 || !is_one(g->input(3)) || !is_one(g->input(4))) return std::nullopt;
       const ir::Type* b = tensor_type(g->input(0));
       const ir::Type* a = tensor_type(g->input(1));
@@ -146,9 +138,9 @@ class GemmRewriter {
   // Extends the match with an activation `n` (relu, or gelu with approximate='tanh'); false with
   // the reason in *why where n is an activation the epilogue does not compute.
   static bool take_activation(Node* n, Match& m, std::string* why) {
-    if (is(n, "aten::relu")) {
+    if (is_kind(n, "aten::relu")) {
       m.activation = "relu";
-    } else if (is(n, "aten::gelu")) {
+    } else if (is_kind(n, "aten::gelu")) {
       const std::optional<c10::IValue> approximate =
           n->inputs().size() > 1 ? constant(n->input(1)) : std::optional<c10::IValue>(c10::IValue(std::string("none")));
       if (!approximate || !approximate->isString()) {
@@ -170,7 +162,7 @@ class GemmRewriter {
 
   // add(gemm, r) or add(r, gemm), alpha 1, r of the result's exact shape: r becomes the residual.
   bool take_residual(Node* add, Match& m, std::string* why) const {
-    if (!is(add, "aten::add") || add->inputs().size() != 3) return false;
+    if (!is_kind(add, "aten::add") || add->inputs().size() != 3) return false;
     Value* gemm_out = m.gemm->output();
     Value* r = add->input(0) == gemm_out ? add->input(1) : add->input(0);
     const ir::Type* rt = tensor_type(r);
@@ -228,7 +220,7 @@ class GemmRewriter {
   // A GEMM whose result feeds an epilogue op and something else: say why it stays.
   void refuse_if_epilogue(Node* g) {
     for (const torch::jit::Use& u : g->output()->uses()) {
-      if (is(u.user, "aten::add") || is(u.user, "aten::relu") || is(u.user, "aten::gelu")) {
+      if (is_kind(u.user, "aten::add") || is_kind(u.user, "aten::relu") || is_kind(u.user, "aten::gelu")) {
         ctx_.refused("GEMM epilogue " + name_of(g) + " + " + name_of(u.user) + " left alone: the GEMM's result has " +
                      std::to_string(g->output()->uses().size()) + " uses");
         return;
