@@ -5,7 +5,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -53,6 +52,12 @@ struct Attention {
   // softmax_index), the mask and scaling steps, the scores.
   std::vector<Value*> intermediates;
   size_t softmax_index = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;  // query's
+  // Grouped heads (key and value repeated from fewer heads, as Hugging Face's repeat_kv does):
+  // the tensors before the repeat, and how many query heads each of their heads serves.
+  Value* key_heads = nullptr;
+  Value* value_heads = nullptr;
+  int64_t groups = 1;
 };
 
 // Outcome of matching one candidate: not attention at all (silently skipped), attention the
@@ -83,6 +88,7 @@ class Matcher {
     r.refusal = check_types(a);
     if (!r.refusal.empty()) return r;
     r.refusal = check_single_uses(a);
+    if (r.refusal.empty()) match_grouped_heads(a);
     return r;
   }
 
@@ -217,6 +223,49 @@ class Matcher {
     return false;
   }
 
+  struct Repeated {
+    Value* source = nullptr;
+    int64_t groups = 1;
+  };
+
+  // x = reshape(expand(unsqueeze(source, -3)), ...) repeating each head of `source` (dim -3)
+  // `groups` times in place, which is what scaled_dot_product_attention's enable_gqa reads.
+  std::optional<Repeated> repeated_heads(Value* x) {
+    Node* reshape = x->node();
+    if (!is_kind(reshape, "aten::reshape") && !is_kind(reshape, "aten::view")) return std::nullopt;
+    Node* expand = reshape->input(0)->node();
+    if (!is_kind(expand, "aten::expand")) return std::nullopt;
+    Node* unsqueeze = expand->input(0)->node();
+    if (!is_kind(unsqueeze, "aten::unsqueeze")) return std::nullopt;
+    Value* source = unsqueeze->input(0);
+    const ir::Type* src = tensor_type(source);
+    const ir::Type* expanded = tensor_type(expand->output());
+    const ir::Type* out = tensor_type(x);
+    const std::optional<c10::IValue> dim = torch::jit::toIValue(unsqueeze->input(1));
+    if (!src || !expanded || !out || !dim || !dim->isInt()) return std::nullopt;
+    const int64_t r = src->rank();
+    if (r < 3 || normalized_dim(dim->toInt(), r + 1) != r - 2 || expanded->rank() != r + 1 || out->rank() != r)
+      return std::nullopt;
+    Repeated found{source, expanded->sizes[r - 2]};
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t before = src->sizes[i], after = out->sizes[i];
+      if (expanded->sizes[i < r - 2 ? i : i + 1] != before) return std::nullopt;
+      if (after != (i == r - 3 ? before * found.groups : before)) return std::nullopt;
+    }
+    return found;
+  }
+
+  // Key and value both repeated from fewer heads, by the same number: the call reads them as
+  // they were before the repeat (enable_gqa).
+  void match_grouped_heads(Attention& a) {
+    if (!a.key) return;
+    const std::optional<Repeated> k = repeated_heads(a.key), v = repeated_heads(a.value);
+    if (!k || !v || k->groups != v->groups || k->groups < 2) return;
+    a.key_heads = k->source;
+    a.value_heads = v->source;
+    a.groups = k->groups;
+  }
+
   // k where key_t is k.transpose(-2, -1) (or a permute swapping the last two dims).
   Value* key_of(Value* key_t) {
     const ir::Type* t = tensor_type(key_t);
@@ -244,7 +293,7 @@ class Matcher {
     return nullptr;
   }
 
-  std::string check_types(const Attention& a) {
+  std::string check_types(Attention& a) {
     const ir::Type* q = tensor_type(a.query);
     const ir::Type* kt = tensor_type(a.key_t);
     const ir::Type* v = tensor_type(a.value);
@@ -252,6 +301,7 @@ class Matcher {
     const ir::Type* out = tensor_type(a.out->output());
     if (!q || !kt || !v || !s || !out) return "the types of query, key or value are unknown";
     const c10::ScalarType dt = q->dtype;
+    a.dtype = dt;
     if (!c10::isFloatingType(dt)) return std::string("query is ") + ir::dtype_short_name(dt) + ", not floating";
     if (kt->dtype != dt || v->dtype != dt) return "query, key and value differ in dtype";
     if (q->device != kt->device || q->device != v->device) return "query, key and value are on different devices";
@@ -317,12 +367,18 @@ std::string describe(const Attention& a) {
   if (a.additive_mask) os << " + " << name(a.additive_mask);
   if (a.excluded) os << " without " << name(a.excluded);
   if (a.kept) os << " where " << name(a.kept);
-  os << ") @ " << name(a.value) << " -> torchfuse::attention";
+  os << ") @ " << name(a.value);
+  if (a.groups > 1) {
+    os << ", key and value repeated from " << name(a.key_heads) << " and " << name(a.value_heads) << " (" << a.groups
+       << " query heads per head: grouped heads)";
+  }
+  os << " -> torchfuse::attention";
   return os.str();
 }
 
 // Puts the call in place of the pattern. A mask shared by several calls (every layer of a model
-// reads one) is negated and its fully masked rows computed once, at the first call reading it.
+// reads one) is prepared once (torchfuse::attention_mask: additive, fully masked rows NaN), at the
+// first call reading it.
 class Replacer {
  public:
   explicit Replacer(torch::jit::Graph& graph) : graph_(graph) {}
@@ -330,30 +386,38 @@ class Replacer {
   // Returns the call's output.
   Value* replace(const Attention& a) {
     torch::jit::WithInsertPoint guard(a.out);
-    torch::jit::Block* block = a.out->owningBlock();
-    Value* key = a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
-    Value* mask = a.additive_mask ? a.additive_mask : a.kept;
-    if (a.excluded) mask = once(negated_, a.excluded, block, [&] { return graph_.insert(c10::aten::logical_not, {a.excluded}); });
-    Value* rows = nullptr;
-    if (mask) rows = once(rows_, mask, block, [&] { return insert_call(fully_masked_rows_op(), {mask}, "masked_rows"); });
-    if (!mask) mask = graph_.insertConstant(c10::IValue());
-    if (!rows) rows = graph_.insertConstant(c10::IValue());
-    Value* out = insert_call(attention_op(), {a.query, key, a.value, mask, graph_.insertConstant(a.scale),
-                                              graph_.insertConstant(false), rows}, "");
+    Value* key = a.key_heads ? a.key_heads : a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
+    Value* value = a.value_heads ? a.value_heads : a.value;
+    Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
+    if (mask) {
+      mask = prepared_mask(mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
+    } else {
+      mask = graph_.insertConstant(c10::IValue());
+    }
+    Value* out = insert_call(attention_op(), {a.query, key, value, mask, graph_.insertConstant(a.scale),
+                                              graph_.insertConstant(false), graph_.insertConstant(true),
+                                              graph_.insertConstant(a.groups > 1)}, "");
     out->setType(a.out->output()->type());
     a.out->output()->replaceAllUsesWith(out);
     return out;
   }
 
  private:
-  using Cache = std::unordered_map<const Value*, Value*>;
+  struct Prepared {
+    const Value* mask;
+    bool exclude;
+    c10::ScalarType dtype;
+    Value* made;
+  };
 
-  template <typename Make>
-  Value* once(Cache& cache, const Value* key, torch::jit::Block* block, Make make) {
-    auto it = cache.find(key);
-    if (it != cache.end() && it->second->node()->owningBlock() == block) return it->second;
-    Value* made = make();
-    cache[key] = made;
+  Value* prepared_mask(Value* mask, bool exclude, c10::ScalarType dtype, torch::jit::Block* block) {
+    for (const Prepared& p : prepared_) {
+      if (p.mask == mask && p.exclude == exclude && p.dtype == dtype && p.made->node()->owningBlock() == block)
+        return p.made;
+    }
+    Value* made = insert_call(attention_mask_op(), {mask, graph_.insertConstant(static_cast<int64_t>(dtype)),
+                                                    graph_.insertConstant(exclude)}, "attn_mask");
+    prepared_.push_back({mask, exclude, dtype, made});
     return made;
   }
 
@@ -364,14 +428,13 @@ class Replacer {
     return call->output();
   }
 
-  static const c10::Symbol& fully_masked_rows_op() {
-    static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::fully_masked_rows");
+  static const c10::Symbol& attention_mask_op() {
+    static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::attention_mask");
     return s;
   }
 
   torch::jit::Graph& graph_;
-  Cache negated_;
-  Cache rows_;
+  std::vector<Prepared> prepared_;
 };
 
 void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {

@@ -1,11 +1,16 @@
 // torchfuse::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale,
-// bool is_causal, Tensor? masked_rows=None) -> Tensor: what passes/rewrite_attention.h puts in
-// place of attention spelled out op by op. softmax(query @ key^T * scale + mask) @ value, with
+// bool is_causal, bool mask_prepared=False, bool enable_gqa=False) -> Tensor: what
+// passes/rewrite_attention.h puts in place of attention spelled out op by op.
+// softmax(query @ key^T * scale + mask) @ value, with
 //  - attn_mask additive (the scores' dtype) or boolean (true: the position takes part), and
 //    broadcastable to the scores' shape;
-//  - rows whose every position is masked out giving NaN, as eager's softmax over all -inf does:
-//    masked_rows when given (torchfuse::fully_masked_rows(attn_mask), computed once for all the
-//    calls sharing a mask), else computed from the mask.
+//  - rows whose every position is masked out giving NaN, as eager's softmax over all -inf does.
+//    torchfuse::attention_mask(mask, dtype, exclude) writes such rows NaN into an additive mask
+//    (ATen's fused kernels then give NaN there too, where an all -inf row gives 0): the rewrite
+//    calls it once for all the layers sharing a mask and passes mask_prepared=True; otherwise the
+//    call prepares the mask itself;
+//  - enable_gqa: key and value have fewer heads (dim -3) than query, each serving
+//    query_heads / kv_heads consecutive query heads (key.repeat_interleave(groups, -3)).
 // LibTorch 2.1 and later run ATen's scaled_dot_product_attention (flash, memory-efficient or
 // cuDNN kernels, chosen by ATen); older LibTorch (1.13) the same math through matmul and softmax.
 
@@ -22,12 +27,19 @@
 #else
 #define TORCHFUSE_HAVE_SDPA 0
 #endif
+// scaled_dot_product_attention's enable_gqa and _fused_sdp_choice with it: LibTorch 2.5 and later.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define TORCHFUSE_HAVE_SDPA_GQA 1
+#else
+#define TORCHFUSE_HAVE_SDPA_GQA 0
+#endif
 
 namespace torchfuse {
 namespace runtime {
 namespace {
 
-void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask) {
+void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                  bool enable_gqa) {
   TORCHFUSE_CHECK(q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim(),
                   "torchfuse::attention: query, key and value need the same rank (3 or more), got ", q.sizes(), ", ",
                   k.sizes(), ", ", v.sizes());
@@ -39,6 +51,12 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   TORCHFUSE_CHECK(q.size(-1) == k.size(-1) && k.size(-2) == v.size(-2),
                   "torchfuse::attention: shapes do not chain: query ", q.sizes(), ", key ", k.sizes(), ", value ",
                   v.sizes());
+  if (enable_gqa) {
+    const int64_t heads = q.size(-3), kv_heads = k.size(-3);
+    TORCHFUSE_CHECK(kv_heads > 0 && v.size(-3) == kv_heads && heads % kv_heads == 0,
+                    "torchfuse::attention: with enable_gqa the query's heads (dim -3) must be a multiple of the "
+                    "key's and value's, got query ", q.sizes(), ", key ", k.sizes(), ", value ", v.sizes());
+  }
   if (!mask) return;
   TORCHFUSE_CHECK(mask->scalar_type() == at::kBool || mask->scalar_type() == q.scalar_type(),
                   "torchfuse::attention: the mask must be boolean or of the query's dtype (", q.scalar_type(),
@@ -58,51 +76,73 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
     at::Tensor keep = at::ones({l, s}, q.options().dtype(at::kBool)).tril();
     scores = scores.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
   }
-  if (mask && mask->scalar_type() == at::kBool) {
-    scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<double>::infinity());
-  } else if (mask) {
-    scores = scores.add(mask->to(at::kFloat));
-  }
+  if (mask) scores = scores.add(mask->to(at::kFloat));  // additive: attention_mask() made it so
   at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
   return at::matmul(probs, v);
 }
 #endif
 
-// Rows every position of which the mask leaves out: eager's softmax makes them NaN (all -inf);
-// ATen's fused kernels make them 0 (or, cuDNN with a boolean mask, other values).
-at::Tensor fully_masked_rows(const at::Tensor& mask) {
-  at::Tensor excluded = mask.scalar_type() == at::kBool ? mask.logical_not() : at::isneginf(mask);
-  return excluded.all(-1, /*keepdim=*/true);
+// The mask as the call takes it: additive, in `dtype`, with NaN across every row that leaves out
+// every position (eager's softmax over all -inf gives NaN there; ATen's fused kernels give 0 for
+// an all -inf row, or, cuDNN with a boolean mask, other values, and NaN for a NaN row). Boolean
+// masks mark the positions that take part, or with `exclude` those left out (masked_fill's).
+at::Tensor attention_mask(const at::Tensor& mask, at::ScalarType dtype, bool exclude) {
+  TORCHFUSE_CHECK(c10::isFloatingType(dtype), "torchfuse::attention_mask: dtype must be floating, got ", dtype);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  if (mask.scalar_type() == at::kBool) {
+    const at::Tensor left_out = exclude ? mask : mask.logical_not();
+    const at::Tensor rows = left_out.all(-1, /*keepdim=*/true);
+    const auto o = mask.options().dtype(dtype);
+    at::Tensor additive = at::where(left_out, at::scalar_tensor(-inf, o), at::scalar_tensor(0.0, o));
+    return additive.masked_fill_(rows, nan);
+  }
+  TORCHFUSE_CHECK(!exclude, "torchfuse::attention_mask: exclude applies to boolean masks, got ", mask.scalar_type());
+  TORCHFUSE_CHECK(mask.scalar_type() == dtype, "torchfuse::attention_mask: an additive mask must be ", dtype,
+                  " (the query's dtype), got ", mask.scalar_type());
+  return mask.masked_fill(at::isneginf(mask).all(-1, /*keepdim=*/true), nan);
+}
+
+// key or value with each of its heads repeated for the query heads it serves.
+at::Tensor repeat_heads(const at::Tensor& x, int64_t groups) {
+  return groups == 1 ? x : x.repeat_interleave(groups, /*dim=*/x.dim() - 3);
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const c10::optional<at::Tensor>& mask, double scale, bool is_causal,
-                     const c10::optional<at::Tensor>& masked_rows) {
-  check_inputs(q, k, v, mask);
-  TORCHFUSE_CHECK(!masked_rows || masked_rows->scalar_type() == at::kBool,
-                  "torchfuse::attention: masked_rows must be boolean, got ", masked_rows->scalar_type());
-#if TORCHFUSE_HAVE_SDPA
-  at::Tensor out = at::scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale);
-#else
-  at::Tensor out = attention_math(q, k, v, mask, scale, is_causal);
-#endif
-  // Marks fully masked rows NaN, as eager does. The rewrite computes them once per mask and
-  // passes them to every call that shares the mask.
-  if (masked_rows) {
-    out.masked_fill_(*masked_rows, std::numeric_limits<double>::quiet_NaN());
-  } else if (mask && mask->numel() > 0) {
-    out.masked_fill_(fully_masked_rows(*mask), std::numeric_limits<double>::quiet_NaN());
+                     const c10::optional<at::Tensor>& given_mask, double scale, bool is_causal, bool mask_prepared,
+                     bool enable_gqa) {
+  check_inputs(q, k, v, given_mask, enable_gqa);
+  c10::optional<at::Tensor> mask = given_mask;
+  if (mask && mask_prepared) {
+    TORCHFUSE_CHECK(mask->scalar_type() == q.scalar_type(), "torchfuse::attention: a prepared mask must be ",
+                    q.scalar_type(), " (the query's dtype), got ", mask->scalar_type());
+  } else if (mask) {
+    mask = attention_mask(*mask, q.scalar_type(), /*exclude=*/false);
   }
-  return out;
+  const int64_t groups = enable_gqa ? q.size(-3) / k.size(-3) : 1;
+#if TORCHFUSE_HAVE_SDPA_GQA
+  // ATen's kernels that take grouped heads read each key/value head once; where ATen would run
+  // its math for them, the heads are repeated and a fused kernel runs instead.
+  if (groups > 1) {
+    const int64_t math = 0;  // sdp::SDPBackend::math
+    if (at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/true) != math)
+      return at::scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/true);
+  }
+#endif
+  const at::Tensor key = repeat_heads(k, groups), value = repeat_heads(v, groups);
+#if TORCHFUSE_HAVE_SDPA
+  return at::scaled_dot_product_attention(q, key, value, mask, 0.0, is_causal, scale);
+#else
+  return attention_math(q, key, value, mask, scale, is_causal);
+#endif
 }
 
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
   m.def("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal, "
-        "Tensor? masked_rows=None) -> Tensor",
+        "bool mask_prepared=False, bool enable_gqa=False) -> Tensor",
         &attention);
-  m.def("fully_masked_rows(Tensor mask) -> Tensor", &fully_masked_rows);
+  m.def("attention_mask(Tensor mask, ScalarType dtype, bool exclude=False) -> Tensor", &attention_mask);
 }
 
 }  // namespace runtime

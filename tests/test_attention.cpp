@@ -63,8 +63,8 @@ def forward(self, q, k, v, mask):
   EXPECT_NE(e.rewrites[0].find("* 0.125 + %mask"), std::string::npos) << e.rewrites[0];
 }
 
-// Layers sharing one mask: its fully masked rows are computed once, for every call.
-TEST(AttentionRewrite, CallsSharingAMaskShareItsMaskedRows) {
+// Layers sharing one mask: it is prepared (fully masked rows NaN) once, for every call.
+TEST(AttentionRewrite, CallsSharingAMaskShareItsPreparedMask) {
   auto m = tftest::module_from(R"(
 def forward(self, q, k, v, mask):
     a = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.125 + mask, -1), v)
@@ -76,8 +76,8 @@ def forward(self, q, k, v, mask):
   const auto e = explain(m, in);
   EXPECT_EQ(e.rewrites.size(), 2u) << tftest::joined(e.refused);
   EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::attention("), 2) << e.rewritten_graph;
-  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::fully_masked_rows("), 1) << e.rewritten_graph;
-  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::fully_masked_rows(%mask", "torchfuse::attention(",
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::attention_mask("), 1) << e.rewritten_graph;
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::attention_mask(%mask", "torchfuse::attention(",
                                                             "torchfuse::attention("}));
 }
 
@@ -119,7 +119,9 @@ def forward(self, q, k, v, excluded):
   in.push_back(torch::rand({1, 1, 8, 8}) > 0.7);
   const auto e = explain(fill, in);
   EXPECT_TRUE(rewritten_once(e));
-  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"aten::logical_not", "torchfuse::attention("}));
+  // masked_fill's mask marks the excluded positions: prepared with exclude=True, no negation.
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::attention_mask(%excluded", "torchfuse::attention("}));
+  EXPECT_EQ(e.rewritten_graph.find("aten::logical_not"), std::string::npos) << e.rewritten_graph;
 
   auto where = tftest::module_from(R"(
 def forward(self, q, k, v, kept):
@@ -148,6 +150,42 @@ def forward(self, q, kt, v):
   const auto e = explain(given, in);
   EXPECT_TRUE(rewritten_once(e));
   EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"aten::transpose", "torchfuse::attention("}));
+}
+
+// Hugging Face's repeat_kv (unsqueeze, expand, reshape) on key and value: the call reads the
+// tensors before the repeat, with enable_gqa, and the repeats' copies leave the graph.
+TEST(AttentionRewrite, RepeatedKeyValueHeadsBecomeGroupedHeads) {
+  auto m = tftest::module_from(R"(
+def forward(self, q, k, v, mask):
+    b, kh, s, d = k.size(0), k.size(1), k.size(2), k.size(3)
+    k = k.unsqueeze(2).expand(b, kh, 3, s, d).reshape(b, kh * 3, s, d)
+    v = v.unsqueeze(2).expand(b, kh, 3, s, d).reshape(b, kh * 3, s, d)
+    w = torch.matmul(q, k.transpose(2, 3)) * 0.25
+    w = torch.softmax(w + mask, dim=-1, dtype=6).to(q.dtype)
+    return torch.matmul(w, v)
+)");
+  std::vector<c10::IValue> in{torch::randn({2, 6, 8, 16}), torch::randn({2, 2, 8, 16}), torch::randn({2, 2, 8, 16}),
+                              torch::randn({2, 1, 8, 8})};
+  const auto e = explain(m, in);
+  ASSERT_TRUE(rewritten_once(e));
+  EXPECT_NE(e.rewrites[0].find("3 query heads per head: grouped heads"), std::string::npos) << e.rewrites[0];
+  EXPECT_EQ(e.rewritten_graph.find("aten::expand"), std::string::npos) << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("aten::reshape"), std::string::npos) << e.rewritten_graph;
+  // Against eager, through the compiled module (the call's math on this LibTorch).
+  torchfuse::CompiledModule compiled = torchfuse::compile(m, tftest::quiet_options(2));
+  const at::Tensor want = m.forward(in).toTensor(), got = compiled.forward(in).toTensor();
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max();
+
+  // Key and value repeated by different counts (or only one of them) keep their repeats.
+  auto uneven = tftest::module_from(R"(
+def forward(self, q, k, v):
+    k = k.unsqueeze(2).expand(2, 2, 3, 8, 16).reshape(2, 6, 8, 16)
+    v = v.repeat(1, 3, 1, 1)
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(2, 3)), -1), v)
+)");
+  const auto u = explain(uneven, {in[0], in[1], in[2]});
+  ASSERT_TRUE(rewritten_once(u));
+  EXPECT_EQ(u.rewrites[0].find("grouped heads"), std::string::npos) << u.rewrites[0];
 }
 
 TEST(AttentionRewrite, ThreeDimBatchedMatmul) {
@@ -234,15 +272,22 @@ def forward(self, q, k, v):
   EXPECT_NE(e.rewritten_graph.find("aten::matmul"), std::string::npos) << e.rewritten_graph;
 }
 
-// The call through the dispatcher, as the rewritten graph's node calls it.
+// The calls through the dispatcher, as the rewritten graph's nodes call them.
 at::Tensor attention_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          const c10::optional<at::Tensor>& mask, double scale) {
+                          const c10::optional<at::Tensor>& mask, double scale, bool mask_prepared = false,
+                          bool enable_gqa = false) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool,
-                                               const c10::optional<at::Tensor>&)>();
-  return op.call(q, k, v, mask, scale, false, c10::nullopt);
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool)>();
+  return op.call(q, k, v, mask, scale, false, mask_prepared, enable_gqa);
+}
+
+at::Tensor attention_mask_call(const at::Tensor& mask, c10::ScalarType dtype, bool exclude) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchfuse::attention_mask", "")
+                             .typed<at::Tensor(const at::Tensor&, c10::ScalarType, bool)>();
+  return op.call(mask, dtype, exclude);
 }
 
 // The call against the spelled-out math, fully masked rows included (NaN, as eager).
@@ -268,6 +313,52 @@ TEST(AttentionOp, MatchesTheMathItReplacesOnCpu) {
   EXPECT_TRUE(want_add[0][0][3].isnan().all().item<bool>());
   EXPECT_FALSE(got_add[0][0][2].isnan().any().item<bool>());
   EXPECT_TRUE(got_fill[1][0][5].isnan().all().item<bool>());
+  // The same through a mask prepared once (as the rewrite passes it), from the excluded positions.
+  const at::Tensor prepared = attention_mask_call(excluded, q.scalar_type(), /*exclude=*/true);
+  EXPECT_TRUE(torch::allclose(attention_call(q, k, v, prepared, 0.125, /*mask_prepared=*/true), want_fill, 1e-5, 1e-5,
+                              /*equal_nan=*/true));
+}
+
+// The prepared mask: additive in the asked dtype, -inf where a position is left out, NaN across
+// rows that leave out every position, the rest as given.
+TEST(AttentionOp, PreparedMaskMarksFullyMaskedRowsNan) {
+  const double inf = std::numeric_limits<double>::infinity();
+  at::Tensor kept = torch::rand({2, 1, 6, 5}) > 0.4;
+  kept.index_put_({1, 0, 2}, false);  // row left out entirely
+  kept.index_put_({0, 0, 0}, true);   // row kept entirely
+  for (c10::ScalarType dt : {c10::kFloat, c10::kBFloat16}) {
+    const at::Tensor got = attention_mask_call(kept, dt, /*exclude=*/false);
+    EXPECT_EQ(got.scalar_type(), dt);
+    EXPECT_EQ(got.sizes(), kept.sizes());
+    EXPECT_TRUE(got[1][0][2].isnan().all().item<bool>());
+    EXPECT_TRUE(torch::equal(got[0][0][0], torch::zeros({5}, torch::TensorOptions().dtype(dt))));
+    const at::Tensor rows_ok = got.isnan().logical_not();
+    EXPECT_TRUE(torch::equal(got.masked_select(rows_ok & kept.logical_not()).isinf(),
+                             torch::ones_like(got.masked_select(rows_ok & kept.logical_not()), torch::kBool)));
+    EXPECT_TRUE(torch::equal(attention_mask_call(kept.logical_not(), dt, /*exclude=*/true).isnan(), got.isnan()));
+  }
+  // An additive mask keeps its values; only its all -inf rows change, to NaN.
+  at::Tensor additive = torch::randn({2, 1, 4, 7});
+  additive.index_put_({0, 0, 3}, -inf);
+  additive.index_put_({1, 0, 1, 0}, -inf);  // one position, not the row
+  const at::Tensor got = attention_mask_call(additive, c10::kFloat, false);
+  EXPECT_TRUE(got[0][0][3].isnan().all().item<bool>());
+  EXPECT_EQ(got.isnan().sum().item<int64_t>(), 7);
+  EXPECT_TRUE(torch::equal(got.masked_select(got.isnan().logical_not()), additive.masked_select(got.isnan().logical_not())));
+}
+
+// Grouped heads: key and value with fewer heads than the query, each serving a run of query
+// heads, against the spelled-out repeat.
+TEST(AttentionOp, GroupedHeadsMatchTheRepeatedKeysAndValues) {
+  const at::Tensor q = torch::randn({2, 6, 8, 16}), k = torch::randn({2, 2, 8, 16}), v = torch::randn({2, 2, 8, 16});
+  at::Tensor mask = torch::randn({2, 1, 8, 8});
+  mask.index_put_({1, 0, 4}, -std::numeric_limits<float>::infinity());
+  const at::Tensor kr = k.unsqueeze(2).expand({2, 2, 3, 8, 16}).reshape({2, 6, 8, 16});
+  const at::Tensor vr = v.unsqueeze(2).expand({2, 2, 3, 8, 16}).reshape({2, 6, 8, 16});
+  const at::Tensor want = torch::matmul(torch::softmax(torch::matmul(q, kr.transpose(-2, -1)) * 0.25 + mask, -1), vr);
+  const at::Tensor got = attention_call(q, k, v, mask, 0.25, false, /*enable_gqa=*/true);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5, /*equal_nan=*/true));
+  EXPECT_TRUE(got[1].select(1, 4).isnan().all().item<bool>());
 }
 
 TEST(AttentionOp, BadInputsSayWhatIsWrong) {
@@ -287,6 +378,20 @@ TEST(AttentionOp, BadInputsSayWhatIsWrong) {
   EXPECT_NE(error_of(q, k, v, torch::randn({1, 1, 4, 4}, torch::kDouble)).find("boolean or of the query's dtype"),
             std::string::npos);
   EXPECT_NE(error_of(torch::randn({4, 8}), k, v, c10::nullopt).find("same rank"), std::string::npos);
+  std::string gqa;
+  try {
+    attention_call(torch::randn({1, 5, 4, 8}), k, v, c10::nullopt, 1.0, false, /*enable_gqa=*/true);
+  } catch (const std::exception& e) {
+    gqa = e.what();
+  }
+  EXPECT_NE(gqa.find("must be a multiple of the key's and value's"), std::string::npos) << gqa;
+  std::string prepared;
+  try {
+    attention_call(q, k, v, torch::randn({1, 1, 4, 4}, torch::kDouble), 1.0, /*mask_prepared=*/true);
+  } catch (const std::exception& e) {
+    prepared = e.what();
+  }
+  EXPECT_NE(prepared.find("boolean or of the query's dtype"), std::string::npos) << prepared;
 }
 
 }  // namespace

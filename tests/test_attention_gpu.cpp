@@ -13,6 +13,7 @@ struct Case {
   const char* source;
   bool mask;       // a 4th input: the additive mask (dtype of q) or a boolean one
   bool bool_mask;
+  int64_t kv_groups = 1;  // query heads per key/value head (the inputs' key and value have fewer)
 };
 
 const Case kCases[] = {
@@ -51,12 +52,23 @@ def forward(self, q, k, v, kept):
     return torch.matmul(torch.softmax(s, -1), v)
 )",
      true, true},
+    {"grouped_heads", R"(
+def forward(self, q, k, v, mask):
+    b, kh, s, d = k.size(0), k.size(1), k.size(2), k.size(3)
+    k = k.unsqueeze(2).expand(b, kh, 2, s, d).reshape(b, kh * 2, s, d)
+    v = v.unsqueeze(2).expand(b, kh, 2, s, d).reshape(b, kh * 2, s, d)
+    w = torch.matmul(q, k.transpose(2, 3)) * 0.125
+    w = torch.softmax(w + mask, dim=-1, dtype=6).to(q.dtype)
+    return torch.matmul(w, v)
+)",
+     true, false, 2},
 };
 
 std::vector<c10::IValue> inputs_for(const Case& c, c10::ScalarType dt, int64_t b, int64_t h, int64_t l, int64_t s,
                                     int64_t e, bool fully_masked_row) {
   const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
-  std::vector<c10::IValue> in{torch::randn({b, h, l, e}, o), torch::randn({b, h, s, e}, o), torch::randn({b, h, s, e}, o)};
+  std::vector<c10::IValue> in{torch::randn({b, h * c.kv_groups, l, e}, o), torch::randn({b, h, s, e}, o),
+                              torch::randn({b, h, s, e}, o)};
   if (!c.mask) return in;
   if (c.bool_mask) {
     at::Tensor m = torch::rand({b, 1, l, s}, o.dtype(torch::kFloat)) > 0.3;  // true: kept (where) or excluded (fill)
@@ -89,6 +101,7 @@ TEST(AttentionGpu, EveryRewriteMatchesEager) {
         const std::string where = std::string(c.name) + " " + dtype_name(dt) + " " + std::to_string(l) + "x" + std::to_string(s);
         const auto explanation = compiled.explain(in);
         ASSERT_EQ(explanation.rewrites.size(), 1u) << where << "\n" << tftest::joined(explanation.refused);
+        if (c.kv_groups > 1) EXPECT_NE(explanation.rewrites[0].find("grouped heads"), std::string::npos) << where;
         const auto report = torchfuse::compare_with_eager(compiled, in);
         EXPECT_TRUE(report.passed()) << where << "\n" << report.to_string();
       }
