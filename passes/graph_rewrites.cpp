@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/rewrite_attention.h"
+#include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_gemm_epilogues.h"
 
 namespace torchfuse {
@@ -78,6 +79,8 @@ struct Rewrite {
 const Rewrite kRewrites[] = {
     {"rewrite_attention", &RewriteOptions::attention, rewrite_attention},
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
+    // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.
+    {"rewrite_linear_bias", &RewriteOptions::linear_bias, rewrite_linear_bias},
 };
 
 }  // namespace

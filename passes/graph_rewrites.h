@@ -26,6 +26,7 @@ namespace torchfuse {
 struct RewriteOptions {
   bool attention = true;       // CompileOptions::rewrite_attention
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
+  bool linear_bias = true;     // CompileOptions::split_linear_bias
   LogSwitches logs;
 };
 

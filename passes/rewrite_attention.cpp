@@ -228,18 +228,31 @@ class Matcher {
     int64_t groups = 1;
   };
 
+  // x itself, or what a chain of slices taking every element (x[:, :], as tracing records
+  // Python's full-range indexing) leaves unchanged.
+  Value* through_full_slices(Value* x) {
+    for (;;) {
+      Node* p = x->node();
+      if (!is_kind(p, "aten::slice") || p->inputs().size() != 5 || constant_number(p->input(4)) != 1.0) return x;
+      const ir::Type* in = tensor_type(p->input(0));
+      const ir::Type* out = tensor_type(x);
+      if (!in || !out || in->sizes != out->sizes) return x;  // step 1 and every element: start 0
+      x = p->input(0);
+    }
+  }
+
   // x = reshape(expand(unsqueeze(source, -3)), ...) repeating each head of `source` (dim -3)
   // `groups` times in place, which is what scaled_dot_product_attention's enable_gqa reads.
   std::optional<Repeated> repeated_heads(Value* x) {
     Node* reshape = x->node();
     if (!is_kind(reshape, "aten::reshape") && !is_kind(reshape, "aten::view")) return std::nullopt;
-    Node* expand = reshape->input(0)->node();
+    Node* expand = through_full_slices(reshape->input(0))->node();
     if (!is_kind(expand, "aten::expand")) return std::nullopt;
-    Node* unsqueeze = expand->input(0)->node();
+    Node* unsqueeze = through_full_slices(expand->input(0))->node();
     if (!is_kind(unsqueeze, "aten::unsqueeze")) return std::nullopt;
-    Value* source = unsqueeze->input(0);
+    Value* source = through_full_slices(unsqueeze->input(0));
     const ir::Type* src = tensor_type(source);
-    const ir::Type* expanded = tensor_type(expand->output());
+    const ir::Type* expanded = tensor_type(expand->output());  // [..., heads, groups, S, D]
     const ir::Type* out = tensor_type(x);
     const std::optional<c10::IValue> dim = torch::jit::toIValue(unsqueeze->input(1));
     if (!src || !expanded || !out || !dim || !dim->isInt()) return std::nullopt;

@@ -103,6 +103,7 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   runtime::register_fusion_op();
   rewrite_options_.attention = options_.rewrite_attention;
   rewrite_options_.gemm_epilogues = options_.gemm_epilogues;
+  rewrite_options_.linear_bias = options_.split_linear_bias;
   rewrite_options_.logs = logs_;
   // Where the frozen parameters live, for the message of a device mix.
   for (torch::jit::Node* n : graph_->nodes()) {

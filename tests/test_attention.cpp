@@ -159,7 +159,7 @@ TEST(AttentionRewrite, RepeatedKeyValueHeadsBecomeGroupedHeads) {
 def forward(self, q, k, v, mask):
     b, kh, s, d = k.size(0), k.size(1), k.size(2), k.size(3)
     k = k.unsqueeze(2).expand(b, kh, 3, s, d).reshape(b, kh * 3, s, d)
-    v = v.unsqueeze(2).expand(b, kh, 3, s, d).reshape(b, kh * 3, s, d)
+    v = v[:, :, None, :, :].expand(b, kh, 3, s, d).reshape(b, kh * 3, s, d)  # as repeat_kv spells it
     w = torch.matmul(q, k.transpose(2, 3)) * 0.25
     w = torch.softmax(w + mask, dim=-1, dtype=6).to(q.dtype)
     return torch.matmul(w, v)

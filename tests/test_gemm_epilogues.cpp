@@ -19,6 +19,7 @@ constexpr const char* kOp = "torchfuse::gemm_epilogue";
 torchfuse::CompileOptions options(bool gemm_epilogues = true) {
   torchfuse::CompileOptions o = tftest::quiet_options();
   o.gemm_epilogues = gemm_epilogues;
+  o.split_linear_bias = false;  // tests/test_linear_bias.cpp covers that rewrite
   return o;
 }
 

@@ -115,6 +115,10 @@ struct CompileOptions {
   // cast becomes one cuBLASLt call with the matching epilogue (CUDA tensors; elsewhere the call
   // runs the same ops through ATen).
   bool gemm_epilogues = true;
+  // A float32 linear whose result only feeds elementwise ops runs without its bias, which joins
+  // the fused kernel after it (cuBLASLt's float32 bias epilogue measured slower than the plain
+  // GEMM; see passes/rewrite_linear_bias.cpp).
+  bool split_linear_bias = true;
 };
 
 // What compile() built for one input signature; also what explain() returns.
