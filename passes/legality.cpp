@@ -150,6 +150,28 @@ std::optional<std::string> expanded_output(const ClusterSet& set, int a, int b) 
   return std::nullopt;
 }
 
+// A cluster of views alone reading a value contiguous() produced in `producer`: fused, the group
+// would write the views' shape contiguous, undoing the layout contiguous() asked for (a query
+// written tokens-major for attention, passes/rewrite_attention.cpp); outside, the views are
+// ATen's views of what the group wrote. (Consumers are visited last to first: a views-only
+// cluster at this point has no fused reader left to join.)
+std::optional<std::string> view_of_contiguous(const ClusterSet& set, int producer, int consumer) {
+  const auto& nodes = set.graph.nodes();
+  for (int id : set.members[consumer]) {
+    if (!ir::is_view(nodes[id]->kind) || nodes[id]->kind == ir::OpKind::Contiguous) return std::nullopt;
+  }
+  for (int id : set.members[consumer]) {
+    for (const ir::Value* v : nodes[id]->inputs) {
+      const ir::Node* p = v->producer;
+      if (p && p->kind == ir::OpKind::Contiguous && set.group_of[p->id] == producer) {
+        return "the view " + set.name(consumer) + " of %" + std::to_string(v->id) +
+               " (contiguous) stays a view outside the group, which writes the layout contiguous() asks for";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 c10::Device device_of(const ClusterSet& set, int cluster) {
   return set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
 }
@@ -161,6 +183,7 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
     return "they are on different devices";
   }
   if (auto why = expanded_output(set, producer, consumer)) return why;
+  if (auto why = view_of_contiguous(set, producer, consumer)) return why;
   if (has_view(set.nodes_of({producer, consumer}))) {
     // Shapes on either side of a view are in different index spaces: view_paths checks that
     // every value reaches one output domain through one sequence of views, and the domain.

@@ -41,6 +41,7 @@ struct ClusterSet {
 //    domain: refused;
 //  - no path between them through a node outside both (that would be a cycle);
 //  - no node with side effects between their first and last nodes;
+//  - views alone reading a contiguous() of the producer stay outside (the group writes that layout);
 //  - with views in either: view_paths' rules (one sequence of views from each value to one
 //    output domain, no pre-view value needed outside, merges possible) instead of the shape rules.
 std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer);

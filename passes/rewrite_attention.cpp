@@ -58,6 +58,8 @@ struct Attention {
   Value* key_heads = nullptr;
   Value* value_heads = nullptr;
   int64_t groups = 1;
+  // The query goes to the call in the layout the output is read in (see match_output_layout).
+  bool query_tokens_major = false;
 };
 
 // Outcome of matching one candidate: not attention at all (silently skipped), attention the
@@ -88,7 +90,9 @@ class Matcher {
     r.refusal = check_types(a);
     if (!r.refusal.empty()) return r;
     r.refusal = check_single_uses(a);
-    if (r.refusal.empty()) match_grouped_heads(a);
+    if (!r.refusal.empty()) return r;
+    match_grouped_heads(a);
+    match_output_layout(a);
     return r;
   }
 
@@ -279,6 +283,33 @@ class Matcher {
     a.groups = k->groups;
   }
 
+  // The output read only as out.transpose(1, 2) ([B, L, H, E]: heads merged next) while the query
+  // [B, H, L, E] comes from elementwise ops (RoPE's rotation), which a fused kernel writes
+  // contiguous: the query goes to
+  // the call as a [B, L, H, E] tensor viewed back (the fused kernel computing it writes that
+  // layout), and ATen's attention kernels, whose output follows the query's layout, then write
+  // the output as it is read, so the transpose's copy goes away.
+  void match_output_layout(Attention& a) {
+    const ir::Type* q = tensor_type(a.query);
+    // (Not the profiled strides: those are eager's, where a fused kernel writes contiguous.)
+    if (!q || q->rank() != 4 || q->sizes[1] < 2 || q->sizes[2] < 2) return;
+    Node* producer = a.query->node();
+    const bool elementwise = is_kind(producer, "aten::add") || is_kind(producer, "aten::sub") ||
+                             is_kind(producer, "aten::mul") || is_kind(producer, "aten::div");
+    if (!elementwise || a.query->uses().size() != 1) return;
+    const auto& uses = a.out->output()->uses();
+    if (uses.empty()) return;
+    for (const torch::jit::Use& u : uses) {
+      if (!is_kind(u.user, "aten::transpose") || u.user->inputs().size() != 3) return;
+      const std::optional<c10::IValue> d0 = torch::jit::toIValue(u.user->input(1));
+      const std::optional<c10::IValue> d1 = torch::jit::toIValue(u.user->input(2));
+      if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return;
+      const int64_t x = normalized_dim(d0->toInt(), 4), y = normalized_dim(d1->toInt(), 4);
+      if (std::min(x, y) != 1 || std::max(x, y) != 2) return;
+    }
+    a.query_tokens_major = true;
+  }
+
   // k where key_t is k.transpose(-2, -1) (or a permute swapping the last two dims).
   Value* key_of(Value* key_t) {
     const ir::Type* t = tensor_type(key_t);
@@ -385,6 +416,7 @@ std::string describe(const Attention& a) {
     os << ", key and value repeated from " << name(a.key_heads) << " and " << name(a.value_heads) << " (" << a.groups
        << " query heads per head: grouped heads)";
   }
+  if (a.query_tokens_major) os << ", query written tokens-major for the output's transpose";
   os << " -> torchfuse::attention";
   return os.str();
 }
@@ -399,6 +431,11 @@ class Replacer {
   // Returns the call's output.
   Value* replace(const Attention& a) {
     torch::jit::WithInsertPoint guard(a.out);
+    Value* query = a.query;
+    if (a.query_tokens_major) {
+      Value* tokens_major = graph_.insert(c10::aten::contiguous, {graph_.insert(c10::aten::transpose, {query, 1, 2})});
+      query = graph_.insert(c10::aten::transpose, {tokens_major, 1, 2});
+    }
     Value* key = a.key_heads ? a.key_heads : a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
     Value* value = a.value_heads ? a.value_heads : a.value;
     Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
@@ -407,7 +444,7 @@ class Replacer {
     } else {
       mask = graph_.insertConstant(c10::IValue());
     }
-    Value* out = insert_call(attention_op(), {a.query, key, value, mask, graph_.insertConstant(a.scale),
+    Value* out = insert_call(attention_op(), {query, key, value, mask, graph_.insertConstant(a.scale),
                                               graph_.insertConstant(false), graph_.insertConstant(true),
                                               graph_.insertConstant(a.groups > 1)}, "");
     out->setType(a.out->output()->type());

@@ -188,6 +188,37 @@ def forward(self, q, k, v):
   EXPECT_EQ(u.rewrites[0].find("grouped heads"), std::string::npos) << u.rewrites[0];
 }
 
+// A query rotated by elementwise ops (RoPE) and an output whose heads are merged next: the fused
+// kernel writes the query tokens-major, the call reads it through a transpose, and no copy of
+// the query or the output is left outside the kernel.
+TEST(AttentionRewrite, RotatedQueryIsWrittenInTheOutputsLayout) {
+  auto m = tftest::module_from(R"(
+def forward(self, x, cos, sin, k, v):
+    q = x.view(2, 16, 4, 8).transpose(1, 2)
+    q1 = q[..., :4]
+    q2 = q[..., 4:]
+    q = q * cos + torch.cat((-q2, q1), dim=-1) * sin
+    o = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.3, -1), v)
+    return o.transpose(1, 2).contiguous().reshape(2, 16, 32)
+)");
+  std::vector<c10::IValue> in{torch::randn({2, 16, 32}), torch::randn({16, 8}), torch::randn({16, 8}),
+                              torch::randn({2, 4, 16, 8}), torch::randn({2, 4, 16, 8})};
+  const auto e = explain(m, in);
+  ASSERT_TRUE(rewritten_once(e));
+  EXPECT_NE(e.rewrites[0].find("query written tokens-major"), std::string::npos) << e.rewrites[0];
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << e.rewritten_graph;
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::FusionGroup", "aten::transpose", "torchfuse::attention("}))
+      << e.ir_after << e.rewritten_graph;
+  bool view_kept_outside = false;
+  for (const auto& r : e.refused) view_kept_outside = view_kept_outside || r.find("(contiguous) stays a view outside the group") != std::string::npos;
+  EXPECT_TRUE(view_kept_outside) << tftest::joined(e.refused);
+  EXPECT_EQ(e.rewritten_graph.find("aten::contiguous(%"), e.rewritten_graph.rfind("aten::contiguous(%"))
+      << "one contiguous (the output's, now a no-op) expected:\n" << e.rewritten_graph;
+  torchfuse::CompiledModule compiled = torchfuse::compile(m, tftest::quiet_options(2));
+  const at::Tensor want = m.forward(in).toTensor(), got = compiled.forward(in).toTensor();
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max();
+}
+
 TEST(AttentionRewrite, ThreeDimBatchedMatmul) {
   auto m = tftest::module_from(R"(
 def forward(self, q, k, v):

@@ -62,6 +62,14 @@ def forward(self, q, k, v, mask):
     return torch.matmul(w, v)
 )",
      true, false, 2},
+    {"rotated_query_heads_merged", R"(
+def forward(self, q, k, v):
+    d = q.size(-1) // 2
+    q = q * 0.75 + torch.cat((-q[..., d:], q[..., :d]), dim=-1) * 0.5
+    o = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.125, -1), v)
+    return o.transpose(1, 2).contiguous()
+)",
+     false, false},
 };
 
 std::vector<c10::IValue> inputs_for(const Case& c, c10::ScalarType dt, int64_t b, int64_t h, int64_t l, int64_t s,
