@@ -339,8 +339,8 @@ struct OutputComparison {
   double max_abs_error = 0;   // compiled vs eager
   double max_rel_error = 0;
   // Against a float64 run of the same graph, when there is one: compiled's and eager's largest
-  // errors (information), and the root-mean-square errors the verdict compares (0 when
-  // allclose(eager, compiled) already passed).
+  // errors (information), and the root-mean-square errors the verdict compares (measured but not
+  // judged when allclose(eager, compiled) already passed).
   bool has_reference = false;
   double max_abs_error_vs_reference = 0;
   double eager_max_abs_error_vs_reference = 0;
