@@ -152,7 +152,7 @@ def main():
     ap.add_argument("--graphs", action="store_true",
                     help="also time torchfuse with CompileOptions::cuda_graphs (needs --torchfuse-build)")
     ap.add_argument("--ablations", default="", help="comma-separated torchfuse variants also timed: "
-                    "no_gemm_epilogues, no_rewrites (neither the attention nor the GEMM-epilogue rewrite)")
+                    "no_gemm_epilogues, no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
     ap.add_argument("--cli-bench", action="store_true", help="also `torchfuse bench` (verify always runs)")
@@ -221,7 +221,8 @@ def main():
                     row["torchfuse_refused"] = explained["refused"]
                     row["torchfuse_rewrites"] = explained.get("rewrites", [])
                     for key, kw in (("torchfuse_no_gemm_epilogues", {"gemm_epilogues": False}),
-                                    ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False})):
+                                    ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
+                                                               "split_linear_bias": False})):
                         if key.split("torchfuse_")[1] not in args.ablations.split(","):
                             continue
                         ta = tfpy.compile_file(path, **kw)
