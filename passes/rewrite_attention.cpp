@@ -285,10 +285,9 @@ class Matcher {
 
   // The output read only as out.transpose(1, 2) ([B, L, H, E]: heads merged next) while the query
   // [B, H, L, E] comes from elementwise ops (RoPE's rotation), which a fused kernel writes
-  // contiguous: the query goes to
-  // the call as a [B, L, H, E] tensor viewed back (the fused kernel computing it writes that
-  // layout), and ATen's attention kernels, whose output follows the query's layout, then write
-  // the output as it is read, so the transpose's copy goes away.
+  // contiguous: the query goes to the call as a [B, L, H, E] tensor viewed back (the fused kernel
+  // computing it writes that layout), and ATen's attention kernels, whose output follows the
+  // query's layout, then write the output as it is read, so the transpose's copy goes away.
   void match_output_layout(Attention& a) {
     const ir::Type* q = tensor_type(a.query);
     // (Not the profiled strides: those are eager's, where a fused kernel writes contiguous.)

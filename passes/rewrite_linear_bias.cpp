@@ -4,8 +4,8 @@
 // float32 kernels for some shapes than the plain GEMM gets. Measured on an H100 (PyTorch 2.11,
 // CUDA events, median): [4096, 3072] x [3072, 768] 513.6 us with the bias against 422.6 without,
 // [1576, 3072] x [3072, 768] 257.5 against 185.1, [1576, 768] x [768, 768] 68.9 against 57.9, and
-// no shape slower without it; BERT-base's float32 call ran 24 such GEMMs 310 us each where
-// torch.compile's bias-free ones took 220. The bias add costs nothing where the result goes to a
+// no shape slower without it; BERT-base's float32 call (8 x 512 tokens) spent 16.7 ms in its
+// linears' GEMMs where torch.compile's bias-free ones took 15.8. The bias add costs nothing where the result goes to a
 // fused kernel anyway (a residual add and norm, an activation), so only such linears change; a
 // result read by anything else (views into attention heads) keeps its bias in the GEMM, where
 // the add would be a kernel of its own. 16-bit GEMMs keep theirs: their bias-epilogue kernels
