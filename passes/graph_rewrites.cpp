@@ -24,6 +24,10 @@ bool is_kind(const torch::jit::Node* n, const char* qual_name) {
   return n->kind() == c10::Symbol::fromQualString(qual_name);
 }
 
+std::string node_name(const torch::jit::Node* n) {
+  return std::string(n->kind().toQualString()) + " (%" + n->output()->debugName() + ")";
+}
+
 std::optional<double> constant_number(const torch::jit::Value* v) {
   const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
   if (!iv) return std::nullopt;

@@ -1,10 +1,12 @@
 #include "passes/rewrite_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -33,6 +35,17 @@ std::optional<bool> constant_bool(Value* v) {
 }
 
 int64_t normalized_dim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+
+// The two dims aten::transpose(x, d0, d1) swaps, normalized for `rank` and in order; nothing
+// when n is no transpose or its dims are not constants.
+std::optional<std::pair<int64_t, int64_t>> transposed_dims(const Node* n, int64_t rank) {
+  if (!is_kind(n, "aten::transpose") || n->inputs().size() != 3) return std::nullopt;
+  const std::optional<c10::IValue> d0 = torch::jit::toIValue(n->input(1));
+  const std::optional<c10::IValue> d1 = torch::jit::toIValue(n->input(2));
+  if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return std::nullopt;
+  const int64_t a = normalized_dim(d0->toInt(), rank), b = normalized_dim(d1->toInt(), rank);
+  return std::make_pair(std::min(a, b), std::max(a, b));
+}
 
 // What a pattern turned out to be. `intermediates` are the values only the pattern may read.
 struct Attention {
@@ -299,12 +312,7 @@ class Matcher {
     const auto& uses = a.out->output()->uses();
     if (uses.empty()) return;
     for (const torch::jit::Use& u : uses) {
-      if (!is_kind(u.user, "aten::transpose") || u.user->inputs().size() != 3) return;
-      const std::optional<c10::IValue> d0 = torch::jit::toIValue(u.user->input(1));
-      const std::optional<c10::IValue> d1 = torch::jit::toIValue(u.user->input(2));
-      if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return;
-      const int64_t x = normalized_dim(d0->toInt(), 4), y = normalized_dim(d1->toInt(), 4);
-      if (std::min(x, y) != 1 || std::max(x, y) != 2) return;
+      if (transposed_dims(u.user, 4) != std::make_pair(int64_t{1}, int64_t{2})) return;
     }
     a.query_tokens_major = true;
   }
@@ -315,13 +323,8 @@ class Matcher {
     if (!t) return nullptr;
     const int64_t rank = t->rank();
     Node* p = key_t->node();
-    if (is_kind(p, "aten::transpose") && p->inputs().size() == 3) {
-      const std::optional<c10::IValue> d0 = torch::jit::toIValue(p->input(1));
-      const std::optional<c10::IValue> d1 = torch::jit::toIValue(p->input(2));
-      if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return nullptr;
-      const int64_t a = normalized_dim(d0->toInt(), rank), b = normalized_dim(d1->toInt(), rank);
-      if (std::min(a, b) == rank - 2 && std::max(a, b) == rank - 1) return p->input(0);
-      return nullptr;
+    if (is_kind(p, "aten::transpose")) {
+      return transposed_dims(p, rank) == std::make_pair(rank - 2, rank - 1) ? p->input(0) : nullptr;
     }
     if (is_kind(p, "aten::permute") && p->inputs().size() == 2) {
       const std::optional<c10::IValue> dims = torch::jit::toIValue(p->input(1));

@@ -38,14 +38,10 @@ struct Match {
   std::vector<Node*> chain;      // the nodes replaced, the GEMM first
 };
 
-std::string name_of(const Node* n) {
-  return std::string(n->kind().toQualString()) + " (%" + n->output()->debugName() + ")";
-}
-
 // The chain's nodes as one line: "aten::linear (%3) + aten::relu (%4)".
 std::string describe(const std::vector<Node*>& chain) {
   std::string s;
-  for (const Node* n : chain) s += (s.empty() ? "" : " + ") + name_of(n);
+  for (const Node* n : chain) s += (s.empty() ? "" : " + ") + node_name(n);
   return s;
 }
 
@@ -197,7 +193,7 @@ class GemmRewriter {
       if (Node* next = single_user(user)) {
         std::string act_why;
         if (!take_activation(next, m, &act_why) && !act_why.empty())
-          ctx_.refused(describe(m.chain) + " + " + name_of(next) + ": the activation stays in ATen: " + act_why);
+          ctx_.refused(describe(m.chain) + " + " + node_name(next) + ": the activation stays in ATen: " + act_why);
       }
     } else if (why.empty() && !take_activation(user, m, &why) && why.empty()) {
       return;  // no epilogue to take
@@ -221,7 +217,7 @@ class GemmRewriter {
   void refuse_if_epilogue(Node* g) {
     for (const torch::jit::Use& u : g->output()->uses()) {
       if (is_kind(u.user, "aten::add") || is_kind(u.user, "aten::relu") || is_kind(u.user, "aten::gelu")) {
-        ctx_.refused("GEMM epilogue " + name_of(g) + " + " + name_of(u.user) + " left alone: the GEMM's result has " +
+        ctx_.refused("GEMM epilogue " + node_name(g) + " + " + node_name(u.user) + " left alone: the GEMM's result has " +
                      std::to_string(g->output()->uses().size()) + " uses");
         return;
       }

@@ -5,11 +5,11 @@
 // CUDA events, median): [4096, 3072] x [3072, 768] 513.6 us with the bias against 422.6 without,
 // [1576, 3072] x [3072, 768] 257.5 against 185.1, [1576, 768] x [768, 768] 68.9 against 57.9, and
 // no shape slower without it; BERT-base's float32 call (8 x 512 tokens) spent 16.7 ms in its
-// linears' GEMMs where torch.compile's bias-free ones took 15.8. The bias add costs nothing where the result goes to a
-// fused kernel anyway (a residual add and norm, an activation), so only such linears change; a
-// result read by anything else (views into attention heads) keeps its bias in the GEMM, where
-// the add would be a kernel of its own. 16-bit GEMMs keep theirs: their bias-epilogue kernels
-// ran as fast as the plain ones in the same models.
+// linears' GEMMs where torch.compile's bias-free ones took 15.8. The bias add costs nothing where
+// the result goes to a fused kernel anyway (a residual add and norm, an activation), so only such
+// linears change; a result read by anything else (views into attention heads) keeps its bias in
+// the GEMM, where the add would be a kernel of its own. 16-bit GEMMs keep theirs: their
+// bias-epilogue kernels ran as fast as the plain ones in the same models.
 #include "passes/rewrite_linear_bias.h"
 
 #include <string>
@@ -34,10 +34,6 @@ bool is_pointwise_reader(const Node* n) {
   return kinds.count(n->kind().toQualString()) > 0;
 }
 
-std::string name_of(const Node* n) {
-  return std::string(n->kind().toQualString()) + " (%" + n->output()->debugName() + ")";
-}
-
 // Why the bias stays in the GEMM ("" where it moves).
 std::string why_bias_stays(const RewriteContext& ctx, const Node* linear) {
   const ir::Type* x = ctx.type_of(linear->input(0));
@@ -52,7 +48,7 @@ std::string why_bias_stays(const RewriteContext& ctx, const Node* linear) {
   if (uses.empty()) return "its result is not read";
   for (const torch::jit::Use& u : uses) {
     if (!is_pointwise_reader(u.user))
-      return "its result is read by " + name_of(u.user) + ", where the bias add would be a kernel of its own";
+      return "its result is read by " + node_name(u.user) + ", where the bias add would be a kernel of its own";
   }
   return "";
 }
@@ -73,7 +69,7 @@ void split(RewriteContext& ctx, Node* linear) {
   sum->copyMetadata(linear->output());
   ctx.inherit_type(product, linear->output());
   ctx.inherit_type(sum, linear->output());
-  ctx.applied("linear bias " + name_of(linear) + " -> aten::linear without bias + aten::add (%" +
+  ctx.applied("linear bias " + node_name(linear) + " -> aten::linear without bias + aten::add (%" +
               bias->debugName() + "), fused with its readers");
   linear->output()->replaceAllUsesWith(sum);
   linear->destroy();
@@ -90,7 +86,7 @@ void rewrite_linear_bias(RewriteContext& ctx) {
     if (why.empty()) {
       split(ctx, n);
     } else {
-      ctx.refused("linear bias " + name_of(n) + " stays in the GEMM: " + why);
+      ctx.refused("linear bias " + node_name(n) + " stays in the GEMM: " + why);
     }
   }
 }
