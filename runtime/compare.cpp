@@ -139,33 +139,43 @@ bool fails_at(OutputComparison& c, const at::Tensor& mask, const std::string& pr
   return true;
 }
 
+// Eager's, compiled's and the reference's values in float64, on eager's device, and the absolute
+// errors of the first two against the reference, their largest recorded in `c` (information).
+struct AgainstReference {
+  at::Tensor e, a, r, e_err, a_err;
+};
+
+AgainstReference against_reference(OutputComparison& c, const at::Tensor& eager, const at::Tensor& actual,
+                                   const at::Tensor& reference) {
+  AgainstReference d;
+  d.e = eager.to(at::kDouble);
+  d.a = actual.to(eager.device()).to(at::kDouble);
+  d.r = reference.to(eager.device()).to(at::kDouble);
+  d.a_err = (d.a - d.r).abs();
+  d.e_err = (d.e - d.r).abs();
+  c.max_abs_error_vs_reference = d.a_err.nan_to_num(0, 0, 0).max().item<double>();
+  c.eager_max_abs_error_vs_reference = d.e_err.nan_to_num(0, 0, 0).max().item<double>();
+  return d;
+}
+
 // The reference columns of an output that allclose(eager, compiled) already passed: measured for
 // the table, not judged.
 void measure_against_reference(OutputComparison& c, const at::Tensor& eager, const at::Tensor& actual,
                                const at::Tensor& reference) {
-  const at::Tensor e = eager.to(at::kDouble);
-  const at::Tensor a = actual.to(eager.device()).to(at::kDouble);
-  const at::Tensor r = reference.to(eager.device()).to(at::kDouble);
-  c.max_abs_error_vs_reference = (a - r).abs().nan_to_num(0, 0, 0).max().item<double>();
-  c.eager_max_abs_error_vs_reference = (e - r).abs().nan_to_num(0, 0, 0).max().item<double>();
-  const at::Tensor finite = r.isfinite() & e.isfinite() & a.isfinite();
-  c.rmse_vs_reference = rmse(a - r, finite);
-  c.eager_rmse_vs_reference = rmse(e - r, finite);
+  const AgainstReference d = against_reference(c, eager, actual, reference);
+  const at::Tensor finite = d.r.isfinite() & d.e.isfinite() & d.a.isfinite();
+  c.rmse_vs_reference = rmse(d.a - d.r, finite);
+  c.eager_rmse_vs_reference = rmse(d.e - d.r, finite);
 }
 
 // Judges one floating output against the float64 reference (see compare_with_eager). Fills the
 // reference fields of `c` and its verdict.
 void judge_against_reference(OutputComparison& c, const at::Tensor& eager, const at::Tensor& actual,
                              const at::Tensor& reference, c10::ScalarType working) {
-  const at::Tensor e = eager.to(at::kDouble);
-  const at::Tensor a = actual.to(eager.device()).to(at::kDouble);
-  const at::Tensor r = reference.to(eager.device()).to(at::kDouble);
+  const AgainstReference d = against_reference(c, eager, actual, reference);
+  const at::Tensor &e = d.e, &a = d.a, &r = d.r, &a_err = d.a_err, &e_err = d.e_err;
   c.has_reference = true;
   c.rmse_multiplier = rmse_multiplier(eager, working);
-  const at::Tensor a_err = (a - r).abs();
-  const at::Tensor e_err = (e - r).abs();
-  c.max_abs_error_vs_reference = a_err.nan_to_num(0, 0, 0).max().item<double>();
-  c.eager_max_abs_error_vs_reference = e_err.nan_to_num(0, 0, 0).max().item<double>();
   // The worst element: the largest compiled error against the reference (a NaN or infinity first).
   const at::Tensor rank = at::where(a_err.isfinite(), a_err, at::full_like(a_err, std::numeric_limits<double>::infinity()));
   c.worst_index = unravel(rank.reshape({-1}).argmax().item<int64_t>(), e.sizes());
