@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include "passes/cache_shape_tensors.h"
 #include "passes/rewrite_attention.h"
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_gemm_epilogues.h"
@@ -85,6 +86,9 @@ const Rewrite kRewrites[] = {
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
     // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.
     {"rewrite_linear_bias", &RewriteOptions::linear_bias, rewrite_linear_bias},
+    // Last: the attention rewrite's prepared masks join the shape tensors they are made from
+    // (and get their causal check there).
+    {"cache_shape_tensors", &RewriteOptions::shape_tensors, cache_shape_tensors},
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ struct RewriteOptions {
   bool attention = true;       // CompileOptions::rewrite_attention
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
   bool linear_bias = true;     // CompileOptions::split_linear_bias
+  bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
   LogSwitches logs;
 };
 
@@ -35,6 +36,9 @@ struct RewriteOptions {
 struct RewriteReport {
   std::vector<std::string> applied;
   std::vector<std::string> refused;
+  // What the rewritten graph's calls refer to (src/shape_tensors.h registrations): kept as long
+  // as the graph may run.
+  std::vector<std::shared_ptr<const void>> owned;
 };
 
 // What every rewrite sees: the graph, the profiled types of its values (values a rewrite makes

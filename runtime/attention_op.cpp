@@ -10,7 +10,14 @@
 //    calls it once for all the layers sharing a mask and passes mask_prepared=True; otherwise the
 //    call prepares the mask itself;
 //  - enable_gqa: key and value have fewer heads (dim -3) than query, each serving
-//    query_heads / kv_heads consecutive query heads (key.repeat_interleave(groups, -3)).
+//    query_heads / kv_heads consecutive query heads (key.repeat_interleave(groups, -3));
+//  - is_causal with a mask: the graph's claim, from torchfuse::mask_is_causal, that the mask is
+//    causal (0 where key position <= query position, the dtype's lowest value or -inf elsewhere):
+//    where the mask spans the scores' last two dims the call runs causal without reading it.
+// torchfuse::mask_is_causal(Tensor mask) -> int: 1 where the (prepared, additive) mask is such a
+// causal mask over a square of positions, every leading index alike; else 0. It reads the mask
+// on the host, so the graph calls it only where the mask is a shape tensor
+// (passes/cache_shape_tensors.h): once per set of sizes.
 // LibTorch 2.1 and later run ATen's scaled_dot_product_attention (flash, memory-efficient or
 // cuDNN kernels, chosen by ATen); older LibTorch (1.13) the same math through matmul and softmax.
 
@@ -102,6 +109,26 @@ at::Tensor attention_mask(const at::Tensor& mask, at::ScalarType dtype, bool exc
   return mask.masked_fill(at::isneginf(mask).all(-1, /*keepdim=*/true), nan);
 }
 
+// The dtype's lowest finite value (Hugging Face's masks fill with it).
+double lowest_finite(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case at::kFloat: return static_cast<double>(std::numeric_limits<float>::lowest());
+    default: return std::numeric_limits<double>::lowest();
+  }
+}
+
+int64_t mask_is_causal(const at::Tensor& mask) {
+  if (mask.dim() < 2 || !c10::isFloatingType(mask.scalar_type())) return 0;
+  const int64_t l = mask.size(-1);
+  if (mask.size(-2) != l) return 0;
+  const at::Tensor causal = at::ones({l, l}, mask.options().dtype(at::kBool)).tril();
+  const at::Tensor open = mask.eq(0);
+  const at::Tensor closed = mask.le(lowest_finite(mask.scalar_type()));
+  return open.eq(causal).all().logical_and(closed.eq(causal.logical_not()).all()).item<bool>() ? 1 : 0;
+}
+
 // key or value with each of its heads repeated for the query heads it serves.
 at::Tensor repeat_heads(const at::Tensor& x, int64_t groups) {
   return groups == 1 ? x : x.repeat_interleave(groups, /*dim=*/x.dim() - 3);
@@ -112,6 +139,12 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                      bool enable_gqa) {
   check_inputs(q, k, v, given_mask, enable_gqa);
   c10::optional<at::Tensor> mask = given_mask;
+  if (is_causal && mask) {
+    // mask_is_causal vouched for the mask's values; the scores' shape decides whether it applies.
+    const bool spans = mask->dim() >= 2 && mask->size(-2) == q.size(-2) && mask->size(-1) == k.size(-2);
+    if (spans) mask = c10::nullopt;
+    else is_causal = false;
+  }
   if (mask && mask_prepared) {
     TORCHFUSE_CHECK(mask->scalar_type() == q.scalar_type(), "torchfuse::attention: a prepared mask must be ",
                     q.scalar_type(), " (the query's dtype), got ", mask->scalar_type());
@@ -143,6 +176,7 @@ TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
         "bool mask_prepared=False, bool enable_gqa=False) -> Tensor",
         &attention);
   m.def("attention_mask(Tensor mask, ScalarType dtype, bool exclude=False) -> Tensor", &attention_mask);
+  m.def("mask_is_causal(Tensor mask) -> int", &mask_is_causal);
 }
 
 }  // namespace runtime

@@ -104,6 +104,7 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   rewrite_options_.attention = options_.rewrite_attention;
   rewrite_options_.gemm_epilogues = options_.gemm_epilogues;
   rewrite_options_.linear_bias = options_.split_linear_bias;
+  rewrite_options_.shape_tensors = options_.cache_shape_tensors;
   rewrite_options_.logs = logs_;
   // Where the frozen parameters live, for the message of a device mix.
   for (torch::jit::Node* n : graph_->nodes()) {
@@ -358,6 +359,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   if (!rewrites.applied.empty()) profile = profile_graph(graph, inputs);
   if (result) *result = profile.result;
   spec->rewrites = std::move(rewrites.applied);
+  spec->owned = std::move(rewrites.owned);
   spec->conversion = std::make_shared<Conversion>(convert_to_ir(*graph, profile));
   spec->graph = graph;  // the graph the conversion points into
   const ir::Graph& ir_graph = *spec->conversion->graph;

@@ -30,6 +30,8 @@ namespace torchfuse {
 
 // Everything built for one input signature.
 struct Specialization {
+  // What the rewritten graph's calls refer to (RewriteReport::owned); first, so it goes last.
+  std::vector<std::shared_ptr<const void>> owned;
   int index = 0;                           // in the order specializations were built
   std::shared_ptr<Conversion> conversion;  // owns the IR the kernels point into
   FusionPlan plan;

@@ -41,5 +41,9 @@ OwnedStream new_capture_stream(const c10::Device& device);
 // graph cannot hold (a host synchronization such as .item(), a copy from pageable memory, ...).
 std::unique_ptr<CapturedGraph> capture_graph(const c10::Stream& stream, const std::function<void()>& run);
 
+// Whether the current stream of CUDA device `device` is capturing a graph (false in builds
+// without CUDA).
+bool current_stream_capturing(const c10::Device& device);
+
 }  // namespace runtime
 }  // namespace torchfuse

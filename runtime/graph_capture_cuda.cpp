@@ -128,5 +128,12 @@ std::unique_ptr<CapturedGraph> capture_graph(const c10::Stream& stream, const st
   return graph;
 }
 
+bool current_stream_capturing(const c10::Device& device) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(c10::cuda::getCurrentCUDAStream(device.index()).stream(), &status);
+  TORCHFUSE_CHECK(e == cudaSuccess, cuda_failure(e, "cudaStreamIsCapturing"));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 }  // namespace runtime
 }  // namespace torchfuse

@@ -21,5 +21,7 @@ std::unique_ptr<CapturedGraph> capture_graph(const c10::Stream&, const std::func
   throw Error(std::string("torchfuse: no CUDA graph capture: ") + kNoCuda);
 }
 
+bool current_stream_capturing(const c10::Device&) { return false; }
+
 }  // namespace runtime
 }  // namespace torchfuse

@@ -222,7 +222,7 @@ def main():
                     row["torchfuse_rewrites"] = explained.get("rewrites", [])
                     for key, kw in (("torchfuse_no_gemm_epilogues", {"gemm_epilogues": False}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
-                                                               "split_linear_bias": False})):
+                                                               "split_linear_bias": False, "cache_shape_tensors": False})):
                         if key.split("torchfuse_")[1] not in args.ablations.split(","):
                             continue
                         ta = tfpy.compile_file(path, **kw)

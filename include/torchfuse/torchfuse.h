@@ -119,6 +119,12 @@ struct CompileOptions {
   // the fused kernel after it (cuBLASLt's float32 bias epilogue measured slower than the plain
   // GEMM; see passes/rewrite_linear_bias.cpp).
   bool split_linear_bias = true;
+  // Tensors the graph computes from sizes and constants alone (position ids, Hugging Face's
+  // causal-mask construction, rotary cos/sin tables) are computed on the first call with those
+  // sizes and kept for the later ones (up to 16 sets of sizes per specialization); an attention
+  // mask among them that is causal makes the call run causal without reading it. Nothing that
+  // is written, random or returned is kept.
+  bool cache_shape_tensors = true;
 };
 
 // What compile() built for one input signature; also what explain() returns.
