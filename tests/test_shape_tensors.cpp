@@ -133,6 +133,28 @@ def forward(self, q, k, v):
   }
 }
 
+// A part whose value is read before a size it depends on is known: the part stays in the graph
+// with the reason, and the causal check of its mask goes with it (it would read the mask on every
+// call).
+TEST(ShapeTensors, PartReadBeforeItsLastKeyStaysWithTheReason) {
+  const auto m = tftest::module_from(R"(
+def forward(self, q, k, v):
+    pos = torch.arange(q.size(2)).float()
+    early = q * pos.unsqueeze(1)
+    n = early.size(0)
+    mask = torch.zeros([q.size(2), q.size(2)]).masked_fill(pos.unsqueeze(0) > pos.unsqueeze(1) + n * 0, float("-inf"))
+    s = torch.matmul(early, k.transpose(-2, -1)) * 0.25 + mask
+    return torch.matmul(torch.softmax(s, -1), v)
+)");
+  const auto e = torchfuse::compile(m, options()).explain(qkv(8));
+  EXPECT_TRUE(has(e.refused, "is read before the size")) << joined(e.refused);
+  EXPECT_FALSE(has(e.rewrites, "shape tensors")) << joined(e.rewrites);
+  EXPECT_NE(e.rewritten_graph.find("aten::arange"), std::string::npos) << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("torchfuse::mask_is_causal"), std::string::npos) << e.rewritten_graph;
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, "torchfuse::attention("), 1) << e.rewritten_graph;
+  expect_eager_results(m);
+}
+
 TEST(ShapeTensors, OptionOffLeavesTheGraph) {
   const auto e = torchfuse::compile(tftest::module_from(kCausal), options(/*cache=*/false)).explain(qkv(8));
   EXPECT_FALSE(has(e.rewrites, "shape tensors")) << joined(e.rewrites);
