@@ -200,9 +200,14 @@ class Generator {
         {"torch.hardtanh(A, -0.5, 1.5)", {"hardtanh"}},
         {"torch.mish(A)", {"mish"}},
         {"torch.full_like(A, 0.5) * A", {"full_like", "mul"}},
+        // A tensor from A's size alone (a shape tensor: computed once per size, cache_shape_tensors).
+        {"A * (torch.arange(A.size(-1), device=A.device).float() * 0.01 + 1.0).to(A.dtype)",
+         {"arange", "cast", "mul", "add"}},
     };
     const Value& a = operand();
-    const Pattern& u = one_of(table);
+    const Pattern& picked = one_of(table);
+    // (A 0-dim operand has no size(-1).)
+    const Pattern& u = a.sizes.empty() && std::string(picked.text).find("size(") != std::string::npos ? table[0] : picked;
     Statement s;
     s.expr = replace(u.text, "A", a.name);
     s.sizes = a.sizes;
