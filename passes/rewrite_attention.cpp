@@ -73,6 +73,10 @@ struct Attention {
   int64_t groups = 1;
   // The query goes to the call in the layout the output is read in (see match_output_layout).
   bool query_tokens_major = false;
+  // An aten::scaled_dot_product_attention call already: its mask goes to the call as it was
+  // (ATen's semantics, not eager softmax's), and its is_causal with it.
+  bool from_sdpa = false;
+  bool causal = false;
 };
 
 // Outcome of matching one candidate: not attention at all (silently skipped), attention the
@@ -89,6 +93,7 @@ class Matcher {
 
   MatchResult match(Node* out) {
     MatchResult r;
+    if (is_kind(out, "aten::scaled_dot_product_attention")) return match_sdpa(out);
     if (!(is_kind(out, "aten::matmul") || is_kind(out, "aten::bmm"))) return r;
     Attention& a = r.found;
     a.out = out;
@@ -113,6 +118,86 @@ class Matcher {
   const ir::Type* tensor_type(const Value* v) const {
     const ir::Type* t = ctx_.type_of(v);
     return t && t->is_tensor() ? t : nullptr;
+  }
+
+  // aten::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale,
+  // enable_gqa) with constant arguments and no dropout: the call takes it over, so that the
+  // grouped heads before a repeat, the query's layout and (cache_shape_tensors) a causal check of
+  // its mask apply as they do to attention spelled out.
+  MatchResult match_sdpa(Node* n) {
+    MatchResult r;
+    r.is_attention = true;
+    r.refusal = read_sdpa_arguments(n, r.found);
+    if (!r.refusal.empty()) return r;
+    r.refusal = check_sdpa_types(r.found);
+    if (!r.refusal.empty()) return r;
+    if (r.found.groups == 1) match_grouped_heads(r.found);
+    match_output_layout(r.found);
+    return r;
+  }
+
+  std::string read_sdpa_arguments(Node* n, Attention& a) {
+    if (n->inputs().size() < 6 || n->outputs().size() != 1) return "an unknown scaled_dot_product_attention schema";
+    a.out = n;
+    a.from_sdpa = true;
+    a.query = n->input(0);
+    a.key = n->input(1);
+    a.value = n->input(2);
+    const std::optional<double> dropout = constant_number(n->input(4));
+    if (!dropout || *dropout != 0.0) return "dropout_p is not a constant 0 (dropout draws random numbers)";
+    const std::optional<bool> causal = constant_bool(n->input(5));
+    if (!causal) return "is_causal is not a constant";
+    a.causal = *causal;
+    const ir::Type* q = tensor_type(a.query);
+    if (!q || q->rank() < 3) return "the query's type is unknown or of rank below 3";
+    a.scale = 1.0 / std::sqrt(static_cast<double>(q->sizes.back()));
+    if (n->inputs().size() > 6) {
+      const std::optional<c10::IValue> scale = torch::jit::toIValue(n->input(6));
+      if (!scale) return "the scale is not a constant";
+      if (!scale->isNone()) {
+        const std::optional<double> given = constant_number(n->input(6));
+        if (!given) return "the scale is not a number";
+        a.scale = *given;
+      }
+    }
+    const std::optional<bool> gqa = n->inputs().size() > 7 ? constant_bool(n->input(7)) : std::optional<bool>(false);
+    if (!gqa) return "enable_gqa is not a constant";
+    const std::optional<c10::IValue> mask = torch::jit::toIValue(n->input(3));
+    if (!mask || !mask->isNone()) {
+      const ir::Type* m = tensor_type(n->input(3));
+      if (!m) return "the mask's type is unknown";
+      (m->dtype == c10::ScalarType::Bool ? a.kept : a.additive_mask) = n->input(3);
+    }
+    if (*gqa) {
+      const ir::Type* k = tensor_type(a.key);
+      const int64_t r = q->rank();
+      if (!k || k->rank() != r || k->sizes[r - 3] == 0 || q->sizes[r - 3] % k->sizes[r - 3] != 0)
+        return "enable_gqa with heads that do not divide";
+      a.key_heads = a.key;
+      a.value_heads = a.value;
+      a.groups = q->sizes[r - 3] / k->sizes[r - 3];
+    }
+    return "";
+  }
+
+  std::string check_sdpa_types(Attention& a) {
+    const ir::Type* q = tensor_type(a.query);
+    const ir::Type* k = tensor_type(a.key);
+    const ir::Type* v = tensor_type(a.value);
+    if (!q || !k || !v || !tensor_type(a.out->output())) return "the types of query, key or value are unknown";
+    a.dtype = q->dtype;
+    if (!c10::isFloatingType(a.dtype)) return std::string("query is ") + ir::dtype_short_name(a.dtype) + ", not floating";
+    if (k->dtype != a.dtype || v->dtype != a.dtype) return "query, key and value differ in dtype";
+    if (q->device != k->device || q->device != v->device) return "query, key and value are on different devices";
+    if (k->rank() != q->rank() || v->rank() != q->rank()) return "query, key and value are not of one rank";
+    Value* mask = a.additive_mask ? a.additive_mask : a.kept;
+    if (!mask) return "";
+    const ir::Type* m = tensor_type(mask);
+    if (a.additive_mask && m->dtype != a.dtype)
+      return std::string("the mask is ") + ir::dtype_short_name(m->dtype) + ", not " + ir::dtype_short_name(a.dtype);
+    if (m->rank() > q->rank()) return "the mask has more dims than the scores";
+    if (m->device != q->device) return "the mask is on another device";
+    return "";
   }
 
   // probs -> softmax through eval-mode dropout and casts. Returns null when no softmax is there.
@@ -408,12 +493,20 @@ std::string describe(const Attention& a) {
   std::ostringstream os;
   os.imbue(std::locale::classic());
   os.precision(17);
-  os << "attention " << name(a.out->output()) << " = softmax(" << name(a.query) << " @ " << name(a.key_t) << " * "
-     << a.scale;
-  if (a.additive_mask) os << " + " << name(a.additive_mask);
-  if (a.excluded) os << " without " << name(a.excluded);
-  if (a.kept) os << " where " << name(a.kept);
-  os << ") @ " << name(a.value);
+  if (a.from_sdpa) {
+    os << "attention " << name(a.out->output()) << " = scaled_dot_product_attention(" << name(a.query) << ", "
+       << name(a.key) << ", " << name(a.value) << ", scale " << a.scale;
+    if (a.additive_mask || a.kept) os << ", mask " << name(a.additive_mask ? a.additive_mask : a.kept) << " as given";
+    if (a.causal) os << ", causal";
+    os << ")";
+  } else {
+    os << "attention " << name(a.out->output()) << " = softmax(" << name(a.query) << " @ " << name(a.key_t) << " * "
+       << a.scale;
+    if (a.additive_mask) os << " + " << name(a.additive_mask);
+    if (a.excluded) os << " without " << name(a.excluded);
+    if (a.kept) os << " where " << name(a.kept);
+    os << ") @ " << name(a.value);
+  }
   if (a.groups > 1) {
     os << ", key and value repeated from " << name(a.key_heads) << " and " << name(a.value_heads) << " (" << a.groups
        << " query heads per head: grouped heads)";
@@ -441,13 +534,13 @@ class Replacer {
     Value* key = a.key_heads ? a.key_heads : a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
     Value* value = a.value_heads ? a.value_heads : a.value;
     Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
-    if (mask) {
+    if (mask && !a.from_sdpa) {
       mask = prepared_mask(mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
-    } else {
+    } else if (!mask) {
       mask = graph_.insertConstant(c10::IValue());
     }
     Value* out = insert_call(attention_op(), {query, key, value, mask, graph_.insertConstant(a.scale),
-                                              graph_.insertConstant(false), graph_.insertConstant(true),
+                                              graph_.insertConstant(a.causal), graph_.insertConstant(true),
                                               graph_.insertConstant(a.groups > 1)}, "");
     out->setType(a.out->output()->type());
     a.out->output()->replaceAllUsesWith(out);
@@ -489,10 +582,11 @@ class Replacer {
   std::vector<Prepared> prepared_;
 };
 
-void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {
+void collect_candidates(torch::jit::Block* block, std::vector<Node*>& out) {
   for (Node* n : block->nodes()) {
-    if (is_kind(n, "aten::matmul") || is_kind(n, "aten::bmm")) out.push_back(n);
-    for (torch::jit::Block* b : n->blocks()) collect_matmuls(b, out);
+    if (is_kind(n, "aten::matmul") || is_kind(n, "aten::bmm") || is_kind(n, "aten::scaled_dot_product_attention"))
+      out.push_back(n);
+    for (torch::jit::Block* b : n->blocks()) collect_candidates(b, out);
   }
 }
 
@@ -500,7 +594,7 @@ void collect_matmuls(torch::jit::Block* block, std::vector<Node*>& out) {
 
 void rewrite_attention(RewriteContext& ctx) {
   std::vector<Node*> candidates;
-  collect_matmuls(ctx.graph.block(), candidates);
+  collect_candidates(ctx.graph.block(), candidates);
   Matcher matcher(ctx);
   Replacer replacer(ctx.graph);
   for (Node* out : candidates) {

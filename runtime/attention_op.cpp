@@ -8,14 +8,16 @@
 //    torchfuse::attention_mask(mask, dtype, exclude) writes such rows NaN into an additive mask
 //    (ATen's fused kernels then give NaN there too, where an all -inf row gives 0): the rewrite
 //    calls it once for all the layers sharing a mask and passes mask_prepared=True; otherwise the
-//    call prepares the mask itself;
+//    call prepares the mask itself. A prepared mask may also be boolean: a scaled_dot_product_
+//    attention call's mask, which the call takes over as given (ATen's semantics);
 //  - enable_gqa: key and value have fewer heads (dim -3) than query, each serving
 //    query_heads / kv_heads consecutive query heads (key.repeat_interleave(groups, -3));
 //  - is_causal with a mask: the graph's claim, from torchfuse::mask_is_causal, that the mask is
 //    causal (0 where key position <= query position, the dtype's lowest value or -inf elsewhere):
 //    where the mask spans the scores' last two dims the call runs causal without reading it.
-// torchfuse::mask_is_causal(Tensor mask) -> int: 1 where the (prepared, additive) mask is such a
-// causal mask over a square of positions, every leading index alike; else 0. It reads the mask
+// torchfuse::mask_is_causal(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
+// with true where the position takes part) is such a causal mask over a square of positions,
+// every leading index alike; else 0. It reads the mask
 // on the host, so the graph calls it only where the mask is a shape tensor
 // (passes/cache_shape_tensors.h): once per set of sizes.
 // LibTorch 2.1 and later run ATen's scaled_dot_product_attention (flash, memory-efficient or
@@ -83,7 +85,11 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
     at::Tensor keep = at::ones({l, s}, q.options().dtype(at::kBool)).tril();
     scores = scores.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
   }
-  if (mask) scores = scores.add(mask->to(at::kFloat));  // additive: attention_mask() made it so
+  if (mask && mask->scalar_type() == at::kBool) {  // a boolean mask taken as given: true takes part
+    scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<double>::infinity());
+  } else if (mask) {
+    scores = scores.add(mask->to(at::kFloat));  // additive: attention_mask() made it so
+  }
   at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
   return at::matmul(probs, v);
 }
@@ -120,10 +126,12 @@ double lowest_finite(at::ScalarType t) {
 }
 
 int64_t mask_is_causal(const at::Tensor& mask) {
-  if (mask.dim() < 2 || !c10::isFloatingType(mask.scalar_type())) return 0;
+  const bool boolean = mask.scalar_type() == at::kBool;
+  if (mask.dim() < 2 || !(boolean || c10::isFloatingType(mask.scalar_type()))) return 0;
   const int64_t l = mask.size(-1);
   if (mask.size(-2) != l) return 0;
   const at::Tensor causal = at::ones({l, l}, mask.options().dtype(at::kBool)).tril();
+  if (boolean) return mask.eq(causal).all().item<bool>() ? 1 : 0;  // true: the position takes part
   const at::Tensor open = mask.eq(0);
   const at::Tensor closed = mask.le(lowest_finite(mask.scalar_type()));
   return open.eq(causal).all().logical_and(closed.eq(causal.logical_not()).all()).item<bool>() ? 1 : 0;
@@ -146,8 +154,9 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     else is_causal = false;
   }
   if (mask && mask_prepared) {
-    TORCHFUSE_CHECK(mask->scalar_type() == q.scalar_type(), "torchfuse::attention: a prepared mask must be ",
-                    q.scalar_type(), " (the query's dtype), got ", mask->scalar_type());
+    TORCHFUSE_CHECK(mask->scalar_type() == q.scalar_type() || mask->scalar_type() == at::kBool,
+                    "torchfuse::attention: a prepared mask must be boolean or ", q.scalar_type(),
+                    " (the query's dtype), got ", mask->scalar_type());
   } else if (mask) {
     mask = attention_mask(*mask, q.scalar_type(), /*exclude=*/false);
   }

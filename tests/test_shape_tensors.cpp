@@ -199,7 +199,11 @@ TEST(ShapeTensors, MaskIsCausalOnlyForTheExactPattern) {
     EXPECT_EQ(mask_is_causal(batch_off), 0) << dt;
   }
   EXPECT_EQ(mask_is_causal(torch::zeros({6, 7})), 0);
-  EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool).tril()), 0);
+  // Boolean (a scaled_dot_product_attention call's mask, taken as given): true takes part.
+  EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool).tril()), 1);
+  EXPECT_EQ(mask_is_causal(torch::ones({2, 1, 6, 6}, torch::kBool).tril()), 1);
+  EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool).triu()), 0);
+  EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool)), 0);
 }
 
 // is_causal with a mask: causal where the mask spans the scores' last two dims (the mask is not

@@ -1,0 +1,141 @@
+// aten::scaled_dot_product_attention calls (Hugging Face's "sdpa" attention) taken over by the
+// attention rewrite (passes/rewrite_attention.h) on the CPU: the call keeps its mask as given,
+// reads grouped heads before their repeat, and (cache_shape_tensors) runs causal where its mask,
+// computed from sizes, is causal; results against eager through the groups' ATen fallbacks.
+// LibTorch before 2.1 has no scaled_dot_product_attention: the tests skip there.
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/version.h>
+
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
+#include "tests/test_util.h"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define TF_HAVE_SDPA 1
+#else
+#define TF_HAVE_SDPA 0
+#endif
+
+namespace {
+
+using tftest::joined;
+
+#define REQUIRE_SDPA() \
+  if (!TF_HAVE_SDPA) GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no aten::scaled_dot_product_attention"
+
+std::shared_ptr<torch::jit::Graph> parsed(const std::string& ir) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(ir, g.get());
+  return g;
+}
+
+bool has(const std::vector<std::string>& lines, const std::string& what) {
+  for (const std::string& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// Groups on their ATen fallbacks, against eager on fresh inputs: sizes t, then t again.
+void expect_eager_results(const std::shared_ptr<torch::jit::Graph>& g, const std::function<std::vector<c10::IValue>()>& inputs) {
+  auto prepared = g->copy();
+  torchfuse::prepare_graph(prepared);
+  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(prepared, tftest::quiet_options());
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
+  hooks.cpu_fallbacks = true;
+  impl->set_test_hooks(hooks);
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<c10::IValue> in = inputs();
+    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << "call " << call << ": " << (got - want).abs().max();
+  }
+}
+
+// A mask given to the call (additive or boolean) stays the call's mask, unprepared.
+TEST(SdpaRewrite, CallWithItsMaskAsGiven) {
+  REQUIRE_SDPA();
+  for (const char* mask_type : {"Float", "Bool"}) {
+    const auto g = parsed(std::string(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, %mask, %zero, %false, %none, %false)
+  return (%out)
+)IR"));
+    auto inputs = [&] {
+      const at::Tensor mask = std::string(mask_type) == "Bool" ? torch::rand({2, 1, 8, 8}) > 0.3 : torch::randn({2, 1, 8, 8});
+      return std::vector<c10::IValue>{torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16}), mask};
+    };
+    const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(inputs());
+    ASSERT_TRUE(has(e.rewrites, "= scaled_dot_product_attention(%q, %k, %v, scale 0.25, mask %mask as given)"))
+        << mask_type << ": " << joined(e.rewrites) << joined(e.refused);
+    EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
+    EXPECT_EQ(e.rewritten_graph.find("torchfuse::attention_mask"), std::string::npos) << e.rewritten_graph;
+    expect_eager_results(g, inputs);
+  }
+}
+
+// Dropout draws random numbers: the call stays as it is, with the reason.
+TEST(SdpaRewrite, DropoutStaysWithTheReason) {
+  REQUIRE_SDPA();
+  const auto g = parsed(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %p : float = prim::Constant[value=0.1]()
+  %false : bool = prim::Constant[value=0]()
+  %out : Tensor = aten::scaled_dot_product_attention(%q, %k, %v, %none, %p, %false, %none, %false)
+  return (%out)
+)IR");
+  const auto e = torchfuse::compile_graph(g, tftest::quiet_options())
+                     .explain({torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16})});
+  EXPECT_TRUE(e.rewrites.empty()) << joined(e.rewrites);
+  EXPECT_TRUE(has(e.refused, "dropout_p is not a constant 0")) << joined(e.refused);
+}
+
+// Hugging Face's sdpa path: a boolean causal mask from positions, key and value repeated from
+// fewer heads. The call reads them before the repeat and runs causal (the mask checked once per
+// size inside the shape tensors).
+TEST(SdpaRewrite, HuggingFaceCausalMaskAndRepeatedHeads) {
+  REQUIRE_SDPA();
+  const auto g = parsed(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %i0 : int = prim::Constant[value=0]()
+  %i1 : int = prim::Constant[value=1]()
+  %i2 : int = prim::Constant[value=2]()
+  %i3 : int = prim::Constant[value=3]()
+  %t : int = aten::size(%q, %i2)
+  %pos : Tensor = aten::arange(%t, %none, %none, %none, %none)
+  %row : Tensor = aten::unsqueeze(%pos, %i1)
+  %col : Tensor = aten::unsqueeze(%pos, %i0)
+  %kept : Tensor = aten::le(%col, %row)
+  %b : int = aten::size(%k, %i0)
+  %h : int = aten::size(%k, %i1)
+  %s : int = aten::size(%k, %i2)
+  %d : int = aten::size(%k, %i3)
+  %hg : int = aten::mul(%h, %i2)
+  %ex : int[] = prim::ListConstruct(%b, %h, %i2, %s, %d)
+  %to : int[] = prim::ListConstruct(%b, %hg, %s, %d)
+  %k1 : Tensor = aten::unsqueeze(%k, %i2)
+  %k2 : Tensor = aten::expand(%k1, %ex, %false)
+  %kr : Tensor = aten::reshape(%k2, %to)
+  %v1 : Tensor = aten::unsqueeze(%v, %i2)
+  %v2 : Tensor = aten::expand(%v1, %ex, %false)
+  %vr : Tensor = aten::reshape(%v2, %to)
+  %out : Tensor = aten::scaled_dot_product_attention(%q, %kr, %vr, %kept, %zero, %false, %none, %false)
+  return (%out)
+)IR");
+  auto inputs = [] {
+    return std::vector<c10::IValue>{torch::randn({2, 4, 8, 16}), torch::randn({2, 2, 8, 16}), torch::randn({2, 2, 8, 16})};
+  };
+  const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(inputs());
+  ASSERT_TRUE(has(e.rewrites, "(2 query heads per head: grouped heads)")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_TRUE(has(e.rewrites, "checked causal")) << joined(e.rewrites);
+  EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("aten::reshape"), std::string::npos) << e.rewritten_graph;
+  expect_eager_results(g, inputs);
+}
+
+}  // namespace
