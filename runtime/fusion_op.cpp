@@ -1,34 +1,24 @@
 #include "runtime/fusion_op.h"
 
-#include <map>
-#include <mutex>
-
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 
 #include "src/error.h"
+#include "src/id_registry.h"
 
 namespace torchfuse {
 namespace runtime {
 namespace {
 
-struct Registry {
-  std::mutex mu;
-  int64_t next_id = 0;
-  std::map<int64_t, std::shared_ptr<FusedKernel>> kernels;
-};
-
-Registry& registry() {
-  static Registry* r = new Registry();  // outlives static teardown of compiled modules
+IdRegistry<FusedKernel>& registry() {
+  static auto* r = new IdRegistry<FusedKernel>();  // outlives static teardown of compiled modules
   return *r;
 }
 
 std::shared_ptr<FusedKernel> lookup(int64_t id) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.kernels.find(id);
-  TORCHFUSE_INTERNAL_ASSERT(it != r.kernels.end(), "no fused kernel with id ", id);
-  return it->second;
+  std::shared_ptr<FusedKernel> kernel = registry().find(id);
+  TORCHFUSE_INTERNAL_ASSERT(kernel, "no fused kernel with id ", id);
+  return kernel;
 }
 
 thread_local std::exception_ptr last_op_error;
@@ -69,19 +59,9 @@ void register_fusion_op() {
       fusion_group_symbol(), create_operation, c10::AliasAnalysisKind::CONSERVATIVE)});
 }
 
-int64_t register_kernel(std::shared_ptr<FusedKernel> kernel) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  const int64_t id = r.next_id++;
-  r.kernels.emplace(id, std::move(kernel));
-  return id;
-}
+int64_t register_kernel(std::shared_ptr<FusedKernel> kernel) { return registry().add(std::move(kernel)); }
 
-void unregister_kernel(int64_t id) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.kernels.erase(id);
-}
+void unregister_kernel(int64_t id) { registry().remove(id); }
 
 }  // namespace runtime
 }  // namespace torchfuse

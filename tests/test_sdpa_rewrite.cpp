@@ -8,6 +8,7 @@
 
 #include "runtime/compiled_module.h"
 #include "src/prepare_graph.h"
+#include "tests/sdpa_ir.h"
 #include "tests/test_util.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -97,36 +98,7 @@ graph(%q : Tensor, %k : Tensor, %v : Tensor):
 // size inside the shape tensors).
 TEST(SdpaRewrite, HuggingFaceCausalMaskAndRepeatedHeads) {
   REQUIRE_SDPA();
-  const auto g = parsed(R"IR(
-graph(%q : Tensor, %k : Tensor, %v : Tensor):
-  %none : NoneType = prim::Constant()
-  %zero : float = prim::Constant[value=0.]()
-  %false : bool = prim::Constant[value=0]()
-  %i0 : int = prim::Constant[value=0]()
-  %i1 : int = prim::Constant[value=1]()
-  %i2 : int = prim::Constant[value=2]()
-  %i3 : int = prim::Constant[value=3]()
-  %t : int = aten::size(%q, %i2)
-  %pos : Tensor = aten::arange(%t, %none, %none, %none, %none)
-  %row : Tensor = aten::unsqueeze(%pos, %i1)
-  %col : Tensor = aten::unsqueeze(%pos, %i0)
-  %kept : Tensor = aten::le(%col, %row)
-  %b : int = aten::size(%k, %i0)
-  %h : int = aten::size(%k, %i1)
-  %s : int = aten::size(%k, %i2)
-  %d : int = aten::size(%k, %i3)
-  %hg : int = aten::mul(%h, %i2)
-  %ex : int[] = prim::ListConstruct(%b, %h, %i2, %s, %d)
-  %to : int[] = prim::ListConstruct(%b, %hg, %s, %d)
-  %k1 : Tensor = aten::unsqueeze(%k, %i2)
-  %k2 : Tensor = aten::expand(%k1, %ex, %false)
-  %kr : Tensor = aten::reshape(%k2, %to)
-  %v1 : Tensor = aten::unsqueeze(%v, %i2)
-  %v2 : Tensor = aten::expand(%v1, %ex, %false)
-  %vr : Tensor = aten::reshape(%v2, %to)
-  %out : Tensor = aten::scaled_dot_product_attention(%q, %kr, %vr, %kept, %zero, %false, %none, %false)
-  return (%out)
-)IR");
+  const auto g = tftest::hf_sdpa_causal_gqa_graph();
   auto inputs = [] {
     return std::vector<c10::IValue>{torch::randn({2, 4, 8, 16}), torch::randn({2, 2, 8, 16}), torch::randn({2, 2, 8, 16})};
   };

@@ -4,9 +4,9 @@
 // against eager and its float64 reference.
 #include <array>
 
-#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/version.h>
 
+#include "tests/sdpa_ir.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -101,46 +101,11 @@ TEST(ShapeTensorsGpu, RunsUnderCudaGraphs) {
   EXPECT_GE(graphed.stats().cuda_graph_replays, 1);
 }
 
-// Hugging Face's "sdpa" attention as traced: a boolean causal mask from positions on the query's
-// device, key and value repeated from fewer heads, one aten::scaled_dot_product_attention call.
-const char* kSdpaIr = R"IR(
-graph(%q : Tensor, %k : Tensor, %v : Tensor):
-  %none : NoneType = prim::Constant()
-  %zero : float = prim::Constant[value=0.]()
-  %false : bool = prim::Constant[value=0]()
-  %i0 : int = prim::Constant[value=0]()
-  %i1 : int = prim::Constant[value=1]()
-  %i2 : int = prim::Constant[value=2]()
-  %i3 : int = prim::Constant[value=3]()
-  %dev : Device = prim::device(%q)
-  %t : int = aten::size(%q, %i2)
-  %pos : Tensor = aten::arange(%t, %none, %none, %dev, %none)
-  %row : Tensor = aten::unsqueeze(%pos, %i1)
-  %col : Tensor = aten::unsqueeze(%pos, %i0)
-  %kept : Tensor = aten::le(%col, %row)
-  %b : int = aten::size(%k, %i0)
-  %h : int = aten::size(%k, %i1)
-  %s : int = aten::size(%k, %i2)
-  %d : int = aten::size(%k, %i3)
-  %hg : int = aten::mul(%h, %i2)
-  %ex : int[] = prim::ListConstruct(%b, %h, %i2, %s, %d)
-  %to : int[] = prim::ListConstruct(%b, %hg, %s, %d)
-  %k1 : Tensor = aten::unsqueeze(%k, %i2)
-  %k2 : Tensor = aten::expand(%k1, %ex, %false)
-  %kr : Tensor = aten::reshape(%k2, %to)
-  %v1 : Tensor = aten::unsqueeze(%v, %i2)
-  %v2 : Tensor = aten::expand(%v1, %ex, %false)
-  %vr : Tensor = aten::reshape(%v2, %to)
-  %out : Tensor = aten::scaled_dot_product_attention(%q, %kr, %vr, %kept, %zero, %false, %none, %false)
-  return (%out)
-)IR";
-
 TEST(ShapeTensorsGpu, SdpaCallWithCausalMaskAndRepeatedHeads) {
   REQUIRE_GPU();
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   torch::manual_seed(2);
-  auto g = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(kSdpaIr, g.get());
+  const auto g = tftest::hf_sdpa_causal_gqa_graph();
   for (c10::ScalarType dt : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
     torchfuse::CompiledModule compiled = torchfuse::compile_graph(g->copy(), tftest::quiet_options(2));
     for (auto [b, h, t, e] : {std::array<int64_t, 4>{2, 4, 128, 64}, {3, 3, 37, 64}, {2, 4, 128, 64}}) {

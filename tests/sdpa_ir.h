@@ -1,0 +1,50 @@
+// Hugging Face's "sdpa" attention as tracing records it, for the CPU and GPU tests of the
+// attention rewrite's takeover of aten::scaled_dot_product_attention: a boolean causal mask from
+// positions (on the query's device), key and value repeated 2x from fewer heads (repeat_kv), one
+// scaled_dot_product_attention call.
+#pragma once
+
+#include <memory>
+
+#include <torch/csrc/jit/ir/irparser.h>
+
+namespace tftest {
+
+inline std::shared_ptr<torch::jit::Graph> hf_sdpa_causal_gqa_graph() {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%q : Tensor, %k : Tensor, %v : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : float = prim::Constant[value=0.]()
+  %false : bool = prim::Constant[value=0]()
+  %i0 : int = prim::Constant[value=0]()
+  %i1 : int = prim::Constant[value=1]()
+  %i2 : int = prim::Constant[value=2]()
+  %i3 : int = prim::Constant[value=3]()
+  %dev : Device = prim::device(%q)
+  %t : int = aten::size(%q, %i2)
+  %pos : Tensor = aten::arange(%t, %none, %none, %dev, %none)
+  %row : Tensor = aten::unsqueeze(%pos, %i1)
+  %col : Tensor = aten::unsqueeze(%pos, %i0)
+  %kept : Tensor = aten::le(%col, %row)
+  %b : int = aten::size(%k, %i0)
+  %h : int = aten::size(%k, %i1)
+  %s : int = aten::size(%k, %i2)
+  %d : int = aten::size(%k, %i3)
+  %hg : int = aten::mul(%h, %i2)
+  %ex : int[] = prim::ListConstruct(%b, %h, %i2, %s, %d)
+  %to : int[] = prim::ListConstruct(%b, %hg, %s, %d)
+  %k1 : Tensor = aten::unsqueeze(%k, %i2)
+  %k2 : Tensor = aten::expand(%k1, %ex, %false)
+  %kr : Tensor = aten::reshape(%k2, %to)
+  %v1 : Tensor = aten::unsqueeze(%v, %i2)
+  %v2 : Tensor = aten::expand(%v1, %ex, %false)
+  %vr : Tensor = aten::reshape(%v2, %to)
+  %out : Tensor = aten::scaled_dot_product_attention(%q, %kr, %vr, %kept, %zero, %false, %none, %false)
+  return (%out)
+)IR",
+                      g.get());
+  return g;
+}
+
+}  // namespace tftest
