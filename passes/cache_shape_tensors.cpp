@@ -210,26 +210,29 @@ class ShapeTensorCut {
     std::unordered_set<const Node*> mine(part.begin(), part.end());
     std::vector<Value*> keys, tensors, ints;
     Node* last_key = nullptr;  // the key computed last, where the call goes after
+    const Value* last_key_value = nullptr;
     for (Node* n : part) {
       for (Value* v : n->inputs()) {
         if (is_constant(v) || mine.count(v->node()) || std::count(keys.begin(), keys.end(), v)) continue;
         keys.push_back(v);
         Node* p = v->node();
-        if (p->kind() != c10::prim::Param && (!last_key || last_key->isBefore(p))) last_key = p;
+        if (p->kind() == c10::prim::Param || (last_key && !last_key->isBefore(p))) continue;
+        last_key = p;
+        last_key_value = v;
       }
       for (Value* v : n->outputs()) {
         if (!used_outside(v)) continue;
         (is_tensor(v) ? tensors : ints).push_back(v);
       }
     }
-    for (const Value* v : tensors) {
-      if (!reads_before(v, last_key)) continue;
-      ctx_.refused("shape tensors at " + named(part.front()) + ": %" + v->debugName() +
-                   " is read before the size %" + last_key->output(0)->debugName() + " it depends on is known");
-      return;
+    for (const std::vector<Value*>* values : {&tensors, &ints}) {
+      for (const Value* v : *values) {
+        if (!reads_before(v, last_key)) continue;
+        ctx_.refused("shape tensors at " + named(part.front()) + ": %" + v->debugName() + " is read before the size %" +
+                     last_key_value->debugName() + " it depends on is known");
+        return;
+      }
     }
-    for (const Value* v : ints)
-      if (reads_before(v, last_key)) return;  // (the same, for an int: no tensor work lost)
 
     int64_t id = -1;
     auto cut = std::make_shared<ShapeTensors>();
