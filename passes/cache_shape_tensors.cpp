@@ -25,12 +25,6 @@ using torch::jit::Value;
 
 c10::Symbol sym(const char* qual) { return c10::Symbol::fromQualString(qual); }
 
-// "aten::arange (%30)": a node by its kind and first output.
-std::string named(const Node* n) {
-  std::string s = n->kind().toQualString();
-  return n->outputs().empty() ? s : s + " (%" + n->outputs()[0]->debugName() + ")";
-}
-
 bool is_constant(const Value* v) { return v->node()->kind() == c10::prim::Constant; }
 bool is_int(const Value* v) { return v->type()->kind() == c10::TypeKind::IntType; }
 bool is_tensor(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
@@ -127,7 +121,7 @@ class ShapeTensorCut {
   // Prepared masks of attention calls computed in the region: the region checks them causal.
   void add_causal_checks() {
     for (Node* n : graph_.nodes()) {
-      if (n->kind() != sym("torchfuse::attention") || n->inputs().size() < 7) continue;
+      if (!is_kind(n, "torchfuse::attention") || n->inputs().size() < 7) continue;
       Value* mask = n->input(3);
       const auto causal = torch::jit::toIValue(n->input(5));
       const auto prepared = torch::jit::toIValue(n->input(6));
@@ -228,7 +222,7 @@ class ShapeTensorCut {
     for (const std::vector<Value*>* values : {&tensors, &ints}) {
       for (const Value* v : *values) {
         if (!reads_before(v, last_key)) continue;
-        ctx_.refused("shape tensors at " + named(part.front()) + ": %" + v->debugName() + " is read before the size %" +
+        ctx_.refused("shape tensors at " + node_name(part.front()) + ": %" + v->debugName() + " is read before the size %" +
                      last_key_value->debugName() + " it depends on is known");
         return;
       }
@@ -304,13 +298,13 @@ class ShapeTensorCut {
   std::string describe(const std::vector<Node*>& part, const std::vector<Value*>& keys,
                        const std::vector<Value*>& tensors) const {
     std::ostringstream os;
-    os << "shape tensors at " << named(part.front()) << ": " << part.size() << " ops computed once per";
+    os << "shape tensors at " << node_name(part.front()) << ": " << part.size() << " ops computed once per";
     if (keys.empty()) os << " specialization";
     for (size_t i = 0; i < keys.size(); ++i) os << (i ? ", %" : " value of %") << keys[i]->debugName();
     os << " -> ";
     for (size_t i = 0; i < tensors.size(); ++i) os << (i ? ", %" : "%") << tensors[i]->debugName();
     for (const Check& c : checks_)
-      if (std::count(part.begin(), part.end(), c.check)) os << "; mask of " << named(c.attention) << " checked causal";
+      if (std::count(part.begin(), part.end(), c.check)) os << "; mask of " << node_name(c.attention) << " checked causal";
     return os.str();
   }
 

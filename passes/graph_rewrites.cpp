@@ -26,7 +26,8 @@ bool is_kind(const torch::jit::Node* n, const char* qual_name) {
 }
 
 std::string node_name(const torch::jit::Node* n) {
-  return std::string(n->kind().toQualString()) + " (%" + n->output()->debugName() + ")";
+  const std::string kind = n->kind().toQualString();
+  return n->outputs().empty() ? kind : kind + " (%" + n->outputs()[0]->debugName() + ")";
 }
 
 std::optional<double> constant_number(const torch::jit::Value* v) {

@@ -68,7 +68,7 @@ struct RewriteContext {
 // What the rewrites read the graph with: a node's kind ("aten::matmul"), and the number a constant
 // holds (an int, a float, or a 0-dim tensor: the tracer's scalars).
 bool is_kind(const torch::jit::Node* n, const char* qual_name);
-// A node as the rewrites' messages name it: "aten::linear (%input.12)".
+// A node as the rewrites' messages name it, by its kind and first output: "aten::linear (%input.12)".
 std::string node_name(const torch::jit::Node* n);
 std::optional<double> constant_number(const torch::jit::Value* v);
 
