@@ -29,12 +29,14 @@ int64_t PointwiseLayout::numel() const {
 }
 
 std::string PointwiseLayout::key() const {
+  const std::string tiled = tile_dim < 0 ? "" : ";tile=" + std::to_string(tile_dim) + "/" + std::to_string(tile);
   std::string k = "rank=" + std::to_string(sizes.size()) + ";vec=" + std::to_string(vec) +
                   ";unroll=" + std::to_string(unroll) +
                   ";idx=" + (index64 ? "64" : "32") + ";fast=" + std::to_string(fast_math) + ";hints=" + std::to_string(hints.evict_loads) +
                   std::to_string(hints.evict_stores) + ";in=";
   for (const auto& in : inputs) {
-    k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared," : ",");
+    k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared" : "") +
+         (in.tiled ? ":tiled," : ",");
   }
   k += ";out=";
   for (auto o : outputs) k += std::string(c10::toString(o)) + ",";
@@ -42,7 +44,7 @@ std::string PointwiseLayout::key() const {
     k += ";cats=";
     for (const auto& c : cats) k += std::to_string(c.dim) + "/" + std::to_string(c.bounds.size()) + ",";
   }
-  return k;
+  return k + tiled;
 }
 
 namespace {
@@ -171,6 +173,28 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
   const int64_t slack = max_threads * std::max(layout.vec, layout.unroll);
   layout.index64 = largest_offset + slack >= std::numeric_limits<int32_t>::max();
   return layout;
+}
+
+bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
+  const int64_t rank = static_cast<int64_t>(layout.sizes.size());
+  const int tile = tune.pointwise_tile;
+  if (tile <= 0 || rank < 2 || !layout.cats.empty() || layout.sizes.back() < tile / 2) return false;
+  // Bytes of transposed inputs contiguous along each dim.
+  std::vector<int64_t> bytes(rank - 1, 0);
+  for (const auto& in : layout.inputs) {
+    if (in.access != Access::Strided) continue;
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      if (in.strides[d] == 1 && layout.sizes[d] >= tile / 2) bytes[d] += static_cast<int64_t>(c10::elementSize(in.dtype));
+    }
+  }
+  const auto best = std::max_element(bytes.begin(), bytes.end());  // the first of equals: deterministic
+  if (*best == 0) return false;
+  layout.tile_dim = static_cast<int>(best - bytes.begin());
+  layout.tile = tile;
+  for (auto& in : layout.inputs) in.tiled = in.access == Access::Strided && in.strides[layout.tile_dim] == 1;
+  layout.vec = 1;
+  layout.unroll = 1;
+  return true;
 }
 
 }  // namespace codegen

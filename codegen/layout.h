@@ -41,6 +41,7 @@ struct OperandLayout {
   c10::ScalarType dtype = c10::ScalarType::Float;
   std::vector<int64_t> strides;  // per coalesced dim (tensors that are not Linear/Uniform)
   bool shared = false;           // an element serves several indices (stride 0 over a dim of size > 1)
+  bool tiled = false;            // read through the tile in shared memory (PointwiseLayout::tile_dim)
 };
 
 // A cat of the group on one call: the domain dim its pieces are laid along, and where each
@@ -66,6 +67,13 @@ struct PointwiseLayout {
   bool fast_math = true;               // Tuning::fast_math when planned (it changes the source)
   CacheHints hints;                    // L2 hints on its vector loads and stores (choose_cache_hints)
   std::vector<CatLayout> cats;         // per cat of the group (FusionGroup::cats)
+  // A tiled layout (tile_dim >= 0): inputs whose fastest dim is coalesced dim `tile_dim` rather
+  // than the innermost one (a transposed operand) are read `tile` x `tile` elements at a time
+  // along their own fastest dim into shared memory, and every element is computed and written
+  // along the innermost dim from there, so that both the transposed reads and the writes are
+  // coalesced (as Inductor's and nvFuser's transpose schedules do). No vectors, no unroll.
+  int tile_dim = -1;
+  int tile = 0;
   int64_t numel() const;
   // The compile-time part, as text: equal keys mean one kernel serves both layouts.
   std::string key() const;
@@ -76,6 +84,12 @@ struct PointwiseLayout {
 PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const std::vector<OperandShape>& inputs,
                                       const std::vector<c10::ScalarType>& outputs, int64_t max_threads,
                                       const Tuning& tune, const std::vector<CatSplit>& cats = {});
+
+// Tiles a pointwise layout (PointwiseLayout::tile_dim) where an input is transposed against the
+// output: its stride is 1 along a coalesced dim other than the innermost, and both dims hold at
+// least half a tile. The dim most such input bytes are contiguous along is tiled. Returns whether
+// it tiled. (Layouts with cats keep their per-element pieces: not tiled.)
+bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune);
 
 // Coalesces dims [lo, hi) of `domain` across every operand's strides (one stride vector per
 // operand, over the whole domain): size-1 dims drop, a dim merges into its outer neighbour when

@@ -32,9 +32,16 @@ void emit_header_comment(SourceBuilder& b, const FusionGroup& g, const Pointwise
   b.line("// torchfuse fusion group " + std::to_string(g.id) + " (pointwise): " + g.describe());
   b.line("// coalesced domain rank " + std::to_string(l.sizes.size()) + "; vector width " + std::to_string(l.vec) +
          "; " + (l.index64 ? "64" : "32") + "-bit indices");
+  if (l.tile_dim >= 0) {
+    b.line("// tiled: " + std::to_string(l.tile) + " x " + std::to_string(l.tile) + " tiles of dims " +
+           std::to_string(l.tile_dim) + " and " + std::to_string(l.sizes.size() - 1) +
+           "; transposed inputs are read along dim " + std::to_string(l.tile_dim) +
+           " into shared memory, outputs written along the innermost dim");
+  }
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     b.line("// " + input_name(k) + " = %" + std::to_string(g.inputs[k]->id) + " " +
-           ir::dtype_short_name(l.inputs[k].dtype) + ", " + access_name(l.inputs[k].access));
+           ir::dtype_short_name(l.inputs[k].dtype) + ", " + access_name(l.inputs[k].access) +
+           (l.inputs[k].tiled ? ", tiled" : ""));
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     b.line("// " + output_name(k) + " = %" + std::to_string(g.outputs[k]->id) + " " +
@@ -150,6 +157,7 @@ std::string lane_value_unguarded(const PointwiseLayout& l, size_t k, bool vector
   const auto& in = l.inputs[k];
   const std::string n = input_name(k);
   const std::string kk = std::to_string(k);
+  if (in.tiled) return "tile" + kk + "[tx][j]";  // the tiled kernel's element (cl0 + tx, ct0 + j)
   switch (in.access) {
     case Access::Scalar: return "p." + n;
     case Access::Uniform: return "u" + kk;
@@ -284,9 +292,7 @@ void emit_scalar_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLay
   }
 }
 
-void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
-  auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlockSize) + ") " +
-                   kNamePlaceholder + "(const " + kNamePlaceholder + "_params p)");
+void emit_pointers(SourceBuilder& b, const PointwiseLayout& l) {
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     if (in.access == Access::Scalar) continue;
@@ -299,6 +305,16 @@ void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     b.line(storage_type(l.outputs[k]) + "* __restrict__ " + output_name(k) + " = p." + output_name(k) + ";");
   }
+}
+
+std::string kernel_signature() {
+  return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlockSize) + ") " + kNamePlaceholder +
+         "(const " + kNamePlaceholder + "_params p)";
+}
+
+void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  auto s = b.scope(kernel_signature());
+  emit_pointers(b, l);
   b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
   b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
   if (l.vec > 1) {
@@ -308,6 +324,103 @@ void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& 
   }
   auto loop = b.scope("for (tf_index i = first; i < (tf_index)p.numel; i += step)");
   emit_scalar_body(b, g, l);
+}
+
+// "sum of c<d> * <stride>(d)" over the coalesced dims other than the tile's two, or "0".
+template <typename Stride>
+std::string tile_base(const PointwiseLayout& l, Stride stride) {
+  std::string e;
+  const size_t rank = l.sizes.size();
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    if (static_cast<int>(d) == l.tile_dim) continue;
+    e += (e.empty() ? "" : " + ") + std::string("c") + std::to_string(d) + " * " + stride(d);
+  }
+  return e.empty() ? "0" : e;
+}
+
+// The tiled layout (PointwiseLayout::tile_dim): a grid-stride loop over tiles of the tile dim
+// (ct) and the innermost dim (cl), for every index of the other dims. Threads first read each
+// transposed input's tile with consecutive threads along its own contiguous dim (ct), then
+// compute and write the tile with consecutive threads along the innermost dim (cl).
+void emit_tiled_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  const size_t rank = l.sizes.size();
+  const std::string T = std::to_string(l.tile);
+  const std::string rows = std::to_string(kBlockSize / l.tile);
+  const std::string td = std::to_string(l.tile_dim);
+  const std::string last = std::to_string(rank - 1);
+  const auto stride = [](size_t k, const std::string& d) { return "(tf_index)p." + input_name(k) + "_stride[" + d + "]"; };
+  auto s = b.scope(kernel_signature());
+  emit_pointers(b, l);
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (l.inputs[k].tiled)
+      b.line("__shared__ " + register_type(l.inputs[k].dtype) + " tile" + std::to_string(k) + "[" + T + "][" + T + " + 1];");
+  }
+  b.line("const int tx = threadIdx.x % " + T + ";");
+  b.line("const int ty = threadIdx.x / " + T + ";");
+  b.line("const tf_index st = (tf_index)p.size[" + td + "];");
+  b.line("const tf_index sl = (tf_index)p.size[" + last + "];");
+  b.line("const tf_index nt = (st + " + T + " - 1) / " + T + ";");
+  b.line("const tf_index nl = (sl + " + T + " - 1) / " + T + ";");
+  b.line("const tf_index ntiles = (tf_index)p.numel / (st * sl) * nt * nl;");
+  // The output's contiguous strides.
+  b.line("const tf_index os" + last + " = 1;");
+  for (size_t d = rank - 1; d-- > 0;) {
+    b.line("const tf_index os" + std::to_string(d) + " = os" + std::to_string(d + 1) + " * (tf_index)p.size[" +
+           std::to_string(d + 1) + "];");
+  }
+  auto loop = b.scope("for (tf_index tile = blockIdx.x; tile < ntiles; tile += gridDim.x)");
+  b.line("tf_index rem = tile;");
+  b.line("const tf_index cl0 = rem % nl * " + T + ";");
+  b.line("rem /= nl;");
+  b.line("const tf_index ct0 = rem % nt * " + T + ";");
+  b.line("rem /= nt;");
+  for (size_t d = rank - 1; d-- > 0;) {
+    if (static_cast<int>(d) == l.tile_dim) continue;
+    const std::string dd = std::to_string(d);
+    b.line("const tf_index c" + dd + " = rem % (tf_index)p.size[" + dd + "];");
+    b.line("rem /= (tf_index)p.size[" + dd + "];");
+  }
+  b.line("const tf_index base = " + tile_base(l, [](size_t d) { return "os" + std::to_string(d); }) + ";");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!has_offset(l.inputs[k].access)) continue;
+    b.line("const tf_index base" + std::to_string(k) + " = " +
+           tile_base(l, [&](size_t d) { return stride(k, std::to_string(d)); }) + ";");
+  }
+  b.line("__syncthreads();  // the previous tile's reads of shared memory are done");
+  b.line("#pragma unroll");
+  {
+    auto j = b.scope("for (int j0 = 0; j0 < " + T + "; j0 += " + rows + ")");
+    b.line("const int j = j0 + ty;");
+    b.line("const tf_index ct = ct0 + tx;");
+    b.line("const tf_index cl = cl0 + j;");
+    auto in = b.scope("if (ct < st && cl < sl)");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!l.inputs[k].tiled) continue;
+      const std::string kk = std::to_string(k);
+      b.line("tile" + kk + "[j][tx] = " +
+             load_convert(input_name(k) + "[base" + kk + " + ct * " + stride(k, td) + " + cl * " + stride(k, last) + "]",
+                          l.inputs[k].dtype) +
+             ";");
+    }
+  }
+  b.line("__syncthreads();");
+  b.line("#pragma unroll");
+  auto j = b.scope("for (int j0 = 0; j0 < " + T + "; j0 += " + rows + ")");
+  b.line("const int j = j0 + ty;");
+  b.line("const tf_index ct = ct0 + j;");
+  b.line("const tf_index cl = cl0 + tx;");
+  b.line("if (ct >= st || cl >= sl) continue;");
+  b.line("const tf_index i = base + ct * os" + td + " + cl;");
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (!has_offset(l.inputs[k].access) || l.inputs[k].tiled) continue;
+    const std::string kk = std::to_string(k);
+    b.line("const tf_index off" + kk + " = base" + kk + " + ct * " + stride(k, td) + " + cl * " + stride(k, last) + ";");
+  }
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + ";");
+  b.line(compute_call(g, l, false));
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    b.line(output_name(k) + "[i] = " + store_convert("r" + std::to_string(k), l.outputs[k]) + ";");
+  }
 }
 
 }  // namespace
@@ -325,7 +438,8 @@ GeneratedKernel generate_pointwise(const FusionGroup& group, const PointwiseLayo
   b.line("");
   emit_compute(b, group, layout.fast_math);
   b.line("");
-  emit_kernel(b, group, layout);
+  if (layout.tile_dim >= 0) emit_tiled_kernel(b, group, layout);
+  else emit_kernel(b, group, layout);
   return name_kernel(b.str(), group.pattern, kBlockSize);
 }
 

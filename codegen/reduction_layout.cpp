@@ -379,6 +379,31 @@ std::string ReductionLayout::key() const {
   return k;
 }
 
+void choose_column_cache(ReductionLayout& l, const Tuning& tune) {
+  l.block = 256;
+  l.cached = false;
+  l.chunks_per_thread = 1;
+  int64_t element_inputs = 0;
+  for (const auto& in : l.inputs) element_inputs += in.access == Access::InnerContig || in.access == Access::Strided;
+  if (tune.column_cache == 0 || element_inputs == 0) return;
+  // Rows per thread, a power of two (one kernel serves a range of column lengths): 8 threads
+  // along the column where half the budget holds them, else 16.
+  const auto rows_per_thread = [&](int64_t threads) {
+    int64_t n = 1;
+    while (n * threads < l.reduced()) n *= 2;
+    return n;
+  };
+  for (const int64_t threads : {int64_t{8}, int64_t{16}}) {
+    const int64_t n = rows_per_thread(threads);
+    const int64_t budget = threads == 8 ? tune.column_cache / 2 : tune.column_cache;
+    if (n * element_inputs > budget) continue;
+    l.block = static_cast<int>(threads * 32);
+    l.cached = true;
+    l.chunks_per_thread = static_cast<int>(n);
+    return;
+  }
+}
+
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,

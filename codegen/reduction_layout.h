@@ -102,5 +102,10 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
                                       const DeviceTarget& target, const Tuning& tune, bool allow_vector);
 
+// Column groups of several passes: keeps each thread's rows of the element inputs in registers
+// (ReductionLayout::cached, chunks_per_thread rows; block 256 or 512) where they fit
+// Tuning::column_cache; else a block of 256 that reads the column again in every pass.
+void choose_column_cache(ReductionLayout& l, const Tuning& tune);
+
 }  // namespace codegen
 }  // namespace torchfuse

@@ -95,7 +95,12 @@ ReductionLayout plan_reduction(const PlanRequest& r) {
 class PointwiseUnit : public ScheduleUnit {
  public:
   Schedule schedule() const override { return Schedule::Pointwise; }
-  KernelLayout plan(const PlanRequest& r) const override { return plan_pointwise(r, nullptr); }
+  KernelLayout plan(const PlanRequest& r) const override {
+    PointwiseLayout l = plan_pointwise(r, nullptr);
+    // (Hints go on vector loads and stores, which a tiled kernel has none of.)
+    if (tile_transposed_inputs(l, r.tuning)) l.hints = CacheHints{};
+    return l;
+  }
   GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis&, const KernelLayout& l) const override {
     return generate_pointwise(g, std::get<PointwiseLayout>(l));
   }
@@ -122,6 +127,7 @@ class ColumnUnit : public ScheduleUnit {
       l.vec = 1;
       l.unroll = 1;
       l.split = 1;
+      choose_column_cache(l, r.tuning);
     }
     return l;
   }

@@ -444,13 +444,35 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
   }
 }
 
-// Several passes over each column, one block per tile of 32 columns (vec 1, no split), 8 threads
-// along the reduced dim: each pass loops over the column's rows from global memory (L2 holds the
-// block's tile for the later passes), the block combines the pass's reductions in shared memory in
-// a fixed order, and every thread takes the totals into the next pass; the last pass writes the
-// full-size outputs. Softmax, log_softmax and variance normalizations over a leading or middle dim.
+// Is input k read per element of a column-passes kernel (not per column, not one value)?
+bool column_element_input(const ReductionLayout& l, size_t k) {
+  const Access acc = l.inputs[k].access;
+  return acc == Access::InnerContig || acc == Access::Strided;
+}
+
+// Several passes over each column, one block per tile of 32 columns (vec 1, no split),
+// block / 32 threads along the reduced dim: each pass goes over the column's rows, the block
+// combines the pass's reductions in shared memory in a fixed order, and every thread takes the
+// totals into the next pass; the last pass writes the full-size outputs. Cached layouts
+// (ReductionLayout::cached) load each thread's rows once into registers (chunks_per_thread rows
+// of every element input) and take the later passes from there; the others loop over the rows
+// from global memory in every pass (L2 holding the block's tile for the later passes). Softmax,
+// log_softmax and variance normalizations over a leading or middle dim.
 void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
                         ValueNames& names) {
+  const std::string RY = str(l.block / 32);
+  const std::string N = str(l.chunks_per_thread);
+  if (l.cached) {
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (column_element_input(l, k)) b.line(register_type(l.inputs[k].dtype) + " c" + str(static_cast<int64_t>(k)) + "[" + N + "];");
+    }
+  }
+  const auto cached_load = [&](size_t k) {
+    return column_element_input(l, k) ? "c" + str(static_cast<int64_t>(k)) + "[u]" : column_load(l, k, "");
+  };
+  const auto store = [&](size_t k, const std::string& e) {
+    b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+  };
   for (int pass = 0; pass <= a.passes; ++pass) {
     {
       PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
@@ -464,20 +486,32 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
       b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
     }
-    {
+    if (l.cached) {
+      b.line("#pragma unroll");
+      auto loop = b.scope("for (int u = 0; u < " + N + "; ++u)");
+      b.line("const tf_index r = ty + (tf_index)u * " + RY + ";");
+      auto in_range = b.scope("if (ok && r < (tf_index)p.red)");
+      if (pass == 0) {
+        emit_segment(b, l, l.red_sizes, "red", "r", "r");
+        for (size_t k = 0; k < l.inputs.size(); ++k) {
+          if (column_element_input(l, k)) b.line("c" + str(static_cast<int64_t>(k)) + "[u] = " + column_load(l, k, "") + ";");
+        }
+      }
+      ValueNames pass_names = names;
+      PassEmitter pe{b, g, a, pass_names, l.fast_math, cached_load, nullptr, Reuse::None, "", true};
+      pe.emit(pass, store);
+    } else {
       b.line("#pragma unroll 4");
-      auto loop = b.scope("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)");
+      auto loop = b.scope("for (tf_index r = ty; ok && r < (tf_index)p.red; r += " + RY + ")");
       emit_segment(b, l, l.red_sizes, "red", "r", "r");
       ValueNames pass_names = names;  // element values of this pass stay in the loop's scope
       PassEmitter pe{b, g, a, pass_names, l.fast_math, [&](size_t k) { return column_load(l, k, ""); }, nullptr, Reuse::None, "", true};
-      pe.emit(pass, [&](size_t k, const std::string& e) {
-        b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
-      });
+      pe.emit(pass, store);
     }
     for (const ir::Node* r : a.reductions) {
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
       const std::string acc = accumulator_name(a, r);
-      b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[8][32];");
+      b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + RY + "][32];");
       b.line("smem_" + acc + "[ty][tx] = " + acc + ";");
     }
     b.line("__syncthreads();");
@@ -485,7 +519,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
       const std::string acc = accumulator_name(a, r);
       b.line(register_type(accumulator_dtype(*r, true)) + " total_" + acc + " = smem_" + acc + "[0][tx];");
-      b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc + "[y][tx]);");
+      b.line("for (int y = 1; y < " + RY + "; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc + "[y][tx]);");
       names[r->output()] = result_in_register_type(b, *r, "total_" + acc);
     }
     for (const ir::Node* r : a.reductions) {
@@ -615,15 +649,16 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction, " + str(a.passes) + " passes): " + g.describe());
-  b.line("// 32 columns along the kept inner dims, 8 threads along the reduced dim; one block per tile;");
+  b.line("// 32 columns along the kept inner dims, " + str(l.block / 32) + " threads along the reduced dim; one block per tile" +
+         (l.cached ? "; each thread keeps its " + str(l.chunks_per_thread) + " rows of the element inputs in registers" : "") + ";");
   b.line("// compiled with --fmad=false: every pass computes the element values the same way");
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");
   emit_column_params(b, g, l, a);
   b.line("");
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256) " + kNamePlaceholder + "(const " + kNamePlaceholder +
-                     "_params p)");
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ") " + kNamePlaceholder + "(const " +
+                     kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
@@ -648,7 +683,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     }
     emit_column_passes(b, g, a, l, names);
   }
-  GeneratedKernel k = name_kernel(b.str(), g.pattern, 256);
+  GeneratedKernel k = name_kernel(b.str(), g.pattern, l.block);
   k.fmad = false;
   return k;
 }

@@ -29,6 +29,14 @@ RowCachePolicy parse_policy(const std::string& origin, const std::string& value)
   TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": row_cache must be values, inputs, first or auto, got '", value, "'");
 }
 
+// 0, 16, 32 or 64: a tile's side is a divisor of a warp's lanes times whole rows of the block.
+int parse_tile(const std::string& origin, const std::string& value) {
+  const int t = int_knob(origin, "pointwise_tile", value, 0, 64);
+  TORCHFUSE_CHECK(t == 0 || t == 16 || t == 32 || t == 64, "torchfuse: ", origin, ": pointwise_tile=", value,
+                  " is not one of 0, 16, 32, 64");
+  return t;
+}
+
 }  // namespace
 
 Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::string& origin) {
@@ -46,6 +54,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     const std::string value = item.substr(eq + 1);
     if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
     else if (name == "pointwise_waves") t.pointwise_waves = parse_int(name, value, 0, 64);
+    else if (name == "pointwise_tile") t.pointwise_tile = parse_tile(origin, value);
     else if (name == "row_cache") t.row_cache = parse_policy(origin, value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
     else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
@@ -57,6 +66,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 32);
     else if (name == "looped_unroll") t.looped_unroll = parse_int(name, value, 0, 8);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);
+    else if (name == "column_cache") t.column_cache = parse_int(name, value, 0, 128);
     else if (name == "column_blocks") t.column_blocks = parse_int(name, value, 1, 4);
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 0, 8);

@@ -25,6 +25,10 @@ struct Tuning {
   int pointwise_unroll = 1;  // vectors each thread loads before computing (pointwise fast path)
   int pointwise_waves = 0;   // grid-stride rounds of a full device (0: a thread per vector of work;
                              // H200: f32 gelu 6%, swiglu 5%, bf16 swiglu 7% faster than 1 round, bf16 gelu 4% slower)
+  // Pointwise groups with a transposed input: the side of the square tile it is read through
+  // shared memory in (PointwiseLayout::tile_dim; 0: no tiles, such inputs are read element by
+  // element along the output's innermost dim).
+  int pointwise_tile = 32;
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
   int row_single_pass_vectors = 16;  // the same for rows read once (nothing kept across passes)
@@ -51,6 +55,11 @@ struct Tuning {
   // choose_looped_unroll in reduction_layout.cpp).
   int looped_unroll = 0;
   int column_unroll = 8;     // rows each thread loads before accumulating (column schedule)
+  // Column groups of several passes (softmax or a normalization over a leading dim): the values
+  // of its element inputs a thread may keep in registers across the passes, with 512 threads a
+  // block (half as many with 256), so that the column is read from memory once (0: none, every
+  // pass reads the column again through L2; see choose_column_cache in reduction_layout.cpp).
+  int column_cache = 64;
   // Column blocks per multiprocessor the split aims for (1 to kColumnBlocksPerSm). Measured H200
   // col_sum, two runs each: bf16 41.2-41.3 us with 4, 40.5-40.8 with 2, 41.0-41.1 with 3, 44.0
   // with 1; f32 74.6-74.7, 74.4-74.6, 75.0-75.1, 89.2 (fewer partial rows for the last block).

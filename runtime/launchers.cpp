@@ -83,6 +83,13 @@ bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& 
   return true;
 }
 
+// A tiled pointwise layout's tiles: one block's work each.
+int64_t tiles(const codegen::PointwiseLayout& l) {
+  const int64_t st = l.sizes[l.tile_dim];
+  const int64_t sl = l.sizes.back();
+  return l.numel() / (st * sl) * ((st + l.tile - 1) / l.tile) * ((sl + l.tile - 1) / l.tile);
+}
+
 // More float elements than any device holds (512 TiB): what an injected out-of-memory fault asks for.
 constexpr int64_t kImpossibleElements = int64_t{1} << 47;
 
@@ -152,7 +159,8 @@ class PointwiseLauncher : public ScheduleLauncher {
   void launch(const Launch& x, const codegen::KernelLayout& layout) const override {
     const auto& l = std::get<codegen::PointwiseLayout>(layout);
     const int64_t numel = l.numel();
-    const bool vec_ok = pointwise_vectors_fit(l, x.c, x.out, false);
+    const bool tiled = l.tile_dim >= 0;
+    const bool vec_ok = !tiled && pointwise_vectors_fit(l, x.c, x.out, false);
     ParamPacker p;
     p.i64(numel);
     p.i64(vec_ok ? 1 : 0);
@@ -171,7 +179,7 @@ class PointwiseLauncher : public ScheduleLauncher {
     const int block = x.kernel.block_size;
     const int64_t full_device = int64_t{x.info.sm_count} * (2048 / block);
     const int64_t max_blocks = std::min<int64_t>(waves == 0 ? kMaxGridThreads : full_device * waves, kMaxGridThreads / block);
-    const int64_t blocks = std::max<int64_t>(1, std::min(ceil_div(work, block), max_blocks));
+    const int64_t blocks = std::max<int64_t>(1, std::min(tiled ? tiles(l) : ceil_div(work, block), max_blocks));
     runtime::launch(x.kernel, x.kernel.name, x.c.device, blocks, 1, block, p, x.fk.counters());
   }
 };
@@ -282,7 +290,7 @@ class ColumnLauncher : public ScheduleLauncher {
     for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
     const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
     p.ptr(l.split > 1 ? stream_counters(c.device, tiles) : nullptr);
-    runtime::launch(x.kernel, x.kernel.name, c.device, tiles, l.split, 256, p, x.fk.counters());
+    runtime::launch(x.kernel, x.kernel.name, c.device, tiles, l.split, l.block, p, x.fk.counters());
   }
 };
 

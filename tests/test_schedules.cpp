@@ -825,6 +825,87 @@ TEST(CacheHints, EveryVectorSizeCompiles) {
       << e.kernels[0].source;
 }
 
+// A pointwise group with a transposed input reads it tile by tile through shared memory along its
+// own contiguous dim and writes along the output's (PointwiseLayout::tile_dim); NVRTC compiles
+// each tile size and dtype. Small dims, pointwise_tile=0 and inputs in the output's order take
+// the plain kernel.
+TEST(TiledPointwise, TransposedInputsGoThroughSharedMemory) {
+  const auto m = module_returning("x, y", "torch.sigmoid(x.t()) * y");
+  for (auto dtype : {c10::kFloat, c10::kBFloat16, c10::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const std::vector<c10::IValue> in = {torch::randn({96, 64}).to(dtype), torch::randn({64, 96}).to(dtype)};
+    const std::string src = body(compiled(m, in));
+    EXPECT_TRUE(tftest::contains_in_order(
+        src, {"__shared__ float tile0[32][32 + 1];", "const tf_index ct = ct0 + tx;", "const tf_index cl = cl0 + j;",
+              "tile0[j][tx] = ", "in0[base0 + ct * (tf_index)p.in0_stride[0] + cl * (tf_index)p.in0_stride[1]]",
+              "__syncthreads();", "const tf_index ct = ct0 + j;", "const tf_index cl = cl0 + tx;",
+              "const tf_index i = base + ct * os0 + cl;", "tf_K_compute(tile0[tx][j], ", "out0[i] = "}))
+        << src;
+  }
+  const std::vector<c10::IValue> in = {torch::randn({96, 64}), torch::randn({64, 96})};
+  for (const char* tile : {"16", "64"}) {
+    torchfuse::runtime::ScopedTuning t(with(std::string("pointwise_tile=") + tile));
+    const std::string src = body(compiled(m, in));
+    EXPECT_NE(src.find(std::string("tile0[") + tile + "][" + tile + " + 1];"), std::string::npos) << src;
+  }
+  {
+    torchfuse::runtime::ScopedTuning off(with("pointwise_tile=0"));
+    EXPECT_EQ(body(kernel_source(m, in)).find("tile0"), std::string::npos);
+  }
+  // Dims of fewer than half a tile, and inputs in the output's order: no tiles.
+  EXPECT_EQ(body(kernel_source(m, {torch::randn({96, 8}), torch::randn({8, 96})})).find("__shared__"), std::string::npos);
+  EXPECT_EQ(body(kernel_source(module_returning("x, y", "torch.sigmoid(x) * y"), {torch::randn({64, 96}), torch::randn({64, 96})}))
+                .find("__shared__"),
+            std::string::npos);
+}
+
+// The tile dim is the one most transposed bytes are contiguous along; outer dims, broadcast and
+// in-order inputs are read directly, and a second transposed input along the same dim shares the
+// schedule (each its own tile).
+TEST(TiledPointwise, OuterDimsAndSeveralInputs) {
+  // x: [b, c, t] read as [b, t, c]: contiguous along the domain's dim 1.
+  const auto m = module_returning("x, z, y, w", "torch.relu(x.transpose(1, 2) + z.transpose(1, 2)) * y + w");
+  const std::vector<c10::IValue> in = {torch::randn({4, 48, 80}), torch::randn({4, 48, 80}), torch::randn({4, 80, 48}),
+                                       torch::randn({48})};
+  const std::string src = body(compiled(m, in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tile0[32][32 + 1];", "tile1[32][32 + 1];", "const tf_index c0 = rem % (tf_index)p.size[0];",
+                                              "const tf_index base = c0 * os0;", "tile1[j][tx] = ", "const tf_index i = base + ct * os1 + cl;",
+                                              "tf_K_compute(tile0[tx][j], tile1[tx][j], in2[i], "}))
+      << src;
+}
+
+// Column groups of several passes keep each thread's rows in registers where they fit
+// Tuning::column_cache (8 threads along the column with half the budget, else 16), read the
+// column once and take the later passes from the registers; longer columns, or column_cache=0,
+// read the column in every pass. NVRTC compiles each form.
+TEST(ColumnCache, PassesReadTheColumnOnce) {
+  const auto softmax = module_returning("x", "torch.softmax(x, dim=1)");
+  struct Case {
+    int64_t rows;
+    const char* declare;  // the cache
+    const char* block;
+  };
+  for (const auto& c : {Case{200, "float c0[32];", "__launch_bounds__(256)"}, Case{512, "float c0[32];", "__launch_bounds__(512)"},
+                        Case{1000, "float c0[64];", "__launch_bounds__(512)"}}) {
+    for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      SCOPED_TRACE(std::to_string(c.rows) + " " + c10::toString(dtype));
+      const std::string src = body(compiled(softmax, {torch::randn({4, c.rows, 64}).to(dtype)}));
+      EXPECT_TRUE(tftest::contains_in_order(src, {c.block, c.declare, "for (int u = 0; u < ", "c0[u] = ", "c0[u]", "__syncthreads();",
+                                                  "for (int u = 0; u < ", "c0[u]"}))
+          << src;
+    }
+  }
+  // Two element inputs take twice the registers: 16 threads along a column of 256.
+  const std::string two = body(compiled(module_returning("x, y", "torch.softmax(x * y, dim=0)"), {torch::randn({256, 64}), torch::randn({256, 64})}));
+  EXPECT_TRUE(tftest::contains_in_order(two, {"__launch_bounds__(512)", "float c0[16];", "float c1[16];"})) << two;
+  // Too long for the budget, or no cache: the column is read in every pass.
+  const std::string looped = body(compiled(softmax, {torch::randn({2, 1500, 64})}));
+  EXPECT_EQ(looped.find("c0[u]"), std::string::npos) << looped;
+  EXPECT_NE(looped.find("r += 8)"), std::string::npos) << looped;
+  torchfuse::runtime::ScopedTuning off(with("column_cache=0"));
+  EXPECT_EQ(body(kernel_source(softmax, {torch::randn({4, 200, 64})})).find("c0[u]"), std::string::npos);
+}
+
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1",

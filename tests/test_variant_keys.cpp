@@ -20,10 +20,10 @@ namespace cg = torchfuse::codegen;
 // Knob settings other than the defaults (each alone).
 const char* const kKnobs[] = {
     "",  // the defaults
-    "pointwise_unroll=2", "pointwise_unroll=4", "pointwise_waves=2", "row_cache=values", "row_cache=inputs",
+    "pointwise_unroll=2", "pointwise_unroll=4", "pointwise_waves=2", "pointwise_tile=0", "pointwise_tile=16", "pointwise_tile=64", "row_cache=values", "row_cache=inputs",
     "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_cluster=1",
     "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2",
-    "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4",
+    "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4", "column_cache=0", "column_cache=16",
     "column_blocks=1", "column_blocks=4", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
     "fast_math=0", "cache_hints=0", "cache_hints=1", "row_stage=0", "row_stage=2", "row_ring=0", "row_ring=1",
@@ -49,8 +49,11 @@ std::vector<Case> cases() {
     c.push_back({"def forward(self, s, m):\n    return torch.softmax(s * 0.125 + m, dim=-1)\n",
                  {r({2, 4, 64, 1024}, t), r({1, 1, 64, 1024}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.tanh(x).sum(0)\n", {r({4096, 256}, t)}});
+    c.push_back({"def forward(self, x):\n    return torch.softmax(x, dim=1)\n", {r({4, 300, 64}, t)}});
     c.push_back({"def forward(self, x):\n    return (x * x).mean()\n", {r({1024, 1024}, t)}});
     c.push_back({"def forward(self, x, y):\n    return torch.gelu(x) * torch.sigmoid(y)\n", {r({256, 1024}, t), r({256, 1024}, t)}});
+    // A transposed input (a tiled layout). (shapes_of reads group inputs as they come: no views.)
+    c.push_back({"def forward(self, x, y):\n    return torch.sigmoid(x) * y\n", {r({1024, 256}, t).t(), r({256, 1024}, t)}});
   }
   return c;
 }

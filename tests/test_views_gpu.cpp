@@ -94,6 +94,63 @@ TEST(ViewsGpu, TransposedInputIsReadThroughItsStrides) {
   }
 }
 
+// Transposed inputs read through shared-memory tiles (PointwiseLayout::tile_dim): sizes that are
+// no multiple of a tile, the tile dim between outer and inner dims, two transposed inputs, a
+// boolean one, broadcast and offset inputs, each tile size; f32, f16, bf16 against eager.
+TEST(ViewsGpu, TiledTransposesMatchEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  struct Case {
+    const char* name;
+    const char* args;
+    const char* expr;
+    std::function<std::vector<c10::IValue>(int64_t, c10::ScalarType)> make;
+  };
+  const std::vector<Case> cases = {
+      {"t", "x, y", "torch.sigmoid(x.t()) * y",
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::randn({70 + b, 45}, opts).to(d), torch::randn({45, 70 + b}, opts).to(d)};
+       }},
+      {"middle", "x, z, y, w", "torch.relu(x.transpose(1, 2) + z.transpose(1, 2)) * y + w",
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::randn({b, 48, 81}, opts).to(d), torch::randn({b, 48, 81}, opts).to(d),
+                                         torch::randn({b, 81, 48}, opts).to(d), torch::randn({48}, opts).to(d)};
+       }},
+      {"bool_where", "m, x, y", "torch.where(m.t(), x, y * 2.0)",
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::rand({33 * b, 40}, opts) > 0.5, torch::randn({40, 33 * b}, opts).to(d),
+                                         torch::randn({40, 33 * b}, opts).to(d)};
+       }},
+      {"offset_input", "x, y", "torch.tanh(x.t()) - y",
+       [&](int64_t b, c10::ScalarType d) {
+         // x starts one element into its storage, with a row stride of 101.
+         auto wide = torch::randn({64 + b, 101}, opts).to(d);
+         return std::vector<c10::IValue>{wide.narrow(1, 1, 100), torch::randn({100, 64 + b}, opts).to(d)};
+       }},
+      {"permute_4d", "x, y", "x.permute(0, 3, 1, 2) * torch.sigmoid(y)",
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::randn({b, 20, 36, 50}, opts).to(d), torch::randn({b, 50, 20, 36}, opts).to(d)};
+       }},
+  };
+  for (const char* tile : {"32", "16", "64"}) {
+    for (const auto& tc : cases) {
+      for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+        const std::string label = std::string(tc.name) + " tile " + tile + " " + c10::toString(dtype);
+        SCOPED_TRACE(label);
+        auto options = tftest::poisoned_options();
+        options.tune = std::string("pointwise_tile=") + tile;
+        auto c = torchfuse::compile(tftest::module_returning(tc.args, tc.expr), options);
+        c.forward(tc.make(8, dtype));
+        const auto e = c.explain(tc.make(8, dtype), false);
+        ASSERT_EQ(e.kernels.size(), 1u);
+        EXPECT_NE(e.kernels[0].source.find("tile0[j][tx] = "), std::string::npos) << e.kernels[0].source;
+        expect_one_fused_kernel(c, tc.make(8, dtype), label + " batch 8");
+        expect_one_fused_kernel(c, tc.make(3, dtype), label + " batch 3");
+      }
+    }
+  }
+}
+
 TEST(ViewsGpu, TransposedInputOfAFlattenMatchesEager) {
   REQUIRE_GPU();
   // The strides of a transposed x do not merge: flatten stays in ATen (a refusal), and the
