@@ -192,7 +192,14 @@ bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
   layout.tile_dim = static_cast<int>(best - bytes.begin());
   layout.tile = tile;
   for (auto& in : layout.inputs) in.tiled = in.access == Access::Strided && in.strides[layout.tile_dim] == 1;
-  layout.vec = 1;
+  // Elements a thread takes along the contiguous dims (vector accesses where the launch finds
+  // them aligned): 8 bytes of the widest operand, 1 where one is 8 bytes wide. (Tiles of 16 have
+  // too few elements for a block's threads to take more than one.)
+  size_t widest = 1;
+  for (const auto& in : layout.inputs)
+    if (in.access != Access::Scalar) widest = std::max(widest, c10::elementSize(in.dtype));
+  for (auto o : layout.outputs) widest = std::max(widest, c10::elementSize(o));
+  layout.vec = tile >= 32 ? static_cast<int>(std::max<size_t>(1, std::min<size_t>(4, 8 / widest))) : 1;
   layout.unroll = 1;
   return true;
 }

@@ -157,7 +157,10 @@ std::string lane_value_unguarded(const PointwiseLayout& l, size_t k, bool vector
   const auto& in = l.inputs[k];
   const std::string n = input_name(k);
   const std::string kk = std::to_string(k);
-  if (in.tiled) return "tile" + kk + "[tx][j]";  // the tiled kernel's element (cl0 + tx, ct0 + j)
+  if (l.tile_dim >= 0 && in.access != Access::Scalar && in.access != Access::Uniform) {
+    // The tiled kernel's element (cl0 + tx, ct0 + j) of step q: from the tile, or loaded ahead.
+    return in.tiled ? "tile" + kk + "[tx * V + v][j]" : "d" + kk + "[q][v]";
+  }
   switch (in.access) {
     case Access::Scalar: return "p." + n;
     case Access::Uniform: return "u" + kk;
@@ -338,25 +341,123 @@ std::string tile_base(const PointwiseLayout& l, Stride stride) {
   return e.empty() ? "0" : e;
 }
 
-// The tiled layout (PointwiseLayout::tile_dim): a grid-stride loop over tiles of the tile dim
-// (ct) and the innermost dim (cl), for every index of the other dims. Threads first read each
-// transposed input's tile with consecutive threads along its own contiguous dim (ct), then
-// compute and write the tile with consecutive threads along the innermost dim (cl).
-void emit_tiled_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+// One tile of the tiled layout, V elements a thread along the contiguous dims (V > 1: vector
+// loads and stores, where the launch found every access aligned: p.vec_ok). Threads first read
+// each transposed input's tile with consecutive threads along its own contiguous dim (ct), and
+// load the other inputs' values of their elements ahead; then compute and write the tile with
+// consecutive threads along the innermost dim (cl). Loads take coordinates clamped into the
+// tensor (a partial tile's extra loads read an element that exists, and go unused), so that they
+// issue back to back without branches; only the stores are guarded.
+void emit_tile_body(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l, int V) {
   const size_t rank = l.sizes.size();
+  const int tx_count = l.tile / V;
   const std::string T = std::to_string(l.tile);
-  const std::string rows = std::to_string(kBlockSize / l.tile);
+  const std::string Vs = std::to_string(V);
+  const std::string rows = std::to_string(kBlockSize / tx_count);
+  const std::string steps = std::to_string(l.tile * tx_count / kBlockSize);  // steps of `rows` rows per tile
   const std::string td = std::to_string(l.tile_dim);
   const std::string last = std::to_string(rank - 1);
   const auto stride = [](size_t k, const std::string& d) { return "(tf_index)p." + input_name(k) + "_stride[" + d + "]"; };
+  const auto at = [&](size_t k) {
+    if (l.inputs[k].access == Access::Linear) return "base + ct * os" + td + " + cl";
+    const std::string kk = std::to_string(k);
+    return "base" + kk + " + ct * " + stride(k, td) + " + cl * " + stride(k, last);
+  };
+  // Inputs read along cl a vector at a time (the others lane by lane).
+  const auto vector_direct = [&](size_t k) {
+    const Access a = l.inputs[k].access;
+    return V > 1 && !l.inputs[k].tiled && (a == Access::Linear || a == Access::InnerContig);
+  };
+  const auto direct = [&](size_t k) {
+    const Access a = l.inputs[k].access;
+    return !l.inputs[k].tiled && a != Access::Scalar && a != Access::Uniform;
+  };
+  b.line("constexpr int V = " + Vs + ";");
+  b.line("const int tx = threadIdx.x % " + std::to_string(tx_count) + ";");
+  b.line("const int ty = threadIdx.x / " + std::to_string(tx_count) + ";");
+  b.line("#pragma unroll");
+  {
+    auto j = b.scope("for (int j0 = 0; j0 < " + T + "; j0 += " + rows + ")");
+    b.line("const int j = j0 + ty;");
+    b.line("const tf_index ct = min(ct0 + tx * V, st - V);");
+    b.line("const tf_index cl = min(cl0 + j, sl - 1);");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!l.inputs[k].tiled) continue;
+      const std::string kk = std::to_string(k);
+      const auto dt = l.inputs[k].dtype;
+      if (V == 1) {
+        b.line("tile" + kk + "[j][tx] = " + load_convert(input_name(k) + "[" + at(k) + "]", dt) + ";");
+        continue;
+      }
+      const std::string vt = "tf_vec<" + storage_type(dt) + ", " + Vs + ">";
+      b.line("const " + vt + " w" + kk + " = " + vector_load(vt, input_name(k) + " + " + at(k), LoadHint::None) + ";");
+      b.line("#pragma unroll");
+      b.line("for (int v = 0; v < V; ++v) tile" + kk + "[j][tx * V + v] = " + load_convert("w" + kk + ".v[v]", dt) + ";");
+    }
+  }
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    if (direct(k)) b.line(register_type(l.inputs[k].dtype) + " d" + std::to_string(k) + "[" + steps + "][V];");
+  }
+  b.line("#pragma unroll");
+  {
+    auto q = b.scope("for (int q = 0; q < " + steps + "; ++q)");
+    b.line("const tf_index ct = min(ct0 + q * " + rows + " + ty, st - 1);");
+    b.line("const tf_index cl = min(cl0 + tx * V, sl - V);");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!direct(k)) continue;
+      const std::string kk = std::to_string(k);
+      const auto dt = l.inputs[k].dtype;
+      if (vector_direct(k)) {
+        const std::string vt = "tf_vec<" + storage_type(dt) + ", " + Vs + ">";
+        b.line("const " + vt + " w" + kk + " = " + vector_load(vt, input_name(k) + " + " + at(k), LoadHint::None) + ";");
+        b.line("#pragma unroll");
+        b.line("for (int v = 0; v < V; ++v) d" + kk + "[q][v] = " + load_convert("w" + kk + ".v[v]", dt) + ";");
+        continue;
+      }
+      const std::string lane = V == 1 ? "" : " + v * " + stride(k, last);
+      b.line("#pragma unroll");
+      b.line("for (int v = 0; v < V; ++v) d" + kk + "[q][v] = " + load_convert(input_name(k) + "[" + at(k) + lane + "]", dt) + ";");
+    }
+  }
+  b.line("__syncthreads();");
+  b.line("#pragma unroll");
+  auto q = b.scope("for (int q = 0; q < " + steps + "; ++q)");
+  b.line("const int j = q * " + rows + " + ty;");
+  b.line("const tf_index ct = ct0 + j;");
+  b.line("const tf_index cl = cl0 + tx * V;");
+  b.line("if (ct >= st || cl >= sl) continue;");
+  b.line("const tf_index i = base + ct * os" + td + " + cl;");
+  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + "[V];");
+  std::string call = kNamePlaceholder + "_compute(";
+  for (size_t k = 0; k < l.inputs.size(); ++k) call += (k ? ", " : "") + lane_value(g, l, k, false, "");
+  for (size_t k = 0; k < l.outputs.size(); ++k) call += std::string(k || !l.inputs.empty() ? ", " : "") + "r" + std::to_string(k) + "[v]";
+  b.line("#pragma unroll");
+  b.line("for (int v = 0; v < V; ++v) " + call + ");");
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    const std::string kk = std::to_string(k);
+    if (V == 1) {
+      b.line(output_name(k) + "[i] = " + store_convert("r" + kk + "[0]", l.outputs[k]) + ";");
+      continue;
+    }
+    const std::string vt = "tf_vec<" + storage_type(l.outputs[k]) + ", " + Vs + ">";
+    for (const auto& line : pack_vector("o" + kk, "r" + kk, l.outputs[k], V)) b.line(line);
+    b.line(vector_store(vt, output_name(k) + " + i", "o" + kk, false));
+  }
+}
+
+// The tiled layout (PointwiseLayout::tile_dim): a grid-stride loop over tiles of the tile dim
+// (ct) and the innermost dim (cl), for every index of the other dims (emit_tile_body).
+void emit_tiled_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
+  const size_t rank = l.sizes.size();
+  const std::string T = std::to_string(l.tile);
+  const std::string td = std::to_string(l.tile_dim);
+  const std::string last = std::to_string(rank - 1);
   auto s = b.scope(kernel_signature());
   emit_pointers(b, l);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (l.inputs[k].tiled)
       b.line("__shared__ " + register_type(l.inputs[k].dtype) + " tile" + std::to_string(k) + "[" + T + "][" + T + " + 1];");
   }
-  b.line("const int tx = threadIdx.x % " + T + ";");
-  b.line("const int ty = threadIdx.x / " + T + ";");
   b.line("const tf_index st = (tf_index)p.size[" + td + "];");
   b.line("const tf_index sl = (tf_index)p.size[" + last + "];");
   b.line("const tf_index nt = (st + " + T + " - 1) / " + T + ";");
@@ -384,43 +485,19 @@ void emit_tiled_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLa
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!has_offset(l.inputs[k].access)) continue;
     b.line("const tf_index base" + std::to_string(k) + " = " +
-           tile_base(l, [&](size_t d) { return stride(k, std::to_string(d)); }) + ";");
+           tile_base(l, [&](size_t d) { return "(tf_index)p." + input_name(k) + "_stride[" + std::to_string(d) + "]"; }) + ";");
   }
   b.line("__syncthreads();  // the previous tile's reads of shared memory are done");
-  b.line("#pragma unroll");
-  {
-    auto j = b.scope("for (int j0 = 0; j0 < " + T + "; j0 += " + rows + ")");
-    b.line("const int j = j0 + ty;");
-    b.line("const tf_index ct = ct0 + tx;");
-    b.line("const tf_index cl = cl0 + j;");
-    auto in = b.scope("if (ct < st && cl < sl)");
-    for (size_t k = 0; k < l.inputs.size(); ++k) {
-      if (!l.inputs[k].tiled) continue;
-      const std::string kk = std::to_string(k);
-      b.line("tile" + kk + "[j][tx] = " +
-             load_convert(input_name(k) + "[base" + kk + " + ct * " + stride(k, td) + " + cl * " + stride(k, last) + "]",
-                          l.inputs[k].dtype) +
-             ";");
-    }
+  if (l.vec == 1) {
+    emit_tile_body(b, g, l, 1);
+    return;
   }
-  b.line("__syncthreads();");
-  b.line("#pragma unroll");
-  auto j = b.scope("for (int j0 = 0; j0 < " + T + "; j0 += " + rows + ")");
-  b.line("const int j = j0 + ty;");
-  b.line("const tf_index ct = ct0 + j;");
-  b.line("const tf_index cl = cl0 + tx;");
-  b.line("if (ct >= st || cl >= sl) continue;");
-  b.line("const tf_index i = base + ct * os" + td + " + cl;");
-  for (size_t k = 0; k < l.inputs.size(); ++k) {
-    if (!has_offset(l.inputs[k].access) || l.inputs[k].tiled) continue;
-    const std::string kk = std::to_string(k);
-    b.line("const tf_index off" + kk + " = base" + kk + " + ct * " + stride(k, td) + " + cl * " + stride(k, last) + ";");
-  }
-  for (size_t k = 0; k < l.outputs.size(); ++k) b.line(register_type(l.outputs[k]) + " r" + std::to_string(k) + ";");
-  b.line(compute_call(g, l, false));
-  for (size_t k = 0; k < l.outputs.size(); ++k) {
-    b.line(output_name(k) + "[i] = " + store_convert("r" + std::to_string(k), l.outputs[k]) + ";");
-  }
+  b.open("if (p.vec_ok)");
+  emit_tile_body(b, g, l, l.vec);
+  b.close();
+  b.open("else");
+  emit_tile_body(b, g, l, 1);
+  b.close();
 }
 
 }  // namespace

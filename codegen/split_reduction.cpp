@@ -486,17 +486,22 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
       b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
     }
+    if (l.cached && pass == 0) {
+      // Every load first, back to back: rows past the column's end load its last row (unused).
+      auto any = b.scope("if ((tf_index)p.red > 0)");
+      b.line("#pragma unroll");
+      auto loop = b.scope("for (int u = 0; u < " + N + "; ++u)");
+      b.line("const tf_index r = min(ty + (tf_index)u * " + RY + ", (tf_index)p.red - 1);");
+      emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      for (size_t k = 0; k < l.inputs.size(); ++k) {
+        if (column_element_input(l, k)) b.line("c" + str(static_cast<int64_t>(k)) + "[u] = " + column_load(l, k, "") + ";");
+      }
+    }
     if (l.cached) {
       b.line("#pragma unroll");
       auto loop = b.scope("for (int u = 0; u < " + N + "; ++u)");
       b.line("const tf_index r = ty + (tf_index)u * " + RY + ";");
       auto in_range = b.scope("if (ok && r < (tf_index)p.red)");
-      if (pass == 0) {
-        emit_segment(b, l, l.red_sizes, "red", "r", "r");
-        for (size_t k = 0; k < l.inputs.size(); ++k) {
-          if (column_element_input(l, k)) b.line("c" + str(static_cast<int64_t>(k)) + "[u] = " + column_load(l, k, "") + ";");
-        }
-      }
       ValueNames pass_names = names;
       PassEmitter pe{b, g, a, pass_names, l.fast_math, cached_load, nullptr, Reuse::None, "", true};
       pe.emit(pass, store);

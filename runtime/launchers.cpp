@@ -83,6 +83,25 @@ bool pointwise_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& 
   return true;
 }
 
+// A tiled layout's vector path (codegen emit_tile_body): both tile dims hold whole vectors, and
+// the transposed inputs (along the tile dim) and the inputs and outputs read along the innermost
+// dim start aligned, with every other stride a whole number of vectors.
+bool tiled_vectors_fit(const codegen::PointwiseLayout& l, const CallInputs& c, const std::vector<at::Tensor>& out) {
+  const int v = l.vec;
+  if (v <= 1 || l.sizes.back() % v != 0 || l.sizes[l.tile_dim] % v != 0) return false;
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const auto& op = l.inputs[k];
+    const size_t along = op.tiled ? static_cast<size_t>(l.tile_dim) : op.strides.size() - 1;
+    if (!op.tiled && op.access != Access::Linear && op.access != Access::InnerContig) continue;
+    if (!input_aligned(c, k, v)) return false;
+    for (size_t d = 0; d < op.strides.size(); ++d)
+      if (d != along && op.strides[d] % v != 0) return false;
+  }
+  for (const auto& t : out)
+    if (!aligned(t.data_ptr(), v * t.element_size())) return false;
+  return true;
+}
+
 // A tiled pointwise layout's tiles: one block's work each.
 int64_t tiles(const codegen::PointwiseLayout& l) {
   const int64_t st = l.sizes[l.tile_dim];
@@ -160,7 +179,7 @@ class PointwiseLauncher : public ScheduleLauncher {
     const auto& l = std::get<codegen::PointwiseLayout>(layout);
     const int64_t numel = l.numel();
     const bool tiled = l.tile_dim >= 0;
-    const bool vec_ok = !tiled && pointwise_vectors_fit(l, x.c, x.out, false);
+    const bool vec_ok = tiled ? tiled_vectors_fit(l, x.c, x.out) : pointwise_vectors_fit(l, x.c, x.out, false);
     ParamPacker p;
     p.i64(numel);
     p.i64(vec_ok ? 1 : 0);

@@ -146,6 +146,24 @@ TEST(GpuReductions, SuitePatternsAtSuiteSizes) {
   expect_suite_patterns_match(4096, 4096, 1024, 1024, "");
 }
 
+// Column passes with their rows in registers (each budget: 8 or 16 threads along the column, and
+// none) against eager, on column lengths at and past the power-of-two bounds, two element inputs.
+TEST(GpuReductions, ColumnCacheChoicesMatchEager) {
+  REQUIRE_GPU();
+  for (const char* spec : {"column_cache=0", "column_cache=16", "column_cache=128"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 128, 40}, {3, 129, 33}, {2, 1024, 64}, {2, 1025, 31}}) {
+        const std::string tag = ::testing::PrintToString(shape) + " " + c10::toString(dtype) + " [" + spec + "]";
+        expect_matches_eager(module_returning("x", "torch.softmax(x, 1)"),
+                             [&] { return std::vector<c10::IValue>{rnd(shape, dtype)}; }, "softmax " + tag, 1);
+        expect_matches_eager(module_returning("x, y", "torch.log_softmax(x * y, 1)"),
+                             [&] { return std::vector<c10::IValue>{rnd(shape, dtype), rnd(shape, dtype)}; }, "two inputs " + tag, 1);
+      }
+    }
+  }
+}
+
 TEST(GpuReductions, EveryScheduleChoiceMatchesEager) {
   REQUIRE_GPU();
   // Every row cache policy, several team sizes and unrolls, on sizes that leave partial unroll steps,

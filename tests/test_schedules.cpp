@@ -54,9 +54,11 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_stage, -1);
   EXPECT_EQ(d.looped_unroll, 0);
   EXPECT_EQ(d.row_cache_registers, 0);
+  EXPECT_EQ(d.pointwise_tile, 64);
+  EXPECT_EQ(d.column_cache, 64);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3");
+      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -69,6 +71,8 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.row_cache_registers, 32);
   EXPECT_EQ(t.shared_hold, 1);
   EXPECT_EQ(t.column_blocks, 3);
+  EXPECT_EQ(t.pointwise_tile, 16);
+  EXPECT_EQ(t.column_cache, 0);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -93,6 +97,8 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
   EXPECT_NE(message("column_blocks=5").find("must be in [1, 4]"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
+  EXPECT_NE(message("pointwise_tile=48").find("pointwise_tile=48 is not one of 0, 16, 32, 64"), std::string::npos);
+  EXPECT_NE(message("column_cache=200").find("must be in [0, 128]"), std::string::npos);
 }
 
 TEST(RowCache, Bf16SoftmaxKeepsItsInputPackedAndRecomputesExp) {
@@ -826,24 +832,31 @@ TEST(CacheHints, EveryVectorSizeCompiles) {
 }
 
 // A pointwise group with a transposed input reads it tile by tile through shared memory along its
-// own contiguous dim and writes along the output's (PointwiseLayout::tile_dim); NVRTC compiles
-// each tile size and dtype. Small dims, pointwise_tile=0 and inputs in the output's order take
+// own contiguous dim and writes along the output's (PointwiseLayout::tile_dim), 8 bytes a thread
+// where the launch finds the accesses aligned (p.vec_ok), else one element; NVRTC compiles each
+// tile size and dtype. Small dims, pointwise_tile=0 and inputs in the output's order take
 // the plain kernel.
 TEST(TiledPointwise, TransposedInputsGoThroughSharedMemory) {
   const auto m = module_returning("x, y", "torch.sigmoid(x.t()) * y");
   for (auto dtype : {c10::kFloat, c10::kBFloat16, c10::kHalf}) {
     SCOPED_TRACE(c10::toString(dtype));
+    torchfuse::runtime::ScopedTuning t32(with("pointwise_tile=32"));
     const std::vector<c10::IValue> in = {torch::randn({96, 64}).to(dtype), torch::randn({64, 96}).to(dtype)};
     const std::string src = body(compiled(m, in));
+    // 8 bytes a thread: 2 f32 or 4 16-bit elements; 32 x 32 tiles over 256 threads.
+    const bool f32 = dtype == c10::kFloat;
     EXPECT_TRUE(tftest::contains_in_order(
-        src, {"__shared__ float tile0[32][32 + 1];", "const tf_index ct = ct0 + tx;", "const tf_index cl = cl0 + j;",
+        src, {"__shared__ float tile0[32][32 + 1];", "if (p.vec_ok)", f32 ? "constexpr int V = 2;" : "constexpr int V = 4;",
+              "const tf_index ct = min(ct0 + tx * V, st - V);", "const tf_index cl = min(cl0 + j, sl - 1);", " w0 = ",
+              "tile0[j][tx * V + v] = ", f32 ? "d1[2][V];" : "d1[1][V];", "const tf_index cl = min(cl0 + tx * V, sl - V);", " w1 = ",
+              "__syncthreads();", "if (ct >= st || cl >= sl) continue;", "const tf_index i = base + ct * os0 + cl;",
+              "tf_K_compute(tile0[tx * V + v][j], d1[q][v], r0[v]);", "(out0 + i", "else", "constexpr int V = 1;",
               "tile0[j][tx] = ", "in0[base0 + ct * (tf_index)p.in0_stride[0] + cl * (tf_index)p.in0_stride[1]]",
-              "__syncthreads();", "const tf_index ct = ct0 + j;", "const tf_index cl = cl0 + tx;",
-              "const tf_index i = base + ct * os0 + cl;", "tf_K_compute(tile0[tx][j], ", "out0[i] = "}))
+              "d1[4][V];", "out0[i] = "}))
         << src;
   }
   const std::vector<c10::IValue> in = {torch::randn({96, 64}), torch::randn({64, 96})};
-  for (const char* tile : {"16", "64"}) {
+  for (const char* tile : {"16", "32"}) {
     torchfuse::runtime::ScopedTuning t(with(std::string("pointwise_tile=") + tile));
     const std::string src = body(compiled(m, in));
     EXPECT_NE(src.find(std::string("tile0[") + tile + "][" + tile + " + 1];"), std::string::npos) << src;
@@ -868,9 +881,9 @@ TEST(TiledPointwise, OuterDimsAndSeveralInputs) {
   const std::vector<c10::IValue> in = {torch::randn({4, 48, 80}), torch::randn({4, 48, 80}), torch::randn({4, 80, 48}),
                                        torch::randn({48})};
   const std::string src = body(compiled(m, in));
-  EXPECT_TRUE(tftest::contains_in_order(src, {"tile0[32][32 + 1];", "tile1[32][32 + 1];", "const tf_index c0 = rem % (tf_index)p.size[0];",
-                                              "const tf_index base = c0 * os0;", "tile1[j][tx] = ", "const tf_index i = base + ct * os1 + cl;",
-                                              "tf_K_compute(tile0[tx][j], tile1[tx][j], in2[i], "}))
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tile0[64][64 + 1];", "tile1[64][64 + 1];", "const tf_index c0 = rem % (tf_index)p.size[0];",
+                                              "const tf_index base = c0 * os0;", "const tf_index i = base + ct * os1 + cl;",
+                                              "tf_K_compute(tile0[tx * V + v][j], tile1[tx * V + v][j], d2[q][v], d3[q][v], "}))
       << src;
 }
 
@@ -890,8 +903,9 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
     for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
       SCOPED_TRACE(std::to_string(c.rows) + " " + c10::toString(dtype));
       const std::string src = body(compiled(softmax, {torch::randn({4, c.rows, 64}).to(dtype)}));
-      EXPECT_TRUE(tftest::contains_in_order(src, {c.block, c.declare, "for (int u = 0; u < ", "c0[u] = ", "c0[u]", "__syncthreads();",
-                                                  "for (int u = 0; u < ", "c0[u]"}))
+      EXPECT_TRUE(tftest::contains_in_order(src, {c.block, c.declare, "for (int u = 0; u < ", "(tf_index)p.red - 1);", "c0[u] = ",
+                                                  "for (int u = 0; u < ", "if (ok && r < (tf_index)p.red)", "c0[u]",
+                                                  "__syncthreads();", "for (int u = 0; u < ", "c0[u]"}))
           << src;
     }
   }

@@ -111,6 +111,10 @@ TEST(ViewsGpu, TiledTransposesMatchEager) {
        [&](int64_t b, c10::ScalarType d) {
          return std::vector<c10::IValue>{torch::randn({70 + b, 45}, opts).to(d), torch::randn({45, 70 + b}, opts).to(d)};
        }},
+      {"t_even", "x, y", "torch.sigmoid(x.t()) * y",  // even sizes: the vector path
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::randn({96, 2 * (20 + b)}, opts).to(d), torch::randn({2 * (20 + b), 96}, opts).to(d)};
+       }},
       {"middle", "x, z, y, w", "torch.relu(x.transpose(1, 2) + z.transpose(1, 2)) * y + w",
        [&](int64_t b, c10::ScalarType d) {
          return std::vector<c10::IValue>{torch::randn({b, 48, 81}, opts).to(d), torch::randn({b, 48, 81}, opts).to(d),
