@@ -71,7 +71,8 @@ struct PointwiseLayout {
   // than the innermost one (a transposed operand) are read `tile` x `tile` elements at a time
   // along their own fastest dim into shared memory, and every element is computed and written
   // along the innermost dim from there, so that both the transposed reads and the writes are
-  // coalesced (as Inductor's and nvFuser's transpose schedules do). No vectors, no unroll.
+  // coalesced (as Inductor's and nvFuser's transpose schedules do). No unroll; `vec` is the
+  // elements a thread takes along the contiguous dims where the launch finds them aligned.
   int tile_dim = -1;
   int tile = 0;
   int64_t numel() const;
