@@ -18,6 +18,8 @@ DeviceTarget device_target(const DeviceFacts& facts, const Tuning& tuning) {
   t.max_cluster = facts.cc_major >= 9 && facts.cluster_launch ? std::max(1, tuning.row_cluster) : 1;
   t.bulk_copies = facts.cc_major >= 9 && facts.occupancy_query;
   t.l2_bytes = facts.l2_bytes;
+  // (The launch caps the split by the occupancy it reads off the driver.)
+  t.cooperative_launch = facts.cooperative_launch && facts.occupancy_query;
   return t;
 }
 

@@ -16,6 +16,7 @@ struct DeviceTarget {
   int max_cluster = 1;         // the largest thread-block cluster row schedules may use (1: none)
   bool bulk_copies = false;    // sm_90+ bulk copies: rows may be staged in shared memory
   int64_t l2_bytes = 50 << 20;  // looped rows size their blocks per multiprocessor by it
+  bool cooperative_launch = false;  // every block of a grid resident at once: split column passes
 };
 
 // The facts a target is made of (from the driver, or assumed offline).
@@ -25,6 +26,7 @@ struct DeviceFacts {
   int64_t l2_bytes = 50 << 20;
   bool cluster_launch = true;    // the driver has cuLaunchKernelEx
   bool occupancy_query = true;   // the driver has cuOccupancyMaxActiveBlocksPerMultiprocessor
+  bool cooperative_launch = true;  // the driver has cuLaunchCooperativeKernel
 };
 
 // The compute capability's major number of a real architecture name ("sm_80" -> 8, "sm_90a" -> 9,

@@ -386,14 +386,17 @@ void choose_column_cache(ReductionLayout& l, const Tuning& tune) {
   int64_t element_inputs = 0;
   for (const auto& in : l.inputs) element_inputs += in.access == Access::InnerContig || in.access == Access::Strided;
   if (tune.column_cache == 0 || element_inputs == 0) return;
+  const int64_t rows = l.split > 1 ? (l.reduced() + l.split - 1) / l.split : l.reduced();
   // Rows per thread, a power of two (one kernel serves a range of column lengths): 8 threads
-  // along the column where half the budget holds them, else 16.
+  // along the column where half the budget holds them, else 16 (not split: the split's blocks
+  // per multiprocessor were counted for 256 threads).
   const auto rows_per_thread = [&](int64_t threads) {
     int64_t n = 1;
-    while (n * threads < l.reduced()) n *= 2;
+    while (n * threads < rows) n *= 2;
     return n;
   };
   for (const int64_t threads : {int64_t{8}, int64_t{16}}) {
+    if (threads == 16 && l.split > 1) break;
     const int64_t n = rows_per_thread(threads);
     const int64_t budget = threads == 8 ? tune.column_cache / 2 : tune.column_cache;
     if (n * element_inputs > budget) continue;
@@ -402,6 +405,19 @@ void choose_column_cache(ReductionLayout& l, const Tuning& tune) {
     l.chunks_per_thread = static_cast<int>(n);
     return;
   }
+}
+
+int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  if (!target.cooperative_launch || tune.column_pass_blocks == 0) return 1;
+  const int64_t tiles = (l.inner() + 31) / 32 * l.outer();
+  if (tiles == 0) return 1;
+  // A layout that keeps a tile's column in registers reads it once in one block, no barrier; a
+  // looped one splits while half the device would idle. (The split's rows may then fit the
+  // registers: ScheduleUnit::plan asks choose_column_cache again.)
+  const int64_t want = static_cast<int64_t>(std::min(tune.column_pass_blocks, kColumnBlocksPerSm)) * target.sm_count;
+  if (l.cached || tiles * 2 > want) return 1;
+  const int64_t split = std::min<int64_t>({want / tiles, l.reduced() / kMinSplitPassRows, 65535});
+  return split >= 2 ? static_cast<int>(split) : 1;
 }
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,

@@ -104,8 +104,20 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 
 // Column groups of several passes: keeps each thread's rows of the element inputs in registers
 // (ReductionLayout::cached, chunks_per_thread rows; block 256 or 512) where they fit
-// Tuning::column_cache; else a block of 256 that reads the column again in every pass.
+// Tuning::column_cache; else a block of 256 that reads the column again in every pass. A split
+// layout (ReductionLayout::split > 1) keeps blocks of 256 and sizes the cache by the rows of one
+// split, ceil(reduced / split).
 void choose_column_cache(ReductionLayout& l, const Tuning& tune);
+
+// Column groups of several passes whose columns do not fit registers (choose_column_cache), with
+// fewer tiles of 32 columns than fill the device: the
+// blocks a tile's rows are split over (1: no split). Each split block runs every pass over its
+// rows and the blocks of a tile exchange each pass's partial results through a barrier of their
+// own, so the launch must keep them all resident (a cooperative launch,
+// DeviceTarget::cooperative_launch). Aims for Tuning::column_pass_blocks blocks of 256 threads per
+// multiprocessor, at least kMinSplitPassRows rows a block.
+int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
+constexpr int64_t kMinSplitPassRows = 64;
 
 }  // namespace codegen
 }  // namespace torchfuse

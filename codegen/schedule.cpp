@@ -121,13 +121,18 @@ class ColumnUnit : public ScheduleUnit {
   Schedule schedule() const override { return Schedule::ColumnReduction; }
   KernelLayout plan(const PlanRequest& r) const override {
     ReductionLayout l = plan_reduction(r);
-    // Groups reading their own reductions take every row of a column in one block
-    // (generate_column_normalization).
+    // Groups reading their own reductions run their passes in the blocks of a tile
+    // (generate_column_normalization): one block per tile, or the tile's rows split over several
+    // blocks where the tiles alone leave the device idle.
     if (r.analysis.reduction && r.analysis.reduction->passes > 1) {
       l.vec = 1;
       l.unroll = 1;
       l.split = 1;
       choose_column_cache(l, r.tuning);
+      l.split = choose_column_pass_split(l, r.target, r.tuning);
+      if (l.split > 1) choose_column_cache(l, r.tuning);
+      // A looped split loads Tuning::column_pass_unroll rows a thread before computing them.
+      if (l.split > 1 && !l.cached) l.unroll = r.tuning.column_pass_unroll;
     }
     return l;
   }

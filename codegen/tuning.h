@@ -64,6 +64,15 @@ struct Tuning {
   // col_sum, two runs each: bf16 41.2-41.3 us with 4, 40.5-40.8 with 2, 41.0-41.1 with 3, 44.0
   // with 1; f32 74.6-74.7, 74.4-74.6, 75.0-75.1, 89.2 (fewer partial rows for the last block).
   int column_blocks = 2;
+  // Column groups of several passes over few, long columns (softmax over dim 0 of [16384, 2048]):
+  // blocks of 256 threads per multiprocessor the split of each tile's rows aims for (0: no split,
+  // a block per tile; see choose_column_pass_split in reduction_layout.cpp). The launch caps it
+  // by the kernel's occupancy, since the split blocks wait for each other between passes.
+  int column_pass_blocks = 4;
+  // Split column passes that loop over their rows: rows each thread loads (all loads first)
+  // before computing them. Measured H200, softmax over dim 0 of [16384, 2048], f32 / bf16 us:
+  // 209.5 / 180.4 with 2, 174.5 / 138.6 with 4, 147.5 / 115.3 with 8.
+  int column_pass_unroll = 8;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

@@ -20,12 +20,6 @@ bool fusible(const ir::Node* n) {
   return (ir::is_pointwise(n->kind) && n->kind != ir::OpKind::Cat) || ir::is_reduction(n->kind);
 }
 
-// Column groups of several passes need this many columns (one block per 32: 256 blocks), unless
-// their columns are at most kMaxPassRowsOfFewColumns rows long (H200 measurements in
-// docs/performance.md, "Column passes").
-constexpr int64_t kMinPassColumns = 8192;
-constexpr int64_t kMaxPassRowsOfFewColumns = 2048;
-
 // A group being grown around its first reduction.
 struct Growing {
   ClusterSet& set;
@@ -37,22 +31,13 @@ struct Growing {
   bool in_group(const ir::Value* v) const { return v->producer && set.group_of[v->producer->id] == cluster; }
 
   // Why the group's schedule cannot take several passes over the elements (a reduction reading a
-  // reduction, a full-size epilogue, a seed reading its own result), or nullopt. Column passes
-  // run one block per 32 columns over every row of them (generate_column_normalization): with few
-  // columns over long rows the device idles (H200, x - x.mean(0) on [16384, 4096]: 1642 us
-  // against eager's 277 as two kernels), so those shapes keep one pass, at the profile's sizes.
+  // reduction, a full-size epilogue, a seed reading its own result), or nullopt. Row and column
+  // schedules take several passes; columns too few to fill the device split their rows over
+  // blocks that meet between passes (choose_column_pass_split; before that split, x - x.mean(0)
+  // on [16384, 4096] ran at 1642 us against eager's 277 and such shapes kept one pass).
   std::optional<std::string> why_no_passes() const {
-    if (schedule == Schedule::RowReduction) return std::nullopt;
     if (schedule == Schedule::FullReduction) return std::string("full_reduction schedules take one pass over the elements");
-    int64_t rows = 1, columns = 1;
-    for (size_t d = 0; d < rd.domain.size(); ++d) {
-      const bool reduced = std::find(rd.dims.begin(), rd.dims.end(), static_cast<int64_t>(d)) != rd.dims.end();
-      (reduced ? rows : columns) *= rd.domain[d];
-    }
-    if (columns >= kMinPassColumns || rows <= kMaxPassRowsOfFewColumns) return std::nullopt;
-    return "column_reduction schedules take several passes over at least " + std::to_string(kMinPassColumns) +
-           " columns or columns of at most " + std::to_string(kMaxPassRowsOfFewColumns) + " rows; here " +
-           std::to_string(columns) + " columns of " + std::to_string(rows) + " rows";
+    return std::nullopt;
   }
 
   // `n`'s output is a graph output or read by a node neither in the group nor joining it.

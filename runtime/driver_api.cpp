@@ -45,6 +45,7 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventElapsedTime), "cuEventElapsedTime", a.cuEventElapsedTime);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuEventDestroy), "cuEventDestroy", a.cuEventDestroy);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuLaunchKernelEx), "cuLaunchKernelEx", a.cuLaunchKernelEx);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuLaunchCooperativeKernel), "cuLaunchCooperativeKernel", a.cuLaunchCooperativeKernel);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuOccupancyMaxActiveBlocksPerMultiprocessor),
                 "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.cuOccupancyMaxActiveBlocksPerMultiprocessor);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamCreate), "cuStreamCreate", a.cuStreamCreate);
@@ -194,6 +195,7 @@ codegen::DeviceTarget target_of(const DeviceInfo& info, const codegen::Tuning& t
   facts.l2_bytes = info.l2_bytes;
   facts.cluster_launch = require_api().cuLaunchKernelEx != nullptr;
   facts.occupancy_query = require_api().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
+  facts.cooperative_launch = require_api().cuLaunchCooperativeKernel != nullptr;
   return codegen::device_target(facts, tuning);
 }
 

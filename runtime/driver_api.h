@@ -37,6 +37,8 @@ struct DriverApi {
   // Launches with attributes (thread-block clusters); null on drivers before CUDA 12, where no
   // schedule asks for clusters (target_of gives a max_cluster of 1).
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx;
+  // Grids whose blocks are all resident at once (split column passes wait for each other).
+  decltype(&::cuLaunchCooperativeKernel) cuLaunchCooperativeKernel;
   // Blocks of a kernel resident per multiprocessor (staged rows size their grid by it).
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) cuOccupancyMaxActiveBlocksPerMultiprocessor;
   // Streams of torchfuse's own (CUDA graph captures, runtime/cuda_graphs.h); null when missing.

@@ -185,6 +185,28 @@ void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device&
   check_cu(r, what);
 }
 
+void launch_cooperative(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x,
+                        int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters) {
+  TORCHFUSE_INTERNAL_ASSERT(blocks_x >= 1 && blocks_x <= std::numeric_limits<int32_t>::max() && blocks_y >= 1 &&
+                                blocks_y <= 65535,
+                            "cooperative grid ", blocks_x, " x ", blocks_y, " for ", kernel.name);
+  const DriverApi* api = driver_api();
+  TORCHFUSE_INTERNAL_ASSERT(api && api->cuLaunchCooperativeKernel, "cooperative launch without cuLaunchCooperativeKernel");
+  CUfunction fn = load_function(kernel, kernel.name, device.index(), counters);
+  void* args[] = {params.data()};
+  make_context_current(device.index());
+  const bool injected = has_injected_fault(kernel, Fault::Launch);
+  const CUresult r = injected ? kInjectedLaunchError
+                              : api->cuLaunchCooperativeKernel(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y),
+                                                               1, static_cast<unsigned>(block), 1, 1, 0,
+                                                               current_stream(device), args);
+  if (r == CUDA_SUCCESS) return;
+  const char* what = injected ? "cuLaunchCooperativeKernel (injected by debug_fail_kernels)" : "cuLaunchCooperativeKernel";
+  if (capture_error(r)) throw Error(cu_error_message(r, what) + " (" + kernel.name + ", while capturing a CUDA graph)");
+  if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + kernel.name + ")", kernel.source);
+  check_cu(r, what);
+}
+
 at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, const c10::Device& device, bool poison) {
   at::Tensor t;
   if (device.is_cuda()) {

@@ -77,6 +77,11 @@ int resident_blocks(const codegen::GeneratedKernel& kernel, const c10::Device& d
 void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x, int cluster,
                       int block, ParamPacker& params, CompileCounters* counters);
 
+// The same as a cooperative launch (a grid of blocks_x x blocks_y blocks of `block` threads, all
+// resident at once, or the launch fails): the blocks of split column passes wait for each other.
+void launch_cooperative(const codegen::GeneratedKernel& kernel, const c10::Device& device, int64_t blocks_x,
+                        int64_t blocks_y, int block, ParamPacker& params, CompileCounters* counters);
+
 // At least n zeroed 32-bit counters private to the current CUDA stream of `device`. Split
 // reductions count their finished blocks there; the last block to finish combines the partials
 // and puts its counter back to zero, so the launches of one stream, which run in order, share

@@ -286,15 +286,19 @@ class ColumnLauncher : public ScheduleLauncher {
     const auto& c = x.c;
     const auto& a = *x.fk.analysis();
     const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
+    const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
+    // Split column passes wait for each other between passes: every block resident at once.
+    const bool cooperative = a.passes > 1 && l.split > 1;
+    const int64_t split = cooperative ? pass_split(x, l, tiles) : l.split;
     std::vector<at::Tensor> parts;
     for (const ir::Node* r : a.reductions) {
-      if (l.split > 1) parts.push_back(partials(*r, l.split * O * I, c.device));
+      if (l.split > 1) parts.push_back(partials(*r, split * O * I, c.device));
     }
     ParamPacker p;
     p.i64(O);
     p.i64(R);
     p.i64(I);
-    p.i64(l.split);
+    p.i64(split);
     p.array(l.outer_sizes, 1);
     p.array(l.red_sizes, 1);
     p.array(l.inner_sizes, 1);
@@ -307,9 +311,32 @@ class ColumnLauncher : public ScheduleLauncher {
     }
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
-    const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
     p.ptr(l.split > 1 ? stream_counters(c.device, tiles) : nullptr);
-    runtime::launch(x.kernel, x.kernel.name, c.device, tiles, l.split, l.block, p, x.fk.counters());
+    // (A split of 1 waits for no other block: a plain launch.)
+    if (cooperative && split > 1) {
+      launch_cooperative(x.kernel, c.device, tiles, split, l.block, p, x.fk.counters());
+      return;
+    }
+    runtime::launch(x.kernel, x.kernel.name, c.device, tiles, split, l.block, p, x.fk.counters());
+  }
+
+ private:
+  // The planned split of a tile's rows, at most what the device keeps resident with the tiles
+  // (the kernel's occupancy, read off the driver); 1 still runs a looped split kernel correctly.
+  // A cached layout holds the rows of the planned split in each thread's registers: with fewer
+  // blocks some rows would go unread, so the group runs its ATen ops instead (the kernel's launch
+  // bounds ask for the planned blocks per multiprocessor, so this is not expected).
+  static int64_t pass_split(const Launch& x, const codegen::ReductionLayout& l, int64_t tiles) {
+    const int per_sm = resident_blocks(x.kernel, x.c.device, l.block, 0, x.fk.counters());
+    const int64_t resident = static_cast<int64_t>(per_sm) * device_info(x.c.device.index()).sm_count;
+    const int64_t split = std::max<int64_t>(1, std::min<int64_t>(l.split, resident / tiles));
+    if (l.cached && split < l.split) {
+      throw KernelFailure("torchfuse: " + x.kernel.name + " splits each column over " + std::to_string(l.split) +
+                              " blocks, but the device keeps only " + std::to_string(resident) + " of its blocks resident for " +
+                              std::to_string(tiles) + " tiles",
+                          x.kernel.source);
+    }
+    return split;
   }
 };
 

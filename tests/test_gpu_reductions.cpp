@@ -77,7 +77,7 @@ TEST(GpuReductions, EveryOpOverEveryKindOfDims) {
 // Column groups of several passes (generate_column_normalization): softmax, log_softmax, mean/var
 // normalizations and full-size epilogues over leading and middle dims, one kernel each, at inner
 // sizes that do and do not fill the 32 columns of a tile, long reduced dims, transposed and
-// sliced inputs. (Few columns over more than 2048 rows keep one pass: FewLongColumnsKeepOnePass.)
+// sliced inputs. (Few columns over long rows split them over blocks: SplitColumnPassesMatchEager.)
 TEST(GpuReductions, MultiPassColumnsMatchEager) {
   REQUIRE_GPU();
   const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
@@ -103,6 +103,51 @@ TEST(GpuReductions, MultiPassColumnsMatchEager) {
                          [&] { return std::vector<c10::IValue>{rnd({8, 100, 90}, dtype).narrow(2, 3, 80)}; },
                          std::string("softmax of a sliced input ") + c10::toString(dtype), 1);
   }
+}
+
+// Column passes whose tiles' rows split over blocks meeting at a barrier between passes
+// (choose_column_pass_split): looped and cached splits, several rounds (softmax, a mean/var
+// normalization), odd sizes that leave the last block of a tile short or empty, an outer dim,
+// a transposed input, several blocks per multiprocessor and one, against eager and float64 in
+// every dtype, one kernel each; the same module called again (the counters went back to zero),
+// and under CUDA graphs (captured once, replayed with fresh inputs).
+TEST(GpuReductions, SplitColumnPassesMatchEager) {
+  REQUIRE_GPU();
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"torch.softmax(x, 0)", {4096, 64}},
+      {"torch.softmax(x, 0)", {6001, 100}},
+      {"torch.log_softmax(x * 0.5, 1)", {3, 5003, 33}},
+      {"x - x.mean(0, keepdim=True)", {8192, 48}},
+      {"(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5)", {6000, 40}},
+      {"torch.softmax(x, 0)", {4099, 2048}},
+      {"torch.logsumexp(x, 0, keepdim=True) - x", {20000, 7}},
+  };
+  for (const char* spec : {"", "column_pass_blocks=1", "column_cache=0", "column_pass_blocks=2,column_cache=0"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (const auto& [expr, shape] : cases) {
+        const std::string tag = std::string(expr) + " " + ::testing::PrintToString(shape) + " " + c10::toString(dtype) + " [" + spec + "]";
+        expect_matches_eager(module_returning("x", expr), [&] { return std::vector<c10::IValue>{rnd(shape, dtype)}; }, tag, 1);
+      }
+      expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                           [&] { return std::vector<c10::IValue>{rnd({64, 5000}, dtype).t()}; },
+                           std::string("split softmax of a transposed input ") + c10::toString(dtype) + " [" + spec + "]", 1);
+    }
+  }
+  // Under CUDA graphs: the split kernel's cooperative launch is captured and replayed.
+  auto o = tftest::quiet_options();
+  o.cuda_graphs = true;
+  o.cuda_graph_warmup_calls = 1;
+  auto c = torchfuse::compile(module_returning("x", "torch.softmax(x * 2.0, 0)"), o);
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<c10::IValue> in = {rnd({6001, 100}, c10::kFloat)};
+    const c10::IValue got = c.forward(in);
+    const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), got, c.forward_reference(in));
+    EXPECT_TRUE(report.passed()) << "call " << i << "\n" << report.to_string();
+  }
+  EXPECT_EQ(c.stats().cuda_graph_captures, 1);
+  EXPECT_EQ(c.stats().cuda_graph_replays, 3);
+  EXPECT_TRUE(c.stats().cuda_graph_refusals.empty()) << ::testing::PrintToString(c.stats().cuda_graph_refusals);
 }
 
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {

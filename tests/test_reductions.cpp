@@ -117,15 +117,15 @@ TEST(Reductions, MultiPassOpsOverLeadingAndMiddleDimsAreOneColumnKernel) {
   }
 }
 
-// Few columns over long rows keep one pass (the multi-pass kernel would run one block per 32 of
-// them): the mean is a split column kernel, its epilogue another group or ATen, with the reason.
-TEST(Reductions, FewLongColumnsKeepOnePass) {
-  const auto e = explain(module_returning("x", "x - x.mean(0, keepdim=True)"), {torch::randn({4096, 64})});
-  ASSERT_FALSE(e.kernels.empty()) << e.ir_after;
-  EXPECT_EQ(e.kernels[0].source.find("passes)"), std::string::npos) << e.kernels[0].source;
-  bool found = false;
-  for (const auto& r : e.refused) found = found || r.find("64 columns of 4096 rows") != std::string::npos;
-  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+// Few columns over long rows take their passes in one kernel too: each tile's rows split over
+// blocks that meet between passes (choose_column_pass_split), nothing refused.
+TEST(Reductions, FewLongColumnsSplitTheirPasses) {
+  const auto e = explain(module_returning("x", "x - x.mean(0, keepdim=True)"), {torch::randn({4096, 64})}, /*compile=*/true);
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+  EXPECT_NE(e.kernels[0].source.find("(column reduction, 2 passes)"), std::string::npos) << e.kernels[0].source;
+  EXPECT_NE(e.kernels[0].source.find("_tile_barrier(tile_counter"), std::string::npos) << e.kernels[0].source;
+  EXPECT_EQ(tftest::fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
+  EXPECT_TRUE(e.refused.empty()) << ::testing::PrintToString(e.refused);
 }
 
 // Full reductions still take one pass: over every dim of more than one block's row, the mean

@@ -56,9 +56,12 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.row_cache_registers, 0);
   EXPECT_EQ(d.pointwise_tile, 64);
   EXPECT_EQ(d.column_cache, 64);
+  EXPECT_EQ(d.column_pass_blocks, 4);
+  EXPECT_EQ(d.column_pass_unroll, 8);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
-      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0");
+      "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0,"
+      "column_pass_blocks=2,column_pass_unroll=16");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -73,6 +76,8 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.column_blocks, 3);
   EXPECT_EQ(t.pointwise_tile, 16);
   EXPECT_EQ(t.column_cache, 0);
+  EXPECT_EQ(t.column_pass_blocks, 2);
+  EXPECT_EQ(t.column_pass_unroll, 16);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -912,12 +917,59 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
   // Two element inputs take twice the registers: 16 threads along a column of 256.
   const std::string two = body(compiled(module_returning("x, y", "torch.softmax(x * y, dim=0)"), {torch::randn({256, 64}), torch::randn({256, 64})}));
   EXPECT_TRUE(tftest::contains_in_order(two, {"__launch_bounds__(512)", "float c0[16];", "float c1[16];"})) << two;
-  // Too long for the budget, or no cache: the column is read in every pass.
+  // Too long for the budget, or no cache: the column is read in every pass (with a block per
+  // tile: these few tiles would split otherwise, FewTilesSplitTheirRows).
+  torchfuse::runtime::ScopedTuning unsplit(with("column_pass_blocks=0"));
   const std::string looped = body(compiled(softmax, {torch::randn({2, 1500, 64})}));
   EXPECT_EQ(looped.find("c0[u]"), std::string::npos) << looped;
   EXPECT_NE(looped.find("r += 8)"), std::string::npos) << looped;
-  torchfuse::runtime::ScopedTuning off(with("column_cache=0"));
+  torchfuse::runtime::ScopedTuning off(with("column_cache=0,column_pass_blocks=0"));
   EXPECT_EQ(body(kernel_source(softmax, {torch::randn({4, 200, 64})})).find("c0[u]"), std::string::npos);
+}
+
+// Column groups of several passes over fewer tiles of 32 columns than fill the device split each
+// tile's rows over blocks (choose_column_pass_split) that meet at a barrier after every pass with
+// reductions: softmax takes two rounds (max, then sum), x - x.mean(0) one; the last block out
+// puts the tile's counter back to zero. Looped passes load column_pass_unroll rows a thread before
+// computing them and alternate their direction; a split whose rows fit the registers keeps them
+// there. column_pass_blocks=0, or columns enough to fill the
+// device, keep a block per tile. NVRTC compiles each form.
+TEST(ColumnPasses, FewTilesSplitTheirRows) {
+  const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
+  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    // [4096, 2048]: 64 tiles, 8 blocks each (4 a multiprocessor on 132), 512 rows a block: looped.
+    const std::string src = compiled(softmax, {torch::randn({4096, 2048}).to(dtype)});
+    EXPECT_TRUE(tftest::contains_in_order(src, {"void tf_K_tile_barrier(unsigned* counter, unsigned target)", "tf_count_arrival(counter);",
+                                                "ld.acquire.gpu.global.u32", "__launch_bounds__(256, 4)",
+                                                "const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;",
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 64)", "float c0[8];",
+                                                "const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);", "c0[u] = ",
+                                                "const tf_index r = rb + (tf_index)u * 8;", "if (r < r1)",
+                                                "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 1u);",
+                                                "for (tf_index s = 0; ok && s < (tf_index)p.split; ++s)",
+                                                "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 64)",
+                                                "const tf_index r = max(rb - (tf_index)u * 8, r0);", "if (r >= r0)",
+                                                "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 2u);",
+                                                "tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;",
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 64)"}))
+        << src;
+  }
+  // x - x.mean(0) on [8192, 64]: 2 tiles split 128 ways, 64 rows a block: 8 a thread in registers.
+  const std::string center = compiled(module_returning("x", "x - x.mean(0, keepdim=True)"), {torch::randn({8192, 64})});
+  EXPECT_TRUE(tftest::contains_in_order(center, {"__launch_bounds__(256, 4)", "float c0[8];", "if (r1 > r0)",
+                                                 "min(r0 + ty + (tf_index)u * 8, r1 - 1);", "if (ok && r < r1)",
+                                                 "(unsigned)p.split * 1u);", "(unsigned)p.split * 2u - 1u) *tile_counter = 0u;"}))
+      << center;
+  EXPECT_EQ(center.find("(unsigned)p.split * 2u);"), std::string::npos) << center;
+  // Enough tiles (282 of 32 columns, more than half of 4 blocks a multiprocessor), or no split
+  // asked for: a block per tile, no barrier.
+  const std::string wide = body(kernel_source(softmax, {torch::randn({1100, 9000})}));
+  EXPECT_EQ(wide.find("tile_barrier"), std::string::npos) << wide;
+  torchfuse::runtime::ScopedTuning off(with("column_pass_blocks=0"));
+  const std::string unsplit = kernel_source(softmax, {torch::randn({4096, 2048})});
+  EXPECT_EQ(unsplit.find("tile_barrier"), std::string::npos) << unsplit;
+  EXPECT_NE(unsplit.find("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)"), std::string::npos) << unsplit;
 }
 
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {

@@ -24,7 +24,7 @@ const char* const kKnobs[] = {
     "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_cluster=1",
     "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2",
     "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4", "column_cache=0", "column_cache=16",
-    "column_blocks=1", "column_blocks=4", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
+    "column_blocks=1", "column_blocks=4", "column_pass_blocks=0", "column_pass_blocks=1", "column_pass_unroll=3", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
     "fast_math=0", "cache_hints=0", "cache_hints=1", "row_stage=0", "row_stage=2", "row_ring=0", "row_ring=1",
     "row_ring_vectors=1", "row_hold=0", "row_hold=1", "shared_hold=0", "shared_hold=1",
@@ -50,6 +50,9 @@ std::vector<Case> cases() {
                  {r({2, 4, 64, 1024}, t), r({1, 1, 64, 1024}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.tanh(x).sum(0)\n", {r({4096, 256}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.softmax(x, dim=1)\n", {r({4, 300, 64}, t)}});
+    // Column passes split over blocks (choose_column_pass_split): looped, and cached rows of a split.
+    c.push_back({"def forward(self, x):\n    return torch.softmax(x, dim=0)\n", {r({4096, 2048}, t)}});
+    c.push_back({"def forward(self, x):\n    return x - x.mean(0, keepdim=True)\n", {r({8192, 64}, t)}});
     c.push_back({"def forward(self, x):\n    return (x * x).mean()\n", {r({1024, 1024}, t)}});
     c.push_back({"def forward(self, x, y):\n    return torch.gelu(x) * torch.sigmoid(y)\n", {r({256, 1024}, t), r({256, 1024}, t)}});
     // A transposed input (a tiled layout). (shapes_of reads group inputs as they come: no views.)

@@ -1,14 +1,15 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_mean_broadcast, f32
 // inputs: [4096, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_82af1406 (reduce_sum -> div)
+// ==== sm_80: tf_mean_7cb93244 (reduce_sum -> div -> sub)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (column reduction): reduce_sum -> div
-// 32 threads x 4 columns along the kept inner dims, 8 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
+// torchfuse fusion group 0 (column reduction, 2 passes): reduce_sum -> div -> sub
+// 32 columns along the kept inner dims, 8 threads along the reduced dim; the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier; each thread keeps its 8 rows of the element inputs in registers;
+// compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_mean_82af1406_params {
+struct tf_mean_7cb93244_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -23,111 +24,82 @@ struct tf_mean_82af1406_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_mean_82af1406(const tf_mean_82af1406_params p) {
+// Waits until the tile's counter holds `target` arrivals, this block's included.
+__device__ __forceinline__ void tf_mean_7cb93244_tile_barrier(unsigned* counter, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tf_count_arrival(counter);
+    unsigned seen;
+    for (;;) {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+      if (seen >= target) break;
+      __nanosleep(32);
+    }
+  }
+  __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) tf_mean_7cb93244(const tf_mean_7cb93244_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
   const int ty = threadIdx.x >> 5;
-  const tf_index tiles = ((tf_index)p.inner + 127) / 128;
+  const tf_index tiles = ((tf_index)p.inner + 31) / 32;
   const tf_index o = (tf_index)blockIdx.x / tiles;
-  const tf_index i = ((tf_index)blockIdx.x % tiles) * 128 + tx * 4;
+  const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;
   const bool ok = i < (tf_index)p.inner;
   tf_index orem = o;
   const tf_index ooff0 = 0;
   tf_index irem = ok ? i : 0;
   const tf_index ic0 = irem;
   const tf_index ioff0 = 0 + ic0 * (tf_index)p.in0_inner_stride[0];
-  double acc0[4];
-  #pragma unroll
-  for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
-  for (tf_index rb = (tf_index)blockIdx.y * 8 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * 64) {
-    tf_vec<float, 4> v0[8];
+  const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;
+  const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
+  const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
+  unsigned* const tile_counter = p.counters + blockIdx.x;
+  float c0[8];
+  double acc0 = 0.0;
+  if (r1 > r0) {
     #pragma unroll
     for (int u = 0; u < 8; ++u) {
-      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
-      if (r >= (tf_index)p.red) break;
+      const tf_index r = min(r0 + ty + (tf_index)u * 8, r1 - 1);
       tf_index rrem = r;
       const tf_index rc0 = rrem;
       const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-      v0[u] = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ooff0 + ioff0 + roff0);
-    }
-    #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
-      if (r >= (tf_index)p.red) break;
-      tf_index rrem = r;
-      const tf_index rc0 = rrem;
-      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-      #pragma unroll
-      for (int lane = 0; lane < 4; ++lane) {
-        float x0 = v0[u].v[lane];  // %0
-        acc0[lane] = tf_sum_op()(acc0[lane], (double)(x0));  // reduce_sum -> %5
-      }
+      c0[u] = in0[ooff0 + ioff0 + roff0];
     }
   }
-  __shared__ double smem_acc0[8][128];
   #pragma unroll
-  for (int lane = 0; lane < 4; ++lane) smem_acc0[ty][tx * 4 + lane] = acc0[lane];
-  __syncthreads();
-  if (p.split == 1) {
-    if (ty == 0 && ok) {
-      #pragma unroll
-      for (int lane = 0; lane < 4; ++lane) {
-        double total_acc0 = acc0[lane];
-        for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
-        const float total_acc0_out = (float)total_acc0;
-        float t0 = (total_acc0_out / (float)((double)p.red));  // %7 = div(%5, N)
-        if (true) out0[o * (tf_index)p.inner + i + lane] = t0;
-      }
-    }
-    return;
-  }
-  if (ty == 0 && ok) {
-    #pragma unroll
-    for (int lane = 0; lane < 4; ++lane) {
-      double total_acc0 = acc0[lane];
-      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
-      const float total_acc0_out = (float)total_acc0;
-      p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_acc0;
+  for (int u = 0; u < 8; ++u) {
+    const tf_index r = r0 + ty + (tf_index)u * 8;
+    if (ok && r < r1) {
+      float x0 = c0[u];  // %0
+      acc0 = tf_sum_op()(acc0, (double)(x0));  // reduce_sum -> %5
     }
   }
-  __shared__ bool tf_last;
+  __shared__ double smem_acc0[8][32];
+  smem_acc0[ty][tx] = acc0;
   __syncthreads();
-  if (threadIdx.x == 0) tf_last = tf_count_arrival((p.counters + blockIdx.x)) == (unsigned)p.split - 1u;
-  __syncthreads();
-  if (!tf_last) return;
-  if (threadIdx.x == 0) *((p.counters + blockIdx.x)) = 0u;
+  double total_acc0 = smem_acc0[0][tx];
+  for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx]);
+  if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
+  tf_mean_7cb93244_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+  total_acc0 = 0.0;
+  for (tf_index s = 0; ok && s < (tf_index)p.split; ++s) {
+    total_acc0 = tf_sum_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
+  }
+  if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 2u - 1u) *tile_counter = 0u;
+  const float total_acc0_out = (float)total_acc0;
+  float t0 = (total_acc0_out / (float)((double)p.red));  // %7 = div(%5, N)
   #pragma unroll
-  for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
-  for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 32) {
-    double pv_acc0[4][4];
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index s = s0 + (tf_index)k * 8;
-      if (s >= (tf_index)p.split) break;
-      tf_load_partials(pv_acc0[k], p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i);
-    }
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index s = s0 + (tf_index)k * 8;
-      if (s >= (tf_index)p.split) break;
-      #pragma unroll
-      for (int lane = 0; lane < 4; ++lane) acc0[lane] = tf_sum_op()(acc0[lane], pv_acc0[k][lane]);
+  for (int u = 0; u < 8; ++u) {
+    const tf_index r = r0 + ty + (tf_index)u * 8;
+    if (ok && r < r1) {
+      float x1 = c0[u];  // %0
+      float t1 = (x1 - t0);  // %8 = sub(%0, %7)
+      out0[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = t1;
     }
   }
   __syncthreads();
-  #pragma unroll
-  for (int lane = 0; lane < 4; ++lane) smem_acc0[ty][tx * 4 + lane] = acc0[lane];
-  __syncthreads();
-  if (ty == 0 && ok) {
-    #pragma unroll
-    for (int lane = 0; lane < 4; ++lane) {
-      double total_acc0 = acc0[lane];
-      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
-      const float total_acc0_out = (float)total_acc0;
-      float t1 = (total_acc0_out / (float)((double)p.red));  // %7 = div(%5, N)
-      if (true) out0[o * (tf_index)p.inner + i + lane] = t1;
-    }
-  }
 }
 // ==== sm_90: the same kernels as sm_80
