@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/column_passes.h"
 #include "codegen/pointwise.h"
 #include "codegen/row_reduction.h"
 #include "codegen/split_reduction.h"

@@ -2,7 +2,8 @@
 // leading or in the middle: threads along the contiguous kept dims) and the full schedule
 // (everything reduces to one value). Blocks write partial results; the last block of a
 // reduction to finish (counted in runtime::stream_counters) adds them in a fixed order
-// (deterministic, no float atomics) and runs the epilogue: one kernel either way.
+// (deterministic, no float atomics) and runs the epilogue: one kernel either way. (Column groups
+// of several passes: codegen/column_passes.h.)
 #pragma once
 
 #include "codegen/kernel.h"
@@ -17,10 +18,6 @@ GeneratedKernel generate_full_reduction(const FusionGroup& group, const Reductio
                                         const PointwiseLayout& layout, int block);
 GeneratedKernel generate_column_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
                                           const ReductionLayout& layout);
-// A column group that reads its own reductions (softmax over a leading or middle dim): several
-// passes in one block per tile of columns, no split (layout vec 1, split 1, unroll 1).
-GeneratedKernel generate_column_normalization(const FusionGroup& group, const ReductionAnalysis& analysis,
-                                              const ReductionLayout& layout);
 
 }  // namespace codegen
 }  // namespace torchfuse

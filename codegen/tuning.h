@@ -71,8 +71,10 @@ struct Tuning {
   int column_pass_blocks = 4;
   // Split column passes that loop over their rows: rows each thread loads (all loads first)
   // before computing them. Measured H200, softmax over dim 0 of [16384, 2048], f32 / bf16 us:
-  // 209.5 / 180.4 with 2, 174.5 / 138.6 with 4, 147.5 / 115.3 with 8.
-  int column_pass_unroll = 8;
+  // 209.5 / 180.4 with 2, 174.5 / 138.6 with 4, 147.5 / 115.3 with 8. H100, that softmax and
+  // x - x.mean(0) on [16384, 4096], f32 / bf16: 191.9 / 127.4 and 297.2 / 173.6 with 8; 191.6 /
+  // 121.2 and 290.9 / 163.3 with 12; 191.0 / 117.4 and 291.6 / 170.2 with 16 (62 registers).
+  int column_pass_unroll = 12;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

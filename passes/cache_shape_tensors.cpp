@@ -118,23 +118,21 @@ class ShapeTensorCut {
     }
   }
 
-  // Prepared masks of attention calls computed in the region: the region checks them causal.
+  // Prepared masks of attention calls computed in the region: the region checks what they are
+  // (torchfuse::mask_kind: causal, open or any) and the call reads the answer as its mask_kind.
   void add_causal_checks() {
     for (Node* n : graph_.nodes()) {
-      if (!is_kind(n, "torchfuse::attention") || n->inputs().size() < 7) continue;
+      if (!is_kind(n, "torchfuse::attention") || n->inputs().size() != 9) continue;
       Value* mask = n->input(3);
       const auto causal = torch::jit::toIValue(n->input(5));
       const auto prepared = torch::jit::toIValue(n->input(6));
       if (!in_region(mask) || !causal || causal->toBool() || !prepared || !prepared->toBool()) continue;
-      Node* check = graph_.create(sym("torchfuse::mask_is_causal"), {mask}, 1);
+      Node* check = graph_.create(sym("torchfuse::mask_kind"), {mask}, 1);
       check->output()->setType(c10::IntType::get());
       check->insertAfter(mask->node());
       region_.insert(check);
-      Node* flag = graph_.create(sym("aten::Bool"), {check->output()}, 1);
-      flag->output()->setType(c10::BoolType::get());
-      flag->insertBefore(n);
-      n->replaceInput(5, flag->output());
-      checks_.push_back({n, check, flag, false});
+      checks_.push_back({n, check, n->input(8), false});
+      n->replaceInput(8, check->output());
     }
   }
 
@@ -304,26 +302,24 @@ class ShapeTensorCut {
     os << " -> ";
     for (size_t i = 0; i < tensors.size(); ++i) os << (i ? ", %" : "%") << tensors[i]->debugName();
     for (const Check& c : checks_)
-      if (std::count(part.begin(), part.end(), c.check)) os << "; mask of " << node_name(c.attention) << " checked causal";
+      if (std::count(part.begin(), part.end(), c.check)) os << "; mask of " << node_name(c.attention) << " checked causal or open";
     return os.str();
   }
 
-  // Causal checks whose mask stayed in the graph would read it on every call: they go.
+  // Mask checks whose mask stayed in the graph would read it on every call: they go.
   void undo_unused_causal_checks() {
     for (const Check& c : checks_) {
       if (c.cut) continue;
-      torch::jit::WithInsertPoint point(c.attention);
-      c.attention->replaceInput(5, graph_.insertConstant(false));
-      c.flag->destroy();
+      c.attention->replaceInput(8, c.unchecked);
       c.check->destroy();
     }
   }
 
   struct Check {
-    Node* attention;
-    Node* check;  // torchfuse::mask_is_causal
-    Node* flag;   // aten::Bool of it, read by the attention call
-    bool cut = false;  // its check went into a torchfuse::shape_tensors call
+    Node* attention;    // reads the check as its mask_kind (input 8)
+    Node* check;        // torchfuse::mask_kind
+    Value* unchecked;   // the call's mask_kind before (the constant 0)
+    bool cut = false;   // its check went into a torchfuse::shape_tensors call
   };
 
   RewriteContext& ctx_;

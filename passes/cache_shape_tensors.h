@@ -5,8 +5,10 @@
 // the first call with a key and returns the kept tensors after that: their kernels and ATen calls
 // leave the per-call path.
 //
-// Where such a part makes an attention call's prepared mask, torchfuse::mask_is_causal checks the
-// mask once per key, and the call runs causal without it where it is causal.
+// Where such a part makes an attention call's prepared mask, torchfuse::mask_kind checks the mask
+// once per key, and the call runs causal without it where it is causal, and without it where
+// every position takes part (Hugging Face's ViT passes such a mask; with it ATen ran its math
+// kernel).
 //
 // Left in the graph: ops with side effects, random ops, ops that write (or whose results are
 // written later, or alias the graph's outputs), control flow, and parts with no tensor of rank

@@ -1,5 +1,5 @@
 // torchfuse::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale,
-// bool is_causal, bool mask_prepared=False, bool enable_gqa=False) -> Tensor: what
+// bool is_causal, bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0) -> Tensor: what
 // passes/rewrite_attention.h puts in place of attention spelled out op by op.
 // softmax(query @ key^T * scale + mask) @ value, with
 //  - attn_mask additive (the scores' dtype) or boolean (true: the position takes part), and
@@ -14,12 +14,16 @@
 //    query_heads / kv_heads consecutive query heads (key.repeat_interleave(groups, -3));
 //  - is_causal with a mask: the graph's claim, from torchfuse::mask_is_causal, that the mask is
 //    causal (0 where key position <= query position, the dtype's lowest value or -inf elsewhere):
-//    where the mask spans the scores' last two dims the call runs causal without reading it.
-// torchfuse::mask_is_causal(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
+//    where the mask spans the scores' last two dims the call runs causal without reading it;
+//  - mask_kind: what torchfuse::mask_kind found the mask to be (0: any mask, 1: causal as above,
+//    the same as is_causal; 2: open, every position takes part): an open mask that broadens no
+//    dim of the scores is left out, so that ATen may pick a fused kernel that takes no mask.
+// torchfuse::mask_kind(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
 // with true where the position takes part) is such a causal mask over a square of positions,
-// every leading index alike; else 0. It reads the mask
-// on the host, so the graph calls it only where the mask is a shape tensor
-// (passes/cache_shape_tensors.h): once per set of sizes.
+// every leading index alike; 2 where every position takes part (boolean: all true; additive:
+// all zero); else 0. torchfuse::mask_is_causal(Tensor mask) -> int: 1 where mask_kind is 1, else
+// 0. Both read the mask on the host, so the graph calls them only where the mask is a shape
+// tensor (passes/cache_shape_tensors.h): once per set of sizes.
 // LibTorch 2.1 and later run ATen's scaled_dot_product_attention (flash, memory-efficient or
 // cuDNN kernels, chosen by ATen); older LibTorch (1.13) the same math through matmul and softmax.
 
@@ -125,16 +129,44 @@ double lowest_finite(at::ScalarType t) {
   }
 }
 
-int64_t mask_is_causal(const at::Tensor& mask) {
+constexpr int64_t kAnyMask = 0, kCausalMask = 1, kOpenMask = 2;
+
+bool mask_is_open(const at::Tensor& mask) {
+  if (mask.numel() == 0) return false;
+  if (mask.scalar_type() == at::kBool) return mask.all().item<bool>();  // true: the position takes part
+  return mask.eq(0).all().item<bool>();
+}
+
+bool mask_is_causal_square(const at::Tensor& mask) {
   const bool boolean = mask.scalar_type() == at::kBool;
-  if (mask.dim() < 2 || !(boolean || c10::isFloatingType(mask.scalar_type()))) return 0;
   const int64_t l = mask.size(-1);
-  if (mask.size(-2) != l) return 0;
+  if (mask.size(-2) != l) return false;
   const at::Tensor causal = at::ones({l, l}, mask.options().dtype(at::kBool)).tril();
-  if (boolean) return mask.eq(causal).all().item<bool>() ? 1 : 0;  // true: the position takes part
+  if (boolean) return mask.eq(causal).all().item<bool>();
   const at::Tensor open = mask.eq(0);
   const at::Tensor closed = mask.le(lowest_finite(mask.scalar_type()));
-  return open.eq(causal).all().logical_and(closed.eq(causal.logical_not()).all()).item<bool>() ? 1 : 0;
+  return open.eq(causal).all().logical_and(closed.eq(causal.logical_not()).all()).item<bool>();
+}
+
+int64_t mask_kind(const at::Tensor& mask) {
+  const bool boolean = mask.scalar_type() == at::kBool;
+  if (!(boolean || c10::isFloatingType(mask.scalar_type()))) return kAnyMask;
+  if (mask_is_open(mask)) return kOpenMask;
+  if (mask.dim() < 2) return kAnyMask;
+  return mask_is_causal_square(mask) ? kCausalMask : kAnyMask;
+}
+
+int64_t mask_is_causal(const at::Tensor& mask) { return mask_kind(mask) == kCausalMask ? 1 : 0; }
+
+// Does `mask` broadcast to the scores' shape (query's dims but the last, then the key's length)
+// without broadening any of them? Then leaving it out changes nothing but which kernel runs.
+bool within_scores(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
+  if (mask.dim() > q.dim()) return false;
+  for (int64_t d = 1; d <= mask.dim(); ++d) {
+    const int64_t scores = d == 1 ? k.size(-2) : q.size(-d);
+    if (mask.size(-d) != 1 && mask.size(-d) != scores) return false;
+  }
+  return true;
 }
 
 // key or value with each of its heads repeated for the query heads it serves.
@@ -144,9 +176,13 @@ at::Tensor repeat_heads(const at::Tensor& x, int64_t groups) {
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const c10::optional<at::Tensor>& given_mask, double scale, bool is_causal, bool mask_prepared,
-                     bool enable_gqa) {
+                     bool enable_gqa, int64_t given_kind) {
   check_inputs(q, k, v, given_mask, enable_gqa);
+  TORCHFUSE_CHECK(given_kind >= kAnyMask && given_kind <= kOpenMask, "torchfuse::attention: mask_kind must be 0, 1 or 2, got ",
+                  given_kind);
   c10::optional<at::Tensor> mask = given_mask;
+  if (mask && given_kind == kOpenMask && within_scores(*mask, q, k)) mask = c10::nullopt;
+  if (mask && given_kind == kCausalMask) is_causal = true;
   if (is_causal && mask) {
     // mask_is_causal vouched for the mask's values; the scores' shape decides whether it applies.
     const bool spans = mask->dim() >= 2 && mask->size(-2) == q.size(-2) && mask->size(-1) == k.size(-2);
@@ -182,10 +218,11 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
   m.def("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal, "
-        "bool mask_prepared=False, bool enable_gqa=False) -> Tensor",
+        "bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0) -> Tensor",
         &attention);
   m.def("attention_mask(Tensor mask, ScalarType dtype, bool exclude=False) -> Tensor", &attention_mask);
   m.def("mask_is_causal(Tensor mask) -> int", &mask_is_causal);
+  m.def("mask_kind(Tensor mask) -> int", &mask_kind);
 }
 
 }  // namespace runtime

@@ -310,8 +310,8 @@ at::Tensor attention_call(const at::Tensor& q, const at::Tensor& k, const at::Te
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool, bool, bool)>();
-  return op.call(q, k, v, mask, scale, false, mask_prepared, enable_gqa);
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t)>();
+  return op.call(q, k, v, mask, scale, false, mask_prepared, enable_gqa, /*mask_kind=*/0);
 }
 
 at::Tensor attention_mask_call(const at::Tensor& mask, c10::ScalarType dtype, bool exclude) {

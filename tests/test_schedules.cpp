@@ -57,7 +57,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.pointwise_tile, 64);
   EXPECT_EQ(d.column_cache, 64);
   EXPECT_EQ(d.column_pass_blocks, 4);
-  EXPECT_EQ(d.column_pass_unroll, 8);
+  EXPECT_EQ(d.column_pass_unroll, 12);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
       "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0,"
@@ -943,16 +943,16 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
     EXPECT_TRUE(tftest::contains_in_order(src, {"void tf_K_tile_barrier(unsigned* counter, unsigned target)", "tf_count_arrival(counter);",
                                                 "ld.acquire.gpu.global.u32", "__launch_bounds__(256, 4)",
                                                 "const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;",
-                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 64)", "float c0[8];",
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96)", "float c0[12];",
                                                 "const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);", "c0[u] = ",
                                                 "const tf_index r = rb + (tf_index)u * 8;", "if (r < r1)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 1u);",
                                                 "for (tf_index s = 0; ok && s < (tf_index)p.split; ++s)",
-                                                "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 64)",
+                                                "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96)",
                                                 "const tf_index r = max(rb - (tf_index)u * 8, r0);", "if (r >= r0)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 2u);",
                                                 "tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;",
-                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 64)"}))
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96)"}))
         << src;
   }
   // x - x.mean(0) on [8192, 64]: 2 tiles split 128 ways, 64 rows a block: 8 a thread in registers.

@@ -110,4 +110,20 @@ TEST(SdpaRewrite, HuggingFaceCausalMaskAndRepeatedHeads) {
   expect_eager_results(g, inputs);
 }
 
+// Hugging Face's ViT ("sdpa"): a boolean mask from positions that every position takes part in
+// (q_idx >= 0, expanded over the batch and keys). Checked once per size inside the shape tensors
+// (mask_kind: open); the call then runs without it.
+TEST(SdpaRewrite, HuggingFaceOpenMaskFromPositions) {
+  REQUIRE_SDPA();
+  const auto g = tftest::hf_sdpa_open_mask_graph();
+  auto inputs = [] {
+    return std::vector<c10::IValue>{torch::randn({2, 3, 9, 16}), torch::randn({2, 3, 9, 16}), torch::randn({2, 3, 9, 16})};
+  };
+  const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(inputs());
+  EXPECT_TRUE(has(e.rewrites, "checked causal or open")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("aten::arange"), std::string::npos) << e.rewritten_graph;
+  expect_eager_results(g, inputs);
+}
+
 }  // namespace

@@ -73,8 +73,28 @@ TEST(ShapeTensors, CausalMaskFromSizesIsComputedOncePerSizeAndRunsCausal) {
   EXPECT_EQ(count_occurrences(g, "torchfuse::shape_tensors("), 1) << g;
   EXPECT_EQ(g.find("aten::arange"), std::string::npos) << g;
   EXPECT_EQ(g.find("aten::masked_fill"), std::string::npos) << g;
-  EXPECT_EQ(g.find("torchfuse::mask_is_causal"), std::string::npos) << g;  // inside the cut
-  EXPECT_TRUE(tftest::contains_in_order(g, {"torchfuse::shape_tensors(", "aten::Bool(", "torchfuse::attention("})) << g;
+  EXPECT_EQ(g.find("torchfuse::mask_kind"), std::string::npos) << g;  // inside the cut
+  EXPECT_TRUE(tftest::contains_in_order(g, {"torchfuse::shape_tensors(", "torchfuse::attention("})) << g;
+  expect_eager_results(m);
+}
+
+// A mask from sizes that every position takes part in (Hugging Face's ViT builds one, boolean;
+// here additive zeros): checked once per size in the cut; the call leaves it out (ATen then picks
+// a kernel that takes no mask). Results as eager's.
+TEST(ShapeTensors, OpenMaskFromSizesIsCheckedInTheCut) {
+  const auto m = tftest::module_from(R"(
+def forward(self, q, k, v):
+    t = q.size(2)
+    mask = torch.zeros([t, t]).masked_fill(torch.arange(t)[None, :] < 0, -3.4028234663852886e+38)
+    s = torch.matmul(q, k.transpose(-2, -1)) * 0.25 + mask[None, None, :, :]
+    return torch.matmul(torch.softmax(s, -1), v)
+)");
+  const auto e = torchfuse::compile(m, options()).explain(qkv(8));
+  ASSERT_TRUE(has(e.rewrites, "shape tensors at ")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_TRUE(has(e.rewrites, "checked causal or open")) << joined(e.rewrites);
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::shape_tensors(", "torchfuse::attention("}))
+      << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("torchfuse::mask_kind"), std::string::npos) << e.rewritten_graph;
   expect_eager_results(m);
 }
 
@@ -168,13 +188,19 @@ int64_t mask_is_causal(const at::Tensor& mask) {
   return op.call(mask);
 }
 
+int64_t mask_kind(const at::Tensor& mask) {
+  static const auto op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("torchfuse::mask_kind", "").typed<int64_t(const at::Tensor&)>();
+  return op.call(mask);
+}
+
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                     bool is_causal) {
+                     bool is_causal, int64_t kind = 0) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool, bool, bool)>();
-  return op.call(q, k, v, mask, 0.25, is_causal, /*mask_prepared=*/true, /*enable_gqa=*/false);
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t)>();
+  return op.call(q, k, v, mask, 0.25, is_causal, /*mask_prepared=*/true, /*enable_gqa=*/false, kind);
 }
 
 at::Tensor causal_mask(int64_t t, c10::ScalarType dtype, double fill) {
@@ -204,6 +230,44 @@ TEST(ShapeTensors, MaskIsCausalOnlyForTheExactPattern) {
   EXPECT_EQ(mask_is_causal(torch::ones({2, 1, 6, 6}, torch::kBool).tril()), 1);
   EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool).triu()), 0);
   EXPECT_EQ(mask_is_causal(torch::ones({6, 6}, torch::kBool)), 0);
+}
+
+// mask_kind: 2 where every position takes part (boolean all true, additive all zero, expanded or
+// not), 1 for the causal pattern, 0 otherwise.
+TEST(ShapeTensors, MaskKindFindsOpenAndCausalMasks) {
+  EXPECT_EQ(mask_kind(torch::ones({6, 6}, torch::kBool)), 2);
+  EXPECT_EQ(mask_kind(torch::ones({1, 1, 197, 1}, torch::kBool).expand({2, 1, 197, 197})), 2);
+  for (c10::ScalarType dt : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+    EXPECT_EQ(mask_kind(torch::zeros({2, 1, 6, 6}, torch::TensorOptions().dtype(dt))), 2) << dt;
+    EXPECT_EQ(mask_kind(torch::zeros({6}, torch::TensorOptions().dtype(dt))), 2) << dt;
+    EXPECT_EQ(mask_kind(causal_mask(6, dt, -std::numeric_limits<double>::infinity())), 1) << dt;
+    at::Tensor almost = torch::zeros({6, 6}, torch::TensorOptions().dtype(dt));
+    almost.index_put_({5, 0}, -1.0);
+    EXPECT_EQ(mask_kind(almost), 0) << dt;
+  }
+  at::Tensor one_out = torch::ones({2, 1, 6, 6}, torch::kBool);
+  one_out.index_put_({1, 0, 3, 2}, false);
+  EXPECT_EQ(mask_kind(one_out), 0);
+  EXPECT_EQ(mask_kind(torch::ones({6, 6}, torch::kBool).tril()), 1);
+  EXPECT_EQ(mask_kind(torch::ones({0, 6}, torch::kBool)), 0);
+  EXPECT_EQ(mask_kind(torch::ones({6, 6}, torch::kLong)), 0);
+}
+
+// mask_kind 2: the open mask is left out (the result is the call's without a mask); a kind
+// outside 0..2 is an error naming it.
+TEST(ShapeTensors, AttentionLeavesOutAnOpenMask) {
+  const auto in = qkv(8);
+  const at::Tensor q = in[0].toTensor(), k = in[1].toTensor(), v = in[2].toTensor();
+  const at::Tensor want = torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * 0.25, -1), v);
+  const at::Tensor open = torch::ones({1, 1, 8, 1}, torch::kBool).expand({2, 1, 8, 8});
+  EXPECT_TRUE(torch::allclose(attention(q, k, v, open, false, /*kind=*/2), want, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(attention(q, k, v, torch::zeros({8, 8}), false, /*kind=*/2), want, 1e-5, 1e-5));
+  try {
+    attention(q, k, v, open, false, /*kind=*/3);
+    ADD_FAILURE() << "mask_kind 3 was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("mask_kind must be 0, 1 or 2, got 3"), std::string::npos) << e.what();
+  }
 }
 
 // is_causal with a mask: causal where the mask spans the scores' last two dims (the mask is not

@@ -124,4 +124,28 @@ TEST(ShapeTensorsGpu, SdpaCallWithCausalMaskAndRepeatedHeads) {
 #endif
 }
 
+// ViT's "sdpa" graph: the boolean mask from positions takes every position; checked open once per
+// size, the call runs without it (ATen may pick a fused kernel), against eager and float64 in
+// every dtype, at ViT's 197 tokens and an odd size.
+TEST(ShapeTensorsGpu, SdpaCallWithOpenMask) {
+  REQUIRE_GPU();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  const auto g = tftest::hf_sdpa_open_mask_graph();
+  for (c10::ScalarType dt : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+    torchfuse::CompiledModule compiled = torchfuse::compile_graph(g->copy(), tftest::quiet_options(2));
+    for (auto [b, h, t, e] : {std::array<int64_t, 4>{2, 12, 197, 64}, {3, 3, 37, 64}}) {
+      const auto in = qkv(dt, b, h, t, e, 1);
+      const std::string where = std::string(c10::toString(dt)) + " t " + std::to_string(t);
+      const auto explanation = compiled.explain(in);
+      EXPECT_TRUE(has(explanation.rewrites, "checked causal or open")) << where << "\n" << tftest::joined(explanation.rewrites)
+                                                                       << tftest::joined(explanation.refused);
+      const auto report = torchfuse::compare_with_eager(compiled, in);
+      EXPECT_TRUE(report.passed()) << where << "\n" << report.to_string();
+    }
+  }
+#else
+  GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no aten::scaled_dot_product_attention";
+#endif
+}
+
 }  // namespace
