@@ -130,8 +130,17 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       if (column_element_input(l, k)) b.line(register_type(l.inputs[k].dtype) + " c" + str(static_cast<int64_t>(k)) + "[" + N + "];");
     }
   }
+  // Inputs of a pass computed from registers: the element inputs from the rows loaded there; an
+  // input the same along the reduced dims (InnerBroadcast: its reduced strides are all zero) at its
+  // column's offset, since no row offset is in scope there (fuzz seed 7, programs 784 and 789:
+  // expanded inputs built kernels NVRTC rejected).
   const auto cached_load = [&](size_t k) {
-    return column_element_input(l, k) ? "c" + str(static_cast<int64_t>(k)) + "[u]" : column_load(l, k, "");
+    const std::string kk = str(static_cast<int64_t>(k));
+    if (column_element_input(l, k)) return "c" + kk + "[u]";
+    if (l.inputs[k].access == Access::InnerBroadcast) {
+      return load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + "]", l.inputs[k].dtype);
+    }
+    return column_load(l, k, "");
   };
   const auto store = [&](size_t k, const std::string& e) {
     b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");

@@ -235,6 +235,17 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t1 = torch.hardsigmoid(x0)\n"
        "    t2 = torch.layer_norm(t1, [1])\n"
        "    return torch.relu(t2.flatten(2, 3)) * 1.5\n"},
+      // Column passes reading an expanded input (stride 0 along the reduced dim, InnerBroadcast)
+      // from the pass that computes from registers: its load named a row offset only the loading
+      // loop had, and NVRTC rejected the kernel (a split looped pass, 784; a block per tile with
+      // the column in registers, 789; fuzz seed 7).
+      {"fuzz_s7_784_f32_split_log_softmax_of_expanded", f32, {{{255, 100}, L::Expanded}, {{255, 100}}},
+       "    t0 = torch.log_softmax(x0, -2)\n"
+       "    return t0\n"},
+      {"fuzz_s7_789_f32_column_sum_where_expanded", f32, {{{100, 7, 7}, L::Expanded}, {{100, 7, 7}}, {{1, 1, 7}}},
+       "    t0 = x1.sum(0, keepdim=True)\n"
+       "    t1 = torch.where(t0 > 0.0, x0, 0.0)\n"
+       "    return t1\n"},
   };
 }
 

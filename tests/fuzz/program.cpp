@@ -105,6 +105,9 @@ class Generator {
     for (auto& d : s) d = chance(0.01) ? 0 : one_of(pool);
     // Rows longer than a block, now and then: up to 65537 elements in the last dim.
     if (chance(0.05)) s.back() = chance(0.5) ? 16384 : 65537;
+    // Long leading dims over few columns, now and then: column passes that split each tile's
+    // rows over blocks (choose_column_pass_split).
+    if (s.size() >= 2 && chance(0.05)) s.front() = chance(0.5) ? 4099 : 20000;
     while (numel(s) > o_.max_elements) {
       auto it = std::max_element(s.begin(), s.end());
       *it = std::max<int64_t>(1, *it / 7);
