@@ -110,12 +110,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 void choose_column_cache(ReductionLayout& l, const Tuning& tune);
 
 // Column groups of several passes whose columns do not fit registers (choose_column_cache), with
-// fewer tiles of 32 columns than fill the device: the
-// blocks a tile's rows are split over (1: no split). Each split block runs every pass over its
-// rows and the blocks of a tile exchange each pass's partial results through a barrier of their
-// own, so the launch must keep them all resident (a cooperative launch,
-// DeviceTarget::cooperative_launch). Aims for Tuning::column_pass_blocks blocks of 256 threads per
-// multiprocessor, at least kMinSplitPassRows rows a block.
+// fewer tiles of 32 columns than fill the device: the blocks a tile's rows are split over (1: no
+// split). Each split block runs every pass over its rows and the blocks of a tile exchange each
+// pass's partial results through a barrier of their own, so the launch must keep them all
+// resident (a cooperative launch, DeviceTarget::cooperative_launch). Aims for
+// Tuning::column_pass_blocks blocks of 256 threads per multiprocessor, at least kMinSplitPassRows
+// rows a block.
 int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
 constexpr int64_t kMinSplitPassRows = 64;
 

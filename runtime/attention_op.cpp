@@ -184,7 +184,8 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   if (mask && given_kind == kOpenMask && within_scores(*mask, q, k)) mask = c10::nullopt;
   if (mask && given_kind == kCausalMask) is_causal = true;
   if (is_causal && mask) {
-    // mask_is_causal vouched for the mask's values; the scores' shape decides whether it applies.
+    // mask_kind (or mask_is_causal) vouched for the mask's values; the scores' shape decides
+    // whether it applies.
     const bool spans = mask->dim() >= 2 && mask->size(-2) == q.size(-2) && mask->size(-1) == k.size(-2);
     if (spans) mask = c10::nullopt;
     else is_causal = false;
