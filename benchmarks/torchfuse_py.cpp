@@ -123,7 +123,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "keywords set the CompileOptions of those names");
   m.def(
       "compile_graph",
-      [](std::shared_ptr<torch::jit::Graph> graph) { return torchfuse::compile_graph(std::move(graph)); },
+      [](std::shared_ptr<torch::jit::Graph> graph, const std::string& tune) {
+        torchfuse::CompileOptions options;
+        options.tune = tune;
+        return torchfuse::compile_graph(std::move(graph), options);
+      },
+      pybind11::arg("graph"), pybind11::arg("tune") = "",
       "torchfuse::compile_graph on a TorchScript graph whose inputs are the call's inputs, e.g. "
-      "torch.jit.script(fn).graph");
+      "torch.jit.script(fn).graph; `tune` sets CompileOptions::tune (knob=value,... as TORCHFUSE_TUNE)");
 }

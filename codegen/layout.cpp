@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/cuda_types.h"
 #include "codegen/tuning.h"
 #include "src/error.h"
 #include "src/ir.h"
@@ -176,8 +177,9 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
 }
 
 bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
+  constexpr int64_t kTileSharedBytes = 48 * 1024;  // static shared memory a block may declare
   const int64_t rank = static_cast<int64_t>(layout.sizes.size());
-  const int tile = tune.pointwise_tile;
+  int tile = tune.pointwise_tile;
   if (tile <= 0 || rank < 2 || !layout.cats.empty() || layout.sizes.back() < tile / 2) return false;
   // Bytes of transposed inputs contiguous along each dim.
   std::vector<int64_t> bytes(rank - 1, 0);
@@ -190,8 +192,22 @@ bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
   const auto best = std::max_element(bytes.begin(), bytes.end());  // the first of equals: deterministic
   if (*best == 0) return false;
   layout.tile_dim = static_cast<int>(best - bytes.begin());
-  layout.tile = tile;
   for (auto& in : layout.inputs) in.tiled = in.access == Access::Strided && in.strides[layout.tile_dim] == 1;
+  // Each tiled input has a tile of registers' type in static shared memory: smaller tiles where
+  // those would pass a block's 48 KiB (three fp16 inputs at 64 x 65 floats do), none where even
+  // tiles of 16 would.
+  int64_t per_element = 0;
+  for (const auto& in : layout.inputs)
+    if (in.tiled) per_element += static_cast<int64_t>(c10::elementSize(register_dtype(in.dtype)));
+  layout.tile = tile;
+  while (layout.tile > 16 && per_element * layout.tile * (layout.tile + 1) > kTileSharedBytes) layout.tile /= 2;
+  if (per_element * layout.tile * (layout.tile + 1) > kTileSharedBytes) {
+    layout.tile_dim = -1;
+    layout.tile = 0;
+    for (auto& in : layout.inputs) in.tiled = false;
+    return false;
+  }
+  tile = layout.tile;
   // Elements a thread takes along the contiguous dims (vector accesses where the launch finds
   // them aligned): 8 bytes of the widest operand, 1 where one is 8 bytes wide. (Tiles of 16 have
   // too few elements for a block's threads to take more than one.)

@@ -496,7 +496,8 @@ std::string describe(const Attention& a) {
   if (a.from_sdpa) {
     os << "attention " << name(a.out->output()) << " = scaled_dot_product_attention(" << name(a.query) << ", "
        << name(a.key) << ", " << name(a.value) << ", scale " << a.scale;
-    if (a.additive_mask || a.kept) os << ", mask " << name(a.additive_mask ? a.additive_mask : a.kept) << " as given";
+    if (a.additive_mask) os << ", mask " << name(a.additive_mask) << " as given";
+    if (a.kept) os << ", boolean mask " << name(a.kept) << " made additive once (as ATen would per call)";
     if (a.causal) os << ", causal";
     os << ")";
   } else {
@@ -518,7 +519,8 @@ std::string describe(const Attention& a) {
 
 // Puts the call in place of the pattern. A mask shared by several calls (every layer of a model
 // reads one) is prepared once (torchfuse::attention_mask: additive, fully masked rows NaN), at the
-// first call reading it.
+// first call reading it; a boolean mask of scaled_dot_product_attention calls is converted once
+// (torchfuse::sdpa_mask: ATen's own conversion, which it would repeat per call).
 class Replacer {
  public:
   explicit Replacer(torch::jit::Graph& graph) : graph_(graph) {}
@@ -536,6 +538,9 @@ class Replacer {
     Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
     if (mask && !a.from_sdpa) {
       mask = prepared_mask(mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
+    } else if (mask && a.kept) {
+      // A boolean mask of a scaled_dot_product_attention call: converted as ATen would on each call.
+      mask = converted_mask(mask, a.dtype, a.out->owningBlock());
     } else if (!mask) {
       mask = graph_.insertConstant(c10::IValue());
     }
@@ -567,6 +572,15 @@ class Replacer {
     return made;
   }
 
+  Value* converted_mask(Value* mask, c10::ScalarType dtype, torch::jit::Block* block) {
+    for (const Prepared& p : converted_) {
+      if (p.mask == mask && p.dtype == dtype && p.made->node()->owningBlock() == block) return p.made;
+    }
+    Value* made = insert_call(sdpa_mask_op(), {mask, graph_.insertConstant(static_cast<int64_t>(dtype))}, "attn_mask");
+    converted_.push_back({mask, false, dtype, made});
+    return made;
+  }
+
   Value* insert_call(const c10::Symbol& op, const std::vector<Value*>& inputs, const std::string& hint) {
     Node* call = graph_.insertNode(graph_.create(op, inputs, 1));
     call->output()->setType(c10::TensorType::get());
@@ -579,8 +593,14 @@ class Replacer {
     return s;
   }
 
+  static const c10::Symbol& sdpa_mask_op() {
+    static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::sdpa_mask");
+    return s;
+  }
+
   torch::jit::Graph& graph_;
   std::vector<Prepared> prepared_;
+  std::vector<Prepared> converted_;  // boolean masks of scaled_dot_product_attention calls
 };
 
 void collect_candidates(torch::jit::Block* block, std::vector<Node*>& out) {

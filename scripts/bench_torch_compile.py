@@ -222,12 +222,13 @@ def cmake_cxx_compiler(build_dir):
     return None
 
 
-def measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs):
+def measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs, tune=""):
     """torchfuse on fn's TorchScript graph, measured as the other implementations are, then checked
     by torchfuse::compare_with_eager (against a float64 run); its stats say whether every call ran
-    fused (eager_calls 0) and how many groups fell back."""
+    fused (eager_calls 0) and how many groups fell back. `tune`: CompileOptions::tune."""
     try:
-        tf = torchfuse_py.compile_graph(torch.jit.script(fresh_copy(fn)).graph)
+        graph = torch.jit.script(fresh_copy(fn)).graph
+        tf = torchfuse_py.compile_graph(graph, tune) if tune else torchfuse_py.compile_graph(graph)
         result = measure_impl(lambda: tf(*inputs), expected, min_bytes, copy_gbs)
         if "error" not in result:
             result["matches_reference"], report = tf.compare_with_eager(*inputs)

@@ -199,7 +199,7 @@ def make_input(spec, dtype):
     return torch.randn(shape, device="cuda", dtype=dtype)
 
 
-def measure_case(category, name, fn, specs, dtype_name, copy_gbs, torchfuse_py):
+def measure_case(category, name, fn, specs, dtype_name, copy_gbs, torchfuse_py, tunes=()):
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(0)
     inputs = [make_input(s, dtype) for s in specs]
@@ -211,6 +211,9 @@ def measure_case(category, name, fn, specs, dtype_name, copy_gbs, torchfuse_py):
     row["compile"] = btc.measure_impl(lambda: impl(*inputs), expected, min_bytes, copy_gbs)
     if torchfuse_py is not None:
         row["torchfuse"] = btc.measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes, copy_gbs)
+        for tune in tunes:  # knob sweeps: the same case again under CompileOptions::tune
+            row.setdefault("tunes", {})[tune] = btc.measure_torchfuse(torchfuse_py, fn, inputs, expected, min_bytes,
+                                                                      copy_gbs, tune)
     return row
 
 
@@ -287,7 +290,10 @@ def parse_args(argv):
     p.add_argument("--json", help="save the measurements here")
     p.add_argument("--out", help="write the markdown here (it is printed either way)")
     p.add_argument("--from-json", help="re-render saved measurements")
+    p.add_argument("--tunes", default="", help="';'-separated knob settings (knob=value,...): each case is also "
+                   "timed with torchfuse compiled under each (CompileOptions::tune), in the same process")
     args = p.parse_args(argv)
+    args.tunes = [t for t in args.tunes.split(";") if t]
     args.dtypes = [btc.DTYPES[d] for d in args.dtypes.split(",") if d]
     args.categories = [c for c in args.categories.split(",") if c]
     unknown = [c for c in args.categories if c not in CATEGORIES]
@@ -307,11 +313,15 @@ def measure_all(args):
     with torch.no_grad():
         for dtype_name in args.dtypes:
             for category, name, fn, specs in selected:
-                row = measure_case(category, name, fn, specs, dtype_name, copy_gbs, torchfuse_py)
+                row = measure_case(category, name, fn, specs, dtype_name, copy_gbs, torchfuse_py, args.tunes)
                 results["rows"].append(row)
                 print(f"{category:15s} {name:22s} {dtype_name:9s} eager {btc.fmt(us_of(row, 'eager'), 1)}  "
                       f"compile {btc.fmt(us_of(row, 'compile'), 1)}  torchfuse {btc.fmt(us_of(row, 'torchfuse'), 1)} "
                       f"{torchfuse_ok(row)[1]}", flush=True)
+                for tune, r in row.get("tunes", {}).items():
+                    ok = r.get("matches_reference") and not (r.get("stats") or {}).get("eager_calls", 0)
+                    print(f"{'':15s} {name:22s} {dtype_name:9s} torchfuse[{tune}] {btc.fmt(r.get('us'), 1)} "
+                          f"k {r.get('kernels')} {'' if ok else r.get('error', 'not fused or wrong')}", flush=True)
                 if args.json:  # after every row, so a run cut short keeps what it measured
                     with open(args.json, "w") as f:
                         json.dump(results, f, indent=1)

@@ -246,6 +246,12 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = x1.sum(0, keepdim=True)\n"
        "    t1 = torch.where(t0 > 0.0, x0, 0.0)\n"
        "    return t1\n"},
+      // Three chunks of one transposed input, each read through a tile of 64 x 65 floats in
+      // static shared memory: 49920 bytes, past a block's 48 KiB, and ptxas rejected the kernel
+      // (fuzz seed 7, program 550, GPU). Tiles shrink until they fit (codegen/layout.cpp).
+      {"fuzz_s7_550_f16_three_tiled_chunks", f16, {{{512, 2340}, L::Transposed}},
+       "    t4_0, t4_1, t4_2 = x0.chunk(3, 1)\n"
+       "    return torch.relu(t4_0) * t4_1 + t4_2\n"},
   };
 }
 

@@ -892,6 +892,26 @@ TEST(TiledPointwise, OuterDimsAndSeveralInputs) {
       << src;
 }
 
+// Each tiled input declares a tile of floats in static shared memory, which a block may hold 48 KiB
+// of: three transposed inputs take tiles of 32 instead of 64 (3 x 64 x 65 x 4 bytes would pass
+// it; fuzz seed 7, program 550), and NVRTC builds the kernel. Two fit tiles of 64.
+TEST(TiledPointwise, TilesShrinkToFitSharedMemory) {
+  const auto three = module_returning("x, y, z", "torch.relu(x.t()) * y.t() + z.t()");
+  const std::vector<c10::IValue> in3 = {torch::randn({96, 80}), torch::randn({96, 80}), torch::randn({96, 80})};
+  const std::string src3 = body(compiled(three, in3));
+  EXPECT_TRUE(tftest::contains_in_order(src3, {"tile0[32][32 + 1];", "tile1[32][32 + 1];", "tile2[32][32 + 1];"})) << src3;
+  const auto two = module_returning("x, y, z", "torch.relu(x.t()) * y.t() + z");
+  const std::string src2 = body(compiled(two, {torch::randn({96, 80}), torch::randn({96, 80}), torch::randn({80, 96})}));
+  EXPECT_TRUE(tftest::contains_in_order(src2, {"tile0[64][64 + 1];", "tile1[64][64 + 1];"})) << src2;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    auto options = tftest::quiet_options();
+    options.offline_arch = arch;
+    const torchfuse::Explanation e = torchfuse::compile(three, options).explain(in3, /*compile_kernels=*/true);
+    ASSERT_EQ(e.cubin_bytes.size(), 1u) << arch;
+    EXPECT_GT(e.cubin_bytes[0], 0u) << arch;
+  }
+}
+
 // Column groups of several passes keep each thread's rows in registers where they fit
 // Tuning::column_cache (8 threads along the column with half the budget, else 16), read the
 // column once and take the later passes from the registers; longer columns, or column_cache=0,

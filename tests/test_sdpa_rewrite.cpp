@@ -47,11 +47,12 @@ void expect_eager_results(const std::shared_ptr<torch::jit::Graph>& g, const std
   for (int call = 0; call < 2; ++call) {
     const std::vector<c10::IValue> in = inputs();
     const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
-    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << "call " << call << ": " << (got - want).abs().max();
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5, /*equal_nan=*/true)) << "call " << call << ": " << (got - want).abs().max();
   }
 }
 
-// A mask given to the call (additive or boolean) stays the call's mask, unprepared.
+// An additive mask given to the call stays the call's mask, unprepared; a boolean one is made
+// additive (torchfuse::sdpa_mask, ATen's own conversion), once.
 TEST(SdpaRewrite, CallWithItsMaskAsGiven) {
   REQUIRE_SDPA();
   for (const char* mask_type : {"Float", "Bool"}) {
@@ -67,13 +68,30 @@ graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor):
       const at::Tensor mask = std::string(mask_type) == "Bool" ? torch::rand({2, 1, 8, 8}) > 0.3 : torch::randn({2, 1, 8, 8});
       return std::vector<c10::IValue>{torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16}), torch::randn({2, 3, 8, 16}), mask};
     };
+    const bool boolean = std::string(mask_type) == "Bool";
     const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(inputs());
-    ASSERT_TRUE(has(e.rewrites, "= scaled_dot_product_attention(%q, %k, %v, scale 0.25, mask %mask as given)"))
+    ASSERT_TRUE(has(e.rewrites, boolean ? "= scaled_dot_product_attention(%q, %k, %v, scale 0.25, boolean mask %mask made "
+                                          "additive once (as ATen would per call))"
+                                        : "= scaled_dot_product_attention(%q, %k, %v, scale 0.25, mask %mask as given)"))
         << mask_type << ": " << joined(e.rewrites) << joined(e.refused);
     EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
     EXPECT_EQ(e.rewritten_graph.find("torchfuse::attention_mask"), std::string::npos) << e.rewritten_graph;
+    const bool converted = e.rewritten_graph.find("torchfuse::sdpa_mask") != std::string::npos;
+    EXPECT_EQ(converted, boolean) << e.rewritten_graph;
     expect_eager_results(g, inputs);
   }
+}
+
+// BERT's "sdpa" layers all read one boolean padding mask: it is made additive once for both
+// calls, and the results (rows with every key masked included) are eager's.
+TEST(SdpaRewrite, SharedBooleanMaskConvertedOnce) {
+  REQUIRE_SDPA();
+  const auto g = tftest::sdpa_shared_bool_mask_graph();
+  const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(tftest::sdpa_shared_bool_mask_inputs(c10::kCPU, c10::kFloat));
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::sdpa_mask("), 1) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::attention("), 2) << e.rewritten_graph;
+  EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
+  expect_eager_results(g, [] { return tftest::sdpa_shared_bool_mask_inputs(c10::kCPU, c10::kFloat); });
 }
 
 // Dropout draws random numbers: the call stays as it is, with the reason.

@@ -148,4 +148,33 @@ TEST(ShapeTensorsGpu, SdpaCallWithOpenMask) {
 #endif
 }
 
+// BERT's "sdpa" graph: one boolean padding mask from the input for two calls, made additive once
+// (torchfuse::sdpa_mask), with every score row of one batch fully masked; against eager and
+// float64 in every dtype, and again under CUDA graphs.
+TEST(ShapeTensorsGpu, SdpaCallsShareOneConvertedBooleanMask) {
+  REQUIRE_GPU();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  torch::manual_seed(3);
+  const auto g = tftest::sdpa_shared_bool_mask_graph();
+  for (bool graphs : {false, true}) {
+    for (c10::ScalarType dt : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      auto options = tftest::quiet_options(2);
+      options.cuda_graphs = graphs;
+      torchfuse::CompiledModule compiled = torchfuse::compile_graph(g->copy(), options);
+      const std::string where = std::string(c10::toString(dt)) + (graphs ? " graphs" : "");
+      const auto explanation = compiled.explain(tftest::sdpa_shared_bool_mask_inputs(torch::kCUDA, dt));
+      EXPECT_EQ(tftest::count_occurrences(explanation.rewritten_graph, "torchfuse::sdpa_mask("), 1)
+          << where << "\n" << explanation.rewritten_graph;
+      for (int call = 0; call < 4; ++call) {
+        const auto in = tftest::sdpa_shared_bool_mask_inputs(torch::kCUDA, dt);
+        const auto report = torchfuse::compare_with_eager(compiled, in);
+        EXPECT_TRUE(report.passed()) << where << " call " << call << "\n" << report.to_string();
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "LibTorch " TORCH_VERSION " has no aten::scaled_dot_product_attention";
+#endif
+}
+
 }  // namespace
