@@ -132,17 +132,17 @@ RowCachePolicy auto_policy(const ReductionLayout& values_layout, const Reduction
 // 128 threads beat 64 to 512 on rows of 1024 and 4096; softmax, layer norm, rms norm and
 // add + layer norm 0-1% faster, attention 2.5%, logsumexp 5%). Only they take a cluster for rows
 // too long for a block (H200 f32 rows of 65536: 252 -> 194 us; bf16 rows, which keep values or
-// inputs, went from 128 to 215 us with a cluster and loop instead). Rows of fewer vectors than
-// that team would leave threads idle and pay for block-wide reductions: they take the team
-// row_vectors gives, a warp or part of one (H200 f32 softmax over rows of 77: 9.2 -> 6.2 us with
-// 32 threads a row instead of 128; layer norm over rows of 64: 38.4 either way).
+// inputs, went from 128 to 215 us with a cluster and loop instead). A row of fewer vectors than
+// that team aims for at most a warp: a wider team would leave threads idle and reduce through
+// shared memory (H200 f32 softmax over rows of 77: 9.2 -> 6.2 us with 32 threads a row instead of
+// 128).
 void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster, const Tuning& tune) {
-  const int64_t vectors = (l.reduced() + l.vec - 1) / l.vec;
-  if (tune.row_team == 0 || vectors < tune.row_team) {
+  if (tune.row_team == 0) {
     plan_team(l, bytes, tune.row_vectors, 0, max_cluster, tune);
     return;
   }
-  plan_team(l, bytes, 8, tune.row_team, max_cluster, tune);
+  const int64_t vectors = (l.reduced() + l.vec - 1) / l.vec;
+  plan_team(l, bytes, 8, vectors < tune.row_team ? std::min(tune.row_team, 32) : tune.row_team, max_cluster, tune);
 }
 
 void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max_cluster, const Tuning& tune) {

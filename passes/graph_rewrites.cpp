@@ -8,6 +8,7 @@
 #include "passes/rewrite_attention.h"
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_gemm_epilogues.h"
+#include "passes/sink_reshapes.h"
 
 namespace torchfuse {
 
@@ -87,6 +88,9 @@ const Rewrite kRewrites[] = {
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
     // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.
     {"rewrite_linear_bias", &RewriteOptions::linear_bias, rewrite_linear_bias},
+    // After the rewrites that match layouts around GEMMs and attention (a reshape read by a
+    // linear or an attention call stays where it is).
+    {"sink_reshapes", &RewriteOptions::sink_reshapes, sink_reshapes},
     // Last: the attention rewrite's prepared masks join the shape tensors they are made from
     // (and get their causal check there).
     {"cache_shape_tensors", &RewriteOptions::shape_tensors, cache_shape_tensors},

@@ -28,6 +28,7 @@ struct RewriteOptions {
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
   bool linear_bias = true;     // CompileOptions::split_linear_bias
   bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
+  bool sink_reshapes = true;   // no CompileOptions switch: it changes which kernels run, never values
   LogSwitches logs;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <ATen/TensorUtils.h>
+
 namespace torchfuse {
 namespace {
 
@@ -25,6 +27,24 @@ bool costs_eager_a_kernel(const ir::Node* n) {
   return in->producer && !ir::computes_nothing(in->producer->kind) && !row_major(in->type.sizes, strides);
 }
 
+// Copies eager makes after the group: a reshape (or flatten) outside it of an output whose eager
+// layout does not merge (passes/sink_reshapes.h moves a head merge's reshape after the add that
+// reads it; the add alone is one op, but eager's add of the transposed heads comes out transposed
+// and the reshape copies it, where the group writes its output row-major and the reshape is a view).
+int64_t copies_after(const FusionGroup& g) {
+  int64_t copies = 0;
+  auto inside = [&](const ir::Node* n) { return std::find(g.nodes.begin(), g.nodes.end(), n) != g.nodes.end(); };
+  for (const ir::Node* made : g.nodes) {
+    const ir::Value* v = made->output();
+    const auto& strides = v->eager_strides.empty() ? v->type.strides : v->eager_strides;
+    for (const ir::Node* n : v->uses) {
+      if ((n->kind != ir::OpKind::Reshape && n->kind != ir::OpKind::Flatten) || inside(n)) continue;
+      if (!at::detail::computeStride(v->type.sizes, strides, n->output()->type.sizes).has_value()) ++copies;
+    }
+  }
+  return copies;
+}
+
 }  // namespace
 
 void prune_groups(PassContext& ctx) {
@@ -37,7 +57,7 @@ void prune_groups(PassContext& ctx) {
                                            [](const ir::Node* n) { return ir::is_reduction(n->kind); });
     // Views count for nothing: ATen's views cost no kernel (but its contiguous() of a computed
     // value in another layout is a copy).
-    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel);
+    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel) + copies_after(g);
     if (has_reduction || ops >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));

@@ -35,14 +35,24 @@ if nm -D --defined-only "$BUILD_DIR/libtorchfuse.so" 2>/dev/null | grep -q " _ZN
   echo "libtorchfuse.so defines std::locale::classic(): ${CXX:-c++} linked a static libstdc++ into it" | tee -a "$OUT/gpu.txt"
   status=1
 fi
-"$BUILD_DIR"/tests/torchfuse_cpu_tests --gtest_brief=1 >"$OUT/cpu_tests.log" 2>&1 || status=1
-"$BUILD_DIR"/tests/torchfuse_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1 || status=1
-"$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests --gtest_brief=1 >"$OUT/gpu_reduction_tests.log" 2>&1 || status=1
+# The test binaries run side by side (each its own process; the GPU ones share the device), so
+# that the whole check fits a 10-minute call on the GPU machine.
+pids=()
+run_test() {  # name, then the command
+  local name=$1
+  shift
+  "$@" --gtest_brief=1 >"$OUT/$name.log" 2>&1 &
+  pids+=($!)
+}
+run_test cpu_tests "$BUILD_DIR"/tests/torchfuse_cpu_tests
+run_test gpu_tests "$BUILD_DIR"/tests/torchfuse_gpu_tests
+run_test gpu_reduction_tests "$BUILD_DIR"/tests/torchfuse_gpu_reduction_tests
 # NVTX ranges through NVTX's injection interface: the capture library is the tool (as under ctest).
-NVTX_INJECTION64_PATH="$(cd "$BUILD_DIR" && pwd)/tests/libtorchfuse_nvtx_capture.so" \
-  "$BUILD_DIR"/tests/torchfuse_nvtx_tests --gtest_brief=1 >"$OUT/nvtx_tests.log" 2>&1 || status=1
-"$BUILD_DIR"/tests/torchfuse_replay_tests --gtest_brief=1 >"$OUT/replay_tests.log" 2>&1 || status=1
-"$BUILD_DIR"/tests/torchfuse_cli_tests --gtest_brief=1 >"$OUT/cli_tests.log" 2>&1 || status=1
+run_test nvtx_tests env NVTX_INJECTION64_PATH="$(cd "$BUILD_DIR" && pwd)/tests/libtorchfuse_nvtx_capture.so" \
+  "$BUILD_DIR"/tests/torchfuse_nvtx_tests
+run_test replay_tests "$BUILD_DIR"/tests/torchfuse_replay_tests
+run_test cli_tests "$BUILD_DIR"/tests/torchfuse_cli_tests
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 bash scripts/check_layers.sh >"$OUT/layers.log" 2>&1 || status=1
 if [ "${STRESS_SECONDS:-20}" != 0 ]; then
   "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \

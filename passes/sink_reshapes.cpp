@@ -1,0 +1,127 @@
+// Reshapes that copy moved past the pointwise ops reading them (see sink_reshapes.h).
+#include "passes/sink_reshapes.h"
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <ATen/TensorUtils.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "src/ir.h"
+
+namespace torchfuse {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// Elementwise ops whose first input is the chain's value and whose other tensor inputs, if any,
+// are read element for element (the same shape) or are 0-dim.
+bool is_pointwise(const Node* n) {
+  static const std::unordered_set<std::string> kinds = {
+      "aten::add",  "aten::sub",     "aten::mul",  "aten::div",  "aten::maximum", "aten::minimum", "aten::relu",
+      "aten::gelu", "aten::sigmoid", "aten::tanh", "aten::silu", "aten::neg",     "aten::exp",     "aten::abs"};
+  return kinds.count(n->kind().toQualString()) > 0 && n->outputs().size() == 1;
+}
+
+bool is_tensor_value(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
+
+// Does a tensor of `t`'s sizes and strides take the sizes `to` without a copy?
+bool views_as(const ir::Type& t, const std::vector<int64_t>& to) {
+  return at::detail::computeStride(t.sizes, t.strides, to).has_value();
+}
+
+// Why `n`, reading the chain's value `v` (now of sizes `out`), cannot compute in the reshape
+// input's sizes `in` ("" where it can).
+std::string why_op_stays(const RewriteContext& ctx, const Node* n, const Value* v, const std::vector<int64_t>& out,
+                         const std::vector<int64_t>& in) {
+  if (!is_pointwise(n)) return node_name(n) + " is not a pointwise op";
+  if (n->input(0) != v) return node_name(n) + " reads it other than as its first input";
+  const ir::Type* result = ctx.type_of(n->output());
+  if (!result || !result->is_tensor() || result->sizes != out) return node_name(n) + "'s result is broadcast wider";
+  for (size_t i = 1; i < n->inputs().size(); ++i) {
+    const Value* x = n->input(i);
+    if (x == v) return node_name(n) + " reads it twice";
+    if (!is_tensor_value(x)) continue;
+    const ir::Type* t = ctx.type_of(x);
+    if (!t || !t->is_tensor()) return node_name(n) + ": operand %" + x->debugName() + " was not profiled";
+    if (t->sizes.empty()) continue;
+    if (t->sizes != out) return node_name(n) + ": operand %" + x->debugName() + " " + t->str() + " is broadcast";
+    if (!views_as(*t, in)) return node_name(n) + ": operand %" + x->debugName() + " would copy too";
+  }
+  return "";
+}
+
+// The reshape's pointwise chain: each op reads the previous value (the reshape's output first) as
+// its only reader, up to the last op, whose result may be read anywhere.
+std::vector<Node*> chain_of(const RewriteContext& ctx, Node* reshape, const std::vector<int64_t>& out,
+                            const std::vector<int64_t>& in, std::string& why) {
+  std::vector<Node*> chain;
+  Value* v = reshape->output();
+  while (v->uses().size() == 1) {
+    Node* user = v->uses()[0].user;
+    const std::string stays = why_op_stays(ctx, user, v, out, in);
+    if (!stays.empty()) {
+      if (chain.empty()) why = stays;
+      break;
+    }
+    chain.push_back(user);
+    v = user->output();
+  }
+  if (chain.empty() && why.empty()) why = "its result is read by " + std::to_string(v->uses().size()) + " ops";
+  return chain;
+}
+
+// aten::reshape of `x` to the sizes `like` has, read at run time.
+Value* reshape_like(torch::jit::Graph& graph, Value* x, Value* like, int64_t rank) {
+  std::vector<Value*> sizes;
+  for (int64_t d = 0; d < rank; ++d) sizes.push_back(graph.insert(c10::aten::size, {like, d}));
+  Value* list = graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
+  return graph.insert(c10::aten::reshape, {x, list});
+}
+
+void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain) {
+  torch::jit::Graph& graph = ctx.graph;
+  Value* source = reshape->input(0);
+  const int64_t rank = static_cast<int64_t>(ctx.type_of(source)->sizes.size());
+  for (Node* op : chain) {
+    torch::jit::WithInsertPoint point(op);
+    for (size_t i = 1; i < op->inputs().size(); ++i) {
+      Value* x = op->input(i);
+      if (!is_tensor_value(x) || ctx.type_of(x)->sizes.empty()) continue;
+      op->replaceInput(i, reshape_like(graph, x, source, rank));
+    }
+  }
+  chain.front()->replaceInput(0, source);
+  Node* last = chain.back();
+  torch::jit::WithInsertPoint after(last->next());
+  Value* back = graph.insert(c10::aten::reshape, {last->output(), reshape->input(1)});
+  back->setType(last->output()->type());
+  last->output()->replaceAllUsesAfterNodeWith(back->node(), back);
+  ctx.applied("reshape " + node_name(reshape) + " of %" + source->debugName() + " (its strides do not merge) moved after " +
+              std::to_string(chain.size()) + " pointwise op(s), to " + node_name(last) + "'s result");
+}
+
+}  // namespace
+
+void sink_reshapes(RewriteContext& ctx) {
+  std::vector<Node*> reshapes;
+  for (Node* n : ctx.graph.nodes())
+    if (is_kind(n, "aten::reshape") && n->inputs().size() == 2) reshapes.push_back(n);
+  for (Node* n : reshapes) {
+    const ir::Type* in = ctx.type_of(n->input(0));
+    const ir::Type* out = ctx.type_of(n->output());
+    if (!in || !out || !in->is_tensor() || !out->is_tensor() || in->numel() == 0) continue;
+    if (views_as(*in, out->sizes)) continue;  // a view: it fuses as one
+    std::string why;
+    const std::vector<Node*> chain = chain_of(ctx, n, out->sizes, in->sizes, why);
+    if (chain.empty()) {
+      ctx.refused("reshape " + node_name(n) + " copies and stays before its readers: " + why);
+      continue;
+    }
+    sink(ctx, n, chain);
+  }
+}
+
+}  // namespace torchfuse

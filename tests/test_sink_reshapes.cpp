@@ -1,0 +1,103 @@
+// Reshapes that copy, moved after the pointwise ops that read them (passes/sink_reshapes.h), on
+// the CPU: the rewrite's report, the rewritten graph (one fusion group reading the transposed
+// input, the reshape after it) and, through the groups' ATen fallbacks, eager's results; and the
+// reshapes it leaves, with the reason.
+#include "runtime/compiled_module.h"
+#include "src/prepare_graph.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using tftest::joined;
+
+bool has(const std::vector<std::string>& lines, const std::string& what) {
+  for (const std::string& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// The module's graph with groups on their ATen fallbacks, against eager, twice (other sizes the
+// second time).
+void expect_eager_results(const torch::jit::Module& m, const std::function<std::vector<c10::IValue>(int64_t)>& inputs) {
+  auto graph = m.get_method("forward").graph()->copy();
+  graph->eraseInput(0);  // self: the forward reads no attribute
+  torchfuse::prepare_graph(graph);
+  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(graph, tftest::quiet_options());
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
+  hooks.cpu_fallbacks = true;
+  impl->set_test_hooks(hooks);
+  for (int64_t b : {4, 3}) {
+    const std::vector<c10::IValue> in = inputs(b);
+    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
+    EXPECT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << "batch " << b << ": " << (got - want).abs().max();
+  }
+}
+
+// Attention's head merge and a residual: the reshape of the transposed heads moves after the
+// add, which computes in the heads' shape (the residual reshaped to it: a view), so one group
+// reads the transposed tensor through its strides.
+TEST(SinkReshapes, HeadMergeMovesAfterTheResidualAdd) {
+  const auto m = tftest::module_from(R"JIT(
+def forward(self, x, y):
+    b, h, t, d = x.size(0), x.size(1), x.size(2), x.size(3)
+    return torch.relu(x.transpose(1, 2).reshape(b, t, h * d) + y) * 2.0
+)JIT");
+  auto inputs = [](int64_t b) { return std::vector<c10::IValue>{torch::randn({b, 4, 6, 8}), torch::randn({b, 6, 32})}; };
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(inputs(4));
+  ASSERT_TRUE(has(e.rewrites, "(its strides do not merge) moved after 3 pointwise op(s)")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_EQ(tftest::fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::FusionGroup", "aten::reshape"}));
+  EXPECT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  // (The reshape back stays outside the group, a view of its output: in the group its input
+  // would be read through the merge again.)
+  EXPECT_FALSE(has(e.refused, "copies and stays")) << joined(e.refused);
+  expect_eager_results(m, inputs);
+}
+
+// A single add keeps its group: eager's add of the transposed heads comes out transposed and its
+// reshape copies, which prune_groups counts as the second op; the group writes row-major, so the
+// reshape after it is a view.
+TEST(SinkReshapes, SingleAddKeepsItsKernel) {
+  const auto m = tftest::module_from(R"JIT(
+def forward(self, x, y):
+    return x.transpose(1, 2).reshape(x.size(0), x.size(2), x.size(1) * x.size(3)) + y
+)JIT");
+  auto inputs = [](int64_t b) { return std::vector<c10::IValue>{torch::randn({b, 4, 6, 8}), torch::randn({b, 6, 32})}; };
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(inputs(2));
+  ASSERT_TRUE(has(e.rewrites, "moved after 1 pointwise op(s)")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
+  EXPECT_FALSE(has(e.refused, "fewer than min_group_size")) << joined(e.refused);
+  expect_eager_results(m, inputs);
+}
+
+// Reshapes left in place, each with the reason: a view (nothing to move), a reader that is no
+// pointwise op, an operand broadcast against the reshaped value.
+TEST(SinkReshapes, LeavesWhatCannotMove) {
+  const auto matmul = tftest::module_from(R"JIT(
+def forward(self, x, w):
+    return torch.matmul(x.transpose(1, 2).reshape(x.size(0), x.size(2), -1), w)
+)JIT");
+  const auto e1 = torchfuse::compile(matmul, tftest::quiet_options()).explain({torch::randn({2, 4, 6, 8}), torch::randn({32, 5})});
+  EXPECT_TRUE(e1.rewrites.empty()) << joined(e1.rewrites);
+  EXPECT_TRUE(has(e1.refused, "copies and stays before its readers: aten::matmul")) << joined(e1.refused);
+
+  const auto bias = tftest::module_from(R"JIT(
+def forward(self, x, c):
+    return x.transpose(1, 2).reshape(x.size(0), x.size(2), -1) + c
+)JIT");
+  const auto e2 = torchfuse::compile(bias, tftest::quiet_options()).explain({torch::randn({2, 4, 6, 8}), torch::randn({32})});
+  EXPECT_TRUE(e2.rewrites.empty()) << joined(e2.rewrites);
+  EXPECT_TRUE(has(e2.refused, "is broadcast")) << joined(e2.refused);
+
+  const auto view = tftest::module_from(R"JIT(
+def forward(self, x, y):
+    return (x.reshape(x.size(0), -1) + y) * 2.0
+)JIT");
+  const auto e3 = torchfuse::compile(view, tftest::quiet_options()).explain({torch::randn({2, 4, 6}), torch::randn({2, 24})});
+  EXPECT_TRUE(e3.rewrites.empty()) << joined(e3.rewrites);
+  EXPECT_FALSE(has(e3.refused, "reshape")) << joined(e3.refused);
+  EXPECT_EQ(e3.kernels.size(), 1u) << e3.ir_after;
+}
+
+}  // namespace
