@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include <ATen/ATen.h>
@@ -87,12 +88,25 @@ int resident_blocks(const codegen::GeneratedKernel& kernel, const c10::Device& d
   TORCHFUSE_INTERNAL_ASSERT(api && api->cuOccupancyMaxActiveBlocksPerMultiprocessor,
                             "occupancy query without cuOccupancyMaxActiveBlocksPerMultiprocessor");
   CUfunction fn = load_function(kernel, kernel.name, device.index(), counters);
+  // The answer depends only on the function (one per device), the block and the shared memory:
+  // asked once for each, not on every launch of a split column kernel.
+  static std::mutex mutex;
+  static auto* known = new std::map<std::tuple<CUfunction, int, int64_t>, int>();  // never destroyed
+  const auto key = std::make_tuple(fn, block, shared_bytes);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = known->find(key);
+    if (it != known->end()) return it->second;
+  }
   make_context_current(device.index());
   allow_shared_bytes(fn, shared_bytes, kernel);
   int blocks = 0;
   check_cu(api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, block, static_cast<size_t>(shared_bytes)),
            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  return std::max(1, blocks);
+  blocks = std::max(1, blocks);
+  std::lock_guard<std::mutex> lock(mutex);
+  known->emplace(key, blocks);
+  return blocks;
 }
 
 void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, const c10::Device& device,
