@@ -53,6 +53,26 @@ std::string why_op_stays(const RewriteContext& ctx, const Node* n, const Value* 
   return "";
 }
 
+// Does `n` write a tensor (an in-place op, an out= argument) or have other side effects?
+bool writes(const Node* n) {
+  if (n->hasSideEffects()) return true;
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (!schema) return !n->kind().is_prim() && !n->kind().is_aten();  // an unknown op: assume so
+  for (const c10::Argument& a : schema->arguments())
+    if (a.alias_info() && a.alias_info()->isWrite()) return true;
+  return false;
+}
+
+// Why the reshape cannot move to `first` (its reader): moved, the reader would read the reshape's
+// input where the reshape stood, so nothing between them may write (x.mul_() after the copy).
+std::string why_not_to(const Node* reshape, const Node* first) {
+  if (first->owningBlock() != reshape->owningBlock()) return node_name(first) + " is in another block";
+  for (const Node* n = reshape->next(); n != first; n = n->next()) {
+    if (writes(n)) return node_name(n) + " writes a tensor between the reshape and its reader";
+  }
+  return "";
+}
+
 // The reshape's pointwise chain: each op reads the previous value (the reshape's output first) as
 // its only reader, up to the last op, whose result may be read anywhere.
 std::vector<Node*> chain_of(const RewriteContext& ctx, Node* reshape, const std::vector<int64_t>& out,
@@ -61,7 +81,8 @@ std::vector<Node*> chain_of(const RewriteContext& ctx, Node* reshape, const std:
   Value* v = reshape->output();
   while (v->uses().size() == 1) {
     Node* user = v->uses()[0].user;
-    const std::string stays = why_op_stays(ctx, user, v, out, in);
+    std::string stays = why_op_stays(ctx, user, v, out, in);
+    if (stays.empty()) stays = why_not_to(v->node(), user);
     if (!stays.empty()) {
       if (chain.empty()) why = stays;
       break;

@@ -71,8 +71,9 @@ def forward(self, x, y):
   expect_eager_results(m, inputs);
 }
 
-// Reshapes left in place, each with the reason: a view (nothing to move), a reader that is no
-// pointwise op, an operand broadcast against the reshaped value.
+// Reshapes left in place, each with the reason: a reader that is no pointwise op, an operand
+// broadcast against the reshaped value, an in-place write between the reshape and its reader; and a
+// reshape that is a view (nothing to move).
 TEST(SinkReshapes, LeavesWhatCannotMove) {
   const auto matmul = tftest::module_from(R"JIT(
 def forward(self, x, w):
@@ -89,6 +90,17 @@ def forward(self, x, c):
   const auto e2 = torchfuse::compile(bias, tftest::quiet_options()).explain({torch::randn({2, 4, 6, 8}), torch::randn({32})});
   EXPECT_TRUE(e2.rewrites.empty()) << joined(e2.rewrites);
   EXPECT_TRUE(has(e2.refused, "is broadcast")) << joined(e2.refused);
+
+  // The copy is taken before x changes in place: moved, the add would read the changed x.
+  const auto inplace = tftest::module_from(R"JIT(
+def forward(self, x, y):
+    z = x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
+    x.mul_(2.0)
+    return z + y
+)JIT");
+  const auto e4 = torchfuse::compile(inplace, tftest::quiet_options()).explain({torch::randn({2, 4, 6, 8}), torch::randn({2, 6, 32})});
+  EXPECT_TRUE(e4.rewrites.empty()) << joined(e4.rewrites);
+  EXPECT_TRUE(has(e4.refused, "writes a tensor between the reshape and its reader")) << joined(e4.refused);
 
   const auto view = tftest::module_from(R"JIT(
 def forward(self, x, y):
