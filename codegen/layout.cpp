@@ -179,7 +179,7 @@ PointwiseLayout plan_pointwise_layout(const std::vector<int64_t>& domain, const 
 bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
   constexpr int64_t kTileSharedBytes = 48 * 1024;  // static shared memory a block may declare
   const int64_t rank = static_cast<int64_t>(layout.sizes.size());
-  int tile = tune.pointwise_tile;
+  const int tile = tune.pointwise_tile;
   if (tile <= 0 || rank < 2 || !layout.cats.empty() || layout.sizes.back() < tile / 2) return false;
   // Bytes of transposed inputs contiguous along each dim.
   std::vector<int64_t> bytes(rank - 1, 0);
@@ -207,7 +207,6 @@ bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
     for (auto& in : layout.inputs) in.tiled = false;
     return false;
   }
-  tile = layout.tile;
   // Elements a thread takes along the contiguous dims (vector accesses where the launch finds
   // them aligned): 8 bytes of the widest operand, 1 where one is 8 bytes wide. (Tiles of 16 have
   // too few elements for a block's threads to take more than one.)
@@ -215,7 +214,7 @@ bool tile_transposed_inputs(PointwiseLayout& layout, const Tuning& tune) {
   for (const auto& in : layout.inputs)
     if (in.access != Access::Scalar) widest = std::max(widest, c10::elementSize(in.dtype));
   for (auto o : layout.outputs) widest = std::max(widest, c10::elementSize(o));
-  layout.vec = tile >= 32 ? static_cast<int>(std::max<size_t>(1, std::min<size_t>(4, 8 / widest))) : 1;
+  layout.vec = layout.tile >= 32 ? static_cast<int>(std::max<size_t>(1, std::min<size_t>(4, 8 / widest))) : 1;
   layout.unroll = 1;
   return true;
 }

@@ -537,10 +537,10 @@ class Replacer {
     Value* value = a.value_heads ? a.value_heads : a.value;
     Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
     if (mask && !a.from_sdpa) {
-      mask = prepared_mask(mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
+      mask = mask_call(attention_mask_op(), mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
     } else if (mask && a.kept) {
       // A boolean mask of a scaled_dot_product_attention call: converted as ATen would on each call.
-      mask = converted_mask(mask, a.dtype, a.out->owningBlock());
+      mask = mask_call(sdpa_mask_op(), mask, false, a.dtype, a.out->owningBlock());
     } else if (!mask) {
       mask = graph_.insertConstant(c10::IValue());
     }
@@ -554,30 +554,25 @@ class Replacer {
   }
 
  private:
+  // A mask call made once per mask, op, dtype and block: torchfuse::attention_mask (with
+  // `exclude`) or torchfuse::sdpa_mask.
   struct Prepared {
+    c10::Symbol op;
     const Value* mask;
     bool exclude;
     c10::ScalarType dtype;
     Value* made;
   };
 
-  Value* prepared_mask(Value* mask, bool exclude, c10::ScalarType dtype, torch::jit::Block* block) {
+  Value* mask_call(const c10::Symbol& op, Value* mask, bool exclude, c10::ScalarType dtype, torch::jit::Block* block) {
     for (const Prepared& p : prepared_) {
-      if (p.mask == mask && p.exclude == exclude && p.dtype == dtype && p.made->node()->owningBlock() == block)
+      if (p.op == op && p.mask == mask && p.exclude == exclude && p.dtype == dtype && p.made->node()->owningBlock() == block)
         return p.made;
     }
-    Value* made = insert_call(attention_mask_op(), {mask, graph_.insertConstant(static_cast<int64_t>(dtype)),
-                                                    graph_.insertConstant(exclude)}, "attn_mask");
-    prepared_.push_back({mask, exclude, dtype, made});
-    return made;
-  }
-
-  Value* converted_mask(Value* mask, c10::ScalarType dtype, torch::jit::Block* block) {
-    for (const Prepared& p : converted_) {
-      if (p.mask == mask && p.dtype == dtype && p.made->node()->owningBlock() == block) return p.made;
-    }
-    Value* made = insert_call(sdpa_mask_op(), {mask, graph_.insertConstant(static_cast<int64_t>(dtype))}, "attn_mask");
-    converted_.push_back({mask, false, dtype, made});
+    std::vector<Value*> inputs = {mask, graph_.insertConstant(static_cast<int64_t>(dtype))};
+    if (op == attention_mask_op()) inputs.push_back(graph_.insertConstant(exclude));
+    Value* made = insert_call(op, inputs, "attn_mask");
+    prepared_.push_back({op, mask, exclude, dtype, made});
     return made;
   }
 
@@ -600,7 +595,6 @@ class Replacer {
 
   torch::jit::Graph& graph_;
   std::vector<Prepared> prepared_;
-  std::vector<Prepared> converted_;  // boolean masks of scaled_dot_product_attention calls
 };
 
 void collect_candidates(torch::jit::Block* block, std::vector<Node*>& out) {

@@ -94,24 +94,25 @@ std::vector<Node*> chain_of(const RewriteContext& ctx, Node* reshape, const std:
   return chain;
 }
 
-// aten::reshape of `x` to the sizes `like` has, read at run time.
-Value* reshape_like(torch::jit::Graph& graph, Value* x, Value* like, int64_t rank) {
+// The sizes of `like` (of rank `rank`), read at run time, as an int list.
+Value* sizes_of(torch::jit::Graph& graph, Value* like, int64_t rank) {
   std::vector<Value*> sizes;
   for (int64_t d = 0; d < rank; ++d) sizes.push_back(graph.insert(c10::aten::size, {like, d}));
-  Value* list = graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
-  return graph.insert(c10::aten::reshape, {x, list});
+  return graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
 }
 
 void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain) {
   torch::jit::Graph& graph = ctx.graph;
   Value* source = reshape->input(0);
   const int64_t rank = static_cast<int64_t>(ctx.type_of(source)->sizes.size());
+  Value* source_sizes = nullptr;  // made before the first op that needs it, which the others follow
   for (Node* op : chain) {
     torch::jit::WithInsertPoint point(op);
     for (size_t i = 1; i < op->inputs().size(); ++i) {
       Value* x = op->input(i);
       if (!is_tensor_value(x) || ctx.type_of(x)->sizes.empty()) continue;
-      op->replaceInput(i, reshape_like(graph, x, source, rank));
+      if (!source_sizes) source_sizes = sizes_of(graph, source, rank);
+      op->replaceInput(i, graph.insert(c10::aten::reshape, {x, source_sizes}));
     }
   }
   chain.front()->replaceInput(0, source);
