@@ -83,6 +83,14 @@ std::string json_case(const CaseResult& r, double copy_gbs) {
   return os.str();
 }
 
+std::string json_phases(const LatencyResult::Phases& p) {
+  std::ostringstream os;
+  os << "{\"probed_us\": " << json_number(p.probed_us) << ", \"us\": {";
+  for (size_t i = 0; i < p.us.size(); ++i) os << (i ? ", " : "") << json_string(p.us[i].first) << ": " << json_number(p.us[i].second);
+  os << "}}";
+  return os.str();
+}
+
 std::string json_latency(const LatencyResult& l) {
   std::ostringstream os;
   os << "{\"ran\": " << (l.ran ? "true" : "false") << ", \"shape\": [";
@@ -93,6 +101,9 @@ std::string json_latency(const LatencyResult& l) {
      << ", \"alloc_us\": " << json_number(l.alloc_us) << ", \"direct\": " << (l.direct ? "true" : "false")
      << ", \"graphs_check_passed\": " << (l.graphs_check_passed ? "true" : "false")
      << ", \"graphs_us\": " << json_number(l.graphs_us) << ", \"graphs_static_zero_copy_us\": " << json_number(l.graphs_static_us)
+     << ", \"phases\": " << json_phases(l.phases) << ", \"graph_phases\": " << json_phases(l.graph_phases)
+     << ", \"side_stream_us\": " << json_number(l.side_stream_us)
+     << ", \"side_stream_phases\": " << json_phases(l.side_stream_phases)
      << ", \"error\": " << json_string(l.error)
      << "}";
   return os.str();
@@ -196,6 +207,16 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
                cell(l.torchfuse_us - l.entry_checks_us, 1).c_str(), cell(l.alloc_us, 1).c_str(),
                cell(l.graphs_us, 1).c_str(), cell(l.graphs_static_us, 1).c_str(),
                l.graphs_check_passed ? "" : " (graphs' output did NOT match eager)");
+  const auto print_phases = [&](const char* what, const LatencyResult::Phases& p) {
+    if (p.us.empty()) return;
+    os << "  " << what << ", per call with the hot-path clock (" << cell(p.probed_us, 2) << " us):";
+    for (const auto& [name, us] : p.us) os << " " << name << " " << cell(us, 2);
+    os << "\n";
+  };
+  print_phases("direct", l.phases);
+  if (!std::isnan(l.side_stream_us)) os << "  direct on a pool stream: " << cell(l.side_stream_us, 1) << " us per call\n";
+  print_phases("direct on a pool stream", l.side_stream_phases);
+  print_phases("graphs (static inputs, zero-copy)", l.graph_phases);
 }
 
 void print_compile_times(const std::vector<CompileTimeResult>& times, const std::string& cache_dir, std::ostream& os) {

@@ -52,6 +52,17 @@ struct LatencyResult {
   // zero-copy outputs (no copy kernels: the replay alone).
   bool graphs_check_passed = false;
   double graphs_us = kNaN, graphs_static_us = kNaN;
+  // The same calls again with runtime::HotPathClock installed: microseconds per call in each
+  // phase of the path (nonzero ones, in path order), and the wall time per call with the clock's
+  // own reads in it. Without graphs, and with graphs (static inputs, zero-copy outputs).
+  struct Phases {
+    std::vector<std::pair<std::string, double>> us;
+    double probed_us = kNaN;
+  };
+  Phases phases, graph_phases;
+  // The direct calls again on a stream from the pool (not the legacy default stream).
+  double side_stream_us = kNaN;
+  Phases side_stream_phases;
   std::string error;
 };
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
@@ -26,6 +28,7 @@
 #include "kernel_count.h"
 #include "report.h"
 #include "runtime/compiled_module.h"
+#include "runtime/hot_path_clock.h"
 #include "src/prepare_graph.h"
 #include "suite_cases.h"
 
@@ -263,6 +266,23 @@ double median_wall_us(const std::function<void()>& fn) {
   return tb::median(runs);
 }
 
+// The calls of `fn` with a hot-path clock installed: each phase's mean and the probed total.
+tb::LatencyResult::Phases phases_of(const std::function<void()>& fn) {
+  namespace rt = torchfuse::runtime;
+  tb::LatencyResult::Phases p;
+  for (int i = 0; i < 100; ++i) fn();
+  rt::HotPathClock clock;
+  {
+    const rt::HotPathClock::Install installed(&clock);
+    p.probed_us = tb::wall_us_per_call(fn, kLatencyCalls, 0);
+  }
+  const auto us = clock.mean_us(kLatencyCalls);
+  for (int i = 0; i < rt::HotPathClock::kPhases; ++i) {
+    if (us[i] > 0) p.us.emplace_back(rt::hot_phase_name(static_cast<rt::HotPhase>(i)), us[i]);
+  }
+  return p;
+}
+
 tb::LatencyResult measure_latency() {
   const tb::SuiteCase c = tb::latency_case();
   tb::LatencyResult l;
@@ -283,6 +303,14 @@ tb::LatencyResult measure_latency() {
     l.direct = impl->runs_direct(inputs);
     const at::Tensor like = inputs.at(0).toTensor();
     l.alloc_us = median_wall_us([&] { at::empty_like(like); });
+    l.phases = phases_of([&] { compiled.forward(inputs); });
+    {
+      // Launches onto the legacy default stream may cost the driver more than onto another.
+      const c10::Stream pool = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(like.device());
+      const c10::StreamGuard on_pool(pool);
+      l.side_stream_us = median_wall_us([&] { compiled.forward(inputs); });
+      l.side_stream_phases = phases_of([&] { compiled.forward(inputs); });
+    }
     torchfuse::CompileOptions graphs;
     graphs.cuda_graphs = true;
     torchfuse::CompiledModule graphed = torchfuse::compile(module, graphs);
@@ -294,7 +322,10 @@ tb::LatencyResult measure_latency() {
     for (int i = 0; i <= graphs.cuda_graph_warmup_calls; ++i) lean.forward(inputs);
     std::vector<c10::IValue> statics;
     for (const at::Tensor& t : lean.cuda_graph_inputs(inputs)) statics.emplace_back(t);
-    if (statics.size() == inputs.size()) l.graphs_static_us = median_wall_us([&] { lean.forward(statics); });
+    if (statics.size() == inputs.size()) {
+      l.graphs_static_us = median_wall_us([&] { lean.forward(statics); });
+      l.graph_phases = phases_of([&] { lean.forward(statics); });
+    }
     l.ran = true;
   } catch (const std::exception& e) {
     l.error = short_error(e);

@@ -14,6 +14,7 @@
 #include "passes/pass_list.h"
 #include "runtime/driver_api.h"
 #include "runtime/fallback_graph.h"
+#include "runtime/hot_path_clock.h"
 #include "runtime/fusion_op.h"
 #include "runtime/graph_rewrite.h"
 #include "runtime/kernel_cache.h"
@@ -461,12 +462,24 @@ std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10:
 
 std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std::vector<c10::IValue>& inputs,
                                                                        c10::Device device, Unbuilt* unbuilt) {
+  std::vector<TensorGuardKey> keys;
+  const bool keyed = tensor_guard_keys(inputs, keys);
+  if (keyed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [known, spec] : keyed_specs_)
+      if (known == keys) return spec;
+  }
   const std::string sig = input_signature(inputs);
   std::promise<std::shared_ptr<Specialization>> promise;
   {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = specs_.find(sig);
-    if (it != specs_.end()) return it->second;
+    if (it != specs_.end()) {
+      const bool listed = std::any_of(keyed_specs_.begin(), keyed_specs_.end(),
+                                      [&](const auto& entry) { return entry.first == keys; });
+      if (keyed && !listed) keyed_specs_.emplace_back(std::move(keys), it->second);
+      return it->second;
+    }
     if (options_.async_compile && (building_.count(sig) || failed_builds_.count(sig))) {
       auto failed = failed_builds_.find(sig);
       // Strict runs nothing fusible in ATen for good: the calls get the build's error, as they
@@ -576,6 +589,7 @@ void CompiledModuleImpl::background_build_failed(const std::string& sig, std::ex
 }
 
 c10::IValue CompiledModuleImpl::forward(std::vector<c10::IValue> inputs) {
+  runtime::HotPathClock::begin();
   check_arity(inputs);
   return in_aten(inputs, [&] { return forward_checked(inputs); });
 }
@@ -596,10 +610,16 @@ c10::IValue CompiledModuleImpl::forward_checked(const std::vector<c10::IValue>& 
     return run_eager(inputs);
   }
   ++fused_calls_;
+  runtime::HotPathClock::mark(runtime::HotPhase::entry);
   if (graphs_) {
-    return graphs_->call(inputs, *device, spec, [&spec](const std::vector<c10::IValue>& in) { return spec->run(in); });
+    c10::IValue out =
+        graphs_->call(inputs, *device, spec, [&spec](const std::vector<c10::IValue>& in) { return spec->run(in); });
+    runtime::HotPathClock::mark(runtime::HotPhase::results);
+    return out;
   }
-  return spec->run(inputs);
+  c10::IValue out = spec->run(inputs);
+  runtime::HotPathClock::mark(runtime::HotPhase::results);
+  return out;
 }
 
 Explanation CompiledModuleImpl::explain(const std::vector<c10::IValue>& given, bool compile_kernels) {

@@ -164,6 +164,9 @@ class CompiledModuleImpl {
   // Guards the maps and what follows them; held for lookups only, never while building.
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Specialization>> specs_;  // built, by input signature
+  // The built specializations of all-tensor signatures by their guard keys: the hot path's
+  // lookup, filled as calls find them in specs_ (entries are never removed from either).
+  std::vector<std::pair<std::vector<TensorGuardKey>, std::shared_ptr<Specialization>>> keyed_specs_;
   // Being built by some thread; the others asking for the signature wait on its future.
   std::map<std::string, std::shared_future<std::shared_ptr<Specialization>>> building_;
   std::shared_ptr<Specialization> latest_;

@@ -7,6 +7,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include "runtime/driver_api.h"
+#include "runtime/hot_path_clock.h"
 #include "src/error.h"
 #include "src/ir.h"
 #include "src/logging.h"
@@ -341,7 +342,9 @@ c10::IValue GraphRunner::replay(Entry& entry, const std::vector<c10::IValue>& in
     copy_span(entry.statics[i], given[i], raw);
     ++copies;
   }
+  HotPathClock::mark(HotPhase::graph_lookup);
   entry.graph->replay();
+  HotPathClock::mark(HotPhase::replay);
   c10::IValue out = policy_.zero_copy_outputs ? entry.outputs : copied(entry.outputs, raw);
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_.replays;

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +53,7 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamCreate), "cuStreamCreate", a.cuStreamCreate);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamDestroy), "cuStreamDestroy", a.cuStreamDestroy);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuCtxGetCurrent), "cuCtxGetCurrent", a.cuCtxGetCurrent);
 }
 
 Loaded load() {
@@ -161,7 +164,15 @@ struct DeviceState {
   CUcontext primary = nullptr;
 };
 
+// Read on every launch: a device's state, once made, is found without the lock (never destroyed).
+constexpr int kFastOrdinals = 64;
+std::array<std::atomic<DeviceState*>, kFastOrdinals> known_states{};
+
 DeviceState& device_state(int ordinal) {
+  const bool fast = ordinal >= 0 && ordinal < kFastOrdinals;
+  if (fast) {
+    if (DeviceState* known = known_states[ordinal].load(std::memory_order_acquire)) return *known;
+  }
   static std::mutex mu;
   static std::map<int, std::unique_ptr<DeviceState>> states;
   std::lock_guard<std::mutex> lock(mu);
@@ -181,6 +192,7 @@ DeviceState& device_state(int ordinal) {
            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
   check_cu(api.cuDevicePrimaryCtxRetain(&s->primary, dev), "cuDevicePrimaryCtxRetain");
   slot = std::move(s);
+  if (fast) known_states[ordinal].store(slot.get(), std::memory_order_release);
   return *slot;
 }
 
@@ -200,7 +212,11 @@ codegen::DeviceTarget target_of(const DeviceInfo& info, const codegen::Tuning& t
 }
 
 void make_context_current(int ordinal) {
-  check_cu(require_api().cuCtxSetCurrent(device_state(ordinal).primary), "cuCtxSetCurrent");
+  const DriverApi& api = require_api();
+  const CUcontext primary = device_state(ordinal).primary;
+  CUcontext current = nullptr;
+  if (api.cuCtxGetCurrent && api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == primary) return;
+  check_cu(api.cuCtxSetCurrent(primary), "cuCtxSetCurrent");
 }
 
 }  // namespace runtime

@@ -18,6 +18,8 @@ struct DriverApi {
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
+  // Read before each launch: the context is set only when another one is current.
+  decltype(&::cuCtxGetCurrent) cuCtxGetCurrent;
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,

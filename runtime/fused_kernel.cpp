@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "runtime/driver_api.h"
+#include "runtime/hot_path_clock.h"
 #include "runtime/launch_util.h"
 #include "runtime/launchers.h"
 #include "src/error.h"
@@ -332,6 +333,7 @@ CallInputs take_inputs(std::vector<c10::IValue>& stack, const FusionGroup& g,
   CallInputs call;
   call.values.assign(std::make_move_iterator(stack.end() - n), std::make_move_iterator(stack.end()));
   stack.erase(stack.end() - n, stack.end());
+  call.shapes.reserve(n);
   bool have_device = false;
   const c10::Device device = group_device(g);
   RangeSizes seen;
@@ -416,6 +418,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     check_can_fall_back("its input " + std::to_string(k) + " (%" + std::to_string(group_.inputs[k]->id) + ") " + why);
     return run_fallback(stack);
   }
+  HotPathClock::mark(HotPhase::guards);
   bool views_fit = true;
   CallInputs call = take_inputs(stack, group_, profiled_view_sizes_, views_fit);
   if (!views_fit) {
@@ -427,6 +430,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   }
   shape_operands(call);
   c10::DeviceGuard guard(call.device);
+  HotPathClock::mark(HotPhase::inputs);
   std::vector<at::Tensor> outputs;
   try {
     outputs = launch_timed(call);

@@ -40,6 +40,32 @@ std::string guard_of(const c10::IValue& iv) {
 
 }  // namespace
 
+bool tensor_guard_keys(const std::vector<c10::IValue>& inputs, std::vector<TensorGuardKey>& keys) {
+  keys.clear();
+  keys.reserve(inputs.size());
+  const bool grad_mode = c10::GradMode::is_enabled();
+  for (const c10::IValue& iv : inputs) {
+    if (!iv.isTensor()) return false;
+    const at::Tensor& t = iv.toTensor();
+    if (!t.defined() || t.dim() > 64) return false;
+    TensorGuardKey k;
+    k.dtype = static_cast<int16_t>(t.scalar_type());
+    k.device_type = static_cast<int8_t>(t.device().type());
+    k.device_index = static_cast<int16_t>(t.device().index());
+    k.dim = static_cast<int32_t>(t.dim());
+    const c10::IntArrayRef sizes = t.sizes();
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] == 1) k.ones |= uint64_t{1} << d;
+      if (sizes[d] == 0) k.zeros |= uint64_t{1} << d;
+    }
+    // As guard_of classes them.
+    k.layout = t.is_contiguous() ? 0 : (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) ? 1 : 2;
+    k.requires_grad = t.requires_grad() && grad_mode;
+    keys.push_back(k);
+  }
+  return true;
+}
+
 std::vector<std::string> input_guards(const std::vector<c10::IValue>& inputs) {
   std::vector<std::string> guards;
   for (const auto& iv : inputs) guards.push_back(guard_of(iv));

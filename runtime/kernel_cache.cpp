@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 #include <mutex>
+#include <string_view>
 
 #include "codegen/kernel_name.h"
 #include "codegen/nvrtc.h"
@@ -21,8 +22,9 @@ struct KernelCache::Impl {
   std::map<std::pair<std::string, int>, CUmodule> modules;                 // by (key, device)
   std::map<std::tuple<std::string, int, std::string>, CUfunction> functions;  // by (key, device, entry)
   std::map<std::string, std::shared_ptr<std::mutex>> compiling;            // one NVRTC run per key
-  // The launch path's fast lookup: by (kernel id, device, entry), no source comparison.
-  std::map<std::tuple<uint64_t, int, std::string>, CUfunction> by_id;
+  // The launch path's fast lookup: by (kernel id, device, entry), no source comparison, and
+  // found by a view of the entry's name (no string is made per launch).
+  std::map<std::tuple<uint64_t, int, std::string>, CUfunction, std::less<>> by_id;
   DiskCache disk;
 
   explicit Impl(const std::string& dir) : disk(dir) {}
@@ -99,7 +101,7 @@ CUfunction KernelCache::function(const codegen::GeneratedKernel& kernel, int ord
   const std::string& entry = entry_arg.empty() ? kernel.name : entry_arg;
   if (kernel.id != 0) {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->by_id.find({kernel.id, ordinal, entry});
+    auto it = impl_->by_id.find(std::tuple<uint64_t, int, std::string_view>(kernel.id, ordinal, entry));
     if (it != impl_->by_id.end()) {
       if (counters) ++counters->memory_hits;
       return it->second;

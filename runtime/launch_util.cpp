@@ -15,6 +15,7 @@
 
 #include "runtime/driver_api.h"
 #include "runtime/failure_injection.h"
+#include "runtime/hot_path_clock.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -120,12 +121,15 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   make_context_current(device.index());
   allow_shared_bytes(fn, shared_bytes, kernel);
   const bool injected = has_injected_fault(kernel, Fault::Launch);
+  const CUstream stream = current_stream(device);
+  HotPathClock::mark(HotPhase::pack);
   const CUresult r = injected ? kInjectedLaunchError
                               : driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
                                                              static_cast<unsigned>(blocks_y), 1,
                                                              static_cast<unsigned>(block), 1, 1,
-                                                             static_cast<unsigned>(shared_bytes),
-                                                             current_stream(device), args, nullptr);
+                                                             static_cast<unsigned>(shared_bytes), stream, args,
+                                                             nullptr);
+  HotPathClock::mark(HotPhase::launch);
   if (r == CUDA_SUCCESS) return;
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.

@@ -21,6 +21,7 @@ namespace runtime {
 // Kernel arguments packed as the generated params struct lays them out (8 bytes each).
 class ParamPacker {
  public:
+  ParamPacker() { words_.reserve(32); }  // most kernels' arguments: one allocation per launch
   void i64(int64_t v) { words_.push_back(v); }
   void f64(double v) {
     int64_t w;

@@ -9,6 +9,7 @@
 #include "codegen/reduction_common.h"
 #include "codegen/schedule.h"
 #include "runtime/driver_api.h"
+#include "runtime/hot_path_clock.h"
 #include "runtime/launch_util.h"
 #include "runtime/plan_memo.h"
 #include "src/error.h"
@@ -428,11 +429,14 @@ std::vector<at::Tensor> launch_group(FusedKernel& fk, const CallInputs& call) {
   // Alignment of this call's pointers: the vector layout, or the one planned without vectors.
   const bool vectors = launcher.vectors_fit(plan->layout, call);
   const codegen::KernelLayout& layout = vectors ? plan->layout : plan->scalar_layout;
+  HotPathClock::mark(HotPhase::plan);
   auto out = allocate_outputs(fk, call);
+  HotPathClock::mark(HotPhase::allocate);
   if (!launcher.has_work(layout)) return out;
   const auto& kernel = fk.kernel_for(vectors ? plan->key : plan->scalar_key, [&] {
     return codegen::schedule_unit(g.schedule).generate(g, fk.group_analysis(), layout);
   });
+  HotPathClock::mark(HotPhase::kernel);
   launcher.launch({fk, call, kernel, out, info}, layout);
   fk.count_launches(1);
   return out;

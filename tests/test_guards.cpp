@@ -29,6 +29,42 @@ TEST(Guards, RankDtypeBroadcastDimsAndLayoutEachMakeANewOne) {
   }
 }
 
+// The hot path's numeric keys split calls exactly as the signatures do: over a set of inputs
+// that differ in each guarded property (and in extents alone), every pair has equal keys just
+// when it has equal signatures.
+TEST(Guards, NumericKeysAgreeWithSignatures) {
+  std::vector<std::vector<c10::IValue>> calls = {
+      {torch::randn({8, 64})},
+      {torch::randn({33, 64})},                                               // extents alone
+      {torch::randn({8, 64, 1})},                                             // rank
+      {torch::randn({8, 64}).to(torch::kHalf)},                               // dtype
+      {torch::randn({1, 64})},                                                // a size-1 dim
+      {torch::randn({0, 64})},                                                // a size-0 dim
+      {torch::randn({64, 8}).t()},                                            // strided
+      {torch::randn({2, 3, 4, 5})},                                           //
+      {torch::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast)},  // channels_last
+      {torch::randn({4})},                                                    //
+      {torch::randn({4}).requires_grad_()},                                   // requires_grad
+      {torch::randn({8, 64}), torch::randn({64})},                            // two inputs
+      {torch::randn({8, 64}), torch::randn({1})},                             //
+  };
+  std::vector<std::vector<torchfuse::TensorGuardKey>> keys(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) ASSERT_TRUE(torchfuse::tensor_guard_keys(calls[i], keys[i])) << i;
+  int equal_pairs = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    for (size_t j = 0; j < calls.size(); ++j) {
+      const bool same_signature = input_signature(calls[i]) == input_signature(calls[j]);
+      EXPECT_EQ(keys[i] == keys[j], same_signature) << input_signature(calls[i]) << " vs " << input_signature(calls[j]);
+      equal_pairs += i != j && same_signature;
+    }
+  }
+  EXPECT_EQ(equal_pairs, 2);  // [8, 64] and [33, 64], both ways
+  // Anything but defined tensors is looked up by signature alone.
+  std::vector<torchfuse::TensorGuardKey> none;
+  EXPECT_FALSE(torchfuse::tensor_guard_keys({torch::randn({4}), 0.5}, none));
+  EXPECT_FALSE(torchfuse::tensor_guard_keys({at::Tensor()}, none));
+}
+
 TEST(Guards, RecompileReasonNamesTheGuard) {
   const auto why = torchfuse::why_recompile(input_guards({torch::randn({1, 64})}), input_guards({torch::randn({8, 64})}));
   EXPECT_NE(why.find("input 0"), std::string::npos) << why;
