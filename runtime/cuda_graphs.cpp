@@ -96,10 +96,9 @@ c10::IValue copied(const c10::IValue& v, CUstream stream) {
   return substitute(v, tensors, next);
 }
 
-void append(std::string& key, int64_t v) {
-  key += std::to_string(v);
-  key += ',';
-}
+// The number's bytes (made on every call: no decimal formatting); with each tensor's rank
+// before its sizes, a key reads back one way only.
+void append(std::string& key, int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 // Everything a graph freezes: dtypes, sizes, strides, devices, and non-tensor values.
 void append_key(std::string& key, const c10::IValue& v) {
@@ -113,6 +112,7 @@ void append_key(std::string& key, const c10::IValue& v) {
     append(key, static_cast<int64_t>(t.scalar_type()));
     append(key, static_cast<int64_t>(t.device().type()));
     append(key, t.device().index());
+    append(key, t.dim());
     for (int64_t s : t.sizes()) append(key, s);
     key += '/';
     for (int64_t s : t.strides()) append(key, s);

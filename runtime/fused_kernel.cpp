@@ -429,7 +429,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   shape_operands(call);
-  c10::DeviceGuard guard(call.device);
+  const OnDevice on_device(call.device);
   HotPathClock::mark(HotPhase::inputs);
   std::vector<at::Tensor> outputs;
   try {

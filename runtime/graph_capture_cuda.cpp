@@ -13,6 +13,7 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -48,7 +49,9 @@ class RuntimeGraph : public CapturedGraph {
     c10::cuda::CUDACachingAllocator::releasePool(device_, pool_);
   }
   void replay() override {
-    c10::cuda::CUDAGuard on_device(device_);
+    // Set only when another device is current (the guard's restore costs a driver query).
+    c10::cuda::OptionalCUDAGuard on_device;
+    if (c10::cuda::current_device() != device_) on_device.set_index(device_);
     const cudaError_t e = cudaGraphLaunch(exec_, c10::cuda::getCurrentCUDAStream(device_).stream());
     if (e != cudaSuccess) {
       (void)cudaGetLastError();

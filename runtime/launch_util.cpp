@@ -35,6 +35,11 @@ void ParamPacker::scalar(const c10::IValue& v) {
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+OnDevice::OnDevice(const c10::Device& device) {
+  if (device.is_cuda() && c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice() == device) return;
+  guard_.reset_device(device);
+}
+
 CUstream current_stream(const c10::Device& device) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
   c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
@@ -230,7 +235,7 @@ at::Tensor new_output(const std::vector<int64_t>& sizes, c10::ScalarType dtype, 
   if (device.is_cuda()) {
     // From the caching allocator directly: at::empty's dispatch costs about a microsecond, a
     // sizeable part of a launch-bound call. The allocator serves the current device and stream.
-    const c10::DeviceGuard on_device(device);
+    const OnDevice on_device(device);
     t = at::detail::empty_generic(sizes, c10::GetAllocator(c10::DeviceType::CUDA),
                                   c10::DispatchKeySet(c10::DispatchKey::CUDA), dtype, {});
   } else {

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/DeviceGuard.h>
 
 #include "codegen/kernel.h"
 #include "codegen/layout.h"
@@ -42,6 +43,17 @@ class ParamPacker {
 };
 
 bool aligned(const void* p, size_t bytes);
+
+// `device` current for a scope, as c10::DeviceGuard makes it, but only when another device is
+// current: the guard's restore asks the driver about the primary context on every exit, a
+// sizeable cost on a launch-bound call.
+class OnDevice {
+ public:
+  explicit OnDevice(const c10::Device& device);
+
+ private:
+  c10::OptionalDeviceGuard guard_;
+};
 
 // A synchronous failure to build, load or launch one kernel: an NVRTC error, a module load
 // error, a launch-configuration error. Nothing ran, the CUDA context is intact, and the group can

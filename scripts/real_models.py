@@ -107,8 +107,9 @@ def kernels_per_call(fn, inputs):
     counts = {}
     for n in other:
         counts[n] = counts.get(n, 0) + 1
-    top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
-    return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": top, "gpu_us": gpu_us}
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": ranked[:8],
+            "all_non_gemm": ranked, "gpu_us": gpu_us}
 
 
 def run_torchfuse(binary, path, specs, args):
