@@ -520,7 +520,8 @@ std::string describe(const Attention& a) {
 // Puts the call in place of the pattern. A mask shared by several calls (every layer of a model
 // reads one) is prepared once (torchfuse::attention_mask: additive, fully masked rows NaN), at the
 // first call reading it; a boolean mask of scaled_dot_product_attention calls is converted once
-// (torchfuse::sdpa_mask: ATen's own conversion, which it would repeat per call).
+// (ATen's own conversion, which it would repeat per call: 0 where a position takes part, -inf
+// elsewhere, in the query's dtype), as graph ops that fuse with the mask's own computation.
 class Replacer {
  public:
   explicit Replacer(torch::jit::Graph& graph) : graph_(graph) {}
@@ -540,7 +541,7 @@ class Replacer {
       mask = mask_call(attention_mask_op(), mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
     } else if (mask && a.kept) {
       // A boolean mask of a scaled_dot_product_attention call: converted as ATen would on each call.
-      mask = mask_call(sdpa_mask_op(), mask, false, a.dtype, a.out->owningBlock());
+      mask = mask_call(c10::aten::where, mask, false, a.dtype, a.out->owningBlock());
     } else if (!mask) {
       mask = graph_.insertConstant(c10::IValue());
     }
@@ -554,8 +555,8 @@ class Replacer {
   }
 
  private:
-  // A mask call made once per mask, op, dtype and block: torchfuse::attention_mask (with
-  // `exclude`) or torchfuse::sdpa_mask.
+  // A mask made once per mask, op, dtype and block: torchfuse::attention_mask (with `exclude`),
+  // or the additive form of a boolean sdpa mask (op aten::where).
   struct Prepared {
     c10::Symbol op;
     const Value* mask;
@@ -569,11 +570,32 @@ class Replacer {
       if (p.op == op && p.mask == mask && p.exclude == exclude && p.dtype == dtype && p.made->node()->owningBlock() == block)
         return p.made;
     }
-    std::vector<Value*> inputs = {mask, graph_.insertConstant(static_cast<int64_t>(dtype))};
-    if (op == attention_mask_op()) inputs.push_back(graph_.insertConstant(exclude));
-    Value* made = insert_call(op, inputs, "attn_mask");
+    Value* made = nullptr;
+    if (op == attention_mask_op()) {
+      made = insert_call(op, {mask, graph_.insertConstant(static_cast<int64_t>(dtype)), graph_.insertConstant(exclude)},
+                         "attn_mask");
+    } else {
+      made = additive_sdpa_mask(mask, dtype);
+    }
     prepared_.push_back({op, mask, exclude, dtype, made});
     return made;
+  }
+
+  // full_like(mask, -inf, dtype).masked_fill(mask, 0.): what ATen's scaled_dot_product_attention
+  // makes of a boolean mask, by the same two ATen ops where the group does not form.
+  Value* additive_sdpa_mask(Value* mask, c10::ScalarType dtype) {
+    Value* none = graph_.insertConstant(c10::IValue());
+    Node* filled = graph_.insertNode(graph_.create(
+        c10::aten::full_like,
+        {mask, graph_.insertConstant(-std::numeric_limits<double>::infinity()),
+         graph_.insertConstant(static_cast<int64_t>(dtype)), none, none, none, none},
+        1));
+    filled->output()->setType(c10::TensorType::get());
+    Node* kept = graph_.insertNode(
+        graph_.create(c10::aten::masked_fill, {filled->output(), mask, graph_.insertConstant(0.0)}, 1));
+    kept->output()->setType(c10::TensorType::get());
+    kept->output()->setDebugName("attn_mask");
+    return kept->output();
   }
 
   Value* insert_call(const c10::Symbol& op, const std::vector<Value*>& inputs, const std::string& hint) {
@@ -585,11 +607,6 @@ class Replacer {
 
   static const c10::Symbol& attention_mask_op() {
     static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::attention_mask");
-    return s;
-  }
-
-  static const c10::Symbol& sdpa_mask_op() {
-    static const c10::Symbol s = c10::Symbol::fromQualString("torchfuse::sdpa_mask");
     return s;
   }
 

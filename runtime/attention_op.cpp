@@ -18,11 +18,6 @@
 //  - mask_kind: what torchfuse::mask_kind found the mask to be (0: any mask, 1: causal as above,
 //    the same as is_causal; 2: open, every position takes part): an open mask that broadens no
 //    dim of the scores is left out, so that ATen may pick a fused kernel that takes no mask.
-// torchfuse::sdpa_mask(Tensor mask, ScalarType dtype) -> Tensor: a boolean scaled_dot_product_
-// attention mask (true: the position takes part) as ATen's scaled_dot_product_attention converts
-// it on every call (0 where true, -inf where false, in the query's dtype): the rewrite converts a
-// mask once for every call that reads it (Hugging Face's BERT passes one mask to each of its 12
-// layers: 3 kernels each).
 // torchfuse::mask_kind(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
 // with true where the position takes part) is such a causal mask over a square of positions,
 // every leading index alike; 2 where every position takes part (boolean: all true; additive:
@@ -153,14 +148,6 @@ bool mask_is_causal_square(const at::Tensor& mask) {
   return open.eq(causal).all().logical_and(closed.eq(causal.logical_not()).all()).item<bool>();
 }
 
-at::Tensor sdpa_mask(const at::Tensor& mask, at::ScalarType dtype) {
-  TORCHFUSE_CHECK(mask.scalar_type() == at::kBool, "torchfuse::sdpa_mask: the mask must be boolean, got ", mask.scalar_type());
-  TORCHFUSE_CHECK(c10::isFloatingType(dtype), "torchfuse::sdpa_mask: dtype must be floating, got ", dtype);
-  // -inf everywhere, then 0 where the position takes part: two kernels (ATen's where() with
-  // scalars on the device takes three).
-  return at::full(mask.sizes(), -std::numeric_limits<double>::infinity(), mask.options().dtype(dtype)).masked_fill_(mask, 0.0);
-}
-
 int64_t mask_kind(const at::Tensor& mask) {
   const bool boolean = mask.scalar_type() == at::kBool;
   if (!(boolean || c10::isFloatingType(mask.scalar_type()))) return kAnyMask;
@@ -235,7 +222,6 @@ TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
         "bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0) -> Tensor",
         &attention);
   m.def("attention_mask(Tensor mask, ScalarType dtype, bool exclude=False) -> Tensor", &attention_mask);
-  m.def("sdpa_mask(Tensor mask, ScalarType dtype) -> Tensor", &sdpa_mask);
   m.def("mask_is_causal(Tensor mask) -> int", &mask_is_causal);
   m.def("mask_kind(Tensor mask) -> int", &mask_kind);
 }

@@ -40,6 +40,13 @@ GEMM_MARKERS = ("gemm", "cutlass", "xmma", "nvjet", "cublas", "sm90_", "sm80_", 
 
 def is_gemm_kernel(name):
     n = name.lower()
+    # Generated kernels are named after the ops they fuse: Inductor calls a pointwise kernel that
+    # feeds attention "triton_poi_fused__scaled_dot_product_..._attention_...". Only its GEMM
+    # templates (triton_tem_*, max-autotune) are GEMMs; torchfuse's kernels (tf_*) never are.
+    if n.startswith("tf_"):
+        return False
+    if n.startswith("triton_"):
+        return n.startswith("triton_tem")
     return any(m in n for m in GEMM_MARKERS)
 
 

@@ -332,6 +332,17 @@ bool convert_round(ConvertContext& ctx) {
   return true;
 }
 
+// &, | (__and__, bitwise_and, __or__, bitwise_or) on bools are logical and / or (Hugging Face's
+// mask construction joins its conditions with them); on integers they work on bits: left to ATen.
+bool convert_bool_bitwise(ConvertContext& ctx, OpKind kind) {
+  if (!ctx.needs_inputs(2)) return false;  // declined there
+  for (size_t i = 0; i < 2; ++i) {
+    if (ctx.in(i)->type.dtype == c10::ScalarType::Bool) continue;
+    return ctx.decline(ctx.arg_name(i) + " is " + ctx.in(i)->type.str() + ": only bools are fused (bits of integers are left to ATen)");
+  }
+  return convert_binary(ctx, kind);
+}
+
 // logical_xor(a, b): bool(a) != bool(b).
 bool convert_logical_xor(ConvertContext& ctx) {
   if (!ctx.needs_inputs(2)) return false;  // declined there
@@ -430,6 +441,10 @@ const std::unordered_map<std::string, Converter>& pointwise_converters() {
       TF_BINARY("aten::ge", OpKind::Ge),
       TF_BINARY("aten::logical_and", OpKind::LogicalAnd),
       TF_BINARY("aten::logical_or", OpKind::LogicalOr),
+      {"aten::__and__", [](ConvertContext& c) { return convert_bool_bitwise(c, OpKind::LogicalAnd); }},
+      {"aten::bitwise_and", [](ConvertContext& c) { return convert_bool_bitwise(c, OpKind::LogicalAnd); }},
+      {"aten::__or__", [](ConvertContext& c) { return convert_bool_bitwise(c, OpKind::LogicalOr); }},
+      {"aten::bitwise_or", [](ConvertContext& c) { return convert_bool_bitwise(c, OpKind::LogicalOr); }},
       {"aten::clamp", [](ConvertContext& c) { return convert_clamp(c, true, true); }},
       {"aten::clip", [](ConvertContext& c) { return convert_clamp(c, true, true); }},
       {"aten::clamp_min", [](ConvertContext& c) { return convert_clamp(c, true, false); }},

@@ -103,6 +103,9 @@ TEST(ConvertReasons, EachDeclineSaysWhy) {
        {torch::arange(6).reshape({2, 3}), 3},
        nullptr,
        {"aten::pow (%p.1)" + stays + "pow on i64: only integer tensors to a constant power >= 0 are fused"}},
+      // & on bools is logical and (fused); on integers it works on bits and stays.
+      {returning_y("i", "(i & 6) + 1"), {torch::arange(6).reshape({2, 3})}, nullptr,
+       {"aten::__and__ (%3)" + stays + "self is i64[2, 3]: only bools are fused (bits of integers are left to ATen)"}},
       // Eager rejects these while profiling: the graph is edited after it.
       {returning_y("x", "torch.softmax(x, 1)"), {x3}, set_constant_input("aten::softmax", 1, int64_t{4}),
        {"aten::softmax (%y.1)" + stays + "dim 4 out of range for rank 3"}},

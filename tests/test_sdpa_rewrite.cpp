@@ -52,7 +52,7 @@ void expect_eager_results(const std::shared_ptr<torch::jit::Graph>& g, const std
 }
 
 // An additive mask given to the call stays the call's mask, unprepared; a boolean one is made
-// additive (torchfuse::sdpa_mask, ATen's own conversion), once.
+// additive (ATen's own conversion: full_like(-inf) and masked_fill(0), one fused kernel), once.
 TEST(SdpaRewrite, CallWithItsMaskAsGiven) {
   REQUIRE_SDPA();
   for (const char* mask_type : {"Float", "Bool"}) {
@@ -76,19 +76,22 @@ graph(%q : Tensor, %k : Tensor, %v : Tensor, %mask : Tensor):
         << mask_type << ": " << joined(e.rewrites) << joined(e.refused);
     EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
     EXPECT_EQ(e.rewritten_graph.find("torchfuse::attention_mask"), std::string::npos) << e.rewritten_graph;
-    const bool converted = e.rewritten_graph.find("torchfuse::sdpa_mask") != std::string::npos;
-    EXPECT_EQ(converted, boolean) << e.rewritten_graph;
+    ASSERT_EQ(e.kernels.size(), boolean ? 1u : 0u) << e.rewritten_graph;
+    if (boolean) EXPECT_EQ(e.kernels[0].description, "fill -> where") << e.rewritten_graph;
     expect_eager_results(g, inputs);
   }
 }
 
 // BERT's "sdpa" layers all read one boolean padding mask: it is made additive once for both
-// calls, and the results (rows with every key masked included) are eager's.
+// calls, in one kernel with the mask's own making (the cast of the 0/1 input and its broadcast),
+// and the results (rows with every key masked included) are eager's.
 TEST(SdpaRewrite, SharedBooleanMaskConvertedOnce) {
   REQUIRE_SDPA();
   const auto g = tftest::sdpa_shared_bool_mask_graph();
   const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(tftest::sdpa_shared_bool_mask_inputs(c10::kCPU, c10::kFloat));
-  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::sdpa_mask("), 1) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::FusionGroup"), 1) << e.rewritten_graph;
+  ASSERT_EQ(e.kernels.size(), 1u) << e.rewritten_graph;
+  EXPECT_TRUE(tftest::contains_in_order(e.kernels[0].description, {"cast", "fill", "where"})) << e.kernels[0].description;
   EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::attention("), 2) << e.rewritten_graph;
   EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
   expect_eager_results(g, [] { return tftest::sdpa_shared_bool_mask_inputs(c10::kCPU, c10::kFloat); });

@@ -149,8 +149,8 @@ TEST(ShapeTensorsGpu, SdpaCallWithOpenMask) {
 }
 
 // BERT's "sdpa" graph: one boolean padding mask from the input for two calls, made additive once
-// (torchfuse::sdpa_mask), with every score row of one batch fully masked; against eager and
-// float64 in every dtype, and again under CUDA graphs.
+// (one fused kernel with the mask's cast and broadcast), with every score row of one batch fully
+// masked; against eager and float64 in every dtype, and again under CUDA graphs.
 TEST(ShapeTensorsGpu, SdpaCallsShareOneConvertedBooleanMask) {
   REQUIRE_GPU();
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -163,8 +163,9 @@ TEST(ShapeTensorsGpu, SdpaCallsShareOneConvertedBooleanMask) {
       torchfuse::CompiledModule compiled = torchfuse::compile_graph(g->copy(), options);
       const std::string where = std::string(c10::toString(dt)) + (graphs ? " graphs" : "");
       const auto explanation = compiled.explain(tftest::sdpa_shared_bool_mask_inputs(torch::kCUDA, dt));
-      EXPECT_EQ(tftest::count_occurrences(explanation.rewritten_graph, "torchfuse::sdpa_mask("), 1)
+      EXPECT_EQ(tftest::count_occurrences(explanation.rewritten_graph, "torchfuse::FusionGroup"), 1)
           << where << "\n" << explanation.rewritten_graph;
+      EXPECT_EQ(explanation.kernels.size(), 1u) << where << "\n" << explanation.rewritten_graph;
       for (int call = 0; call < 4; ++call) {
         const auto in = tftest::sdpa_shared_bool_mask_inputs(torch::kCUDA, dt);
         const auto report = torchfuse::compare_with_eager(compiled, in);
