@@ -2,6 +2,9 @@
 // interpreter (runtime/direct_call.h). On the CPU, through the test hook that builds groups on
 // their fallbacks: which graphs take the direct path, and that their results are eager's (one
 // output, a tuple, an input returned beside the node's output, an input read twice).
+#include <chrono>
+
+#include "runtime/hot_path_clock.h"
 #include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
 
@@ -46,6 +49,40 @@ TEST(DirectCall, OtherOpsBesideTheNodeKeepTheInterpreter) {
   const std::vector<c10::IValue> in = {torch::randn({4, 8}), torch::randn({8, 8})};
   EXPECT_TRUE(torch::allclose(impl->forward(in).toTensor(), impl->forward_eager(in).toTensor(), 1e-5, 1e-5));
   EXPECT_FALSE(impl->runs_direct(in));
+}
+
+// The hot-path clock (runtime/hot_path_clock.h) splits a call's host time by phase. On the CPU
+// fallbacks a call passes the entry, the fusion node's return and the results: those are timed,
+// the launch phases stay at zero, the spans add up to less than the calls' wall time, and nothing
+// more is timed once the clock is uninstalled.
+TEST(DirectCall, HotPathClockTimesThePhasesACallPasses) {
+  namespace rt = torchfuse::runtime;
+  auto impl = on_cpu_fallbacks(tftest::module_returning("x, y", "torch.relu(x * y + 1.0) * x"));
+  const auto in = two_inputs();
+  impl->forward(in);  // built
+  ASSERT_TRUE(impl->runs_direct(in));
+  constexpr int kCalls = 20;
+  rt::HotPathClock clock;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const rt::HotPathClock::Install installed(&clock);
+    for (int i = 0; i < kCalls; ++i) impl->forward(in);
+  }
+  const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  const auto us = clock.mean_us(kCalls);
+  auto at = [&](rt::HotPhase p) { return us[static_cast<int>(p)]; };
+  EXPECT_GT(at(rt::HotPhase::entry), 0.0);
+  EXPECT_GT(at(rt::HotPhase::node_exit), 0.0);
+  EXPECT_GT(at(rt::HotPhase::results), 0.0);
+  for (rt::HotPhase p : {rt::HotPhase::allocate, rt::HotPhase::kernel, rt::HotPhase::pack, rt::HotPhase::launch,
+                         rt::HotPhase::graph_lookup, rt::HotPhase::replay}) {
+    EXPECT_EQ(at(p), 0.0) << rt::hot_phase_name(p);
+  }
+  double sum = 0;
+  for (double u : us) sum += u;
+  EXPECT_LE(sum * kCalls, wall_us);
+  impl->forward(in);
+  EXPECT_EQ(clock.mean_us(kCalls), us);
 }
 
 }  // namespace
