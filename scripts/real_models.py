@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import statistics
+import re
 import subprocess
 import sys
 import time
@@ -119,6 +120,18 @@ def kernels_per_call(fn, inputs):
             "all_non_gemm": ranked, "gpu_us": gpu_us}
 
 
+def ops_left(rewritten_graph):
+    """What a rewritten graph (torchfuse dump's rewritten_graph.txt) still runs outside fused
+    groups: each aten:: and torchfuse:: op kind with its count, most frequent first (views and
+    size arithmetic included; they may launch nothing)."""
+    counts = {}
+    for m in re.finditer(r"= ((?:aten|torchfuse)::[A-Za-z0-9_]+)\(", rewritten_graph):
+        kind = m.group(1)
+        if kind != "torchfuse::FusionGroup":
+            counts[kind] = counts.get(kind, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def run_torchfuse(binary, path, specs, args):
     # The traced file holds the dtype already; --dtype is not needed.
     res = {}
@@ -138,6 +151,16 @@ def run_torchfuse(binary, path, specs, args):
                        text=True, timeout=args.torchfuse_timeout)
     res["verify_rc"] = v.returncode
     res["verify"] = (v.stdout + v.stderr)[:6000]  # the table comes first
+    if args.dump:
+        out = os.path.splitext(path)[0] + "-dump"
+        d = subprocess.run([binary, "dump", path] + sum([["--input", s] for s in specs], []) + ["--out", out],
+                           capture_output=True, text=True, timeout=args.torchfuse_timeout)
+        res["dump_rc"] = d.returncode
+        try:
+            with open(os.path.join(out, "rewritten_graph.txt")) as f:
+                res["ops_left"] = ops_left(f.read())
+        except OSError as e:
+            res["ops_left_error"] = str(e)
     return res
 
 
@@ -165,6 +188,8 @@ def main():
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
     ap.add_argument("--cli-bench", action="store_true", help="also `torchfuse bench` (verify always runs)")
+    ap.add_argument("--dump", action="store_true", help="also `torchfuse dump` each model beside its file, and list "
+                    "the ops its rewritten graph runs outside fused groups (needs --torchfuse)")
     ap.add_argument("--torchfuse-build", default="", help="a torchfuse build against this PyTorch: times torchfuse "
                     "in this process by the same timer (benchmarks/torchfuse_py.cpp)")
     ap.add_argument("--torchfuse-timeout", type=float, default=240)
@@ -292,6 +317,11 @@ def main():
             cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f})" if k else f"{us:.0f}")
         lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | " + " | ".join(cells) + " |")
     lines.append("")
+    for r in rows:
+        left = r.get("torchfuse_cli", {}).get("ops_left")
+        if left:
+            lines.append(f"- {r['model']} {r['dtype']} b{r['batch']} torchfuse ops outside groups: " +
+                         ", ".join(f"{k} x{c}" for k, c in left))
     for r in rows:
         for key in ("torchscript_kernels", "torch_compile_kernels", "torchfuse_kernels"):
             if key in r:
