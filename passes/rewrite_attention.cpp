@@ -541,7 +541,7 @@ class Replacer {
       mask = mask_call(attention_mask_op(), mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
     } else if (mask && a.kept) {
       // A boolean mask of a scaled_dot_product_attention call: converted as ATen would on each call.
-      mask = mask_call(c10::aten::where, mask, false, a.dtype, a.out->owningBlock());
+      mask = mask_call(c10::aten::masked_fill, mask, false, a.dtype, a.out->owningBlock());
     } else if (!mask) {
       mask = graph_.insertConstant(c10::IValue());
     }
@@ -556,7 +556,7 @@ class Replacer {
 
  private:
   // A mask made once per mask, op, dtype and block: torchfuse::attention_mask (with `exclude`),
-  // or the additive form of a boolean sdpa mask (op aten::where).
+  // or the additive form of a boolean sdpa mask (op aten::masked_fill, the op that makes it).
   struct Prepared {
     c10::Symbol op;
     const Value* mask;

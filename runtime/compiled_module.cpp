@@ -14,9 +14,9 @@
 #include "passes/pass_list.h"
 #include "runtime/driver_api.h"
 #include "runtime/fallback_graph.h"
-#include "runtime/hot_path_clock.h"
 #include "runtime/fusion_op.h"
 #include "runtime/graph_rewrite.h"
+#include "runtime/hot_path_clock.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/launch_util.h"
 #include "runtime/process_tuning.h"
@@ -475,9 +475,11 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
     std::unique_lock<std::mutex> lock(mu_);
     auto it = specs_.find(sig);
     if (it != specs_.end()) {
-      const bool listed = std::any_of(keyed_specs_.begin(), keyed_specs_.end(),
-                                      [&](const auto& entry) { return entry.first == keys; });
-      if (keyed && !listed) keyed_specs_.emplace_back(std::move(keys), it->second);
+      // (Two threads may both miss the keys above: the second finds them listed here.)
+      if (keyed && std::none_of(keyed_specs_.begin(), keyed_specs_.end(),
+                                [&](const auto& entry) { return entry.first == keys; })) {
+        keyed_specs_.emplace_back(std::move(keys), it->second);
+      }
       return it->second;
     }
     if (options_.async_compile && (building_.count(sig) || failed_builds_.count(sig))) {

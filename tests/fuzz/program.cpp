@@ -233,6 +233,11 @@ class Generator {
         {"(A * B).masked_fill(B > 0.5, 0.0)", {"mul", "gt", "masked_fill"}},
         {"torch.where(B > 0.0, A, 0.0)", {"gt", "where"}},
         {"torch.max(A, B)", {"max_binary"}},
+        // Conditions joined as Hugging Face's mask construction joins them (& and | of bools).
+        {"torch.where((A > 0.1) & (B < 0.2), A, B)", {"gt", "lt", "logical_and", "where"}},
+        {"torch.where((A > 0.1) | (B < -0.2), B, A)", {"gt", "lt", "logical_or", "where"}},
+        // An additive mask as sdpa's boolean one becomes (a finite fill: later ops stay finite).
+        {"torch.full_like(A, -2.5).masked_fill(A > B, 0.0) + B", {"full_like", "gt", "masked_fill", "add"}},
     };
     const Value& a = operand();
     std::vector<const Value*> partners;
