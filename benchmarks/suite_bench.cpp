@@ -276,10 +276,7 @@ tb::LatencyResult::Phases phases_of(const std::function<void()>& fn) {
     const rt::HotPathClock::Install installed(&clock);
     p.probed_us = tb::wall_us_per_call(fn, kLatencyCalls, 0);
   }
-  const auto us = clock.mean_us(kLatencyCalls);
-  for (int i = 0; i < rt::HotPathClock::kPhases; ++i) {
-    if (us[i] > 0) p.us.emplace_back(rt::hot_phase_name(static_cast<rt::HotPhase>(i)), us[i]);
-  }
+  p.us = clock.named_mean_us(kLatencyCalls);
   return p;
 }
 

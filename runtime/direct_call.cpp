@@ -4,7 +4,6 @@
 
 #include "runtime/fused_kernel.h"
 #include "runtime/fusion_op.h"
-#include "runtime/hot_path_clock.h"
 #include "src/frontend.h"
 
 namespace torchfuse {
@@ -86,7 +85,6 @@ c10::IValue DirectCall::run(const std::vector<c10::IValue>& inputs) const {
   stack.reserve(node_inputs_.size());
   for (const Source& s : node_inputs_) stack.push_back(s.input >= 0 ? inputs[s.input] : s.constant);
   kernel_->run(stack);  // leaves the node's outputs
-  HotPathClock::mark(HotPhase::node_exit);
   const auto value_of = [&](const Source& s) -> c10::IValue {
     if (s.input >= 0) return inputs[s.input];
     if (s.node_output >= 0) return stack.at(s.node_output);

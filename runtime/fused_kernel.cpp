@@ -276,6 +276,7 @@ void FusedKernel::run_fallback(std::vector<c10::IValue>& stack) {
   TORCHFUSE_INTERNAL_ASSERT(local.size() == group_.outputs.size(), group_.kernel_name, "'s fallback returned ",
                             local.size(), " values, the group has ", group_.outputs.size(), " outputs");
   for (auto& v : local) stack.push_back(std::move(v));
+  HotPathClock::mark(HotPhase::fallback);
 }
 
 GroupStats FusedKernel::stats() const {
@@ -400,6 +401,8 @@ void FusedKernel::check_can_fall_back(const std::string& why) const {
 }
 
 void FusedKernel::run(std::vector<c10::IValue>& stack) {
+  HotPathClock::mark(HotPhase::between);
+  const HotPathClock::MarkOnExit exit(HotPhase::node_exit);
   // Profilers see each call of the group, fused or not, under its kernel's name (group_trace.h).
   RECORD_FUNCTION(trace_.name().c_str(), c10::ArrayRef<const c10::IValue>{});
   const GroupTrace::Range range(trace_);

@@ -7,6 +7,9 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace torchfuse {
 namespace runtime {
@@ -15,6 +18,8 @@ enum class HotPhase : int {
   entry,        // arity and device checks, the specialization's lookup by input signature
   graph_lookup, // CUDA graphs: the signature's entry, stream order, input copies
   replay,       // CUDA graphs: the graph's launch
+  between,      // up to a fusion node's call: the interpreter and the ATen ops since the last node
+  fallback,     // a fusion node's fallback graph (its ATen ops), where the node does not run fused
   guards,       // the fusion node's inputs against the types it was compiled for
   inputs,       // operand shapes read through the group's views, the call's domain
   plan,         // the layout for this shape (memoized) and whether the pointers fit its vectors
@@ -23,7 +28,7 @@ enum class HotPhase : int {
   pack,         // the kernel's arguments, the context and the stream
   launch,       // the driver's cuLaunchKernel
   node_exit,    // the fusion node's return: its outputs pushed, its call's state released
-  results,      // the outputs handed back (the direct call's or the interpreter's results)
+  results,      // after the last fusion node: the graph's remaining ops, the outputs handed back
   kCount
 };
 
@@ -45,6 +50,18 @@ class HotPathClock {
     if (installed_) installed_->add(p);
   }
 
+  // Marks `p` when the scope ends (after whatever the scope's later objects do on their way out).
+  class MarkOnExit {
+   public:
+    explicit MarkOnExit(HotPhase p) : phase_(p) {}
+    ~MarkOnExit() { mark(phase_); }
+    MarkOnExit(const MarkOnExit&) = delete;
+    MarkOnExit& operator=(const MarkOnExit&) = delete;
+
+   private:
+    HotPhase phase_;
+  };
+
   class Install {
    public:
     explicit Install(HotPathClock* clock) : saved_(installed_) { installed_ = clock; }
@@ -58,6 +75,8 @@ class HotPathClock {
 
   // Mean microseconds per call in each phase over `calls` calls.
   std::array<double, kPhases> mean_us(int64_t calls) const;
+  // The phases that took time, named, in path order, with their means.
+  std::vector<std::pair<std::string, double>> named_mean_us(int64_t calls) const;
 
  private:
   void add(HotPhase p) {

@@ -133,6 +133,8 @@ TEST(CliArgs, ParsesEveryCommandsOptions) {
   EXPECT_EQ(o.iters, 20);
   EXPECT_EQ(o.repeats, 3);
   EXPECT_TRUE(o.eval);
+  EXPECT_FALSE(o.phases);
+  EXPECT_TRUE(parse_args({"bench", "m.pt", "--phases"}).phases);
   EXPECT_FALSE(parse_args({"verify", "m.pt", "--no-eval"}).eval);
   o = parse_args({"verify", "m.pt", "--rtol", "1e-3", "--atol", "1e-4"});
   EXPECT_EQ(*o.rtol, 1e-3);
@@ -154,6 +156,7 @@ TEST(CliArgs, BadArgumentsNameTheProblem) {
   EXPECT_HAS(args_error({"verify", "m.pt", "--out", "d"}), "--out is not an option of 'verify'");
   EXPECT_HAS(args_error({"explain", "m.pt", "--groups"}), "--groups is not an option of 'explain'");
   EXPECT_HAS(args_error({"verify", "m.pt", "--groups=1"}), "--groups takes no value");
+  EXPECT_HAS(args_error({"verify", "m.pt", "--phases"}), "--phases is not an option of 'verify'");
   EXPECT_HAS(args_error({"explain", "m.pt", "--input"}), "--input needs a value");
   EXPECT_HAS(args_error({"explain", "m.pt", "--input", "f32[4"}), "missing ']'");
   EXPECT_HAS(args_error({"explain", "--input", "f32[4]"}), "no MODEL given");
@@ -336,6 +339,11 @@ TEST(CliBinary, ExportedProgramsExplainVerifyDumpAndBench) {
   r = run_cli(with({"bench", model, "--device", "cpu", "--warmup", "1", "--iters", "2", "--repeats", "1"}));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_HAS(r.output, "torchscript");
+  // --phases on the CPU: the calls run eager, so no point of the fused path is timed, and it says so.
+  r = run_cli(with({"bench", model, "--device", "cpu", "--warmup", "1", "--iters", "2", "--repeats", "1", "--phases"}));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_HAS(r.output, "torchfuse per call by phase, us");
+  EXPECT_HAS(r.output, "none timed (its calls ran eager)");
 
   // Without --input: the shapes it was exported with.
   r = run_cli({"explain", model, "--device", "cpu", "--no-nvrtc"});

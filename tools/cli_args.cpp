@@ -201,7 +201,8 @@ Command command_from(const std::string& name) {
 bool takes(Command c, const std::string& flag) {
   if (flag == "--arch" || flag == "--no-nvrtc") return c == Command::Explain || c == Command::Dump;
   if (flag == "--no-source") return c == Command::Explain;
-  if (flag == "--warmup" || flag == "--iters" || flag == "--repeats" || flag == "--cuda-graphs") return c == Command::Bench;
+  if (flag == "--warmup" || flag == "--iters" || flag == "--repeats" || flag == "--cuda-graphs" || flag == "--phases")
+    return c == Command::Bench;
   if (flag == "--rtol" || flag == "--atol" || flag == "--groups") return c == Command::Verify;
   if (flag == "--out") return c == Command::Dump;
   return true;
@@ -269,6 +270,7 @@ std::string usage(Command command) {
       break;
     case Command::Bench:
       head = "usage: torchfuse bench MODEL --input SPEC... [--warmup 10] [--iters 50] [--repeats 5] [--cuda-graphs]\n"
+             "                       [--phases]\n"
              "Times one call of the TorchScript module (module.forward), of eager op by op\n"
              "(forward_eager) and of torchfuse: `repeats` loops of `iters` calls after one first call\n"
              "(TorchScript profiles and torchfuse compiles there; torchfuse is also checked against eager)\n"
@@ -279,7 +281,11 @@ std::string usage(Command command) {
               "  --iters N        calls per timed loop (default 50)\n"
               "  --repeats N      timed loops; the median is over them (default 5)\n"
               "  --cuda-graphs    also time torchfuse with CUDA graphs (CompileOptions::cuda_graphs;\n"
-              "                   outputs copied), checked against eager after its capture\n";
+              "                   outputs copied), checked against eager after its capture\n"
+              "  --phases         also `iters` calls of torchfuse (and with graphs) with a clock at fixed points\n"
+              "                   of its call path: the host time per call by phase (entry checks, the\n"
+              "                   interpreter and ATen ops between fusion nodes, each node's inputs, plan,\n"
+              "                   allocation, launch...; docs/architecture.md, \"The hot path\")\n";
       break;
     case Command::Dump:
       head = "usage: torchfuse dump MODEL --input SPEC... --out DIR [--arch sm_90] [--no-nvrtc]\n"
@@ -390,6 +396,9 @@ CliOptions parse_args(const std::vector<std::string>& args) {
     } else if (arg == "--cuda-graphs") {
       no_value();
       o.cuda_graphs = true;
+    } else if (arg == "--phases") {
+      no_value();
+      o.phases = true;
     } else if (arg == "--rtol") {
       o.rtol = non_negative_double(arg, value());
     } else if (arg == "--atol") {

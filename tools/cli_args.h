@@ -57,6 +57,7 @@ struct CliOptions {
   bool strict = false;               // CompileOptions::strict
   int warmup = 10, iters = 50, repeats = 5;  // bench
   bool cuda_graphs = false;          // bench --cuda-graphs: also time torchfuse with CompileOptions::cuda_graphs
+  bool phases = false;               // bench --phases: torchfuse's host time per call by phase (runtime::HotPathClock)
   std::optional<double> rtol, atol;  // verify: both or neither
   bool groups = false;               // verify --groups: also compare_groups' table
   std::string out_dir;               // dump --out

@@ -1,6 +1,7 @@
 // `torchfuse`: explain, verify, bench and dump a saved TorchScript model (README, "Command-line
 // tool"). Arguments are parsed in cli_args.cpp; this file runs the subcommands.
 // Exit status: 0 success, 1 verify mismatch, 2 bad arguments, input or model, or any error.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <torchfuse/torchfuse.h>
 
 #include "benchmarks/kernel_count.h"
+#include "runtime/hot_path_clock.h"
 #include "tools/cli_args.h"
 #include "tools/cli_common.h"
 #include "tools/json_writer.h"
@@ -263,7 +265,28 @@ struct Variant {
   tc::LoopTiming timing;
   int kernels = -1;
   std::string kernel_note;  // why kernels is unknown
+  // bench --phases (torchfuse's variants): us per call in each phase that took time, in path
+  // order, and the wall us per call of those calls (the clock's own reads in it).
+  std::vector<std::pair<std::string, double>> phases;
+  double probed_us = 0;
+  bool phases_measured = false;
 };
+
+// `calls` calls of v with a hot-path clock installed.
+void measure_phases(Variant& v, int calls, bool cuda) {
+  namespace rt = torchfuse::runtime;
+  rt::HotPathClock clock;
+  if (cuda) torch::cuda::synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const rt::HotPathClock::Install installed(&clock);
+    for (int i = 0; i < calls; ++i) v.fn();
+  }
+  if (cuda) torch::cuda::synchronize();
+  v.probed_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  v.phases_measured = true;
+  v.phases = clock.named_mean_us(calls);
+}
 
 int run_bench(const tc::CliOptions& o) {
   Session s = open_session(o, false);
@@ -311,6 +334,7 @@ int run_bench(const tc::CliOptions& o) {
   for (auto& v : variants) {
     v.fn();
     v.timing = tc::time_loops(v.fn, cuda, o.warmup, o.iters, o.repeats);
+    if (o.phases && v.name.rfind("torchfuse", 0) == 0) measure_phases(v, o.iters, cuda);
     if (cuda) {
       v.kernels = torchfuse_bench::count_kernels(v.fn, &v.kernel_note);
     } else {
@@ -343,6 +367,12 @@ int run_bench(const tc::CliOptions& o) {
         j.null();
       }
       if (v.kernels < 0) j.field("kernels_note", v.kernel_note);
+      if (v.phases_measured) {
+        j.field("phases_probed_us", v.probed_us);
+        j.key("phases_us").begin_object();
+        for (const auto& [name, us] : v.phases) j.field(name, us);
+        j.end_object();
+      }
       j.field("speedup_vs_torchscript", v.timing.median_us > 0 ? base_us / v.timing.median_us : 0.0).end_object();
     }
     j.end_array();
@@ -382,7 +412,16 @@ int run_bench(const tc::CliOptions& o) {
               << kernels.str() << std::setw(9) << std::setprecision(2)
               << (v.timing.median_us > 0 ? base_us / v.timing.median_us : 0.0) << "x\n";
   }
-  std::cout << notes << "\n" << stats_text(st);
+  std::cout << notes;
+  for (const auto& v : variants) {
+    if (!v.phases_measured) continue;
+    std::cout << v.name << " per call by phase, us (" << v.probed_us << " us per call with the clock):";
+    for (const auto& [name, us] : v.phases) std::cout << " " << name << " " << std::setprecision(2) << us;
+    // CPU inputs run eager (torchfuse fuses for CUDA devices): no point of the fused path is passed.
+    if (v.phases.empty()) std::cout << " none timed (its calls ran eager)";
+    std::cout << "\n" << std::setprecision(1);
+  }
+  std::cout << "\n" << stats_text(st);
   return kExitOk;
 }
 
