@@ -9,6 +9,7 @@
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_gemm_epilogues.h"
 #include "passes/sink_reshapes.h"
+#include "passes/stage_transposed_rows.h"
 
 namespace torchfuse {
 
@@ -91,6 +92,8 @@ const Rewrite kRewrites[] = {
     // After the rewrites that match layouts around GEMMs and attention (a reshape read by a
     // linear or an attention call stays where it is).
     {"sink_reshapes", &RewriteOptions::sink_reshapes, sink_reshapes},
+    // After sink_reshapes, whose moved reshapes can leave a reduction reading a transposed value.
+    {"stage_transposed_rows", &RewriteOptions::stage_transposed_rows, stage_transposed_rows},
     // Last: the attention rewrite's prepared masks join the shape tensors they are made from
     // (and get their causal check there).
     {"cache_shape_tensors", &RewriteOptions::shape_tensors, cache_shape_tensors},

@@ -29,6 +29,7 @@ struct RewriteOptions {
   bool linear_bias = true;     // CompileOptions::split_linear_bias
   bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
   bool sink_reshapes = true;   // no CompileOptions switch: it changes which kernels run, never values
+  bool stage_transposed_rows = true;  // the same
   LogSwitches logs;
 };
 

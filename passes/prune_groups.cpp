@@ -45,20 +45,42 @@ int64_t copies_after(const FusionGroup& g) {
   return copies;
 }
 
+// A contiguous() of a value transposed against row-major order (its innermost dim lies a stride
+// apart and another dim's elements are adjacent): ATen's copy reads or writes across lines, the
+// group's tiled kernel (tile_transposed_inputs) neither. passes/stage_transposed_rows.h puts such
+// copies before row reductions.
+bool transposing_copy(const ir::Node* n) {
+  if (n->kind != ir::OpKind::Contiguous) return false;
+  const ir::Value* in = n->inputs.at(0);
+  const auto& sizes = in->type.sizes;
+  const auto& strides = in->eager_strides.empty() ? in->type.strides : in->eager_strides;
+  if (strides.size() != sizes.size()) return false;
+  int64_t inner = static_cast<int64_t>(sizes.size()) - 1;
+  while (inner >= 0 && sizes[inner] == 1) --inner;
+  if (inner < 0 || strides[inner] == 1) return false;
+  for (int64_t d = 0; d < inner; ++d)
+    if (sizes[d] > 1 && strides[d] == 1) return true;
+  return false;
+}
+
 }  // namespace
 
 void prune_groups(PassContext& ctx) {
   std::vector<FusionGroup> kept;
   for (auto& g : ctx.plan.groups) {
     // Views (and expand_as) alone compute nothing: a kernel would only copy what ATen views for free.
-    if (std::all_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return ir::computes_nothing(n->kind); })) continue;
+    // (Except a transposing copy, which the group makes faster than ATen.)
+    const bool transposes = std::any_of(g.nodes.begin(), g.nodes.end(), transposing_copy);
+    if (!transposes &&
+        std::all_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return ir::computes_nothing(n->kind); }))
+      continue;
     // A reduction alone still gains: its prologue/epilogue may be trivial, but the schedule is ours.
     const bool has_reduction = std::any_of(g.nodes.begin(), g.nodes.end(),
                                            [](const ir::Node* n) { return ir::is_reduction(n->kind); });
     // Views count for nothing: ATen's views cost no kernel (but its contiguous() of a computed
     // value in another layout is a copy).
     const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel) + copies_after(g);
-    if (has_reduction || ops >= ctx.min_group_size) {
+    if (has_reduction || transposes || ops >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));
       continue;

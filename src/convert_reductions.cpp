@@ -322,7 +322,10 @@ bool convert_softmax(ConvertContext& ctx, bool log) {
 // broadcast, and a size-1 dim is the only one that may differ.
 bool pointwise_from(const ir::Value* x, const ir::Value* y, int budget = 64) {
   if (x == y) return true;
-  if (budget <= 0 || !x->producer || !ir::is_pointwise(x->producer->kind)) return false;
+  // (A contiguous() keeps its input's sizes: passes/stage_transposed_rows.h puts one before a
+  // norm whose input is transposed.)
+  const auto keeps_sizes = [](ir::OpKind k) { return ir::is_pointwise(k) || k == ir::OpKind::Contiguous; };
+  if (budget <= 0 || !x->producer || !keeps_sizes(x->producer->kind)) return false;
   for (const ir::Value* in : x->producer->inputs)
     if (in->type.is_tensor() && pointwise_from(in, y, budget - 1)) return true;
   return false;

@@ -2,33 +2,19 @@
 // the CPU: the rewrite's report, the rewritten graph (one fusion group reading the transposed
 // input, the reshape after it) and, through the groups' ATen fallbacks, eager's results; and the
 // reshapes it leaves, with the reason.
-#include "runtime/compiled_module.h"
-#include "src/prepare_graph.h"
-#include "tests/test_util.h"
+#include "tests/fallback_util.h"
 
 namespace {
 
 using tftest::joined;
 
-bool has(const std::vector<std::string>& lines, const std::string& what) {
-  for (const std::string& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
+bool has(const std::vector<std::string>& lines, const std::string& what) { return tftest::any_line_has(lines, what); }
 
 // The module's graph with groups on their ATen fallbacks, against eager, twice (other sizes the
 // second time).
 void expect_eager_results(const torch::jit::Module& m, const std::function<std::vector<c10::IValue>(int64_t)>& inputs) {
-  auto graph = m.get_method("forward").graph()->copy();
-  graph->eraseInput(0);  // self: the forward reads no attribute
-  torchfuse::prepare_graph(graph);
-  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(graph, tftest::quiet_options());
-  torchfuse::CompiledModuleImpl::TestHooks hooks;
-  hooks.cpu_fallbacks = true;
-  impl->set_test_hooks(hooks);
   for (int64_t b : {4, 3}) {
-    const std::vector<c10::IValue> in = inputs(b);
-    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
+    const auto [got, want] = tftest::fallback_and_eager(m, inputs(b));
     EXPECT_EQ(got.sizes(), want.sizes());
     EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << "batch " << b << ": " << (got - want).abs().max();
   }

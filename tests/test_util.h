@@ -64,6 +64,13 @@ inline std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+// Some line contains `what` (a refusal or a rewrite in explain()'s lists).
+inline bool any_line_has(const std::vector<std::string>& lines, const std::string& what) {
+  for (const std::string& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
 inline int count_occurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;

@@ -99,19 +99,21 @@ TEST(ViewsGpu, TransposedInputIsReadThroughItsStrides) {
   }
 }
 
+// A module and the inputs it is called with at batch size b in a dtype.
+struct MadeCase {
+  const char* name;
+  const char* args;
+  const char* expr;
+  std::function<std::vector<c10::IValue>(int64_t, c10::ScalarType)> make;
+};
+
 // Transposed inputs read through shared-memory tiles (PointwiseLayout::tile_dim): sizes that are
 // no multiple of a tile, the tile dim between outer and inner dims, two transposed inputs, a
 // boolean one, broadcast and offset inputs, each tile size; f32, f16, bf16 against eager.
 TEST(ViewsGpu, TiledTransposesMatchEager) {
   REQUIRE_GPU();
   auto opts = torch::TensorOptions().device(torch::kCUDA);
-  struct Case {
-    const char* name;
-    const char* args;
-    const char* expr;
-    std::function<std::vector<c10::IValue>(int64_t, c10::ScalarType)> make;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<MadeCase> cases = {
       {"t", "x, y", "torch.sigmoid(x.t()) * y",
        [&](int64_t b, c10::ScalarType d) {
          return std::vector<c10::IValue>{torch::randn({70 + b, 45}, opts).to(d), torch::randn({45, 70 + b}, opts).to(d)};
@@ -155,6 +157,47 @@ TEST(ViewsGpu, TiledTransposesMatchEager) {
         EXPECT_NE(e.kernels[0].source.find("tile0[j][tx] = "), std::string::npos) << e.kernels[0].source;
         expect_one_fused_kernel(c, tc.make(8, dtype), label + " batch 8");
         expect_one_fused_kernel(c, tc.make(3, dtype), label + " batch 3");
+      }
+    }
+  }
+}
+
+// Row ops over transposed inputs (passes/stage_transposed_rows.h): a tiled copy, then the row
+// kernel: two kernels, eager's values in f32, f16 and bf16, at two sizes (rows and columns no
+// multiple of a tile; every input at least kStageMinBytes in every dtype).
+TEST(ViewsGpu, TransposedRowsStagedMatchEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const std::vector<MadeCase> cases = {
+      {"softmax", "x", "torch.softmax(x.t(), -1)",
+       [&](int64_t b, c10::ScalarType d) { return std::vector<c10::IValue>{torch::randn({2048, 2048 + 24 * b}, opts).to(d)}; }},
+      {"log_softmax_chain", "x", "torch.log_softmax(torch.sigmoid(x.transpose(0, 1)) * 2.0, dim=1)",
+       [&](int64_t b, c10::ScalarType d) { return std::vector<c10::IValue>{torch::randn({2048 + 24 * b, 2100}, opts).to(d)}; }},
+      {"softmax_3d", "x", "torch.softmax(x.transpose(1, 2) * 0.5, -1)",
+       [&](int64_t b, c10::ScalarType d) { return std::vector<c10::IValue>{torch::randn({b, 2050, 1030}, opts).to(d)}; }},
+      {"layer_norm", "x, w, b", "torch.layer_norm(x.t(), [2048], w, b, 1e-5)",
+       [&](int64_t b, c10::ScalarType d) {
+         return std::vector<c10::IValue>{torch::randn({2048, 2048 + 24 * b}, opts).to(d), torch::randn({2048}, opts).to(d),
+                                         torch::randn({2048}, opts).to(d)};
+       }},
+  };
+  for (const auto& tc : cases) {
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      const std::string label = std::string(tc.name) + " " + c10::toString(dtype);
+      SCOPED_TRACE(label);
+      auto c = torchfuse::compile(tftest::module_returning(tc.args, tc.expr), tftest::poisoned_options());
+      const auto e = c.explain(tc.make(8, dtype), false);
+      ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << tftest::joined(e.refused);
+      EXPECT_NE(e.kernels[0].source.find("tile0"), std::string::npos);
+      for (int64_t b : {8, 3}) {
+        const auto in = tc.make(b, dtype);
+        const auto before = c.stats();
+        const auto report = torchfuse::compare_with_eager(c, in);
+        torch::cuda::synchronize();
+        const auto after = c.stats();
+        EXPECT_TRUE(report.passed()) << "batch " << b << ": " << report.to_string();
+        EXPECT_EQ(after.kernel_launches - before.kernel_launches, 2) << c.graph_for(in);
+        EXPECT_EQ(after.fallback_calls - before.fallback_calls, 0);
       }
     }
   }
