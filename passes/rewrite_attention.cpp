@@ -12,6 +12,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "src/error.h"
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -489,6 +490,15 @@ class Matcher {
   const RewriteContext& ctx_;
 };
 
+// Grouped heads in float32 or float64: no fused attention kernel reads them (ATen's
+// _fused_sdp_choice picks its math for them, and the call would repeat the heads on every call,
+// two copies per layer). Repeated in the graph instead, as Hugging Face's repeat_kv spells it, the
+// key's repeat joins the kernel that rotates it (its group writes the repeated heads; the
+// reshape after is a view) and the call reads the heads as they are.
+bool repeats_in_graph(const Attention& a) {
+  return a.groups > 1 && (a.dtype == c10::ScalarType::Float || a.dtype == c10::ScalarType::Double);
+}
+
 std::string describe(const Attention& a) {
   std::ostringstream os;
   os.imbue(std::locale::classic());
@@ -510,7 +520,9 @@ std::string describe(const Attention& a) {
   }
   if (a.groups > 1) {
     os << ", key and value repeated from " << name(a.key_heads) << " and " << name(a.value_heads) << " (" << a.groups
-       << " query heads per head: grouped heads)";
+       << " query heads per head: grouped heads";
+    if (repeats_in_graph(a)) os << "; repeated in the graph, where the key's repeat fuses with what computes it";
+    os << ")";
   }
   if (a.query_tokens_major) os << ", query written tokens-major for the output's transpose";
   os << " -> torchfuse::attention";
@@ -524,7 +536,7 @@ std::string describe(const Attention& a) {
 // elsewhere, in the query's dtype), as graph ops that fuse with the mask's own computation.
 class Replacer {
  public:
-  explicit Replacer(torch::jit::Graph& graph) : graph_(graph) {}
+  Replacer(torch::jit::Graph& graph, const RewriteContext& ctx) : graph_(graph), ctx_(ctx) {}
 
   // Returns the call's output.
   Value* replace(const Attention& a) {
@@ -536,6 +548,11 @@ class Replacer {
     }
     Value* key = a.key_heads ? a.key_heads : a.key ? a.key : graph_.insert(c10::aten::transpose, {a.key_t, -2, -1});
     Value* value = a.value_heads ? a.value_heads : a.value;
+    const bool repeat = repeats_in_graph(a);
+    if (repeat) {
+      key = repeat_heads(key, a.groups);
+      value = repeat_heads(value, a.groups);
+    }
     Value* mask = a.additive_mask ? a.additive_mask : a.kept ? a.kept : a.excluded;
     if (mask && !a.from_sdpa) {
       mask = mask_call(attention_mask_op(), mask, a.excluded != nullptr, a.dtype, a.out->owningBlock());
@@ -547,7 +564,7 @@ class Replacer {
     }
     Value* out = insert_call(attention_op(), {query, key, value, mask, graph_.insertConstant(a.scale),
                                               graph_.insertConstant(a.causal), graph_.insertConstant(true),
-                                              graph_.insertConstant(a.groups > 1), graph_.insertConstant(int64_t{0})},
+                                              graph_.insertConstant(a.groups > 1 && !repeat), graph_.insertConstant(int64_t{0})},
                               "");
     out->setType(a.out->output()->type());
     a.out->output()->replaceAllUsesWith(out);
@@ -555,6 +572,19 @@ class Replacer {
   }
 
  private:
+  // x [..., heads, S, D] with each head repeated `groups` times in place (dim -3):
+  // x.unsqueeze(-3).expand(..., groups, S, D).flatten(-4, -3), what enable_gqa reads x as.
+  Value* repeat_heads(Value* x, int64_t groups) {
+    const ir::Type* t = ctx_.type_of(x);
+    TORCHFUSE_INTERNAL_ASSERT(t && t->is_tensor() && t->rank() >= 3, "grouped heads of an unprofiled or low-rank key");
+    const int64_t r = t->rank();
+    std::vector<int64_t> sizes(static_cast<size_t>(r + 1), -1);
+    sizes[static_cast<size_t>(r - 2)] = groups;
+    Value* unsqueezed = graph_.insert(c10::aten::unsqueeze, {x, r - 2});
+    Value* expanded = graph_.insert(c10::aten::expand, {unsqueezed, graph_.insertConstant(sizes)});
+    return graph_.insert(c10::aten::flatten, {expanded, r - 3, r - 2});
+  }
+
   // A mask made once per mask, op, dtype and block: torchfuse::attention_mask (with `exclude`),
   // or the additive form of a boolean sdpa mask (op aten::masked_fill, the op that makes it).
   struct Prepared {
@@ -611,6 +641,7 @@ class Replacer {
   }
 
   torch::jit::Graph& graph_;
+  const RewriteContext& ctx_;
   std::vector<Prepared> prepared_;
 };
 
@@ -628,7 +659,7 @@ void rewrite_attention(RewriteContext& ctx) {
   std::vector<Node*> candidates;
   collect_candidates(ctx.graph.block(), candidates);
   Matcher matcher(ctx);
-  Replacer replacer(ctx.graph);
+  Replacer replacer(ctx.graph, ctx);
   for (Node* out : candidates) {
     const MatchResult r = matcher.match(out);
     if (!r.is_attention) continue;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <ATen/TensorUtils.h>
+
 #include "src/error.h"
 
 namespace torchfuse {
@@ -288,6 +290,22 @@ const ir::Node* expand_before(const ir::Node* n, const std::set<const ir::Node*>
   return nullptr;
 }
 
+// Every reader of `v` outside the group is a reshape (or flatten) that eager copies: v's strides
+// (an expand's zeros) do not merge into its sizes. Written in full by the group, contiguous, v
+// costs what eager's copy costs, and the reshape becomes a view (Hugging Face's repeat_kv after
+// a key's rotation: one kernel where eager takes two).
+bool copied_by_its_readers(const ir::Value* v, const std::set<const ir::Node*>& inside) {
+  const auto& strides = v->eager_strides.empty() ? v->type.strides : v->eager_strides;
+  bool any = false;
+  for (const ir::Node* u : v->uses) {
+    if (inside.count(u)) continue;
+    if (u->kind != ir::OpKind::Reshape && u->kind != ir::OpKind::Flatten) return false;
+    if (at::detail::computeStride(v->type.sizes, strides, u->output()->type.sizes).has_value()) return false;
+    any = true;
+  }
+  return any;
+}
+
 // Plan-time check of an input's path on its profiled type: each merge must be possible, and a
 // merged dim must not broadcast the input inside it (a size-1 dim of the input where the view's
 // input has more: no stride walks that). The guards pin which dims are size 1, so this holds
@@ -492,7 +510,8 @@ ViewPaths view_paths(const std::vector<const ir::Node*>& nodes, const std::funct
         p.why_not = "the view " + name(n) + " of a group input is also used outside the group (fusing would copy it)";
         return p;
       }
-      if (const ir::Node* e = expand_before(n, inside)) {
+      const ir::Node* e = expand_before(n, inside);
+      if (e && !copied_by_its_readers(out, inside)) {
         p.why_not = "its output " + name(n) + " would be written in full, every element " + name(e) +
                     " repeats (eager's expand is a view: it stays one in ATen)";
         return p;

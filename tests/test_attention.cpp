@@ -152,8 +152,32 @@ def forward(self, q, kt, v):
   EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"aten::transpose", "torchfuse::attention("}));
 }
 
+// Float32 grouped heads: the key's repeat joins the kernel that computes the key (its group
+// writes the repeated heads, so the flatten after it is a view) and the value's stays a copy.
+TEST(AttentionRewrite, Float32KeyRepeatJoinsItsKernel) {
+  auto m = tftest::module_from(R"(
+def forward(self, q, k, v):
+    b, kh, s, d = k.size(0), k.size(1), k.size(2), k.size(3)
+    k = torch.sigmoid(k) * 2.0 + 0.5
+    k = k[:, :, None, :, :].expand(b, kh, 4, s, d).reshape(b, kh * 4, s, d)
+    v = v[:, :, None, :, :].expand(b, kh, 4, s, d).reshape(b, kh * 4, s, d)
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(2, 3)) * 0.25, dim=-1), v)
+)");
+  std::vector<c10::IValue> in{torch::randn({2, 8, 8, 16}), torch::randn({2, 2, 8, 16}), torch::randn({2, 2, 8, 16})};
+  const auto e = explain(m, in);
+  ASSERT_TRUE(rewritten_once(e));
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << tftest::joined(e.refused);
+  EXPECT_EQ(e.kernels[0].description, "sigmoid -> mul -> add -> unsqueeze[2] -> expand[-1, -1, 4, -1, -1]");
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"torchfuse::FusionGroup", "aten::flatten", "torchfuse::attention("}));
+  torchfuse::CompiledModule compiled = torchfuse::compile(m, tftest::quiet_options(2));
+  const at::Tensor want = m.forward(in).toTensor(), got = compiled.forward(in).toTensor();
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max();
+}
+
 // Hugging Face's repeat_kv (unsqueeze, expand, reshape) on key and value: the call reads the
-// tensors before the repeat, with enable_gqa, and the repeats' copies leave the graph.
+// tensors before the repeat, with enable_gqa, and the repeats' copies leave the graph. In float32,
+// which no fused attention kernel reads grouped, the repeat is put back as unsqueeze, expand and
+// flatten (no reshape), for the key's to join the kernel computing it.
 TEST(AttentionRewrite, RepeatedKeyValueHeadsBecomeGroupedHeads) {
   auto m = tftest::module_from(R"(
 def forward(self, q, k, v, mask):
@@ -168,9 +192,17 @@ def forward(self, q, k, v, mask):
                               torch::randn({2, 1, 8, 8})};
   const auto e = explain(m, in);
   ASSERT_TRUE(rewritten_once(e));
-  EXPECT_NE(e.rewrites[0].find("3 query heads per head: grouped heads"), std::string::npos) << e.rewrites[0];
-  EXPECT_EQ(e.rewritten_graph.find("aten::expand"), std::string::npos) << e.rewritten_graph;
+  EXPECT_NE(e.rewrites[0].find("3 query heads per head: grouped heads; repeated in the graph"), std::string::npos)
+      << e.rewrites[0];
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"aten::expand", "aten::flatten", "torchfuse::attention("}));
   EXPECT_EQ(e.rewritten_graph.find("aten::reshape"), std::string::npos) << e.rewritten_graph;
+  std::vector<c10::IValue> half;
+  for (const auto& t : in) half.emplace_back(t.toTensor().to(torch::kBFloat16));
+  const auto eh = explain(m, half);
+  ASSERT_TRUE(rewritten_once(eh));
+  EXPECT_NE(eh.rewrites[0].find("3 query heads per head: grouped heads)"), std::string::npos) << eh.rewrites[0];
+  EXPECT_EQ(eh.rewritten_graph.find("aten::expand"), std::string::npos) << eh.rewritten_graph;
+  EXPECT_EQ(eh.rewritten_graph.find("aten::reshape"), std::string::npos) << eh.rewritten_graph;
   // Against eager, through the compiled module (the call's math on this LibTorch).
   torchfuse::CompiledModule compiled = torchfuse::compile(m, tftest::quiet_options(2));
   const at::Tensor want = m.forward(in).toTensor(), got = compiled.forward(in).toTensor();

@@ -116,7 +116,8 @@ graph(%q : Tensor, %k : Tensor, %v : Tensor):
 
 // Hugging Face's sdpa path: a boolean causal mask from positions, key and value repeated from
 // fewer heads. The call reads them before the repeat and runs causal (the mask checked once per
-// size inside the shape tensors).
+// size inside the shape tensors); in float32 the repeat stays in the graph as unsqueeze, expand and
+// flatten (no fused attention kernel reads grouped heads there).
 TEST(SdpaRewrite, HuggingFaceCausalMaskAndRepeatedHeads) {
   REQUIRE_SDPA();
   const auto g = tftest::hf_sdpa_causal_gqa_graph();
@@ -124,7 +125,9 @@ TEST(SdpaRewrite, HuggingFaceCausalMaskAndRepeatedHeads) {
     return std::vector<c10::IValue>{torch::randn({2, 4, 8, 16}), torch::randn({2, 2, 8, 16}), torch::randn({2, 2, 8, 16})};
   };
   const auto e = torchfuse::compile_graph(g, tftest::quiet_options()).explain(inputs());
-  ASSERT_TRUE(has(e.rewrites, "(2 query heads per head: grouped heads)")) << joined(e.rewrites) << joined(e.refused);
+  ASSERT_TRUE(has(e.rewrites, "(2 query heads per head: grouped heads; repeated in the graph")) << joined(e.rewrites)
+                                                                                                 << joined(e.refused);
+  EXPECT_TRUE(tftest::contains_in_order(e.rewritten_graph, {"aten::flatten", "torchfuse::attention("}));
   EXPECT_TRUE(has(e.rewrites, "checked causal")) << joined(e.rewrites);
   EXPECT_EQ(e.rewritten_graph.find("aten::scaled_dot_product_attention"), std::string::npos) << e.rewritten_graph;
   EXPECT_EQ(e.rewritten_graph.find("aten::reshape"), std::string::npos) << e.rewritten_graph;
