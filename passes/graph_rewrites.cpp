@@ -8,6 +8,7 @@
 #include "passes/rewrite_attention.h"
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_gemm_epilogues.h"
+#include "passes/sink_casts.h"
 #include "passes/sink_reshapes.h"
 #include "passes/stage_transposed_rows.h"
 
@@ -92,6 +93,7 @@ const Rewrite kRewrites[] = {
     // After the rewrites that match layouts around GEMMs and attention (a reshape read by a
     // linear or an attention call stays where it is).
     {"sink_reshapes", &RewriteOptions::sink_reshapes, sink_reshapes},
+    {"sink_casts", &RewriteOptions::sink_casts, sink_casts},
     // After sink_reshapes, whose moved reshapes can leave a reduction reading a transposed value.
     {"stage_transposed_rows", &RewriteOptions::stage_transposed_rows, stage_transposed_rows},
     // Last: the attention rewrite's prepared masks join the shape tensors they are made from

@@ -30,6 +30,7 @@ struct RewriteOptions {
   bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
   bool sink_reshapes = true;   // no CompileOptions switch: it changes which kernels run, never values
   bool stage_transposed_rows = true;  // the same
+  bool sink_casts = true;             // the same
   LogSwitches logs;
 };
 

@@ -116,8 +116,9 @@ def kernels_per_call(fn, inputs):
     for n in other:
         counts[n] = counts.get(n, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    # (The call's kernels in launch order, names shortened: where a copy or cast sits.)
     return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": ranked[:8],
-            "all_non_gemm": ranked, "gpu_us": gpu_us}
+            "all_non_gemm": ranked, "sequence": [n[:90] for n in names], "gpu_us": gpu_us}
 
 
 def ops_left(rewritten_graph):

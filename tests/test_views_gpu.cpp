@@ -203,6 +203,34 @@ TEST(ViewsGpu, TransposedRowsStagedMatchEager) {
   }
 }
 
+// A cast gathered from (passes/sink_casts.h), as BERT's padding mask is: the index reads the
+// uncast mask and the cast joins the kernel after it; eager's values for integer and float masks.
+TEST(ViewsGpu, CastMovedPastAGatherMatchesEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  auto c = torchfuse::compile(tftest::module_from(R"JIT(
+def forward(self, mask, y):
+    m = mask.to(11)  # torch.bool
+    b = torch.arange(m.size(0), device=m.device)[:, None, None]
+    k = torch.arange(m.size(1), device=m.device)[None, None, :]
+    return torch.where(m[b, k], y, -1.0) * 2.0
+)JIT"),
+                              tftest::poisoned_options());
+  for (auto mask_dtype : {c10::kLong, c10::kFloat}) {
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      for (int64_t b : {8, 3}) {
+        const std::vector<c10::IValue> in{torch::randint(0, 2, {b, 40}, opts.dtype(mask_dtype)), torch::randn({b, 1, 40}, opts).to(dtype)};
+        const auto e = c.explain(in, false);
+        ASSERT_TRUE(tftest::any_line_has(e.rewrites, "moved after the gather")) << tftest::joined(e.rewrites);
+        ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+        EXPECT_EQ(e.kernels[0].description.rfind("cast -> ", 0), 0u) << e.kernels[0].description;
+        expect_one_fused_kernel(c, in, std::string(c10::toString(mask_dtype)) + " mask, " + c10::toString(dtype) + " batch " +
+                                           std::to_string(b));
+      }
+    }
+  }
+}
+
 TEST(ViewsGpu, TransposedInputOfAFlattenMatchesEager) {
   REQUIRE_GPU();
   // The strides of a transposed x do not merge: flatten stays in ATen (a refusal), and the
