@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include "passes/broadcast_indices.h"
 #include "passes/cache_shape_tensors.h"
 #include "passes/rewrite_attention.h"
 #include "passes/rewrite_linear_bias.h"
@@ -96,6 +97,9 @@ const Rewrite kRewrites[] = {
     {"sink_casts", &RewriteOptions::sink_casts, sink_casts},
     // After sink_reshapes, whose moved reshapes can leave a reduction reading a transposed value.
     {"stage_transposed_rows", &RewriteOptions::stage_transposed_rows, stage_transposed_rows},
+    // Before cache_shape_tensors, which takes the broadcast indices into its cut with the
+    // indices they are made from.
+    {"broadcast_indices", &RewriteOptions::broadcast_indices, broadcast_indices},
     // Last: the attention rewrite's prepared masks join the shape tensors they are made from
     // (and get their causal check there).
     {"cache_shape_tensors", &RewriteOptions::shape_tensors, cache_shape_tensors},

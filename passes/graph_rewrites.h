@@ -31,6 +31,7 @@ struct RewriteOptions {
   bool sink_reshapes = true;   // no CompileOptions switch: it changes which kernels run, never values
   bool stage_transposed_rows = true;  // the same
   bool sink_casts = true;             // the same
+  bool broadcast_indices = true;      // the same
   LogSwitches logs;
 };
 

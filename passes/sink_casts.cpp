@@ -27,7 +27,7 @@ std::string why_cast_stays(const RewriteContext& ctx, const Node* cast) {
   if (in->dtype == out->dtype) return "it changes no dtype";
   bool gathered = false;
   for (const torch::jit::Use& u : cast->output()->uses()) {
-    if (is_kind(u.user, "aten::size")) continue;
+    if (is_kind(u.user, "aten::size") || u.user->kind() == c10::prim::device) continue;
     if (!is_gather(u.user) || u.offset != 0) return "its result is read by " + node_name(u.user);
     gathered = true;
   }
@@ -41,8 +41,8 @@ void sink(RewriteContext& ctx, Node* cast) {
   std::vector<Node*> users;
   for (const torch::jit::Use& u : cast->output()->uses()) users.push_back(u.user);
   for (Node* user : users) {
-    if (is_kind(user, "aten::size")) {
-      user->replaceInput(0, source);  // the same sizes
+    if (is_kind(user, "aten::size") || user->kind() == c10::prim::device) {
+      user->replaceInput(0, source);  // the same sizes and device
       continue;
     }
     Node* gather = ctx.graph.createClone(user, [](Value* v) { return v; });

@@ -9,6 +9,7 @@
 
 #include <functional>
 
+#include "benchmarks/kernel_count.h"
 #include "tests/gpu_view_util.h"
 #include "tests/test_util.h"
 
@@ -222,10 +223,16 @@ def forward(self, mask, y):
         const std::vector<c10::IValue> in{torch::randint(0, 2, {b, 40}, opts.dtype(mask_dtype)), torch::randn({b, 1, 40}, opts).to(dtype)};
         const auto e = c.explain(in, false);
         ASSERT_TRUE(tftest::any_line_has(e.rewrites, "moved after the gather")) << tftest::joined(e.rewrites);
+        ASSERT_TRUE(tftest::any_line_has(e.rewrites, "broadcast and made contiguous in the graph")) << tftest::joined(e.rewrites);
         ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
         EXPECT_EQ(e.kernels[0].description.rfind("cast -> ", 0), 0u) << e.kernels[0].description;
         expect_one_fused_kernel(c, in, std::string(c10::toString(mask_dtype)) + " mask, " + c10::toString(dtype) + " batch " +
                                            std::to_string(b));
+        // Every kernel of a call: ATen's index (its indices made once per size with the aranges,
+        // not copied per call) and the fused one.
+        std::string why;
+        const int kernels = torchfuse_bench::count_kernels([&] { c.forward(in); }, &why);
+        if (kernels >= 0) EXPECT_EQ(kernels, 2) << c.graph_for(in);
       }
     }
   }
