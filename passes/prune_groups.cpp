@@ -1,6 +1,7 @@
 #include "passes/prune_groups.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <ATen/TensorUtils.h>
 
@@ -52,15 +53,16 @@ int64_t copies_after(const FusionGroup& g) {
 bool transposing_copy(const ir::Node* n) {
   if (n->kind != ir::OpKind::Contiguous) return false;
   const ir::Value* in = n->inputs.at(0);
-  const auto& sizes = in->type.sizes;
   const auto& strides = in->eager_strides.empty() ? in->type.strides : in->eager_strides;
-  if (strides.size() != sizes.size()) return false;
-  int64_t inner = static_cast<int64_t>(sizes.size()) - 1;
-  while (inner >= 0 && sizes[inner] == 1) --inner;
-  if (inner < 0 || strides[inner] == 1) return false;
-  for (int64_t d = 0; d < inner; ++d)
-    if (sizes[d] > 1 && strides[d] == 1) return true;
-  return false;
+  if (strides.size() != in->type.sizes.size()) return false;
+  // Its innermost dim of size > 1 is the row: size-1 dims dropped first.
+  std::vector<int64_t> sizes, kept;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (in->type.sizes[d] == 1) continue;
+    sizes.push_back(in->type.sizes[d]);
+    kept.push_back(strides[d]);
+  }
+  return ir::rows_across_lines(sizes, kept, 1);
 }
 
 }  // namespace

@@ -76,23 +76,6 @@ bool trailing_block(std::vector<int64_t> dims, int64_t rank) {
   return true;
 }
 
-// Is `t`, reduced over its trailing `count` dims, transposed against its rows: the innermost
-// reduced dim of size > 1 lies a stride apart, and a kept dim of size > 1 has stride 1?
-bool transposed_rows(const ir::Type& t, int64_t count) {
-  const int64_t rank = t.rank();
-  int64_t inner = -1;
-  for (int64_t d = rank; d-- > rank - count;) {
-    if (t.sizes[d] > 1) {
-      inner = d;
-      break;
-    }
-  }
-  if (inner < 0 || t.strides[inner] == 1) return false;
-  for (int64_t d = 0; d < rank - count; ++d)
-    if (t.sizes[d] > 1 && t.strides[d] == 1) return true;
-  return false;
-}
-
 std::string strides_str(const std::vector<int64_t>& strides) {
   std::string s = "[";
   for (size_t i = 0; i < strides.size(); ++i) s += (i ? ", " : "") + std::to_string(strides[i]);
@@ -121,7 +104,7 @@ void stage_transposed_rows(RewriteContext& ctx) {
     if (!t || !t->is_tensor() || t->rank() < 2 || t->strides.size() != t->sizes.size()) continue;
     const auto dims = reduced_dims(n, t->rank());
     if (!dims || !trailing_block(*dims, t->rank())) continue;
-    if (!transposed_rows(*t, static_cast<int64_t>(dims->size()))) continue;
+    if (!ir::rows_across_lines(t->sizes, t->strides, static_cast<int64_t>(dims->size()))) continue;
     const int64_t bytes = t->numel() * static_cast<int64_t>(c10::elementSize(t->dtype));
     if (bytes < kStageMinBytes) {
       ctx.refused("row reduction " + node_name(n) + " reads %" + n->input(0)->debugName() + " " + t->str() +

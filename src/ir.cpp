@@ -195,6 +195,17 @@ std::string Type::str() const {
 
 std::string shape_str(const std::vector<int64_t>& sizes) { return "[" + join_ints(sizes) + "]"; }
 
+bool rows_across_lines(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t block) {
+  const auto rank = static_cast<int64_t>(sizes.size());
+  if (strides.size() != sizes.size() || block < 1 || block > rank) return false;
+  int64_t inner = rank - 1;
+  while (inner >= rank - block && sizes[inner] == 1) --inner;
+  if (inner < rank - block || strides[inner] == 1) return false;
+  for (int64_t d = 0; d < rank - block; ++d)
+    if (sizes[d] > 1 && strides[d] == 1) return true;
+  return false;
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t running = 1;

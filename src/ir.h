@@ -259,6 +259,9 @@ void verify_or_throw(const Graph& graph, const std::string& after_what);
 std::optional<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
                                                      const std::vector<int64_t>& b);
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// Rows of the trailing `block` dims read across lines: the innermost of those dims of size > 1
+// lies a stride apart, and a dim before them of size > 1 has stride 1 (a transposed layout).
+bool rows_across_lines(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t block);
 // "[64, 1000]", as the printer writes shapes (for messages).
 std::string shape_str(const std::vector<int64_t>& sizes);
 

@@ -135,3 +135,21 @@ TEST(Errors, InternalAssertSaysItIsABug) {
 }
 
 }  // namespace
+
+namespace {
+
+// A row read across lines (the shared predicate of stage_transposed_rows and prune_groups).
+TEST(IrLayout, RowsAcrossLines) {
+  using torchfuse::ir::rows_across_lines;
+  EXPECT_TRUE(rows_across_lines({4, 8}, {1, 4}, 1));               // x.t()
+  EXPECT_FALSE(rows_across_lines({4, 8}, {8, 1}, 1));              // row-major
+  EXPECT_FALSE(rows_across_lines({4, 8}, {16, 2}, 1));             // strided, no dim adjacent
+  EXPECT_TRUE(rows_across_lines({2, 4, 8}, {32, 1, 4}, 1));        // transpose(1, 2) of [2, 8, 4]
+  EXPECT_TRUE(rows_across_lines({4, 8, 1}, {1, 4, 1}, 2));         // a size-1 trailing dim skipped
+  EXPECT_FALSE(rows_across_lines({4, 8, 1}, {1, 4, 1}, 1));        // the row is that size-1 dim alone
+  EXPECT_FALSE(rows_across_lines({1, 8}, {1, 1}, 1));              // the adjacent dim has size 1
+  EXPECT_FALSE(rows_across_lines({4, 8}, {1, 4}, 2));              // no dim left outside the rows
+  EXPECT_FALSE(rows_across_lines({4, 8}, {1}, 1));                 // strides of another rank
+}
+
+}  // namespace
