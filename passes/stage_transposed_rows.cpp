@@ -8,7 +8,6 @@
 // reads and writes coalesced, and the row kernel then streams contiguous rows.
 #include "passes/stage_transposed_rows.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -41,45 +40,23 @@ const std::unordered_map<std::string, std::pair<size_t, DimsArg>>& row_reduction
   return table;
 }
 
-// The reduced dims of `n` over an input of rank `rank`, each in [0, rank), or nullopt where they
-// are not known from the graph (a dim computed at run time).
-std::optional<std::vector<int64_t>> reduced_dims(const Node* n, int64_t rank) {
+// How many trailing dims `n` reduces over an input of rank `rank` (rows, leaving at least one
+// kept dim), or nullopt where they are not such a block known from the graph (a dim computed at
+// run time, a softmax over another dim).
+std::optional<int64_t> trailing_rows(const Node* n, int64_t rank) {
   const auto it = row_reductions().find(n->kind().toQualString());
   if (it == row_reductions().end() || n->inputs().size() <= it->second.first) return std::nullopt;
   const Value* arg = n->input(it->second.first);
-  std::vector<int64_t> dims;
+  int64_t count = -1;
   if (it->second.second == DimsArg::NormalizedShape) {
     // Its length alone matters: a list of sizes built in the graph (x.size(-1)) counts as well.
-    int64_t count = -1;
     if (arg->node()->kind() == c10::prim::ListConstruct) count = static_cast<int64_t>(arg->node()->inputs().size());
     if (const auto iv = torch::jit::toIValue(arg); iv && iv->isIntList()) count = static_cast<int64_t>(iv->toIntList().size());
-    if (count <= 0 || count > rank) return std::nullopt;
-    for (int64_t d = rank - count; d < rank; ++d) dims.push_back(d);
-    return dims;
+  } else if (const auto iv = torch::jit::toIValue(arg); iv && iv->isInt() && (iv->toInt() == -1 || iv->toInt() == rank - 1)) {
+    count = 1;
   }
-  const auto iv = torch::jit::toIValue(arg);
-  if (!iv || !iv->isInt()) return std::nullopt;
-  const int64_t d = iv->toInt();
-  if (d < -rank || d >= rank) return std::nullopt;
-  dims.push_back(d < 0 ? d + rank : d);
-  return dims;
-}
-
-// The dims form the trailing block of dims (in any order), leaving at least one kept dim.
-bool trailing_block(std::vector<int64_t> dims, int64_t rank) {
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  const auto count = static_cast<int64_t>(dims.size());
-  if (count >= rank) return false;
-  for (int64_t i = 0; i < count; ++i)
-    if (dims[i] != rank - count + i) return false;
-  return true;
-}
-
-std::string strides_str(const std::vector<int64_t>& strides) {
-  std::string s = "[";
-  for (size_t i = 0; i < strides.size(); ++i) s += (i ? ", " : "") + std::to_string(strides[i]);
-  return s + "]";
+  if (count <= 0 || count >= rank) return std::nullopt;
+  return count;
 }
 
 void stage(RewriteContext& ctx, Node* n, const ir::Type& t) {
@@ -90,7 +67,7 @@ void stage(RewriteContext& ctx, Node* n, const ir::Type& t) {
   ctx.inherit_type(copy, in);
   n->replaceInput(0, copy);
   ctx.applied("row reduction " + node_name(n) + " reads %" + in->debugName() + " " + t.str() + " strides " +
-              strides_str(t.strides) + " transposed against its rows -> aten::contiguous first (a tiled copy), "
+              ir::shape_str(t.strides) + " transposed against its rows -> aten::contiguous first (a tiled copy), "
               "its rows then read contiguous");
 }
 
@@ -102,9 +79,8 @@ void stage_transposed_rows(RewriteContext& ctx) {
     if (!row_reductions().count(n->kind().toQualString()) || n->inputs().empty()) continue;
     const ir::Type* t = ctx.type_of(n->input(0));
     if (!t || !t->is_tensor() || t->rank() < 2 || t->strides.size() != t->sizes.size()) continue;
-    const auto dims = reduced_dims(n, t->rank());
-    if (!dims || !trailing_block(*dims, t->rank())) continue;
-    if (!ir::rows_across_lines(t->sizes, t->strides, static_cast<int64_t>(dims->size()))) continue;
+    const auto rows = trailing_rows(n, t->rank());
+    if (!rows || !ir::rows_across_lines(t->sizes, t->strides, *rows)) continue;
     const int64_t bytes = t->numel() * static_cast<int64_t>(c10::elementSize(t->dtype));
     if (bytes < kStageMinBytes) {
       ctx.refused("row reduction " + node_name(n) + " reads %" + n->input(0)->debugName() + " " + t->str() +
