@@ -7,7 +7,10 @@
 #include "passes/broadcast_indices.h"
 #include "passes/cache_shape_tensors.h"
 #include "passes/rewrite_attention.h"
+#include "passes/concat_linears.h"
+#include "passes/fold_static_sizes.h"
 #include "passes/rewrite_linear_bias.h"
+#include "passes/rewrite_plain_gemms.h"
 #include "passes/rewrite_gemm_epilogues.h"
 #include "passes/sink_casts.h"
 #include "passes/sink_reshapes.h"
@@ -75,6 +78,8 @@ void RewriteContext::inherit_type(const torch::jit::Value* made, const torch::ji
   if (const ir::Type* t = type_of(from)) types_[made->unique()] = *t;
 }
 
+void RewriteContext::set_type(const torch::jit::Value* made, ir::Type type) { types_[made->unique()] = std::move(type); }
+
 namespace {
 
 struct Rewrite {
@@ -83,14 +88,21 @@ struct Rewrite {
   void (*run)(RewriteContext&);
 };
 
-// Order matters: attention goes first. Its two matmuls would otherwise be GEMMs that
+// Order matters: attention goes first after the sizes are folded. Its two matmuls would otherwise be GEMMs that
 // rewrite_gemm_epilogues could claim (the scores' scaling as an epilogue), and the fused
 // attention kernel saves far more than an epilogue does.
 const Rewrite kRewrites[] = {
+    // First: the rewrites after it see the sizes it folds as constants.
+    {"fold_static_sizes", &RewriteOptions::fold_static_sizes, fold_static_sizes},
     {"rewrite_attention", &RewriteOptions::attention, rewrite_attention},
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
     // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.
     {"rewrite_linear_bias", &RewriteOptions::linear_bias, rewrite_linear_bias},
+    // After both: linears they left (no epilogue, a float32 bias moved out) that read one input
+    // become one GEMM.
+    {"concat_linears", &RewriteOptions::concat_linears, concat_linears},
+    // What is left of the GEMMs runs as one cuBLASLt call each (the merged ones included).
+    {"rewrite_plain_gemms", &RewriteOptions::plain_gemms, rewrite_plain_gemms},
     // After the rewrites that match layouts around GEMMs and attention (a reshape read by a
     // linear or an attention call stays where it is).
     {"sink_reshapes", &RewriteOptions::sink_reshapes, sink_reshapes},

@@ -27,11 +27,14 @@ struct RewriteOptions {
   bool attention = true;       // CompileOptions::rewrite_attention
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
   bool linear_bias = true;     // CompileOptions::split_linear_bias
+  bool concat_linears = true;  // CompileOptions::concat_linears
+  bool plain_gemms = true;     // CompileOptions::cublaslt_gemms
   bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
   bool sink_reshapes = true;   // no CompileOptions switch: it changes which kernels run, never values
   bool stage_transposed_rows = true;  // the same
   bool sink_casts = true;             // the same
   bool broadcast_indices = true;      // the same
+  bool fold_static_sizes = true;      // the same
   LogSwitches logs;
 };
 
@@ -62,6 +65,8 @@ struct RewriteContext {
   // A value a rewrite made in place of `from`, with its dtype, sizes and device (strides may
   // differ): later matches read it through type_of.
   void inherit_type(const torch::jit::Value* made, const torch::jit::Value* from);
+  // A value a rewrite made, with a type of its own (a merged GEMM's result, a new constant).
+  void set_type(const torch::jit::Value* made, ir::Type type);
 
  private:
   // By Value::unique(), which a graph never hands out twice: a rewrite frees values, and a value

@@ -1,8 +1,5 @@
-// GEMM epilogues (see rewrite_gemm_epilogues.h). A GEMM
-//   aten::linear(x, W, b?)         x of rank >= 2, W 2-D
-//   aten::addmm(b, x, M)           beta = alpha = 1, b 1-D, x and M 2-D (W = M^T)
-//   aten::matmul(x, M)             x of rank >= 2, M 2-D (W = M^T)
-// whose result has one use, that use being
+// GEMM epilogues (see rewrite_gemm_epilogues.h). A GEMM gemm_operands takes (linear, addmm,
+// matmul with a 2-D weight: passes/gemm_match.h) whose result has one use, that use being
 //   aten::add(gemm, r) / add(r, gemm) with alpha 1 and r of the result's exact shape and dtype,
 //   optionally followed by a single-use activation, or
 //   aten::relu(gemm) / aten::gelu(gemm, approximate='tanh')
@@ -17,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "passes/gemm_match.h"
 #include "src/error.h"
 #include "src/ir.h"
 
@@ -29,10 +27,7 @@ using torch::jit::Value;
 // What the matched pattern computes, as the op's arguments.
 struct Match {
   Node* gemm = nullptr;
-  Value* input = nullptr;
-  Value* weight = nullptr;       // W [N, K]; null when weight_t holds W^T (addmm, matmul)
-  Value* weight_t = nullptr;     // M = W^T [K, N]: the rewrite inserts aten::t(M)
-  Value* bias = nullptr;         // null when there is none
+  GemmOperands ops;
   Value* residual = nullptr;     // null when there is none
   const char* activation = "none";
   std::vector<Node*> chain;      // the nodes replaced, the GEMM first
@@ -47,7 +42,7 @@ std::string describe(const std::vector<Node*>& chain) {
 
 std::optional<c10::IValue> constant(const Value* v) { return torch::jit::toIValue(v); }
 
-// The constant number `v` equals 1 (alpha and beta of add and addmm).
+// The constant number `v` equals 1 (add's alpha).
 bool is_one(const Value* v) { return constant_number(v) == 1.0; }
 
 // The only user of n's output, or null when it has none or several.
@@ -72,63 +67,6 @@ class GemmRewriter {
   const ir::Type* tensor_type(const Value* v) const {
     const ir::Type* t = ctx_.type_of(v);
     return t && t->is_tensor() ? t : nullptr;
-  }
-
-  // The GEMM's operands; nothing (and no refusal) for forms this pass does not take.
-  std::optional<Match> gemm_operands(Node* g) const {
-    Match m;
-    m.gemm = g;
-    m.chain.push_back(g);
-    const ir::Type* x = tensor_type(g->input(0));
-    if (is_kind(g, "aten::linear")) {
-      const ir::Type* w = tensor_type(g->input(1));
-      if (!x || !w || x->rank() < 2 || w->rank() != 2) return std::nullopt;
-      m.input = g->input(0), m.weight = g->input(1);
-      if (!g->input(2)->mustBeNone()) m.bias = g->input(2);
-      return m;
-    }
-    if (is_kind(g, "aten::addmm")) {
-      if (g->inputs().size() != 5 || !is_one(g->input(3)) || !is_one(g->input(4))) return std::nullopt;
-      const ir::Type* b = tensor_type(g->input(0));
-      const ir::Type* a = tensor_type(g->input(1));
-      const ir::Type* mt = tensor_type(g->input(2));
-      if (!b || !a || !mt || a->rank() != 2 || mt->rank() != 2 || b->rank() != 1 || b->sizes[0] != mt->sizes[1])
-        return std::nullopt;
-      m.input = g->input(1), m.weight_t = g->input(2), m.bias = g->input(0);
-      return m;
-    }
-    const ir::Type* mt = tensor_type(g->input(1));  // aten::matmul
-    if (!x || !mt || x->rank() < 2 || mt->rank() != 2) return std::nullopt;
-    m.input = g->input(0), m.weight_t = g->input(1);
-    return m;
-  }
-
-  // Why the op would not compute what the matched nodes compute, or cuBLASLt could not run it
-  // ("" when it would).
-  std::string semantics_differ(const Match& m, const Node* last) const {
-    const ir::Type* gemm = tensor_type(m.gemm->output());
-    const ir::Type* out = tensor_type(last->output());
-    if (!gemm || !out) return "the result's type was not profiled";
-    const c10::ScalarType dt = gemm->dtype;
-    const std::pair<const char*, Value*> operands[] = {
-        {"the input", m.input}, {"the weight", m.weight ? m.weight : m.weight_t}, {"the bias", m.bias},
-        {"the residual", m.residual}};
-    for (const auto& [what, v] : operands) {
-      if (!v) continue;
-      const ir::Type* t = tensor_type(v);
-      if (!t) return std::string(what) + "'s type was not profiled";
-      if (t->dtype != dt)
-        return std::string("dtype promotion: ") + what + " is " + ir::dtype_short_name(t->dtype) + ", the GEMM's result " +
-               ir::dtype_short_name(dt);
-      if (t->device != out->device) return "operands on two devices (" + t->device.str() + ", " + out->device.str() + ")";
-    }
-    if (out->dtype != dt)
-      return std::string("dtype promotion: the result is ") + ir::dtype_short_name(out->dtype) + ", the GEMM's " +
-             ir::dtype_short_name(dt);
-    if (dt != c10::ScalarType::Float && dt != c10::ScalarType::Half && dt != c10::ScalarType::BFloat16)
-      return std::string("dtype ") + ir::dtype_short_name(dt) + " (cuBLASLt's epilogues take f32, f16 and bf16)";
-    if (!out->device.is_cuda() && !out->device.is_cpu()) return "tensors on " + out->device.str();
-    return "";
   }
 
   // Extends the match with an activation `n` (relu, or gelu with approximate='tanh'); false with
@@ -179,9 +117,12 @@ class GemmRewriter {
   }
 
   void try_gemm(Node* g) {
-    std::optional<Match> found = gemm_operands(g);
-    if (!found) return;
-    Match& m = *found;
+    const std::optional<GemmOperands> ops = gemm_operands(ctx_, g);
+    if (!ops) return;
+    Match m;
+    m.gemm = g;
+    m.ops = *ops;
+    m.chain.push_back(g);
     Node* user = single_user(g);
     if (!user) {
       refuse_if_epilogue(g);
@@ -198,7 +139,7 @@ class GemmRewriter {
     } else if (why.empty() && !take_activation(user, m, &why) && why.empty()) {
       return;  // no epilogue to take
     }
-    if (why.empty()) why = semantics_differ(m, m.chain.back());
+    if (why.empty()) why = gemm_call_differs(ctx_, m.ops, m.residual, m.gemm, m.chain.back());
     // A residual add alone saves no pass over memory: the add joins the fused kernel of what reads
     // it (the next norm) at the cost of one more operand there, and cuBLASLt with C measured
     // slower than the plain GEMM (Llama bf16, 8 x 512 tokens, H100: 6707 against 6532 us of GPU
@@ -224,25 +165,13 @@ class GemmRewriter {
     }
   }
 
-  Value* none() { return ctx_.graph.insertConstant(c10::IValue()); }
-
   // Inserts the op where the chain's last node is, moves that node's uses to it and removes the chain.
   void replace(const Match& m) {
-    torch::jit::Graph& graph = ctx_.graph;
     Node* last = m.chain.back();
     torch::jit::WithInsertPoint point(last);
-    Value* weight = m.weight;
-    if (!weight) weight = graph.insert(c10::Symbol::fromQualString("aten::t"), {m.weight_t});
-    Node* op = graph.create(c10::Symbol::fromQualString("torchfuse::gemm_epilogue"),
-                            {m.input, weight, m.bias ? m.bias : none(), m.residual ? m.residual : none(),
-                             graph.insertConstant(std::string(m.activation))},
-                            1);
-    graph.insertNode(op);
-    op->output()->copyMetadata(last->output());
-    // A GEMM reading this result (an MLP's second linear) matches too.
-    ctx_.inherit_type(op->output(), last->output());
-    last->output()->replaceAllUsesWith(op->output());
-    std::string what = describe(m.chain) + " -> torchfuse::gemm_epilogue (" + (m.bias ? "bias" : "no bias") +
+    Value* out = insert_gemm_call(ctx_, m.ops, m.residual, m.activation, last->output());
+    last->output()->replaceAllUsesWith(out);
+    std::string what = describe(m.chain) + " -> torchfuse::gemm_epilogue (" + (m.ops.bias ? "bias" : "no bias") +
                        (m.residual ? ", residual" : "") + ", activation " + m.activation + ")";
     for (auto it = m.chain.rbegin(); it != m.chain.rend(); ++it) {
       TORCHFUSE_INTERNAL_ASSERT(!(*it)->hasUses(), "a replaced node's result still has a use");

@@ -10,6 +10,7 @@
 #include "src/export_graph.h"
 #include "src/export_reader.h"
 #include "src/prepare_graph.h"
+#include "src/sibling_weights.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -58,6 +59,7 @@ CompiledModule compile_exported_on(const std::string& path, const std::optional<
   // batch norms, and so on. Both front doors then plan the same graph.
   torch::jit::OptimizeFrozenGraph(graph, /*optimize_numerics=*/true);
   prepare_graph(graph);
+  store_sibling_weights_together(*graph);  // the program's weights, read from the archive: torchfuse's own
   auto impl = std::make_shared<CompiledModuleImpl>(graph, std::move(options));
   impl->set_input_check([contract = exported::contract_of(program, device)](const std::vector<c10::IValue>& inputs) {
     contract.check(inputs);

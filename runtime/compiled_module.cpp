@@ -105,6 +105,8 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   rewrite_options_.attention = options_.rewrite_attention;
   rewrite_options_.gemm_epilogues = options_.gemm_epilogues;
   rewrite_options_.linear_bias = options_.split_linear_bias;
+  rewrite_options_.concat_linears = options_.concat_linears;
+  rewrite_options_.plain_gemms = options_.cublaslt_gemms;
   rewrite_options_.shape_tensors = options_.cache_shape_tensors;
   rewrite_options_.logs = logs_;
   // Where the frozen parameters live, for the message of a device mix.

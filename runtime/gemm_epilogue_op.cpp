@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include <ATen/Context.h>
-#include <c10/core/DeviceGuard.h>
 #include <c10/core/GradMode.h>
 #include <torch/library.h>
 #include <torch/version.h>
@@ -323,13 +323,41 @@ std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const
   return "";
 }
 
+// The descriptors and algorithm of one call's key, made once: creating six descriptors and
+// setting their attributes cost more host time than the matmul's own launch, and a GEMM in a
+// launch-bound model runs with the same key every call. Per thread, since the bias pointer is an
+// attribute of the matmul descriptor, set on each call.
+struct LtPlan {
+  std::unique_ptr<Descriptors> ds;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// This thread's plan for `call`; null (reason in *why) where cuBLASLt declines the key. Declined
+// keys are not remembered here (algorithm_for remembers that it found no algorithm).
+LtPlan* plan_for(const LtCall& call, const CublasLtApi& lt, cublasLtHandle_t h, std::string* why) {
+  // Never destroyed: a thread's plans hold cuBLASLt descriptors, which must not be destroyed after
+  // the library is unloaded at exit.
+  thread_local auto* plans = new std::map<AlgoKey, LtPlan>();
+  AlgoKey key = call.key();
+  auto it = plans->find(key);
+  if (it != plans->end()) return &it->second;
+  auto ds = std::make_unique<Descriptors>(&lt);
+  if (!make_descriptors(call, *ds, why)) return nullptr;
+  const std::optional<cublasLtMatmulAlgo_t> algo = algorithm_for(call, *ds, h, why);
+  if (!algo) return nullptr;
+  LtPlan& plan = (*plans)[std::move(key)];
+  plan.ds = std::move(ds);
+  plan.algo = *algo;
+  return &plan;
+}
+
 // Runs the call as one cublasLtMatmul into `out`; false (reason in *why) where cuBLASLt declines.
 bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
                   GemmActivation activation, at::Tensor& out, std::string* why) {
   *why = lt_unusable(input, weight, bias, residual);
   if (!why->empty()) return false;
   const CublasLtApi& lt = *cublaslt_api();
-  const c10::DeviceGuard on_device(input.device());
+  const OnDevice on_device(input.device());
   const int64_t n = weight.size(0), k = weight.size(1);
   std::vector<at::Tensor> keep;  // copies of operands whose strides cuBLASLt cannot read
   const at::Tensor x = input.reshape({-1, k});  // a view where the layout allows, else a copy
@@ -362,17 +390,24 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
     keep.push_back(bias->contiguous());
     call.bias = keep.back().data_ptr();
   }
-  Descriptors ds(&lt);
-  if (!make_descriptors(call, ds, why)) return false;
   cublasLtHandle_t h = handle_for(lt, call.device, why);
   if (!h) return false;
-  const std::optional<cublasLtMatmulAlgo_t> algo = algorithm_for(call, ds, h, why);
-  if (!algo) return false;
+  LtPlan* plan = plan_for(call, lt, h, why);
+  if (!plan) return false;
+  const Descriptors& ds = *plan->ds;
+  if (call.bias) {
+    const cublasStatus_t s =
+        lt.cublasLtMatmulDescSetAttribute(ds.matmul, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias, sizeof(call.bias));
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      *why = lt_failure("cublasLtMatmulDescSetAttribute", s);
+      return false;
+    }
+  }
   const at::Tensor workspace = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, input.options().dtype(at::kByte));
   const float alpha = 1.0f, beta = call.residual ? 1.0f : 0.0f;
   const cublasStatus_t s = lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr,
-                                             ds.c, out.data_ptr(), ds.d, &*algo, workspace.data_ptr(), kWorkspaceBytes,
-                                             current_stream(input.device()));
+                                             ds.c, out.data_ptr(), ds.d, &plan->algo, workspace.data_ptr(),
+                                             kWorkspaceBytes, current_stream(input.device()));
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
     *why = lt_failure("cublasLtMatmul", s);  // nothing ran: ATen computes it instead
     return false;

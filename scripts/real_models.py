@@ -185,6 +185,8 @@ def main():
                     help="also time torchfuse with CompileOptions::cuda_graphs (needs --torchfuse-build)")
     ap.add_argument("--ablations", default="", help="comma-separated torchfuse variants also timed: "
                     "no_gemm_epilogues, no_shape_tensors (nothing computed once per size, so no mask checks), "
+                    "no_cublaslt_gemms (GEMMs without an epilogue through ATen), no_concat_linears (linears of one "
+                    "input apart), "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
@@ -257,8 +259,11 @@ def main():
                     row["torchfuse_rewrites"] = explained.get("rewrites", [])
                     for key, kw in (("torchfuse_no_gemm_epilogues", {"gemm_epilogues": False}),
                                     ("torchfuse_no_shape_tensors", {"cache_shape_tensors": False}),
+                                    ("torchfuse_no_cublaslt_gemms", {"cublaslt_gemms": False}),
+                                    ("torchfuse_no_concat_linears", {"concat_linears": False}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
-                                                               "split_linear_bias": False, "cache_shape_tensors": False})):
+                                                               "split_linear_bias": False, "cache_shape_tensors": False,
+                                                               "cublaslt_gemms": False, "concat_linears": False})):
                         if key.split("torchfuse_")[1] not in args.ablations.split(","):
                             continue
                         ta = tfpy.compile_file(path, **kw)
@@ -307,7 +312,9 @@ def main():
                 ("compile reduce-overhead", "torch_compile_reduce_overhead"),
                 ("compile max-autotune-no-cudagraphs", "torch_compile_max_autotune_no_cudagraphs"), ("torchfuse", "torchfuse"),
                 ("torchfuse no GEMM epilogues", "torchfuse_no_gemm_epilogues"),
-                ("torchfuse no shape tensors", "torchfuse_no_shape_tensors"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
+                ("torchfuse no shape tensors", "torchfuse_no_shape_tensors"),
+                ("torchfuse no cuBLASLt GEMMs", "torchfuse_no_cublaslt_gemms"),
+                ("torchfuse no concat linears", "torchfuse_no_concat_linears"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
                 ("torchfuse graphs", "torchfuse_graphs")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]

@@ -8,6 +8,7 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include "src/error.h"
+#include "src/sibling_weights.h"
 
 namespace torchfuse {
 
@@ -38,6 +39,8 @@ std::shared_ptr<torch::jit::Graph> prepare_module_graph(const torch::jit::Module
   torch::jit::Module frozen = torch::jit::freeze(copy);
   auto graph = frozen.get_method("forward").graph()->copy();
   prepare_graph(graph);
+  // The clone's weights are torchfuse's own: sibling linears may share one buffer.
+  store_sibling_weights_together(*graph);
   TORCHFUSE_CHECK(!graph->inputs().empty(), "torchfuse: forward has no self input");
   TORCHFUSE_CHECK(!graph->inputs()[0]->hasUses(),
                   "torchfuse: forward still uses self after freezing (attributes it mutates cannot be frozen)");

@@ -20,6 +20,7 @@ torchfuse::CompileOptions options(bool gemm_epilogues = true) {
   torchfuse::CompileOptions o = tftest::quiet_options();
   o.gemm_epilogues = gemm_epilogues;
   o.split_linear_bias = false;  // tests/test_linear_bias.cpp covers that rewrite
+  o.cublaslt_gemms = false;     // GEMMs left without an epilogue stay aten::linear here
   return o;
 }
 

@@ -119,6 +119,18 @@ struct CompileOptions {
   // the fused kernel after it (cuBLASLt's float32 bias epilogue measured slower than the plain
   // GEMM; see passes/rewrite_linear_bias.cpp).
   bool split_linear_bias = true;
+  // 16-bit linears reading one input with frozen weights (q, k and v projections written apart, an MLP's
+  // gate and up projections) run as one GEMM, each result a slice of it. compile() stores such
+  // weights in one buffer (no second copy); a linear whose result is read as a contiguous tensor
+  // of its own (a view merging its last dim, a graph output) stays apart, with the reason, and so
+  // do float32 linears (merged, they measured slower).
+  bool concat_linears = true;
+  // Every other 16-bit linear/addmm/matmul with a 2-D weight on CUDA tensors runs as one cuBLASLt
+  // call whose descriptors and algorithm are made once per shape and thread (ATen's GEMM derives
+  // them on every call: host time that launch-bound models pay per layer). Float32 GEMMs stay
+  // ATen's (cuBLASLt's heuristic picked slower float32 kernels). Elsewhere (CPU tensors, LibTorch
+  // < 2.3) the call runs ATen's linear.
+  bool cublaslt_gemms = true;
   // Tensors the graph computes from sizes and constants alone (position ids, Hugging Face's
   // causal-mask construction, rotary cos/sin tables) are computed on the first call with those
   // sizes and kept for the later ones (up to 16 sets of sizes per specialization); an attention

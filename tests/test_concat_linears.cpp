@@ -1,0 +1,160 @@
+// Linears of one input as one GEMM (src/sibling_weights.cpp stores their weights together,
+// passes/concat_linears.cpp merges them) on the CPU: which linears merge and which stay apart and
+// why (explain()), that no second copy of the weights is made, and results against the original
+// module through the groups' ATen fallbacks (bfloat16; float32 linears stay apart).
+// tests/test_gemm_epilogues_gpu.cpp runs merged GEMMs on the GPU.
+#include "src/prepare_graph.h"
+#include "tests/cpu_fallbacks.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using tftest::any_line_has;
+using tftest::count_occurrences;
+using tftest::joined;
+
+torchfuse::CompileOptions options(bool concat = true) {
+  torchfuse::CompileOptions o = tftest::quiet_options();
+  o.concat_linears = concat;
+  return o;
+}
+
+// Attention's projections written apart (3 query heads, 1 key/value head of 8) and a SwiGLU MLP
+// after them: q, k, v merge into one GEMM, gate and up into another; down reads another input.
+torch::jit::Module projections(at::ScalarType dtype, bool biases) {
+  torch::jit::Module m("Projections");
+  const auto o = torch::TensorOptions().dtype(dtype);
+  for (const auto& [name, rows] : std::vector<std::pair<std::string, int64_t>>{{"wq", 24}, {"wk", 8}, {"wv", 8}}) {
+    m.register_parameter(name, torch::randn({rows, 16}, o) / 4.0, false);
+    m.register_parameter("b" + name.substr(1), torch::randn({rows}, o), false);
+  }
+  m.register_parameter("wg", torch::randn({40, 16}, o) / 4.0, false);
+  m.register_parameter("wu", torch::randn({40, 16}, o) / 4.0, false);
+  m.register_parameter("wd", torch::randn({16, 40}, o) / 6.0, false);
+  const std::string bq = biases ? ", self.bq" : "", bk = biases ? ", self.bk" : "", bv = biases ? ", self.bv" : "";
+  m.define(R"JIT(
+def forward(self, x):
+    B = x.size(0)
+    T = x.size(1)
+    q = torch.linear(x, self.wq)JIT" + bq + R"JIT().view(B, T, 3, 8).transpose(1, 2)
+    k = torch.linear(x, self.wk)JIT" + bk + R"JIT().view(B, T, 1, 8).transpose(1, 2)
+    v = torch.linear(x, self.wv)JIT" + bv + R"JIT().view(B, T, 1, 8).transpose(1, 2)
+    a = torch.softmax(torch.matmul(q, k.transpose(-2, -1)), -1)
+    h = torch.matmul(a, v).transpose(1, 2).reshape(B, T, 24)[:, :, :16] + x
+    return torch.linear(torch.silu(torch.linear(h, self.wg)) * torch.linear(h, self.wu), self.wd)
+)JIT");
+  return m;
+}
+
+std::vector<c10::IValue> inputs(at::ScalarType dtype) { return {torch::randn({2, 5, 16}, torch::TensorOptions().dtype(dtype))}; }
+
+// The compiled module's results against the original module's, on fresh inputs.
+void expect_matches_module(torch::jit::Module& m, at::ScalarType dtype, const torchfuse::CompileOptions& o) {
+  auto impl = tftest::on_cpu_fallbacks(m, o);
+  const double tol = dtype == at::kFloat ? 1e-5 : 5e-2;
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<c10::IValue> in = inputs(dtype);
+    const at::Tensor got = impl->forward(in).toTensor().to(at::kDouble);
+    const at::Tensor want = m.forward(in).toTensor().to(at::kDouble);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(torch::allclose(got, want, tol, tol)) << c10::toString(dtype) << ": " << (got - want).abs().max();
+  }
+}
+
+// The GEMMs the rewritten graph runs: ATen's linears and cuBLASLt calls (16-bit; on the CPU the
+// call runs ATen's linear).
+int gemms(const std::string& graph) {
+  return count_occurrences(graph, "aten::linear(") + count_occurrences(graph, "torchfuse::gemm_epilogue(");
+}
+
+TEST(ConcatLinears, ProjectionsOfOneInputBecomeOneGemmEach) {
+  for (at::ScalarType dtype : {at::kBFloat16}) {
+    for (bool biases : {false, true}) {
+      torch::jit::Module m = projections(dtype, biases);
+      const auto e = torchfuse::compile(m, options()).explain(inputs(dtype));
+      EXPECT_TRUE(any_line_has(e.rewrites, "-> one aten::linear with 40 output features")) << joined(e.rewrites);
+      EXPECT_EQ(count_occurrences(joined(e.rewrites), "output features, each result a slice"), 2) << joined(e.rewrites);
+      // q, k, v in one, gate and up in one, down alone.
+      EXPECT_EQ(gemms(e.rewritten_graph), 3) << e.rewritten_graph;
+      expect_matches_module(m, dtype, options());
+    }
+  }
+}
+
+// Merged, Llama's float32 GEMMs ran slower than apart: float32 linears stay apart, saying so.
+TEST(ConcatLinears, Float32LinearsStayApart) {
+  torch::jit::Module m = projections(at::kFloat, false);
+  const auto e = torchfuse::compile(m, options()).explain(inputs(at::kFloat));
+  EXPECT_TRUE(any_line_has(e.refused, "a f32 linear (merged float32 GEMMs ran slower")) << joined(e.refused);
+  EXPECT_FALSE(any_line_has(e.rewrites, "output features")) << joined(e.rewrites);
+  EXPECT_EQ(gemms(e.rewritten_graph), 6) << e.rewritten_graph;
+  expect_matches_module(m, at::kFloat, options());
+}
+
+// The weights live once: every linear of a group reads a row range of one buffer.
+TEST(ConcatLinears, SiblingWeightsShareOneBuffer) {
+  torch::jit::Module m = projections(at::kBFloat16, true);
+  const auto graph = torchfuse::prepare_module_graph(m);
+  std::vector<at::Tensor> weights;
+  for (torch::jit::Node* n : graph->nodes()) {
+    if (n->kind() != c10::aten::linear) continue;
+    weights.push_back(torch::jit::toIValue(n->input(1))->toTensor());
+  }
+  ASSERT_EQ(weights.size(), 6u);
+  // q, k, v: one storage, consecutive rows; gate, up: another; down: its own.
+  EXPECT_TRUE(weights[1].storage().is_alias_of(weights[0].storage()));
+  EXPECT_TRUE(weights[2].storage().is_alias_of(weights[0].storage()));
+  EXPECT_EQ(weights[1].storage_offset(), weights[0].numel());
+  EXPECT_EQ(weights[2].storage_offset(), weights[0].numel() + weights[1].numel());
+  EXPECT_TRUE(weights[4].storage().is_alias_of(weights[3].storage()));
+  EXPECT_FALSE(weights[3].storage().is_alias_of(weights[0].storage()));
+  EXPECT_FALSE(weights[5].storage().is_alias_of(weights[3].storage()));
+  // The values are the module's.
+  EXPECT_TRUE(torch::equal(weights[1], m.attr("wk").toTensor()));
+  EXPECT_TRUE(torch::equal(weights[4], m.attr("wu").toTensor()));
+}
+
+TEST(ConcatLinears, ResultsReadAsTheirOwnTensorStayApart) {
+  torch::jit::Module m("M");
+  const auto bf16 = torch::TensorOptions().dtype(at::kBFloat16);
+  m.register_parameter("wa", torch::randn({24, 16}, bf16), false);
+  m.register_parameter("wb", torch::randn({8, 16}, bf16), false);
+  m.register_parameter("wc", torch::randn({8, 16}, bf16), false);
+  // b is returned; c's view merges its last dim with the one before it.
+  m.define(R"JIT(
+def forward(self, x):
+    a = torch.relu(torch.linear(x, self.wa))
+    b = torch.linear(x, self.wb)
+    c = torch.linear(x, self.wc).view(2, 40)
+    return a, b, c
+)JIT");
+  const auto e = torchfuse::compile(m, options()).explain(inputs(at::kBFloat16));
+  EXPECT_TRUE(any_line_has(e.refused, "is returned or collected (prim::TupleConstruct")) << joined(e.refused);
+  EXPECT_TRUE(any_line_has(e.refused, "aten::view (%c.1), which needs the linear's own contiguous result")) << joined(e.refused);
+  EXPECT_FALSE(any_line_has(e.rewrites, "output features")) << joined(e.rewrites);
+  EXPECT_EQ(gemms(e.rewritten_graph), 3) << e.rewritten_graph;
+}
+
+// A traced callable's weights are the caller's tensors: nothing is copied, so nothing merges.
+TEST(ConcatLinears, CallersWeightsAreNotStoredTogether) {
+  const auto bf16 = torch::TensorOptions().dtype(at::kBFloat16);
+  const at::Tensor wa = torch::randn({24, 16}, bf16), wb = torch::randn({8, 16}, bf16);
+  const torchfuse::TensorFn fn = [wa, wb](const std::vector<at::Tensor>& in) {
+    return std::vector<at::Tensor>{torch::sigmoid(torch::linear(in[0], wa)).sum(-1) +
+                                   torch::sigmoid(torch::linear(in[0], wb)).sum(-1)};
+  };
+  const at::Tensor x = torch::randn({2, 5, 16}, bf16);
+  const auto e = torchfuse::compile(fn, {x}, options()).explain({x});
+  EXPECT_TRUE(any_line_has(e.refused, "weights are not stored together")) << joined(e.refused);
+  EXPECT_FALSE(any_line_has(e.rewrites, "output features")) << joined(e.rewrites);
+}
+
+TEST(ConcatLinears, OptionOffLeavesTheLinearsApart) {
+  torch::jit::Module m = projections(at::kBFloat16, false);
+  const auto e = torchfuse::compile(m, options(false)).explain(inputs(at::kBFloat16));
+  EXPECT_FALSE(any_line_has(e.rewrites, "output features")) << joined(e.rewrites);
+  EXPECT_EQ(gemms(e.rewritten_graph), 6) << e.rewritten_graph;
+  expect_matches_module(m, at::kBFloat16, options(false));
+}
+
+}  // namespace
