@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "src/error.h"
+#include "src/graph_constants.h"
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -18,13 +19,6 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
-
-std::optional<at::Tensor> constant_tensor(const Value* v) {
-  const Node* n = v->node();
-  if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;
-  if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) return std::nullopt;
-  return n->t(c10::attr::value);
-}
 
 struct Linear {
   Node* node;

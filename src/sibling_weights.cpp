@@ -9,19 +9,13 @@
 
 #include <ATen/ATen.h>
 
+#include "src/graph_constants.h"
+
 namespace torchfuse {
 namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
-
-// The tensor a prim::Constant node holds, or nothing.
-std::optional<at::Tensor> constant_tensor(const Value* v) {
-  const Node* n = v->node();
-  if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;
-  if (n->kindOf(c10::attr::value) != torch::jit::AttributeKind::t) return std::nullopt;
-  return n->t(c10::attr::value);
-}
 
 // A linear whose weight (and bias, if any) are frozen tensors that can share a buffer: a
 // contiguous 2-D weight and a contiguous 1-D bias of its dtype and device.
