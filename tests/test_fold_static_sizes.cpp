@@ -97,4 +97,20 @@ def forward(self, x):
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::size("), 2) << e.rewritten_graph;
 }
 
+// Through permute and unsqueeze: the view's constant 8 and the new dim's 1 fold, the batch stays.
+TEST(FoldStaticSizes, ThroughPermuteAndUnsqueeze) {
+  const auto m = tftest::module_from(R"JIT(
+def forward(self, x):
+    y = x.view(x.size(0), 4, 8).permute(2, 0, 1).unsqueeze(0)
+    return y * float(y.size(1) + y.size(0)) + float(y.size(2))
+)JIT");
+  const std::vector<c10::IValue> in{torch::randn({3, 32})};
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+  ASSERT_TRUE(any_line_has(e.rewrites, "static sizes folded (2)")) << joined(e.rewrites) << e.rewritten_graph;
+  // x.size(0) for the view and y.size(2) (the batch, through the permute) stay.
+  EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::size("), 2) << e.rewritten_graph;
+  const auto [got, want] = tftest::fallback_and_eager(m, in);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << (got - want).abs().max();
+}
+
 }  // namespace
