@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/TensorUtils.h>
 
 #include "src/error.h"
 #include "src/graph_constants.h"
@@ -32,13 +33,41 @@ bool follows(const at::Tensor& prev, const at::Tensor& next) {
          next.storage_offset() == prev.storage_offset() + prev.numel();
 }
 
-// Readers that take a slice of the merged result as they took the linear's own result.
-bool layout_free_reader(const Node* n) {
-  static const std::unordered_set<std::string> kinds = {
-      "aten::add",  "aten::sub",       "aten::mul",     "aten::div",       "aten::gelu", "aten::relu",
-      "aten::silu", "aten::sigmoid",   "aten::tanh",    "aten::to",        "aten::size", "aten::reshape",
-      "aten::transpose", "aten::permute", "aten::unsqueeze"};
+// Readers that return a view of what they read where they can and a copy where they cannot: a
+// slice of the merged result is as good to them as the linear's own result.
+bool copies_where_it_must(const Node* n) {
+  static const std::unordered_set<std::string> kinds = {"aten::reshape", "aten::flatten", "aten::contiguous"};
   return kinds.count(n->kind().toQualString()) > 0;
+}
+
+// An op whose result aliases an input (a view), by its schema.
+bool returns_an_alias(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& r : schema.returns())
+    if (r.alias_info() != nullptr) return true;
+  return false;
+}
+
+// Every reader of `v` computes a new tensor from it (a list read by cat or stack).
+bool only_computed_from(const Value* v) {
+  for (const torch::jit::Use& u : v->uses()) {
+    const c10::FunctionSchema* schema = u.user->maybeSchema();
+    if (!schema || returns_an_alias(*schema)) return false;
+  }
+  return true;
+}
+
+// A tensor's sizes and strides, as the rewrite follows a slice through the views that read it.
+struct Layout {
+  std::vector<int64_t> sizes, strides;
+};
+
+std::optional<int64_t> constant_dim(const Value* v, int64_t rank) {
+  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isInt()) return std::nullopt;
+  int64_t d = iv->toInt();
+  if (d < 0) d += rank;
+  if (d < 0 || d >= rank) return std::nullopt;
+  return d;
 }
 
 class Concatenator {
@@ -82,50 +111,127 @@ class Concatenator {
   }
 
   // Why a slice of the merged result cannot stand in for this linear's result ("" when it can).
-  std::string why_apart(const Linear& l) const {
+  // The slice's rows are `row` elements apart (the merged output features).
+  std::string why_apart(const Linear& l, int64_t row) const {
     const Value* out = l.node->output();
     const ir::Type* t = tensor_type(out);
-    if (!t) return "its result's type was not profiled";
+    if (!t || t->rank() == 0) return "its result's type was not profiled";
     // Measured: Llama's float32 call (H200, 8 x 128 tokens) took 16144 us of GPU time with its
     // q/k/v and gate/up GEMMs merged against 15702 apart; 16-bit GEMMs gained (1289 against 1349).
     if (!ir::is_16bit_float(t->dtype))
       return std::string("a ") + ir::dtype_short_name(t->dtype) +
              " linear (merged float32 GEMMs ran slower than apart; 16-bit ones faster)";
+    std::vector<int64_t> merged = t->sizes;
+    merged.back() = row;
+    return why_readers_differ(out, {t->sizes, ir::contiguous_strides(merged)}, 0);
+  }
+
+  // Why a reader of `v`, laid out as `layout`, would not take it as it takes the linear's own
+  // contiguous result ("" when every reader would). Views are followed with their strides: a
+  // view that merges the sliced last dim with another one cannot be made of the slice, where
+  // eager's contiguous result allows it (`.unsqueeze(0).view(1, B, T * N)`).
+  std::string why_readers_differ(const Value* v, const Layout& layout, int depth) const {
+    if (depth > 16) return "its result goes through more than 16 views";
     for (const Value* o : ctx_.graph.outputs())
-      if (o == out) return "its result is a graph output (returned as the linear's own tensor)";
-    for (const torch::jit::Use& u : out->uses()) {
-      if (u.user->kind() == c10::prim::TupleConstruct || u.user->kind() == c10::prim::ListConstruct)
-        return "its result is returned or collected (" + node_name(u.user) + ") as the linear's own tensor";
-      if (layout_free_reader(u.user)) continue;
-      if (u.user->kind() == c10::aten::view && view_splits_last_dim(*t, u.user)) continue;
-      return "its result is read by " + node_name(u.user) + ", which needs the linear's own contiguous result";
+      if (o == v) return "its result is a graph output (returned as the linear's own tensor)";
+    for (const torch::jit::Use& u : v->uses()) {
+      const Node* n = u.user;
+      if (n->kind() == c10::prim::ListConstruct && only_computed_from(n->output())) continue;  // cat, stack
+      const c10::FunctionSchema* schema = n->maybeSchema();
+      if (!schema)  // prim::TupleConstruct, prim::ListConstruct...: the tensor itself passed on
+        return "its result is returned or collected (" + node_name(n) + ") as the linear's own tensor";
+      // An op computing a new tensor reads any layout; so do reshapes, which copy where they must.
+      if (!returns_an_alias(*schema) || copies_where_it_must(n)) continue;
+      const std::optional<Layout> next = view_layout(n, layout);
+      if (!next) return "its result is read by " + node_name(n) + ", which needs the linear's own contiguous result";
+      const std::string why = why_readers_differ(n->output(), *next, depth + 1);
+      if (!why.empty()) return why;
     }
     return "";
   }
 
-  // A view that keeps the leading dims and splits the last one: a slice of the last dim takes it.
-  bool view_splits_last_dim(const ir::Type& in, const Node* view) const {
-    const ir::Type* out = tensor_type(view->output());
-    const int64_t r = in.rank();
-    if (!out || out->rank() < r || r == 0) return false;
-    int64_t trailing = 1;
-    for (int64_t d = 0; d < out->rank(); ++d) {
-      if (d < r - 1 && out->sizes[d] != in.sizes[d]) return false;
-      if (d >= r - 1) trailing *= out->sizes[d];
+  // The layout a view (transpose, permute, unsqueeze, slice, select, expand, view; `to`, which
+  // returns its input or a contiguous copy) makes of `in`; nothing for any other view, or a view
+  // these strides cannot express.
+  std::optional<Layout> view_layout(const Node* n, const Layout& in) const {
+    const int64_t r = static_cast<int64_t>(in.sizes.size());
+    Layout out = in;
+    if (n->kind() == c10::aten::to || n->kind() == c10::aten::detach) return out;
+    const ir::Type* result = tensor_type(n->output());
+    if (n->kind() == c10::aten::slice) {
+      const std::optional<int64_t> d = constant_dim(n->input(1), r);
+      const std::optional<c10::IValue> step = torch::jit::toIValue(n->input(4));
+      if (!d || !step || !step->isInt() || !result || result->rank() != r) return std::nullopt;
+      out.sizes = result->sizes;
+      out.strides[*d] *= step->toInt();
+      return out;
     }
-    return trailing == in.sizes[r - 1];
+    if (n->kind() == c10::aten::select) {
+      const std::optional<int64_t> d = constant_dim(n->input(1), r);
+      if (!d) return std::nullopt;
+      out.sizes.erase(out.sizes.begin() + *d);
+      out.strides.erase(out.strides.begin() + *d);
+      return out;
+    }
+    if (n->kind() == c10::aten::expand) {
+      if (!result || result->rank() < r) return std::nullopt;
+      const int64_t lead = result->rank() - r;
+      out.sizes = result->sizes;
+      out.strides.assign(result->rank(), 0);
+      for (int64_t d = 0; d < r; ++d)
+        out.strides[lead + d] = in.sizes[d] == result->sizes[lead + d] ? in.strides[d] : 0;
+      return out;
+    }
+    if (n->kind() == c10::aten::transpose) {
+      const std::optional<int64_t> a = constant_dim(n->input(1), r), b = constant_dim(n->input(2), r);
+      if (!a || !b) return std::nullopt;
+      std::swap(out.sizes[*a], out.sizes[*b]);
+      std::swap(out.strides[*a], out.strides[*b]);
+      return out;
+    }
+    if (n->kind() == c10::aten::permute) {
+      const std::optional<c10::IValue> dims = torch::jit::toIValue(n->input(1));
+      if (!dims || !dims->isIntList() || static_cast<int64_t>(dims->toIntVector().size()) != r) return std::nullopt;
+      const std::vector<int64_t> p = dims->toIntVector();
+      for (int64_t d = 0; d < r; ++d) {
+        const int64_t from = p[d] < 0 ? p[d] + r : p[d];
+        if (from < 0 || from >= r) return std::nullopt;
+        out.sizes[d] = in.sizes[from];
+        out.strides[d] = in.strides[from];
+      }
+      return out;
+    }
+    if (n->kind() == c10::aten::unsqueeze) {
+      const std::optional<int64_t> k = constant_dim(n->input(1), r + 1);
+      if (!k) return std::nullopt;
+      out.sizes.insert(out.sizes.begin() + *k, 1);
+      out.strides.insert(out.strides.begin() + *k, *k < r ? in.sizes[*k] * in.strides[*k] : 1);
+      return out;
+    }
+    if (n->kind() == c10::aten::view) {
+      const ir::Type* t = tensor_type(n->output());
+      if (!t) return std::nullopt;
+      const c10::optional<std::vector<int64_t>> strides = at::detail::computeStride(in.sizes, in.strides, t->sizes);
+      if (!strides) return std::nullopt;
+      return Layout{t->sizes, *strides};
+    }
+    return std::nullopt;
   }
 
   // The linears that can merge, split into runs stored one after another; each run of two or more
   // becomes one GEMM.
   void merge_runs(const std::vector<Linear>& group) {
+    // The slices' row stride, taken as the whole group's features: a run of some of them has
+    // fewer, which makes no view legal that this one refuses (both exceed each slice's own width).
+    int64_t row = 0;
+    for (const Linear& l : group) row += l.weight.size(0);
     std::vector<Linear> run;
     auto flush = [&] {
       if (run.size() >= 2) merge(run);
       run.clear();
     };
     for (const Linear& l : group) {
-      const std::string why = why_apart(l);
+      const std::string why = why_apart(l, row);
       if (!why.empty()) {
         ctx_.refused("linear " + node_name(l.node) + " left apart from the linears of its input: " + why);
         flush();

@@ -135,6 +135,42 @@ def forward(self, x):
   EXPECT_EQ(gemms(e.rewritten_graph), 3) << e.rewritten_graph;
 }
 
+// Views of views are followed with the slice's strides: a rotation's slices and cat of the heads
+// merge; a view that merges the sliced last dim with another, after an unsqueeze, does not.
+TEST(ConcatLinears, ViewsOfViewsAreFollowed) {
+  const auto bf16 = torch::TensorOptions().dtype(at::kBFloat16);
+  torch::jit::Module rope("Rope");
+  rope.register_parameter("wq", torch::randn({24, 16}, bf16) / 4.0, false);
+  rope.register_parameter("wk", torch::randn({8, 16}, bf16) / 4.0, false);
+  rope.define(R"JIT(
+def forward(self, x):
+    B = x.size(0)
+    T = x.size(1)
+    q = torch.linear(x, self.wq).view(B, T, 3, 8).transpose(1, 2)
+    k = torch.linear(x, self.wk).view(B, T, 1, 8).transpose(1, 2)
+    q = q * 2.0 + torch.cat([-q[..., 4:], q[..., :4]], -1)
+    k = k * 2.0 + torch.cat([-k[..., 4:], k[..., :4]], -1)
+    return (q + k).sum(-1)
+)JIT");
+  const auto e = torchfuse::compile(rope, options()).explain(inputs(at::kBFloat16));
+  EXPECT_TRUE(any_line_has(e.rewrites, "-> one aten::linear with 32 output features")) << joined(e.rewrites) << joined(e.refused);
+  expect_matches_module(rope, at::kBFloat16, options());
+
+  torch::jit::Module merged_dims("M");
+  merged_dims.register_parameter("wa", torch::randn({24, 16}, bf16), false);
+  merged_dims.register_parameter("wb", torch::randn({8, 16}, bf16), false);
+  merged_dims.define(R"JIT(
+def forward(self, x):
+    a = torch.linear(x, self.wa).unsqueeze(0).view(1, 2, 120)
+    b = torch.sigmoid(torch.linear(x, self.wb))
+    return a.sum(-1) + b.sum()
+)JIT");
+  const auto m = torchfuse::compile(merged_dims, options()).explain(inputs(at::kBFloat16));
+  EXPECT_TRUE(any_line_has(m.refused, "aten::view")) << joined(m.refused);
+  EXPECT_TRUE(any_line_has(m.refused, "which needs the linear's own contiguous result")) << joined(m.refused);
+  EXPECT_FALSE(any_line_has(m.rewrites, "output features")) << joined(m.rewrites);
+}
+
 // A traced callable's weights are the caller's tensors: nothing is copied, so nothing merges.
 TEST(ConcatLinears, CallersWeightsAreNotStoredTogether) {
   const auto bf16 = torch::TensorOptions().dtype(at::kBFloat16);
