@@ -2,7 +2,6 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
-#include <map>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -20,12 +19,6 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
-
-struct Linear {
-  Node* node;
-  at::Tensor weight;
-  std::optional<at::Tensor> bias;
-};
 
 // `next` is stored right after `prev` in one buffer (same storage, the next rows or elements).
 bool follows(const at::Tensor& prev, const at::Tensor& next) {
@@ -61,33 +54,13 @@ struct Layout {
   std::vector<int64_t> sizes, strides;
 };
 
-std::optional<int64_t> constant_dim(const Value* v, int64_t rank) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isInt()) return std::nullopt;
-  int64_t d = iv->toInt();
-  if (d < 0) d += rank;
-  if (d < 0 || d >= rank) return std::nullopt;
-  return d;
-}
-
 class Concatenator {
  public:
   explicit Concatenator(RewriteContext& ctx) : ctx_(ctx) {}
 
   void run() {
-    std::map<size_t, std::vector<Linear>> by_input;
-    std::vector<size_t> order;
-    for (Node* n : ctx_.graph.nodes()) {
-      std::optional<Linear> l = linear(n);
-      if (!l) continue;
-      auto& group = by_input[n->input(0)->unique()];
-      if (group.empty()) order.push_back(n->input(0)->unique());
-      group.push_back(*l);
-    }
-    for (size_t key : order) {
-      std::vector<Linear>& group = by_input[key];
+    for (const std::vector<FrozenLinear>& group : frozen_linears_by_input(ctx_.graph))
       if (group.size() >= 2) merge_runs(group);
-    }
   }
 
  private:
@@ -98,21 +71,9 @@ class Concatenator {
     return t && t->is_tensor() ? t : nullptr;
   }
 
-  std::optional<Linear> linear(Node* n) const {
-    if (n->kind() != c10::aten::linear || n->inputs().size() != 3) return std::nullopt;
-    const std::optional<at::Tensor> w = constant_tensor(n->input(1));
-    if (!w || !w->defined() || w->dim() != 2) return std::nullopt;
-    Linear l{n, *w, std::nullopt};
-    if (n->input(2)->mustBeNone()) return l;
-    const std::optional<at::Tensor> b = constant_tensor(n->input(2));
-    if (!b || !b->defined()) return std::nullopt;
-    l.bias = *b;
-    return l;
-  }
-
   // Why a slice of the merged result cannot stand in for this linear's result ("" when it can).
   // The slice's rows are `row` elements apart (the merged output features).
-  std::string why_apart(const Linear& l, int64_t row) const {
+  std::string why_apart(const FrozenLinear& l, int64_t row) const {
     const Value* out = l.node->output();
     const ir::Type* t = tensor_type(out);
     if (!t || t->rank() == 0) return "its result's type was not profiled";
@@ -220,17 +181,17 @@ class Concatenator {
 
   // The linears that can merge, split into runs stored one after another; each run of two or more
   // becomes one GEMM.
-  void merge_runs(const std::vector<Linear>& group) {
+  void merge_runs(const std::vector<FrozenLinear>& group) {
     // The slices' row stride, taken as the whole group's features: a run of some of them has
     // fewer, which makes no view legal that this one refuses (both exceed each slice's own width).
     int64_t row = 0;
-    for (const Linear& l : group) row += l.weight.size(0);
-    std::vector<Linear> run;
+    for (const FrozenLinear& l : group) row += l.weight.size(0);
+    std::vector<FrozenLinear> run;
     auto flush = [&] {
       if (run.size() >= 2) merge(run);
       run.clear();
     };
-    for (const Linear& l : group) {
+    for (const FrozenLinear& l : group) {
       const std::string why = why_apart(l, row);
       if (!why.empty()) {
         ctx_.refused("linear " + node_name(l.node) + " left apart from the linears of its input: " + why);
@@ -249,7 +210,7 @@ class Concatenator {
     flush();
   }
 
-  static bool stored_after(const Linear& prev, const Linear& next) {
+  static bool stored_after(const FrozenLinear& prev, const FrozenLinear& next) {
     if (prev.bias.has_value() != next.bias.has_value()) return false;
     if (next.weight.scalar_type() != prev.weight.scalar_type() || next.weight.size(1) != prev.weight.size(1))
       return false;
@@ -272,12 +233,12 @@ class Concatenator {
     return v;
   }
 
-  void merge(const std::vector<Linear>& run) {
+  void merge(const std::vector<FrozenLinear>& run) {
     Node* first = run.front().node;
     const ir::Type* first_out = tensor_type(first->output());
     TORCHFUSE_INTERNAL_ASSERT(first_out != nullptr, "why_apart checked the linear's type");
     std::vector<at::Tensor> weights, biases;
-    for (const Linear& l : run) {
+    for (const FrozenLinear& l : run) {
       weights.push_back(l.weight);
       if (l.bias) biases.push_back(*l.bias);
     }
@@ -291,7 +252,7 @@ class Concatenator {
     const int64_t last = static_cast<int64_t>(sizes.size()) - 1;
     int64_t start = 0;
     std::string names;
-    for (const Linear& l : run) {
+    for (const FrozenLinear& l : run) {
       const int64_t end = start + l.weight.size(0);
       Value* slice = ctx_.graph.insert(c10::aten::slice, {merged, last, start, end, 1});
       slice->copyMetadata(l.node->output());
@@ -300,7 +261,7 @@ class Concatenator {
       names += (names.empty() ? "" : ", ") + node_name(l.node);
       start = end;
     }
-    for (const Linear& l : run) {
+    for (const FrozenLinear& l : run) {
       TORCHFUSE_INTERNAL_ASSERT(!l.node->hasUses(), "a merged linear's result still has a use");
       l.node->destroy();
     }

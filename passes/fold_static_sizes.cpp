@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "src/graph_constants.h"
 #include "src/ir.h"
 
 namespace torchfuse {
@@ -44,7 +45,7 @@ class StaticDims {
     }
     if (kind == "aten::view" || kind == "aten::reshape") return listed(n->input(1), d, depth);
     if (kind == "aten::transpose") {
-      const std::optional<int64_t> a = dim_arg(n->input(1), r), b = dim_arg(n->input(2), r);
+      const std::optional<int64_t> a = constant_dim(n->input(1), r), b = constant_dim(n->input(2), r);
       if (!a || !b) return std::nullopt;
       return size(n->input(0), d == *a ? *b : d == *b ? *a : d, depth + 1);
     }
@@ -57,14 +58,14 @@ class StaticDims {
       return from ? size(n->input(0), *from, depth + 1) : std::nullopt;
     }
     if (kind == "aten::unsqueeze") {
-      const std::optional<int64_t> k = dim_arg(n->input(1), r);
+      const std::optional<int64_t> k = constant_dim(n->input(1), r);
       if (!k) return std::nullopt;
       if (d == *k) return 1;
       return size(n->input(0), d > *k ? d - 1 : d, depth + 1);
     }
     if (kind == "aten::contiguous" || kind == "aten::to") return same_shape(n, d, depth);
     if (kind == "aten::slice") {
-      const std::optional<int64_t> dim = dim_arg(n->input(1), r);
+      const std::optional<int64_t> dim = constant_dim(n->input(1), r);
       if (!dim || *dim == d) return std::nullopt;
       return size(n->input(0), d, depth + 1);
     }
@@ -85,10 +86,6 @@ class StaticDims {
     return d;
   }
 
-  static std::optional<int64_t> dim_arg(const Value* v, int64_t r) {
-    const std::optional<int64_t> d = constant_int(v);
-    return d ? dim_arg_value(*d, r) : std::nullopt;
-  }
 
   // The result has its input's shape (and the rank the profile saw for both).
   std::optional<int64_t> same_shape(const Node* n, int64_t d, int depth) const {
@@ -109,7 +106,7 @@ class StaticDims {
     if (const std::optional<int64_t> c = constant_int(entry)) return *c >= 0 ? c : std::nullopt;
     const Node* s = entry->node();
     if (s->kind() != c10::aten::size || s->inputs().size() != 2) return std::nullopt;
-    const std::optional<int64_t> dim = dim_arg(s->input(1), rank(s->input(0)));
+    const std::optional<int64_t> dim = constant_dim(s->input(1), rank(s->input(0)));
     return dim ? size(s->input(0), *dim, depth + 1) : std::nullopt;
   }
 };

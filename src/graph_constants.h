@@ -2,11 +2,14 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
 namespace torch {
 namespace jit {
+struct Graph;
+struct Node;
 struct Value;
 }  // namespace jit
 }  // namespace torch
@@ -16,5 +19,20 @@ namespace torchfuse {
 // The tensor `v`'s prim::Constant node holds (a frozen parameter or buffer); nothing for any other
 // value.
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v);
+
+// The constant int `v` as a dim of a tensor of `rank` dims, negative dims counted from the end;
+// nothing for a non-constant or out of range.
+std::optional<int64_t> constant_dim(const torch::jit::Value* v, int64_t rank);
+
+// aten::linear(x, W, b?) with W a frozen 2-D tensor and b none or a frozen tensor.
+struct FrozenLinear {
+  torch::jit::Node* node = nullptr;
+  at::Tensor weight;
+  std::optional<at::Tensor> bias;
+};
+
+// The graph's frozen linears (top-level block) grouped by the value they read: groups in the order
+// of their first linear, each group's linears in graph order.
+std::vector<std::vector<FrozenLinear>> frozen_linears_by_input(torch::jit::Graph& graph);
 
 }  // namespace torchfuse
