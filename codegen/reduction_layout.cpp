@@ -84,7 +84,7 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
   set_team(tpr);
-  while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row <= 32 ? 64 : l.threads_per_row * 2);
+  while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row == 32 ? 64 : l.threads_per_row * 2);
   l.cached = bytes == 0 || (fits() && l.chunks_per_thread <= 16);
   l.cluster = 1;
   // Too long for one block: a cluster of up to max_cluster blocks of kClusterBlock threads
@@ -263,23 +263,35 @@ bool rereads_stageable(const ReductionLayout& l, const RowCacheNeeds& needs, boo
   return any;
 }
 
+// Rows too few for their teams to fill the device (tuning().row_fill threads a multiprocessor):
+// the teams above aim at rows enough to fill it many times over, and a model's rows at batch 1 or
+// 8 are not (BERT's 128 rows of 768 at batch 1 took a warp each: 16 blocks on 132
+// multiprocessors).
+bool few_rows(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  return tune.row_fill > 0 && l.outer() * l.threads_per_row < int64_t{tune.row_fill} * target.sm_count;
+}
+
 bool rereads_16bit(const ReductionLayout& l, const RowCacheNeeds& needs) {
   return std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(), [&](size_t k) {
     return l.inputs[k].shared || c10::elementSize(l.inputs[k].dtype) == 2;
   });
 }
 
-bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
+bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, const DeviceTarget& target,
+                     const Tuning& tune) {
   const int knob = tune.row_stage;
-  if (knob == 0 || !rereads_stageable(l, needs, bulk_copies)) return false;
+  if (knob == 0 || !rereads_stageable(l, needs, target.bulk_copies)) return false;
   if (knob > 0) return true;
   if (tune.row_cache != RowCachePolicy::Auto) return false;  // a register cache asked for
+  // Few rows stay in registers, their teams widened (H200, bf16 add + rms norm over 1024 rows of
+  // 2048: staged 4.48 us, in registers 3.71; 128 rows 1.98 and 1.86).
+  if (few_rows(l, target, tune)) return false;
   if (!rereads_16bit(l, needs) || l.reduced() > 32768) return false;
   return l.reduced() >= 2048 || (l.reduced() >= 1024 && !needs.costly_recompute);
 }
 
-void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
-  if (!staging_allowed(l, needs, bulk_copies, tune)) return;
+void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, const DeviceTarget& target, const Tuning& tune) {
+  if (!staging_allowed(l, needs, target, tune)) return;
   ReductionLayout s = l;
   for (size_t k : needs.reread_inputs) s.inputs[k].staged = !s.inputs[k].shared;
   // About tuning().row_vectors vectors per thread; nothing is kept in registers.
@@ -307,6 +319,32 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, bool bul
   s.cache_first_pass = false;
   s.cluster = 1;
   l = s;
+}
+
+// Few cached rows: teams double, each thread keeping fewer vectors (down to one), while the rows'
+// threads stay within the fill. Measured on H200 (kernel time, hot L2; docs/performance.md), bf16
+// add + layer norm over 128 and 1024 rows of 768: 2.85 -> 1.92 us and 3.30 -> 2.91 with 128
+// threads a row (3 vectors of 8 a thread before; 64 threads: 2.30 and 3.10); bf16 add + rms norm
+// over 1024 rows of 2048: 4.80 -> 3.52 with 128 threads and no staging (256 threads: 3.79); past
+// the fill, f32 add + layer norm over 1024 rows of 768 lost (128 -> 256 threads: 3.26 -> 3.73).
+void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  if (!l.cached || l.cluster != 1 || l.ring_chunk > 0 || tune.row_fill == 0) return;
+  const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
+  const int64_t want = int64_t{tune.row_fill} * target.sm_count;
+  while (l.chunks_per_thread > 1 && l.threads_per_row < 1024) {
+    // (Teams of a warp or less share 256-thread blocks; wider ones take a block each, of 64 and up.)
+    const int tpr = l.threads_per_row == 32 ? 64 : l.threads_per_row * 2;
+    if (l.outer() * tpr > want) return;
+    const int block = tpr <= 32 ? 256 : tpr;
+    const int cpt = static_cast<int>((chunks + tpr - 1) / tpr);
+    // (Fewer vectors a thread keep fewer registers, but a wider block has fewer to give each:
+    // the cached part's share of the budget must not grow.)
+    if (l.stages == 0 && int64_t{cpt} * cache_budget(l.block, tune) > int64_t{l.chunks_per_thread} * cache_budget(block, tune))
+      return;
+    l.threads_per_row = tpr;
+    l.block = block;
+    l.chunks_per_thread = cpt;
+  }
 }
 
 // Ringed rows (ReductionLayout::ring_chunk): looped rows whose inputs read again fit shared
@@ -494,18 +532,22 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     l.online = online_cache && l.reduced() >= tune.online_min_row;
     const RowCacheNeeds& needs = l.online ? *online_cache : cache;
     choose_row_schedule(l, needs, target.max_cluster, tune);
-    choose_row_staging(l, needs, target.bulk_copies, tune);  // may keep in shared memory a row too long for registers
+    choose_row_staging(l, needs, target, tune);  // may keep in shared memory a row too long for registers
     if (!l.cached) {
       l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target, tune);
       l.unroll = choose_looped_unroll(l, tune);
       choose_row_ring(l, needs, target.bulk_copies, tune);
     }
+    // (Few rows widen their teams: each block then takes one row group, with no rounds and no
+    // prefetch of a next row, which trade blocks for work a block.)
+    const bool few = few_rows(l, target, tune);
+    widen_teams_for_few_rows(l, target, tune);
     l.min_blocks = tune.row_min_blocks;
     l.chunk_sums = !l.cached && tune.chunk_sums != 0;
     // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the
     // grid (launch_row).
-    l.prefetch = l.stages == 0 && choose_row_prefetch(l, needs, tune);
-    l.rounds = l.stages == 0 ? choose_row_rounds(l, needs, tune) : 1;
+    l.prefetch = l.stages == 0 && !few && choose_row_prefetch(l, needs, tune);
+    l.rounds = l.stages == 0 && !few ? choose_row_rounds(l, needs, tune) : 1;
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the

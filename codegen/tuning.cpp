@@ -63,6 +63,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "row_team") t.row_team = parse_int(name, value, 0, 1024);
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);
     else if (name == "row_rounds") t.row_rounds = parse_int(name, value, 0, 64);
+    else if (name == "row_fill") t.row_fill = parse_int(name, value, 0, 2048);
     else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 32);
     else if (name == "looped_unroll") t.looped_unroll = parse_int(name, value, 0, 8);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);

@@ -46,6 +46,11 @@ struct Tuning {
                               // measured H200: 4-10% faster than 1 round on the suite's rows)
   int row_rounds = 0;         // cached rows: row teams each block takes in turn (0: 2 for rows of
                               // 16-bit inputs, else 1; see choose_row_rounds in reduction_layout.cpp)
+  // Cached rows too few to fill the device with their teams (a model's 128 or 1024 rows at batch 1
+  // or 8): teams widen, fewer vectors a thread down to one, until the rows' threads make this many
+  // per multiprocessor, and each block takes one row group (0: teams as planned; see
+  // widen_teams_for_few_rows in reduction_layout.cpp).
+  int row_fill = 1024;
   // Looped rows: blocks per multiprocessor (0: as many as fill its threads while the rows in
   // flight fill at most 3/4 of L2, so that the passes' re-reads still hit it; measured H200 rows
   // of 65536 (1024-thread blocks): bf16 11% faster with 2 than 1, f32 3% slower).

@@ -154,6 +154,22 @@ def rmsnorm_weight(x, w):
     return w * y.to(x.dtype)
 
 
+# ---- a model's rows at batch 1 and 8 (128 tokens): few rows, hot from the GEMM before ----
+
+def add_layer_norm(x, r, w, b):
+    # BERT's residual add and layer norm; the sum is a second output (the next residual).
+    h = x + r
+    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-12), h
+
+
+def add_rms_norm(x, r, w):
+    # Llama's residual add and RMS norm, in float32 inside, as transformers writes it.
+    h = x + r
+    hf = h.float()
+    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-5)
+    return w * y.to(x.dtype), h
+
+
 def randn(*shape):
     return ("randn", shape)
 
@@ -188,6 +204,11 @@ CASES = [
     ("attention_nbhd", "scaled_mask_softmax", scaled_mask_softmax, [randn(8, 12, 1024, 1024), randn(8, 1, 1, 1024)]),
     ("attention_nbhd", "bias_gelu_residual", bias_gelu_residual, [randn(8192, 3072), randn(3072), randn(8192, 3072)]),
     ("attention_nbhd", "rmsnorm_weight", rmsnorm_weight, [randn(8192, 2048), randn(2048)]),
+    ("model_rows", "add_layer_norm_b1", add_layer_norm, [randn(1, 128, 768), randn(1, 128, 768), randn(768), randn(768)]),
+    ("model_rows", "add_layer_norm_b8", add_layer_norm, [randn(8, 128, 768), randn(8, 128, 768), randn(768), randn(768)]),
+    ("model_rows", "add_rms_norm_b1", add_rms_norm, [randn(1, 128, 2048), randn(1, 128, 2048), randn(2048)]),
+    ("model_rows", "add_rms_norm_b8", add_rms_norm, [randn(8, 128, 2048), randn(8, 128, 2048), randn(2048)]),
+    ("model_rows", "softmax_heads_b1", softmax_77, [randn(1, 12, 128, 128)]),
 ]
 CATEGORIES = list(dict.fromkeys(c for c, _, _, _ in CASES))
 

@@ -412,6 +412,38 @@ TEST(GpuReductions, SingleRowsMatchEager) {
   }
 }
 
+// Rows too few to fill the device (a model's tokens at batch 1 and 8): teams widened to a thread
+// a vector, idle threads in the last warp, sub-warp teams, register rows where staging would go,
+// against eager and float64 in every dtype, at the default fill, twice it and without widening.
+TEST(GpuReductions, FewRowsMatchEager) {
+  REQUIRE_GPU();
+  const auto add_ln = module_from(
+      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-12), h\n");
+  const auto add_rms = module_from(
+      "def forward(self, x, r, w):\n    h = x + r\n    hf = h.float()\n"
+      "    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-5)\n    return w * y.to(x.dtype), h\n");
+  const auto softmax = module_returning("x", "torch.softmax(x * 0.125, -1)");
+  for (const char* spec : {"", "row_fill=2048", "row_fill=0"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (int64_t batch : {1, 3, 8}) {
+        const std::string tag = c10::toString(dtype) + std::string(" batch ") + std::to_string(batch) + " [" + spec + "]";
+        for (int64_t c : {768, 1000, 2048}) {
+          expect_matches_eager(add_ln, [&] {
+            return std::vector<c10::IValue>{rnd({batch, 128, c}, dtype), rnd({batch, 128, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+          }, "add + layer norm " + std::to_string(c) + " " + tag, 1);
+          expect_matches_eager(add_rms, [&] {
+            return std::vector<c10::IValue>{rnd({batch, 128, c}, dtype), rnd({batch, 128, c}, dtype), rnd({c}, dtype)};
+          }, "add + rms norm " + std::to_string(c) + " " + tag, 1);
+        }
+        for (int64_t n : {77, 128, 512})
+          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({batch, 12, n, n}, dtype)}; },
+                               "softmax " + std::to_string(n) + " " + tag, 1);
+      }
+    }
+  }
+}
+
 // Looped rows loading 1-4 vectors ahead per step, on rows that end in a partial step, with one
 // and two inputs; f32 rows loop without clusters.
 TEST(GpuReductions, LoopedRowsLoadingAheadMatchEager) {

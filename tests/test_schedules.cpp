@@ -32,7 +32,14 @@ std::string compiled(const torch::jit::Module& m, const std::vector<c10::IValue>
 // The kernel itself, without the prelude.
 std::string body(const std::string& src) { return src.substr(src.find("extern \"C\"")); }
 
-cg::Tuning with(const std::string& spec) { return cg::parse_tuning(spec); }
+// Most plans here are for rows enough to fill a device, drawn from a few rows: without the
+// few-rows widening (row_fill=0), which FewRows.* tests.
+cg::Tuning many_rows() {
+  cg::Tuning t = cg::parse_tuning("");
+  t.row_fill = 0;
+  return t;
+}
+cg::Tuning with(const std::string& spec) { return cg::parse_tuning(spec, many_rows(), "test"); }
 
 TEST(Tuning, DefaultsAndOverrides) {
   const cg::Tuning d = cg::parse_tuning("");
@@ -188,6 +195,7 @@ TEST(RowDivision, OneReciprocalPerRowThenMultiplies) {
 }
 
 TEST(RowCache, FirstPassRowsOf128Threads) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   // f32 rows keep only the first pass's values: for layer norm x, not x - mean as well; 128
   // threads per row with up to 8 vectors each.
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
@@ -221,6 +229,7 @@ TEST(RowCache, FirstPassRowsOf128Threads) {
 // take next into L2 and take 4 rows per block; rows of 4096 and f32 rows do not; row_prefetch=0/1
 // overrides.
 TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   auto attn_in = [](c10::ScalarType t) {
     return std::vector<c10::IValue>{torch::randn({2, 2, 8, 1024}).to(t), torch::randn({1, 1, 8, 1024}).to(t)};
@@ -255,6 +264,7 @@ TEST(RowCache, ShortSixteenBitRowsPrefetchTheirNextRow) {
 }
 
 TEST(RowCache, AddLayerNormKeepsValuesInF32AndInputsInBf16) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const auto m = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 4096));
   auto in = [](c10::ScalarType t) {
     return std::vector<c10::IValue>{torch::randn({4, 4096}).to(t), torch::randn({4, 4096}).to(t),
@@ -339,6 +349,7 @@ TEST(WideSums, SixteenBitResultsAccumulateInFloat) {
 // inputs (add + layer norm) load one at a time;
 // looped_unroll sets it anywhere. Every kernel compiles through NVRTC.
 TEST(LoopedRows, LoadAheadWithOneBlockPerMultiprocessor) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 262144));
   const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
@@ -524,6 +535,7 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
 // buffer, and of 1024 where nothing costly is recomputed (layer norm, not softmax); not f32 rows,
 // not shorter or longer 16-bit rows, not where a register cache is asked for.
 TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   auto staged = [&](const torch::Tensor& x) {
     const std::string src = kernel_source(softmax, {x});
@@ -551,6 +563,7 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
 }
 
 TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   // softmax: the max and the sum of exp(x - max) in one pass (a running max, the sum rescaled as
   // it grows), the output in a second; logsumexp in one pass; each pair a single team reduction.
   const std::vector<c10::IValue> x = {torch::randn({8, 4096})};
@@ -618,6 +631,7 @@ TEST(OnlineSoftmax, EveryTeamKindCompiles) {
 }
 
 TEST(RowCache, VectorsPerThreadSetTheTeam) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   // Rows that keep every value (first-pass rows aim for tuning().row_team threads instead).
   const auto m = module_returning("x", "torch.softmax(x, -1)");
   torchfuse::runtime::ScopedTuning values(with("row_cache=values"));
@@ -700,6 +714,7 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
 // Which loads and stores carry an L2 eviction hint (codegen/cache_hints.cpp), by how the kernel
 // moves its data.
 TEST(CacheHints, ByHowTheKernelMovesItsData) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const auto bf16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
   const std::string once_bf16 = "tf_load_once(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0";
   // Kernels that only read, over 16-bit inputs: evict-first loads. Over f32: none.
@@ -749,6 +764,7 @@ TEST(CacheHints, ByHowTheKernelMovesItsData) {
 // elements, the passes before the last load them with evict-last (the last pass reads them in
 // registers, and loads the weights plainly); in shared memory, their bulk copies.
 TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
+  torchfuse::runtime::ScopedTuning many(with(""));
   const std::string keep_f32 = "tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in";
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
   const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
@@ -1012,3 +1028,66 @@ TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
 }
 
 }  // namespace
+
+// Rows too few for their teams to fill the device (a model's 128 or 1024 token rows at batch 1
+// or 8; the offline target has 132 multiprocessors, tuning().row_fill 1024 threads each): the
+// teams widen while the rows' threads stay within the fill, and each block takes one row group.
+TEST(FewRows, TeamsWidenToFillTheDevice) {
+  const auto add_ln = module_from(
+      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [768], w, b, 1e-12), h\n");
+  auto in = [](int64_t batch, c10::ScalarType t) {
+    return std::vector<c10::IValue>{torch::randn({batch, 128, 768}).to(t), torch::randn({batch, 128, 768}).to(t),
+                                    torch::randn({768}).to(t), torch::randn({768}).to(t)};
+  };
+  const std::string wide = "cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread";
+  for (int64_t batch : {1, 8}) {
+    const std::string src = kernel_source(add_ln, in(batch, c10::kBFloat16));
+    EXPECT_TRUE(tftest::contains_in_order(src, {wide, "each block takes 1 row team(s) in turn\n"})) << batch << src;
+  }
+  // 8192 rows fill it with a warp a row, as before; so do 1024 rows of float32 with 128 threads
+  // (256 would pass the fill).
+  EXPECT_NE(kernel_source(add_ln, in(64, c10::kBFloat16)).find("cached mode: 32 threads per row, block 256"),
+            std::string::npos);
+  EXPECT_NE(kernel_source(add_ln, in(8, c10::kFloat)).find("128 threads per row, block 128, vector width 4, 2 vectors"),
+            std::string::npos);
+  torchfuse::runtime::ScopedTuning off(with("row_fill=0"));
+  EXPECT_NE(kernel_source(add_ln, in(1, c10::kBFloat16)).find("cached mode: 32 threads per row, block 256"),
+            std::string::npos);
+}
+
+TEST(FewRows, StayInRegistersInsteadOfStaging) {
+  // bf16 rows of 2048 are staged in shared memory when they are many; 1024 of them are not.
+  const auto add_rms = module_from(
+      "def forward(self, x, r, w):\n    h = x + r\n    hf = h.float()\n"
+      "    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-5)\n    return w * y.to(x.dtype), h\n");
+  auto in = [](int64_t batch) {
+    return std::vector<c10::IValue>{torch::randn({batch, 128, 2048}).to(c10::kBFloat16),
+                                    torch::randn({batch, 128, 2048}).to(c10::kBFloat16),
+                                    torch::randn({2048}).to(c10::kBFloat16)};
+  };
+  std::string src = kernel_source(add_rms, in(8));
+  EXPECT_NE(src.find("cached mode: 128 threads per row, block 128, vector width 8, 2 vectors per thread"),
+            std::string::npos) << src;
+  EXPECT_EQ(body(src).find("tf_mbar_wait"), std::string::npos) << src;
+  EXPECT_NE(body(kernel_source(add_rms, in(64))).find("tf_mbar_wait"), std::string::npos);
+}
+
+TEST(FewRows, SubWarpTeamsGrowByDoubling) {
+  // bf16 softmax over rows of 128 (16 vectors): values that do not fit 4 vectors a thread take 8
+  // threads of 2 (teams doubled from 4 until they fit; they went to 64 threads, 48 of them idle),
+  // and where the rows are few, 16 threads of one.
+  const auto softmax = module_returning("x", "torch.softmax(x * 0.125, -1)");
+  std::string src = kernel_source(softmax, {torch::randn({1, 12, 128, 128}).to(c10::kBFloat16)});
+  EXPECT_TRUE(tftest::contains_in_order(src, {"cached mode: 16 threads per row, block 256, vector width 8, 1 vectors",
+                                              "each block takes 1 row team(s) in turn\n"}))
+      << src;
+  torchfuse::runtime::ScopedTuning many(with(""));
+  src = kernel_source(softmax, {torch::randn({1, 12, 128, 128}).to(c10::kBFloat16)});
+  EXPECT_NE(src.find("cached mode: 8 threads per row, block 256, vector width 8, 2 vectors"), std::string::npos) << src;
+}
+
+TEST(FewRows, RowFillIsAKnob) {
+  EXPECT_EQ(cg::parse_tuning("").row_fill, 1024);
+  EXPECT_EQ(cg::parse_tuning("row_fill=0").row_fill, 0);
+  EXPECT_THROW(cg::parse_tuning("row_fill=4096"), torchfuse::Error);
+}

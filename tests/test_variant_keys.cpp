@@ -22,7 +22,7 @@ const char* const kKnobs[] = {
     "",  // the defaults
     "pointwise_unroll=2", "pointwise_unroll=4", "pointwise_waves=2", "pointwise_tile=0", "pointwise_tile=16", "pointwise_tile=64", "row_cache=values", "row_cache=inputs",
     "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_cluster=1",
-    "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2",
+    "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2", "row_fill=0",
     "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4", "column_cache=0", "column_cache=16",
     "column_blocks=1", "column_blocks=4", "column_pass_blocks=0", "column_pass_blocks=1", "column_pass_unroll=3", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
