@@ -130,14 +130,33 @@ bool is_size_arithmetic(const Node* n) {
 
 namespace {
 
+// A number read back from a 0-dim constant tensor (aten::Int, aten::Float, aten::ScalarImplicit
+// of a folded NumToTensor / floor_divide). The interpreter's constant evaluation is not relied on
+// for these: LibTorch 2.11 left `aten::Int` of such a constant unfolded where 1.13 folded it.
+std::optional<c10::IValue> number_of_constant_tensor(const Node* n) {
+  if (n->inputs().size() != 1) return std::nullopt;
+  const std::optional<c10::IValue> iv = torch::jit::toIValue(n->input(0));
+  if (!iv || !iv->isTensor() || iv->toTensor().dim() != 0) return std::nullopt;
+  const at::Scalar value = iv->toTensor().item();
+  if (n->kind() == c10::aten::Int) return c10::IValue(value.toLong());
+  if (n->kind() == c10::aten::Float) return c10::IValue(value.toDouble());
+  if (n->kind() == c10::aten::ScalarImplicit) return c10::IValue(value);
+  return std::nullopt;
+}
+
+struct Folded {
+  std::vector<std::string> sizes;  // "aten::size (%s) = 8"
+  int arithmetic = 0;              // size arithmetic nodes folded
+};
+
 // One round: the sizes found static and the arithmetic on them, replaced by constants; the
-// nodes left without uses are destroyed. Returns the sizes folded ("aten::size (%s) = 8").
-std::vector<std::string> fold_round(RewriteContext& ctx) {
+// nodes left without uses are destroyed.
+Folded fold_round(RewriteContext& ctx) {
   const StaticDims dims(ctx);
   std::vector<Node*> sizes;
   for (Node* n : ctx.graph.nodes())
     if (n->kind() == c10::aten::size && n->inputs().size() == 2) sizes.push_back(n);
-  std::vector<std::string> folded;
+  Folded folded;
   std::vector<Node*> dead;
   for (Node* n : sizes) {
     const ir::Type* t = ctx.type_of(n->input(0));
@@ -148,7 +167,7 @@ std::vector<std::string> fold_round(RewriteContext& ctx) {
     if (!size) continue;
     torch::jit::WithInsertPoint point(n);
     n->output()->replaceAllUsesWith(ctx.graph.insertConstant(*size));
-    folded.push_back(node_name(n) + " = " + std::to_string(*size));
+    folded.sizes.push_back(node_name(n) + " = " + std::to_string(*size));
     dead.push_back(n);
   }
   // The arithmetic on them, in graph order (each node's operands are folded before it).
@@ -157,11 +176,16 @@ std::vector<std::string> fold_round(RewriteContext& ctx) {
     if (is_size_arithmetic(n)) arithmetic.push_back(n);
   for (Node* n : arithmetic) {
     if (!is_size_arithmetic(n)) continue;  // an operand was not folded
-    const c10::optional<torch::jit::Stack> out = torch::jit::runNodeIfInputsAreConstant(n);
-    if (!out || out->size() != 1) continue;
+    std::optional<c10::IValue> value = number_of_constant_tensor(n);
+    if (!value) {
+      const c10::optional<torch::jit::Stack> out = torch::jit::runNodeIfInputsAreConstant(n);
+      if (!out || out->size() != 1) continue;
+      value = (*out)[0];
+    }
     torch::jit::WithInsertPoint point(n);
-    n->output()->replaceAllUsesWith(ctx.graph.insertConstant((*out)[0]));
+    n->output()->replaceAllUsesWith(ctx.graph.insertConstant(*value));
     dead.push_back(n);
+    ++folded.arithmetic;
   }
   for (auto it = dead.rbegin(); it != dead.rend(); ++it) {
     if (!(*it)->hasUses()) (*it)->destroy();
@@ -176,9 +200,9 @@ void fold_static_sizes(RewriteContext& ctx) {
   // sizes of what the view makes (`y.view(B, T, 2, y.size(-1) // 2)`).
   std::vector<std::string> folded;
   for (int round = 0; round < 8; ++round) {
-    const std::vector<std::string> more = fold_round(ctx);
-    if (more.empty()) break;
-    folded.insert(folded.end(), more.begin(), more.end());
+    const Folded more = fold_round(ctx);
+    if (more.sizes.empty() && more.arithmetic == 0) break;
+    folded.insert(folded.end(), more.sizes.begin(), more.sizes.end());
   }
   if (folded.empty()) return;
   ctx.applied("static sizes folded (" + std::to_string(folded.size()) + "): " + folded.front() +

@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, bf16
 // inputs: [1000, 333] strides [333, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_amin_8f162f22 (reduce_max -> reduce_min -> sub)
+// ==== sm_80: tf_amax_amin_0e21955f (reduce_max -> reduce_min -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
-// cached mode: 32 threads per row, block 256, vector width 1, 11 vectors per thread; 1 pass(es) over each row; 32-bit indices
+// cached mode: 128 threads per row, block 128, vector width 1, 3 vectors per thread; 1 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // out0 = %7 bf16, one per row
 typedef int tf_index;
 
-struct tf_amax_amin_8f162f22_params {
+struct tf_amax_amin_0e21955f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,13 +23,15 @@ struct tf_amax_amin_8f162f22_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_amax_amin_8f162f22(const tf_amax_amin_8f162f22_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_0e21955f(const tf_amax_amin_0e21955f_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -38,8 +40,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_amax_amin_8f162f22(const tf
     float acc0 = __int_as_float(0xff800000);
     float acc1 = __int_as_float(0x7f800000);
     #pragma unroll
-    for (int k = 0; k < 11; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 1;
+    for (int k = 0; k < 3; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 1;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 1; ++lane) {
@@ -51,23 +53,23 @@ extern "C" __global__ void __launch_bounds__(256) tf_amax_amin_8f162f22(const tf
         }
       }
     }
-    const float red0 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_max_op()));  // %5
-    const float red1 = tf_round_bf16((float)tf_warp_reduce<32>(acc1, tf_min_op()));  // %6
+    const float red0 = tf_round_bf16((float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0));  // %5
+    const float red1 = tf_round_bf16((float)tf_block_reduce<4>(acc1, tf_min_op(), smem_acc1));  // %6
     float t0 = tf_round_bf16((red0 - red1));  // %7 = sub(%5, %6)
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t0);
   }
 }
-// ==== sm_80: tf_sum_fbc1001a (reduce_sum)
+// ==== sm_80: tf_sum_892d2b68 (reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (row reduction): reduce_sum
-// cached mode: 32 threads per row, block 256, vector width 1, 11 vectors per thread; 1 pass(es) over each row; 32-bit indices
+// cached mode: 128 threads per row, block 128, vector width 1, 3 vectors per thread; 1 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // out0 = %8 bf16, one per row
 typedef int tf_index;
 
-struct tf_sum_fbc1001a_params {
+struct tf_sum_892d2b68_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -79,13 +81,14 @@ struct tf_sum_fbc1001a_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_sum_fbc1001a(const tf_sum_fbc1001a_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(128) tf_sum_892d2b68(const tf_sum_892d2b68_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
+  __shared__ float smem_acc0[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -93,8 +96,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_sum_fbc1001a(const tf_sum_f
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 11; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 1;
+    for (int k = 0; k < 3; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 1;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 1; ++lane) {
@@ -105,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sum_fbc1001a(const tf_sum_f
         }
       }
     }
-    const float red0 = tf_round_bf16((float)tf_warp_reduce<32>(acc0, tf_sum_op()));  // %8
+    const float red0 = tf_round_bf16((float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0));  // %8
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(red0);
   }
 }

@@ -1,11 +1,11 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, f32
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_dc70fe4f (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_498075fb (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
-// cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
@@ -13,7 +13,7 @@
 // out0 = %30 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_dc70fe4f_params {
+struct tf_layer_norm_498075fb_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,13 +31,13 @@ struct tf_layer_norm_dc70fe4f_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_dc70fe4f(const tf_layer_norm_dc70fe4f_params p) {
-  const int team = threadIdx.x / 128;
-  const int tl = threadIdx.x % 128;
+extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const tf_layer_norm_498075fb_params p) {
+  const int team = threadIdx.x / 256;
+  const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
@@ -50,11 +50,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_dc70fe4f(const t
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
-    float cache0[8];
+    float cache0[4];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
         #pragma unroll
@@ -67,13 +67,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_dc70fe4f(const t
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %7
+    const float red0 = (float)tf_block_reduce<8>(acc0, tf_sum_op(), smem_acc0);  // %7
     float t0 = (red0 / (float)((double)p.cols));  // %8 = div(%7, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -86,8 +86,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_dc70fe4f(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %10
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %12
+    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %10
+    const float red2 = (float)tf_block_reduce<8>(acc2, tf_sum_op(), smem_acc2);  // %12
     float t3 = (red1 / (float)((double)p.cols));  // %13 = div(%10, N)
     float t4 = (red1 * t3);  // %14 = mul(%10, %13)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %16 = clamp_max(%14, 3.4028234663852886e+38)
@@ -99,8 +99,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_dc70fe4f(const t
     float t11 = (t10 + 1e-05f);  // %25 = add(%23, 1e-05)
     float t12 = rsqrtf(t11);  // %26 = rsqrt(%25)
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<float, 4> v1 = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);
         const tf_vec<float, 4> v2 = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);

@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, bf16
 // inputs: [96, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_aab7e8d2 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
+// ==== sm_80: tf_layer_norm_f456cd7b (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
-// cached mode: 32 threads per row, block 256, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // out0 = %27 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_aab7e8d2_params {
+struct tf_layer_norm_f456cd7b_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,23 +23,26 @@ struct tf_layer_norm_aab7e8d2_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_aab7e8d2(const tf_layer_norm_aab7e8d2_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f456cd7b(const tf_layer_norm_f456cd7b_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    tf_vec<tf_bf16, 8> kept0[4];
+    tf_vec<tf_bf16, 8> kept0[1];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
@@ -52,13 +55,13 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_aab7e8d2(const t
         }
       }
     }
-    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %6
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %6
     float t0 = (red0 / (float)((double)p.cols));  // %7 = div(%6, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         #pragma unroll
@@ -73,8 +76,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_aab7e8d2(const t
         }
       }
     }
-    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %9
-    const float red2 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %11
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %9
+    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %11
     float t3 = (red1 / (float)((double)p.cols));  // %12 = div(%9, N)
     float t4 = (red1 * t3);  // %13 = mul(%9, %12)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %15 = clamp_max(%13, 3.4028234663852886e+38)
@@ -86,8 +89,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_aab7e8d2(const t
     float t11 = (t10 + 1e-06f);  // %24 = add(%22, 1e-06)
     float t12 = rsqrtf(t11);  // %25 = rsqrt(%24)
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         float o0[8];

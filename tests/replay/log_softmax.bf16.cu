@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, bf16
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_log_softmax_f7e85ba8 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_44d95a92 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
-// cached mode: 32 threads per row, block 256, vector width 8, 3 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // out0 = %8 bf16, per element
 typedef int tf_index;
 
-struct tf_log_softmax_f7e85ba8_params {
+struct tf_log_softmax_44d95a92_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,23 +23,25 @@ struct tf_log_softmax_f7e85ba8_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_f7e85ba8(const tf_log_softmax_f7e85ba8_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_44d95a92(const tf_log_softmax_44d95a92_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    tf_vec<tf_bf16, 8> kept0[3];
+    tf_vec<tf_bf16, 8> kept0[1];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
@@ -52,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_f7e85ba8(const 
         }
       }
     }
-    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %3
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         #pragma unroll
@@ -70,11 +72,11 @@ extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_f7e85ba8(const 
         }
       }
     }
-    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %6
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
     float t2 = logf(red1);  // %7 = log(%6)
     #pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         float o0[8];

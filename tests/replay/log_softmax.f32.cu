@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, f32
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_log_softmax_c8aa8b4a (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_dbcc3214 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
-// cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, inner_contiguous
 // out0 = %8 f32, per element
 typedef int tf_index;
 
-struct tf_log_softmax_c8aa8b4a_params {
+struct tf_log_softmax_dbcc3214_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,12 +23,12 @@ struct tf_log_softmax_c8aa8b4a_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_c8aa8b4a(const tf_log_softmax_c8aa8b4a_params p) {
-  const int team = threadIdx.x / 128;
-  const int tl = threadIdx.x % 128;
+extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_dbcc3214(const tf_log_softmax_dbcc3214_params p) {
+  const int team = threadIdx.x / 256;
+  const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
@@ -37,11 +37,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_c8aa8b4a(const 
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    float cache0[8];
+    float cache0[4];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
         #pragma unroll
@@ -54,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_c8aa8b4a(const 
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
+    const float red0 = (float)tf_block_reduce<8>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -70,11 +70,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_c8aa8b4a(const 
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
+    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %6
     float t2 = logf(red1);  // %7 = log(%6)
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         float o0[4];
         #pragma unroll

@@ -1,18 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, bf16
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_43e7db0f (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_c61498db (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
-// cached mode: 512 threads per row, block 512, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
-// each block takes 2 row team(s) in turn
+// cached mode: 1024 threads per row, block 1024, vector width 8, 2 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // out0 = %15 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_43e7db0f_params {
+struct tf_mean_c61498db_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,11 +27,11 @@ struct tf_mean_43e7db0f_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_43e7db0f(const tf_mean_43e7db0f_params p) {
-  const int team = threadIdx.x / 512;
-  const int tl = threadIdx.x % 512;
+extern "C" __global__ void __launch_bounds__(1024) tf_mean_c61498db(const tf_mean_c61498db_params p) {
+  const int team = threadIdx.x / 1024;
+  const int tl = threadIdx.x % 1024;
   (void)team;
-  __shared__ float smem_acc0[16];
+  __shared__ float smem_acc0[32];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -42,11 +42,11 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_43e7db0f(const tf_mean
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
-    tf_vec<tf_bf16, 8> kept0[4];
+    tf_vec<tf_bf16, 8> kept0[2];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 1024 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
@@ -60,13 +60,13 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_43e7db0f(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
+    const float red0 = (float)tf_block_reduce<32>(acc0, tf_sum_op(), smem_acc0);  // %9
     float t1 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %11 = div(%9, N)
     float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
     float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
+    for (int k = 0; k < 2; ++k) {
+      const tf_index j0 = ((tf_index)k * 1024 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
@@ -87,119 +87,4 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_43e7db0f(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_6a20bb24 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
-// <prelude.cu>
-
-// torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
-// cached mode: 512 threads per row, block 512, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
-// staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
-// in0 = %0 bf16, inner_contiguous
-// in1 = %1 bf16, inner_contiguous
-// out0 = %15 bf16, per element
-typedef int tf_index;
-
-struct tf_mean_6a20bb24_params {
-  long long rows;
-  long long cols;
-  long long outer_size[1];
-  unsigned long long outer_div[1];  // tf_fast_div of each outer size
-  long long red_size[1];
-  const tf_bf16* in0;
-  long long in0_outer_stride[1];
-  long long in0_red_stride[1];
-  const tf_bf16* in1;
-  long long in1_outer_stride[1];
-  long long in1_red_stride[1];
-  tf_bf16* out0;
-};
-
-__device__ __forceinline__ void tf_mean_6a20bb24_stage(const tf_mean_6a20bb24_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
-  const unsigned team_bytes = (unsigned)p.cols * 2u;
-  const tf_index left = (tf_index)p.rows - row0;
-  const int teams = left < 1 ? (int)left : 1;
-  tf_mbar_expect_bytes(bar, (unsigned)teams * team_bytes);
-  tf_bulk_fence();
-  for (int t = 0; t < teams; ++t) {
-    tf_index srem = row0 + t;
-    const tf_index sa0 = srem;
-    const tf_index sro0 = sa0 * (tf_index)p.in0_outer_stride[0];
-    const tf_index sro1 = sa0 * (tf_index)p.in1_outer_stride[0];
-    tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
-  }
-}
-extern "C" __global__ void __launch_bounds__(512) tf_mean_6a20bb24(const tf_mean_6a20bb24_params p) {
-  const int team = threadIdx.x / 512;
-  const int tl = threadIdx.x % 512;
-  (void)team;
-  __shared__ float smem_acc0[16];
-  const tf_bf16* __restrict__ in0 = p.in0;
-  const tf_bf16* __restrict__ in1 = p.in1;
-  tf_bf16* __restrict__ out0 = p.out0;
-  __shared__ __align__(8) unsigned long long stage_bar[1];
-  extern __shared__ __align__(128) unsigned char stage_smem[];
-  const unsigned stage_block_bytes = (unsigned)p.cols * 2u * 1u;
-  if (threadIdx.x == 0) {
-    tf_mbar_init(&stage_bar[0]);
-    tf_mbar_init_fence();
-  }
-  __syncthreads();
-  unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
-    const tf_index row = row0 + team;
-    const bool row_ok = row < (tf_index)p.rows;
-    const unsigned stage_buf = stage_it % 1u;
-    const unsigned stage_next = (stage_it + 0u) % 1u;
-    const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_6a20bb24_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
-    tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
-    unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
-    const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
-    tf_index rem = row_ok ? row : 0;
-    const tf_index a0 = rem;
-    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
-    float acc0 = 0.0f;
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        #pragma unroll
-        for (int lane = 0; lane < 8; ++lane) {
-          const tf_index j = j0 + lane;
-          (void)j;
-          float x0 = tf_to_float(v0.v[lane]);  // %0
-          float t0 = (x0 * x0);  // %8 = pow(%0, 2)
-          acc0 = tf_sum_op()(acc0, t0);  // reduce_sum -> %9
-        }
-      }
-    }
-    const float red0 = (float)tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);  // %9
-    float t1 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %11 = div(%9, N)
-    float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
-    float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 512 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
-        float o0[8];
-        #pragma unroll
-        for (int lane = 0; lane < 8; ++lane) {
-          const tf_index j = j0 + lane;
-          (void)j;
-          float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t4 = (x1 * t3);  // %14 = mul(%0, %13)
-          float x2 = tf_to_float(v1.v[lane]);  // %1
-          float t5 = (t4 * x2);  // %15 = mul(%14, %1)
-          o0[lane] = t5;
-        }
-        const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
-      }
-    }
-    __syncthreads();  // this row group's buffer is free again
-    ++stage_it;
-  }
-}
+// ==== sm_90: the same kernels as sm_80

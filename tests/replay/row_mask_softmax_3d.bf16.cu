@@ -1,18 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, bf16
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_ad928674 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_713ca9dd (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
-// cached mode: 64 threads per row, block 64, vector width 8, 1 vectors per thread; 3 pass(es) over each row; 32-bit indices
-// each block takes 4 row team(s) in turn, prefetching the next one's row into L2
+// cached mode: 16 threads per row, block 256, vector width 8, 1 vectors per thread; 3 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_ad928674_params {
+struct tf_softmax_713ca9dd_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,16 +27,14 @@ struct tf_softmax_ad928674_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad928674(const tf_softmax_ad928674_params p) {
-  const int team = threadIdx.x / 64;
-  const int tl = threadIdx.x % 64;
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_713ca9dd(const tf_softmax_713ca9dd_params p) {
+  const int team = threadIdx.x / 16;
+  const int tl = threadIdx.x % 16;
   (void)team;
-  __shared__ float smem_acc0[2];
-  __shared__ float smem_acc1[2];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 16; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 16) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -46,24 +44,12 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad928674(const tf_so
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0] + a1 * (tf_index)p.in0_outer_stride[1];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0] + a1 * (tf_index)p.in1_outer_stride[1];
-    // L2 prefetch of the row this team takes next
-    if (tl == 0 && row + (tf_index)gridDim.x * 1 < (tf_index)p.rows) {
-      tf_index nrem = row + (tf_index)gridDim.x * 1;
-      const tf_index q_na1 = (tf_index)tf_fast_div((unsigned)nrem, p.outer_div[1]);
-      const tf_index na1 = nrem - q_na1 * (tf_index)p.outer_size[1];
-      nrem = q_na1;
-      const tf_index na0 = nrem;
-      const tf_index nro0 = na0 * (tf_index)p.in0_outer_stride[0] + na1 * (tf_index)p.in0_outer_stride[1];
-      const tf_index nro1 = na0 * (tf_index)p.in1_outer_stride[0] + na1 * (tf_index)p.in1_outer_stride[1];
-      tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
-      tf_prefetch_l2(in1 + nro1, (unsigned)p.cols * 2u);
-    }
     float cache2[8];
     float cache5[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      const tf_index j0 = ((tf_index)k * 16 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         const tf_vec<tf_bf16, 8> v1 = tf_load_shared(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0));
@@ -79,11 +65,11 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad928674(const tf_so
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %6
+    const float red0 = (float)tf_warp_reduce<16>(acc0, tf_max_op());  // %6
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      const tf_index j0 = ((tf_index)k * 16 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -96,11 +82,11 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad928674(const tf_so
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %9
+    const float red1 = (float)tf_warp_reduce<16>(acc1, tf_sum_op());  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+      const tf_index j0 = ((tf_index)k * 16 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         float o0[8];
         #pragma unroll

@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, bf16
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_cda28563 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_bfd358aa (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 64 threads per row, block 64, vector width 8, 1 vectors per thread; 3 pass(es) over each row; 32-bit indices
-// each block takes 4 row team(s) in turn, prefetching the next one's row into L2
+// each block takes 1 row team(s) in turn
 // in0 = %0 bf16, strided
 // out0 = %9 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_cda28563_params {
+struct tf_softmax_bfd358aa_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,7 +23,7 @@ struct tf_softmax_cda28563_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_cda28563(const tf_softmax_cda28563_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_bfd358aa(const tf_softmax_bfd358aa_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -37,12 +37,6 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_cda28563(const tf_so
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    // L2 prefetch of the row this team takes next
-    if (tl == 0 && row + (tf_index)gridDim.x * 1 < (tf_index)p.rows) {
-      tf_index nrem = row + (tf_index)gridDim.x * 1;
-      const tf_index na0 = nrem;
-      const tf_index nro0 = na0 * (tf_index)p.in0_outer_stride[0];
-    }
     float cache1[8];
     float cache4[8];
     float acc0 = __int_as_float(0xff800000);

@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, f32
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_d6a07707 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_ad1b5012 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
-// cached mode: 32 threads per row, block 256, vector width 8, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 64 threads per row, block 64, vector width 8, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // in0 = %0 f32, strided
 // out0 = %9 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_d6a07707_params {
+struct tf_softmax_ad1b5012_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,23 +23,25 @@ struct tf_softmax_d6a07707_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_softmax_d6a07707(const tf_softmax_d6a07707_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad1b5012(const tf_softmax_ad1b5012_params p) {
+  const int team = threadIdx.x / 64;
+  const int tl = threadIdx.x % 64;
   (void)team;
+  __shared__ float smem_acc0[2];
+  __shared__ float smem_acc1[2];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    float cache1[16];
+    float cache1[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -52,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_d6a07707(const tf_s
         }
       }
     }
-    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_max_op());  // %5
+    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
     float acc1 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -68,11 +70,11 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_d6a07707(const tf_s
         }
       }
     }
-    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
+    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %8, once per row (0: divide instead)
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         float o0[8];
         #pragma unroll

@@ -1,17 +1,17 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, bf16
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_48d0b498 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_704338a5 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
-// cached mode: 64 threads per row, block 64, vector width 8, 2 vectors per thread; 3 pass(es) over each row; 32-bit indices
-// each block takes 4 row team(s) in turn, prefetching the next one's row into L2
+// cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread; 3 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
 // in0 = %0 bf16, inner_contiguous
 // out0 = %7 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_48d0b498_params {
+struct tf_softmax_704338a5_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,12 +23,12 @@ struct tf_softmax_48d0b498_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_48d0b498(const tf_softmax_48d0b498_params p) {
-  const int team = threadIdx.x / 64;
-  const int tl = threadIdx.x % 64;
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_704338a5(const tf_softmax_704338a5_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[2];
-  __shared__ float smem_acc1[2];
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
@@ -37,19 +37,12 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_48d0b498(const tf_so
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    // L2 prefetch of the row this team takes next
-    if (tl == 0 && row + (tf_index)gridDim.x * 1 < (tf_index)p.rows) {
-      tf_index nrem = row + (tf_index)gridDim.x * 1;
-      const tf_index na0 = nrem;
-      const tf_index nro0 = na0 * (tf_index)p.in0_outer_stride[0];
-      tf_prefetch_l2(in0 + nro0, (unsigned)p.cols * 2u);
-    }
-    float cache0[16];
-    float cache3[16];
+    float cache0[8];
+    float cache3[8];
     float acc0 = __int_as_float(0xff800000);
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         #pragma unroll
@@ -62,11 +55,11 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_48d0b498(const tf_so
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %3
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %3
     float acc1 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -79,11 +72,11 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_48d0b498(const tf_so
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %6
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %6
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         float o0[8];
         #pragma unroll

@@ -1,18 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, bf16
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_var_std_9d9d03e7 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_94a42ef8 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
-// cached mode: 32 threads per row, block 256, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // %23 is %5 again (the same reduction of the same values)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %42 bf16, per element
 typedef int tf_index;
 
-struct tf_var_std_9d9d03e7_params {
+struct tf_var_std_94a42ef8_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,23 +24,28 @@ struct tf_var_std_9d9d03e7_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_var_std_9d9d03e7_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
+extern "C" __global__ void __launch_bounds__(128) tf_var_std_94a42ef8(const tf_var_std_94a42ef8_params p) {
+  const int team = threadIdx.x / 128;
+  const int tl = threadIdx.x % 128;
   (void)team;
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc4[4];
+  __shared__ float smem_acc5[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    tf_vec<tf_bf16, 8> kept0[4];
+    tf_vec<tf_bf16, 8> kept0[1];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
@@ -53,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_v
         }
       }
     }
-    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
+    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
     float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
     float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
@@ -61,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_v
     float acc4 = 0.0f;
     float acc5 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         #pragma unroll
@@ -81,10 +86,10 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_v
         }
       }
     }
-    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
-    const float red2 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red4 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
-    const float red5 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
+    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %10
+    const float red4 = (float)tf_block_reduce<4>(acc4, tf_sum_op(), smem_acc4);  // %26
+    const float red5 = (float)tf_block_reduce<4>(acc5, tf_sum_op(), smem_acc5);  // %28
     float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
     float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
@@ -104,8 +109,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_v
     float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)
     float t23 = tf_round_bf16((t13 + t22));  // %41 = add(%21, %40)
     #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         float o0[8];
@@ -123,154 +128,4 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_9d9d03e7(const tf_v
     }
   }
 }
-// ==== sm_90: tf_var_std_f3b477ce (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
-// <prelude.cu>
-
-// torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
-// cached mode: 32 threads per row, block 256, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
-// staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
-// %23 is %5 again (the same reduction of the same values)
-// in0 = %0 bf16, inner_contiguous
-// out0 = %42 bf16, per element
-typedef int tf_index;
-
-struct tf_var_std_f3b477ce_params {
-  long long rows;
-  long long cols;
-  long long outer_size[1];
-  unsigned long long outer_div[1];  // tf_fast_div of each outer size
-  long long red_size[1];
-  const tf_bf16* in0;
-  long long in0_outer_stride[1];
-  long long in0_red_stride[1];
-  tf_bf16* out0;
-};
-
-__device__ __forceinline__ void tf_var_std_f3b477ce_stage(const tf_var_std_f3b477ce_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
-  const unsigned team_bytes = (unsigned)p.cols * 2u;
-  const tf_index left = (tf_index)p.rows - row0;
-  const int teams = left < 8 ? (int)left : 8;
-  tf_mbar_expect_bytes(bar, (unsigned)teams * team_bytes);
-  tf_bulk_fence();
-  for (int t = 0; t < teams; ++t) {
-    tf_index srem = row0 + t;
-    const tf_index sa0 = srem;
-    const tf_index sro0 = sa0 * (tf_index)p.in0_outer_stride[0];
-    tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
-  }
-}
-extern "C" __global__ void __launch_bounds__(256) tf_var_std_f3b477ce(const tf_var_std_f3b477ce_params p) {
-  const int team = threadIdx.x / 32;
-  const int tl = threadIdx.x % 32;
-  (void)team;
-  const tf_bf16* __restrict__ in0 = p.in0;
-  tf_bf16* __restrict__ out0 = p.out0;
-  __shared__ __align__(8) unsigned long long stage_bar[1];
-  extern __shared__ __align__(128) unsigned char stage_smem[];
-  const unsigned stage_block_bytes = (unsigned)p.cols * 2u * 8u;
-  if (threadIdx.x == 0) {
-    tf_mbar_init(&stage_bar[0]);
-    tf_mbar_init_fence();
-  }
-  __syncthreads();
-  unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
-    const tf_index row = row0 + team;
-    const bool row_ok = row < (tf_index)p.rows;
-    const unsigned stage_buf = stage_it % 1u;
-    const unsigned stage_next = (stage_it + 0u) % 1u;
-    const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 8;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_var_std_f3b477ce_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
-    tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
-    unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
-    const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
-    tf_index rem = row_ok ? row : 0;
-    const tf_index a0 = rem;
-    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    float acc0 = 0.0f;
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        #pragma unroll
-        for (int lane = 0; lane < 8; ++lane) {
-          const tf_index j = j0 + lane;
-          (void)j;
-          float x0 = tf_to_float(v0.v[lane]);  // %0
-          acc0 = tf_sum_op()(acc0, x0);  // reduce_sum -> %5
-        }
-      }
-    }
-    const float red0 = (float)tf_warp_reduce<32>(acc0, tf_sum_op());  // %5
-    float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
-    float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
-    float acc1 = 0.0f;
-    float acc2 = 0.0f;
-    float acc4 = 0.0f;
-    float acc5 = 0.0f;
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        #pragma unroll
-        for (int lane = 0; lane < 8; ++lane) {
-          const tf_index j = j0 + lane;
-          (void)j;
-          float x1 = tf_to_float(v0.v[lane]);  // %0
-          float t2 = (x1 - t0);  // %7 = sub(%0, %6)
-          float t3 = (t2 * t2);  // %9 = mul(%7, %7)
-          float t4 = (x1 - t1);  // %25 = sub(%0, %24)
-          float t5 = (t4 * t4);  // %27 = mul(%25, %25)
-          acc1 = tf_sum_op()(acc1, t2);  // reduce_sum -> %8
-          acc2 = tf_sum_op()(acc2, t3);  // reduce_sum -> %10
-          acc4 = tf_sum_op()(acc4, t4);  // reduce_sum -> %26
-          acc5 = tf_sum_op()(acc5, t5);  // reduce_sum -> %28
-        }
-      }
-    }
-    const float red1 = (float)tf_warp_reduce<32>(acc1, tf_sum_op());  // %8
-    const float red2 = (float)tf_warp_reduce<32>(acc2, tf_sum_op());  // %10
-    const float red4 = (float)tf_warp_reduce<32>(acc4, tf_sum_op());  // %26
-    const float red5 = (float)tf_warp_reduce<32>(acc5, tf_sum_op());  // %28
-    float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
-    float t7 = (red1 * t6);  // %12 = mul(%8, %11)
-    float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
-    float t9 = (red2 - t8);  // %15 = sub(%10, %14)
-    float t10 = (t9 < 0.0f ? 0.0f : t9);  // %17 = clamp_min(%15, 0.0)
-    float t11 = (red1 / (float)((double)p.cols));  // %18 = div(%8, N)
-    float t12 = (t0 + t11);  // %19 = add(%6, %18)
-    float t13 = tf_round_bf16((t10 / (float)(fmax((double)p.cols - 1.0, 0.0))));  // %21 = div(%17, N)
-    float t14 = (red4 / (float)((double)p.cols));  // %29 = div(%26, N)
-    float t15 = (red4 * t14);  // %30 = mul(%26, %29)
-    float t16 = (t15 > 3.4028235e+38f ? 3.4028235e+38f : t15);  // %32 = clamp_max(%30, 3.4028234663852886e+38)
-    float t17 = (red5 - t16);  // %33 = sub(%28, %32)
-    float t18 = (t17 < 0.0f ? 0.0f : t17);  // %35 = clamp_min(%33, 0.0)
-    float t19 = (red4 / (float)((double)p.cols));  // %36 = div(%26, N)
-    float t20 = (t1 + t19);  // %37 = add(%24, %36)
-    float t21 = (t18 / (float)(fmax((double)p.cols - 1.0, 0.0)));  // %39 = div(%35, N)
-    float t22 = tf_round_bf16(sqrtf(t21));  // %40 = sqrt(%39)
-    float t23 = tf_round_bf16((t13 + t22));  // %41 = add(%21, %40)
-    #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const tf_index j0 = ((tf_index)k * 32 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        float o0[8];
-        #pragma unroll
-        for (int lane = 0; lane < 8; ++lane) {
-          const tf_index j = j0 + lane;
-          (void)j;
-          float x2 = tf_to_float(v0.v[lane]);  // %0
-          float t24 = (t23 * x2);  // %42 = mul(%41, %0)
-          o0[lane] = t24;
-        }
-        const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
-      }
-    }
-    __syncthreads();  // this row group's buffer is free again
-    ++stage_it;
-  }
-}
+// ==== sm_90: the same kernels as sm_80

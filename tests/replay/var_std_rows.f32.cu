@@ -1,18 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, f32
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_var_std_3747f376 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_1ba88a69 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
-// cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
+// cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
 // %23 is %5 again (the same reduction of the same values)
 // in0 = %0 f32, inner_contiguous
 // out0 = %42 f32, per element
 typedef int tf_index;
 
-struct tf_var_std_3747f376_params {
+struct tf_var_std_1ba88a69_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,15 +24,15 @@ struct tf_var_std_3747f376_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_var_std_3747f376_params p) {
-  const int team = threadIdx.x / 128;
-  const int tl = threadIdx.x % 128;
+extern "C" __global__ void __launch_bounds__(256) tf_var_std_1ba88a69(const tf_var_std_1ba88a69_params p) {
+  const int team = threadIdx.x / 256;
+  const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
-  __shared__ float smem_acc4[4];
-  __shared__ float smem_acc5[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
+  __shared__ float smem_acc4[8];
+  __shared__ float smem_acc5[8];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
@@ -41,11 +41,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_v
     tf_index rem = row_ok ? row : 0;
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
-    float cache0[8];
+    float cache0[4];
     float acc0 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
         #pragma unroll
@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_v
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %5
+    const float red0 = (float)tf_block_reduce<8>(acc0, tf_sum_op(), smem_acc0);  // %5
     float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
     float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
@@ -66,8 +66,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_v
     float acc4 = 0.0f;
     float acc5 = 0.0f;
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -84,10 +84,10 @@ extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_v
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %8
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %10
-    const float red4 = (float)tf_block_reduce<4>(acc4, tf_sum_op(), smem_acc4);  // %26
-    const float red5 = (float)tf_block_reduce<4>(acc5, tf_sum_op(), smem_acc5);  // %28
+    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %8
+    const float red2 = (float)tf_block_reduce<8>(acc2, tf_sum_op(), smem_acc2);  // %10
+    const float red4 = (float)tf_block_reduce<8>(acc4, tf_sum_op(), smem_acc4);  // %26
+    const float red5 = (float)tf_block_reduce<8>(acc5, tf_sum_op(), smem_acc5);  // %28
     float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
     float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
@@ -107,8 +107,8 @@ extern "C" __global__ void __launch_bounds__(128) tf_var_std_3747f376(const tf_v
     float t22 = sqrtf(t21);  // %40 = sqrt(%39)
     float t23 = (t13 + t22);  // %41 = add(%21, %40)
     #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         float o0[4];
         #pragma unroll
