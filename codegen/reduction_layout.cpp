@@ -328,7 +328,7 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, const De
 // over 1024 rows of 2048: 4.80 -> 3.52 with 128 threads and no staging (256 threads: 3.79); past
 // the fill, f32 add + layer norm over 1024 rows of 768 lost (128 -> 256 threads: 3.26 -> 3.73).
 void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
-  if (!l.cached || l.cluster != 1 || l.ring_chunk > 0) return;
+  if (!l.cached || l.cluster != 1 || l.ring_chunk > 0 || tune.row_fill == 0) return;
   const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
   const int64_t want = int64_t{tune.row_fill} * target.sm_count;
   while (l.chunks_per_thread > 1 && l.threads_per_row < 1024) {
