@@ -12,6 +12,16 @@ namespace codegen {
 
 namespace {
 
+// Tuning::row_early_loads = -1: registers per thread for inputs loaded early: four 16-byte
+// vectors (a layer norm's weight and bias at up to two vectors a thread), and at most one 16-bit
+// input among them. Measured H200 (kernel time, early / not): rms norm's weight and f32 layer
+// norm's weight and bias won (bf16 add + rms norm [8, 128, 2048] 3.36-3.39 / 3.49-3.58 us, f32
+// add + layer norm [1, 128, 768] 1.95 / 2.05, f32 rms norm [8192, 2048] 31.9-33.6 / 33.8-34.0);
+// a bf16 layer norm's two lost (add + layer norm [8, 128, 768] 2.88-2.91 / 2.78, rows of 64
+// 26.4 / 25.5; the cause not found: 39 registers against 32, occupancy unchanged).
+constexpr int kAutoEarlyRegisters = 16;
+constexpr int kAutoEarlyNarrowInputs = 1;
+
 int64_t product(const std::vector<int64_t>& v) {
   int64_t n = 1;
   for (auto s : v) n *= s;
@@ -413,7 +423,8 @@ std::string ReductionLayout::key() const {
                   ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
                   ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";minb=" + std::to_string(min_blocks) +
-                  ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";stages=" + std::to_string(stages) + ";ring=" + std::to_string(ring_chunk) + "x" + std::to_string(ring_slots) + ";hints=" + std::to_string(hints.evict_loads) +
+                  ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";early=" + std::to_string(early_registers) + "/" + std::to_string(early_narrow_inputs) +
+                  ";shr=" + std::to_string(shared_rounds) + ";stages=" + std::to_string(stages) + ";ring=" + std::to_string(ring_chunk) + "x" + std::to_string(ring_slots) + ";hints=" + std::to_string(hints.evict_loads) +
                   std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + std::to_string(hints.hold_loads) + std::to_string(hints.keep_shared) + ";in=";
   for (const auto& in : inputs) {
     k += std::string(access_name(in.access)) + ":" + c10::toString(in.dtype) + (in.shared ? ":shared" : "") + (in.staged ? ":staged," : ",");
@@ -548,6 +559,9 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // grid (launch_row).
     l.prefetch = l.stages == 0 && !few && choose_row_prefetch(l, needs, tune);
     l.rounds = l.stages == 0 && !few ? choose_row_rounds(l, needs, tune) : 1;
+    l.early_registers = l.cached ? (tune.row_early_loads < 0 ? kAutoEarlyRegisters : tune.row_early_loads) : 0;
+    l.early_narrow_inputs = tune.row_early_loads < 0 ? kAutoEarlyNarrowInputs : -1;
+    l.shared_rounds = tune.row_shared_rounds != 0 && l.threads_per_row > 32 && l.cluster == 1;
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the

@@ -57,6 +57,14 @@ struct ReductionLayout {
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
   int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
+  // Cached row schedule: registers per thread it may fill with inputs a later pass reads first,
+  // loaded with the first pass's (Tuning::row_early_loads; 0: none), and how many of those may be
+  // 16-bit (-1: any number).
+  int early_registers = 0;
+  int early_narrow_inputs = -1;
+  // Row schedule with block-wide teams: a pass's reductions share one barrier round, their
+  // shared slots alternating by row group (Tuning::row_shared_rounds).
+  bool shared_rounds = false;
   // Staged rows (sm_90+): the inputs read again live in shared memory, one bulk copy per row and
   // input, in a ring of this many buffers: the block's next stages - 1 row groups load while it
   // works on one; 0: not staged (see row_reduction.cpp).

@@ -60,6 +60,7 @@ void emit_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
     b.line("// each block takes " + str(l.rounds) + " row team(s) in turn" +
            (l.prefetch ? ", prefetching the next one's row into L2" : ""));
   }
+  if (l.shared_rounds) b.line("// the reductions of a pass share one block round");
   for (const ir::Node* r : a.reductions) {
     if (const ir::Node* d = a.duplicate_of(r)) {
       b.line("// %" + str(r->output()->id) + " is %" + str(d->output()->id) + " again (the same reduction of the same values)");
@@ -212,6 +213,37 @@ struct RowKernel {
   // (ReductionAnalysis::pass_values / first_passes), computed once for the whole kernel.
   std::vector<std::vector<const ir::Value*>> values_of_pass;
   std::map<const ir::Value*, int> first_pass;
+  // Vector inputs no pass before the last reads whose vectors the first pass loads into
+  // registers (early<k>[chunk]) for the passes that read them (choose_early_inputs).
+  std::set<size_t> early;
+
+  // Cached rows: inputs the first pass does not read (a layer norm's weight and bias, read after
+  // the reductions) are loaded with its loads, so that the kernel waits for memory once, while
+  // their registers fit ReductionLayout::early_registers, in input order; where more 16-bit
+  // inputs qualify than ReductionLayout::early_narrow_inputs, none of those.
+  void choose_early_inputs() {
+    if (!l.cached || l.vec == 1 || l.early_registers <= 0) return;
+    std::vector<size_t> candidates;
+    int narrow = 0;
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      if (l.inputs[k].access != Access::InnerContig || l.inputs[k].staged || keeps_input(k) || reads_vectors(k, 0)) continue;
+      bool read = false;
+      for (int pass = 1; pass < a.passes; ++pass) read = read || reads_vectors(k, pass);
+      if (!read) continue;
+      candidates.push_back(k);
+      narrow += c10::elementSize(l.inputs[k].dtype) == 2;
+    }
+    // Past the limit of 16-bit inputs, none of them is loaded early (ReductionLayout::early_narrow_inputs).
+    const bool narrow_ok = l.early_narrow_inputs < 0 || narrow <= l.early_narrow_inputs;
+    int used = 0;
+    for (size_t k : candidates) {
+      if (!narrow_ok && c10::elementSize(l.inputs[k].dtype) == 2) continue;
+      const int regs = static_cast<int>((int64_t{l.chunks_per_thread} * l.vec * c10::elementSize(l.inputs[k].dtype) + 3) / 4);
+      if (used + regs > l.early_registers) continue;
+      used += regs;
+      early.insert(k);
+    }
+  }
 
   std::string team_reduce(const ir::Node* r) {
     const std::string acc = accumulator_name(a, r);
@@ -221,6 +253,9 @@ struct RowKernel {
     }
     if (l.threads_per_row <= 32) {
       return "tf_warp_reduce<" + str(l.threads_per_row) + ">(" + acc + ", " + accumulator_functor(a, r) + ")";
+    }
+    if (l.shared_rounds) {  // published before the pass's barrier (emit_shared_round)
+      return "tf_block_collect<" + str(l.block / 32) + ">(" + accumulator_functor(a, r) + ", smem_" + acc + " + red_half)";
     }
     return "tf_block_reduce<" + str(l.block / 32) + ">(" + acc + ", " + accumulator_functor(a, r) + ", smem_" + acc + ")";
   }
@@ -245,6 +280,7 @@ struct RowKernel {
     return !cached.count(v) || first_pass.at(v) >= pass;
   }
   bool loads_from_memory(size_t k, int pass) const {
+    if (early.count(k)) return pass == 0;
     if (!reads_vectors(k, pass) || l.inputs[k].staged) return false;
     return !keeps_input(k) || first_pass.at(g.inputs[k]) == pass;
   }
@@ -269,9 +305,14 @@ struct RowKernel {
   // pass loads them into their registers, every pass reads them there).
   void emit_vector_loads(int pass, const std::string& j0) {
     for (size_t k = 0; k < g.inputs.size(); ++k) {
-      if (!reads_vectors(k, pass)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       const std::string vt = vector_type(k);
+      if (early.count(k)) {
+        if (pass == 0) b.line("early" + kk + "[k] = " + load_from_memory(k, 0, j0) + ";  // read by a later pass");
+        else if (reads_vectors(k, pass)) b.line("const " + vt + " v" + kk + " = early" + kk + "[k];");
+        continue;
+      }
+      if (!reads_vectors(k, pass)) continue;
       if (l.inputs[k].staged) {
         const std::string at = l.ring_chunk > 0 ? "(j0 - ring_j)" : "j0";  // ringed: the chunk's own columns
         b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + " + at + ");");
@@ -488,6 +529,24 @@ struct RowKernel {
     }
   }
 
+  // Shared rounds: the warps' partials of every reduction this pass accumulates go into their
+  // slots, then one barrier; team_reduce reads them back.
+  void emit_shared_round(int pass) {
+    if (!l.shared_rounds) return;
+    TORCHFUSE_INTERNAL_ASSERT(l.threads_per_row == l.block && l.cluster == 1, "shared rounds need a block per row team");
+    std::vector<std::string> ids;
+    for (const ir::Node* r : a.reductions) {
+      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+      const std::string acc = accumulator_name(a, r);
+      b.line("tf_block_publish(" + acc + ", " + accumulator_functor(a, r) + ", smem_" + acc + " + red_half);");
+      ids.push_back("%" + str(r->output()->id));
+    }
+    if (ids.empty()) return;
+    std::string list;
+    for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+    b.line("__syncthreads();  // one round for " + list);
+  }
+
   // An online pair's team result: the max (-inf where every value was -inf) and the sum.
   void emit_online_result(const ir::Node* r) {
     const OnlineSum& o = *a.online_sum(r);
@@ -518,7 +577,8 @@ struct RowKernel {
       for (const ir::Node* r : a.reductions) {
         if (!a.has_accumulator(r)) continue;
         const std::string t = accumulator_type(a, r, !l.cached);
-        b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(l.block / 32) + "];");
+        const int halves = l.shared_rounds ? 2 : 1;  // shared rounds: a half per row group's parity
+        b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(halves * l.block / 32) + "];");
         if (l.cluster > 1) b.line("__shared__ " + t + " slot_" + accumulator_name(a, r) + ";");
       }
     }
@@ -541,7 +601,10 @@ struct RowKernel {
     const std::string row_step = l.cluster > 1 ? "(tf_index)(gridDim.x / " + str(l.cluster) + ")" : "(tf_index)gridDim.x * " + str(rpb);
     if (l.stages > 0) emit_staging_start(first_row, row_step);
     if (l.ring_chunk > 0) emit_ring_start();
-    auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step + ")");
+    if (l.shared_rounds) b.line("unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)");
+    auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step +
+                        (l.shared_rounds ? ", ++row_it)" : ")"));
+    if (l.shared_rounds) b.line("const int red_half = (int)(row_it & 1u) * " + str(l.block / 32) + ";");
     b.line("const tf_index row = row0 + team;");
     b.line("const bool row_ok = row < (tf_index)p.rows;");
     if (l.stages > 0) emit_staged_rows(row_step);
@@ -573,6 +636,7 @@ struct RowKernel {
       b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + "> kept" + str(static_cast<int64_t>(k)) + "[" +
              str(l.chunks_per_thread) + "];");
     }
+    for (size_t k : early) b.line(vector_type(k) + " early" + str(static_cast<int64_t>(k)) + "[" + str(l.chunks_per_thread) + "];");
     for (int pass = 0; pass <= a.passes; ++pass) {
       emit_row_phase(pass);
       if (pass == a.passes) break;
@@ -582,6 +646,7 @@ struct RowKernel {
       }
       emit_pass(pass);
       add_online_exps_from_cache(pass);
+      emit_shared_round(pass);
       for (const ir::Node* r : a.reductions) {
         if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
         if (a.online_sum(r)) {
@@ -682,9 +747,10 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   emit_ring_function(b, g, l);
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
-  RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}};
+  RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}, {}};
   for (int pass = 0; pass < a.passes; ++pass) rk.values_of_pass.push_back(a.pass_values(g, pass, rk.reuse()));
   rk.first_pass = a.first_passes(g, rk.reuse());
+  rk.choose_early_inputs();
   {
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) +
                      (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + kNamePlaceholder + "(const " +

@@ -64,6 +64,8 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "row_waves") t.row_waves = parse_int(name, value, 0, 64);
     else if (name == "row_rounds") t.row_rounds = parse_int(name, value, 0, 64);
     else if (name == "row_fill") t.row_fill = parse_int(name, value, 0, 2048);
+    else if (name == "row_early_loads") t.row_early_loads = parse_int(name, value, -1, 64);
+    else if (name == "row_shared_rounds") t.row_shared_rounds = parse_int(name, value, 0, 1);
     else if (name == "looped_blocks_per_sm") t.looped_blocks_per_sm = parse_int(name, value, 0, 32);
     else if (name == "looped_unroll") t.looped_unroll = parse_int(name, value, 0, 8);
     else if (name == "column_unroll") t.column_unroll = parse_int(name, value, 1, 8);

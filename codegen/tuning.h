@@ -51,6 +51,15 @@ struct Tuning {
   // per multiprocessor, and each block takes one row group (0: teams as planned; see
   // widen_teams_for_few_rows in reduction_layout.cpp).
   int row_fill = 1024;
+  // Cached rows: inputs a later pass reads first (a layer norm's weight and bias) are loaded with
+  // the first pass's, into registers, so their loads wait out the same memory latency instead of
+  // one more after the reductions: at most this many registers per thread (-1: 16; 0: none; see
+  // RowKernel::choose_early_inputs in row_reduction.cpp).
+  int row_early_loads = -1;
+  // Block-wide row teams: the reductions one pass accumulates share one barrier round, and no
+  // barrier follows it (their shared slots alternate by row group; tf_block_publish in the
+  // prelude); 0: a tf_block_reduce each, two barriers apiece.
+  int row_shared_rounds = 1;
   // Looped rows: blocks per multiprocessor (0: as many as fill its threads while the rows in
   // flight fill at most 3/4 of L2, so that the passes' re-reads still hit it; measured H200 rows
   // of 65536 (1024-thread blocks): bf16 11% faster with 2 than 1, f32 3% slower).

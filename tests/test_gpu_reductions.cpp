@@ -444,6 +444,43 @@ TEST(GpuReductions, FewRowsMatchEager) {
   }
 }
 
+// Shared block rounds (a pass's reductions behind one barrier, their slots alternating by row
+// group) and early loads (weights loaded with the first pass), with blocks that take one row
+// group and blocks that take several in turn (row_rounds=3 over row counts that do not divide),
+// against eager with each off; one and two rounds per pass, online pairs, many and few rows.
+TEST(GpuReductions, SharedRoundsAndEarlyLoadsMatchEager) {
+  REQUIRE_GPU();
+  const auto add_ln = module_from(
+      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-5), h\n");
+  const auto rms = module_returning("x, w", "w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))");
+  const auto var = module_returning("x", "x.var(-1, keepdim=True) + x.mean(-1, keepdim=True)");
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const auto lse = module_returning("x", "torch.logsumexp(x, -1)");
+  for (const char* spec : {"", "row_shared_rounds=0,row_early_loads=0", "row_early_loads=64,row_fill=0",
+                           "row_fill=0,row_rounds=3,row_early_loads=64"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
+      for (int64_t rows : {int64_t{128}, int64_t{5003}}) {
+        for (int64_t c : {int64_t{768}, int64_t{4096}}) {
+          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
+          expect_matches_eager(add_ln, [&] {
+            return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+          }, "add + layer norm " + shape, 1);
+          expect_matches_eager(rms, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({c}, dtype)}; },
+                               "rms norm " + shape, 1);
+          expect_matches_eager(var, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "var + mean " + shape, 1);
+        }
+        for (int64_t c : {int64_t{1024}, int64_t{8192}}) {
+          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
+          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "softmax " + shape, 1);
+          expect_matches_eager(lse, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "logsumexp " + shape, 1);
+        }
+      }
+    }
+  }
+}
+
 // Looped rows loading 1-4 vectors ahead per step, on rows that end in a partial step, with one
 // and two inputs; f32 rows loop without clusters.
 TEST(GpuReductions, LoopedRowsLoadingAheadMatchEager) {

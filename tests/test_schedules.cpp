@@ -31,6 +31,10 @@ std::string compiled(const torch::jit::Module& m, const std::vector<c10::IValue>
 
 // The kernel itself, without the prelude.
 std::string body(const std::string& src) { return src.substr(src.find("extern \"C\"")); }
+// A kernel body's team reductions: warp, block (with shared rounds, each reduction's collect) and cluster.
+int team_reductions(const std::string& body) {
+  return tftest::count_occurrences(body, "_reduce<") + tftest::count_occurrences(body, "tf_block_collect<");
+}
 
 // Most plans here are for rows enough to fill a device, drawn from a few rows: without the
 // few-rows widening (row_fill=0), which FewRows.* tests.
@@ -155,7 +159,7 @@ TEST(RowCache, OnlineSoftmaxKeepsOnlyX) {
   src = kernel_source(m, {torch::randn({8, 4096})});
   EXPECT_NE(src.find("first-pass values kept"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(src, "float cache"), 1) << src;
-  EXPECT_TRUE(tftest::contains_in_order(body(src), {"acc1.m = tf_maximum(acc1.m, x0);", "tf_block_reduce"})) << src;
+  EXPECT_TRUE(tftest::contains_in_order(body(src), {"acc1.m = tf_maximum(acc1.m, x0);", "tf_block_collect"})) << src;
   EXPECT_EQ(body(src).find("ol1"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(body(src), "tf_exp_shifted("), 2) << src;  // after the pass, the output pass
 }
@@ -406,7 +410,7 @@ TEST(RowCluster, LongRowsShareAClusterOnSm90) {
 
 // Staged rows (row_stage, sm_90): the inputs read again come into shared memory by bulk copies,
 // with a ring of buffers the next rows' copies issued before this row's wait; every pass reads
-// them there, the weights stay global loads. Rows too long for shared memory, unvectorized rows and sm_80 are not staged.
+// them there, the weights stay global loads (with the first pass's: these 4 rows are few). Rows too long for shared memory, unvectorized rows and sm_80 are not staged.
 TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
   torchfuse::runtime::ScopedTuning stage(with("row_stage=2"));
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
@@ -421,9 +425,10 @@ TEST(RowStaging, RowsReadAgainComeThroughSharedMemory) {
             "const tf_index stage_row = row0 + (tf_index)1 * (tf_index)gridDim.x * 1;",
             "tf_K_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);",
             "tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 2u) & 1u);",
-            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "tf_block_reduce",
-            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "tf_block_reduce",
-            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "*reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);",
+            "early1[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);", "tf_block_collect",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "tf_block_collect",
+            "*reinterpret_cast<const tf_vec<float, 4>*>(stage0 + j0);", "const tf_vec<float, 4> v1 = early1[k];",
             "__syncthreads();  // this row group's buffer is free again", "++stage_it;"}))
       << src;
   EXPECT_EQ(body(src).find("in0 + ro0"), std::string::npos) << src;  // x never comes from global memory in a pass
@@ -488,7 +493,7 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
             "__launch_bounds__(1024)", "__shared__ __align__(8) unsigned long long ring_bar[3];", "tf_mbar_init(&ring_bar[s]);",
             "const unsigned ring_total = ring_rows * ring_chunks;",
             "tf_K_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);",
-            "tf_mbar_wait(&ring_bar[rq % 3u], (rq / 3u) & 1u);", "stage0 + (j0 - ring_j)", "tf_online_add(", "tf_block_reduce",
+            "tf_mbar_wait(&ring_bar[rq % 3u], (rq / 3u) & 1u);", "stage0 + (j0 - ring_j)", "tf_online_add(", "tf_block_collect",
             "tf_mbar_wait(&ring_bar[rq % 3u], (rq / 3u) & 1u);", "stage0 + (j0 - ring_j)", "tf_store_once(",
             "__syncthreads();  // every thread is done with this chunk",
             "if (threadIdx.x == 0 && rq + 3u < ring_total) tf_K_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);",
@@ -501,7 +506,7 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
   // Layer norm: three passes through the ring, the weights from global memory in the last.
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 65536));
   src = body(compiled(ln, {b16({2, 65536}), b16({65536}), b16({65536})}));
-  EXPECT_TRUE(tftest::contains_in_order(src, {"stage0 + (j0 - ring_j)", "tf_block_reduce", "stage0 + (j0 - ring_j)", "tf_block_reduce",
+  EXPECT_TRUE(tftest::contains_in_order(src, {"stage0 + (j0 - ring_j)", "tf_block_collect", "stage0 + (j0 - ring_j)", "tf_block_collect",
                                               "stage0 + (j0 - ring_j)", "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0)",
                                               "__syncthreads();  // every thread is done"}))
       << src;
@@ -572,7 +577,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
   EXPECT_TRUE(tftest::contains_in_order(
       src, {"2 pass(es) over each row", "%3 and %6 accumulate together", "tf_max_sum acc1 = tf_max_sum{-3.40282347e38f, 0.0f};",
             "acc1.m = tf_maximum(acc1.m, x0);", "acc1.s += tf_exp_shifted(cache0[k * 4 + lane] - acc1.m);",
-            "const tf_max_sum ms", " = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);",
+            "tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);", "const tf_max_sum ms", " = tf_block_collect<4>(tf_max_sum_op(), smem_acc1 + red_half);",
             " = tf_online_max(ms", " = tf_online_sum(ms", ", false);"}))
       << src;
   EXPECT_EQ(body(src).find("acc0"), std::string::npos) << src;  // the max has no accumulator of its own
@@ -581,7 +586,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
   EXPECT_TRUE(tftest::contains_in_order(src, {"1 pass(es) over each row", "%12 is %3 again", "tf_online_add(acc1, ", ", true);"}))
       << src;
   // Its second max (the one without keepdim) is the first one's result: one team reduction.
-  EXPECT_EQ(tftest::count_occurrences(body(src), "_reduce<"), 1) << src;
+  EXPECT_EQ(team_reductions(body(src)), 1) << src;
   // Shorter rows keep a pass for the sum (online_min_row), unless told otherwise.
   const auto log_softmax = module_returning("x", "torch.log_softmax(x, -1)");
   const std::vector<c10::IValue> short_rows = {torch::randn({8, 256}).to(c10::kBFloat16)};
@@ -604,7 +609,7 @@ TEST(OnlineSoftmax, SumsAccumulateWithTheirMax) {
   EXPECT_NE(src.find("3 pass(es)"), std::string::npos) << src;
   EXPECT_EQ(body(src).find("tf_online_add("), std::string::npos) << src;
   src = kernel_source(module_returning("x", "torch.logsumexp(x, -1)"), x);
-  EXPECT_EQ(tftest::count_occurrences(body(src), "_reduce<"), 2) << src;  // the max (once) and the sum
+  EXPECT_EQ(team_reductions(body(src)), 2) << src;  // the max (once) and the sum
 }
 
 TEST(OnlineSoftmax, EveryTeamKindCompiles) {
@@ -615,7 +620,7 @@ TEST(OnlineSoftmax, EveryTeamKindCompiles) {
     c10::ScalarType dtype;
     const char* schedule;
   };
-  for (const auto& c : {Case{{8, 256}, c10::kFloat, "tf_warp_reduce<"}, Case{{8, 4096}, c10::kBFloat16, "tf_block_reduce<"},
+  for (const auto& c : {Case{{8, 256}, c10::kFloat, "tf_warp_reduce<"}, Case{{8, 4096}, c10::kBFloat16, "tf_block_collect<"},
                         Case{{2, 65536}, c10::kFloat, "tf_cluster_reduce<"}, Case{{2, 65536}, c10::kBFloat16, "looped mode"}}) {
     for (const char* e : {"torch.softmax(x, -1)", "torch.logsumexp(x, -1)"}) {
       const std::vector<c10::IValue> in = {torch::randn(c.shape).to(c.dtype)};
@@ -769,7 +774,7 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
   const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
   const std::vector<c10::IValue> ln_in{torch::randn({4, 4096}), torch::randn({4096}), torch::randn({4096})};
   std::string src = body(kernel_source(ln, ln_in));
-  EXPECT_TRUE(tftest::contains_in_order(src, {keep_f32 + "0", "tf_block_reduce",
+  EXPECT_TRUE(tftest::contains_in_order(src, {keep_f32 + "0", "tf_block_collect",
                                               "= *reinterpret_cast<const tf_vec<float, 4>*>(in1", "= *reinterpret_cast<const tf_vec<float, 4>*>(in2"}))
       << src;
   EXPECT_EQ(src.find(keep_f32, src.find(keep_f32) + 1), std::string::npos) << src;  // loaded once
@@ -1090,4 +1095,109 @@ TEST(FewRows, RowFillIsAKnob) {
   EXPECT_EQ(cg::parse_tuning("").row_fill, 1024);
   EXPECT_EQ(cg::parse_tuning("row_fill=0").row_fill, 0);
   EXPECT_THROW(cg::parse_tuning("row_fill=4096"), torchfuse::Error);
+}
+
+// Shared block rounds: the reductions one pass accumulates publish their warps' partials, one
+// barrier serves them all, and none follows (the slots alternate by row group). Add + layer norm
+// takes two rounds (the mean; the deviations' sum and squares), where it took three of two barriers.
+TEST(SharedRounds, APassesReductionsShareOneBarrier) {
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 768));
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  const std::vector<c10::IValue> in{b16({1, 128, 768}), b16({1, 128, 768}), b16({768}), b16({768})};
+  std::string src = body(kernel_source(add_ln, in));
+  EXPECT_EQ(tftest::count_occurrences(src, "__syncthreads();"), 2) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "tf_block_reduce<"), 0) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "tf_block_collect<4>"), 3) << src;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"__shared__ float smem_acc0[8];", "unsigned row_it = 0;", ", ++row_it)",
+                                              "const int red_half = (int)(row_it & 1u) * 4;",
+                                              "tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);", "__syncthreads();",
+                                              "tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);",
+                                              "tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);", "__syncthreads();",
+                                              "tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half)",
+                                              "tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half)"}))
+      << src;
+  {
+    torchfuse::runtime::ScopedTuning off(cg::parse_tuning("row_shared_rounds=0"));
+    src = body(kernel_source(add_ln, in));
+    EXPECT_EQ(tftest::count_occurrences(src, "tf_block_reduce<4>("), 3) << src;
+    EXPECT_EQ(src.find("row_it"), std::string::npos) << src;
+    EXPECT_NE(src.find("__shared__ float smem_acc0[4];"), std::string::npos) << src;
+  }
+  // Warp teams and clusters reduce as before.
+  torchfuse::runtime::ScopedTuning many(with(""));
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  src = body(kernel_source(softmax, {torch::randn({64, 256})}));
+  EXPECT_NE(src.find("tf_warp_reduce<"), std::string::npos) << src;
+  EXPECT_EQ(src.find("tf_block_publish"), std::string::npos) << src;
+  src = body(kernel_source(softmax, {torch::randn({4, 65536})}));
+  EXPECT_NE(src.find("tf_cluster_reduce<"), std::string::npos) << src;
+  EXPECT_EQ(src.find("tf_block_publish"), std::string::npos) << src;
+}
+
+// Early loads: inputs only a later pass reads (a layer norm's weight and bias) load with the first
+// pass's inputs into registers, within the knob's registers a thread, in input order; inputs the
+// first pass reads never do. By default at most one 16-bit input does (a bf16 layer norm's two
+// lost): an f32 layer norm's weight and bias and a bf16 rms norm's weight do, a bf16 layer
+// norm's not unless asked.
+TEST(EarlyLoads, WeightsLoadWithTheFirstPass) {
+  const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 768));
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  const std::vector<c10::IValue> f32_in{torch::randn({1, 128, 768}), torch::randn({1, 128, 768}), torch::randn({768}),
+                                        torch::randn({768})};
+  std::string src = body(kernel_source(add_ln, f32_in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> early2[1];", "tf_vec<float, 4> early3[1];",
+                                              "early2[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);",
+                                              "early3[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in3 + ro3 + j0);",
+                                              "tf_block_publish(acc0", "const tf_vec<float, 4> v2 = early2[k];",
+                                              "const tf_vec<float, 4> v3 = early3[k];"}))
+      << src;
+  EXPECT_EQ(src.find("early0"), std::string::npos) << src;
+  EXPECT_EQ(src.find("early1"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "in2 + ro2"), 1) << src;
+  const std::vector<c10::IValue> in{b16({1, 128, 768}), b16({1, 128, 768}), b16({768}), b16({768})};
+  src = body(kernel_source(add_ln, in));
+  EXPECT_EQ(src.find("early"), std::string::npos) << src;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_block_publish(acc0", "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);"}))
+      << src;
+  {
+    torchfuse::runtime::ScopedTuning asked(cg::parse_tuning("row_early_loads=16"));
+    src = body(kernel_source(add_ln, in));
+    EXPECT_TRUE(tftest::contains_in_order(src, {"early2[k] = ", "early3[k] = ", "tf_block_publish(acc0"})) << src;
+  }
+  const auto rms = module_returning("x, w", "w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))");
+  src = body(kernel_source(rms, {b16({128, 4096}), b16({4096})}));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"early1[k] = ", "tf_block_publish(acc0", "= early1[k];"})) << src;
+  {
+    torchfuse::runtime::ScopedTuning off(cg::parse_tuning("row_early_loads=0"));
+    src = body(kernel_source(add_ln, f32_in));
+    EXPECT_EQ(src.find("early"), std::string::npos) << src;
+    EXPECT_TRUE(tftest::contains_in_order(src, {"tf_block_publish(acc0", "*reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);"}))
+        << src;
+  }
+  // Many f32 rows of 4096 keep 8 vectors a thread: a weight takes 32 registers, past the default
+  // 16; 32 registers take the weight, 64 the weight and the bias.
+  const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 4096));
+  const std::vector<c10::IValue> ln_in{torch::randn({4096, 4096}), torch::randn({4096}), torch::randn({4096})};
+  torchfuse::runtime::ScopedTuning many(with(""));
+  src = kernel_source(ln, ln_in);
+  EXPECT_NE(src.find("8 vectors per thread"), std::string::npos) << src;
+  EXPECT_EQ(body(src).find("early"), std::string::npos) << src;
+  {
+    torchfuse::runtime::ScopedTuning one(with("row_early_loads=32"));
+    src = body(kernel_source(ln, ln_in));
+    EXPECT_NE(src.find("tf_vec<float, 4> early1[8];"), std::string::npos) << src;
+    EXPECT_EQ(src.find("early2"), std::string::npos) << src;
+  }
+  torchfuse::runtime::ScopedTuning both(with("row_early_loads=64"));
+  src = body(kernel_source(ln, ln_in));
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> early1[8];", "tf_vec<float, 4> early2[8];"})) << src;
+}
+
+TEST(EarlyLoads, KnobsParse) {
+  EXPECT_EQ(cg::parse_tuning("").row_early_loads, -1);
+  EXPECT_EQ(cg::parse_tuning("row_early_loads=64").row_early_loads, 64);
+  EXPECT_THROW(cg::parse_tuning("row_early_loads=65"), torchfuse::Error);
+  EXPECT_EQ(cg::parse_tuning("").row_shared_rounds, 1);
+  EXPECT_EQ(cg::parse_tuning("row_shared_rounds=0").row_shared_rounds, 0);
+  EXPECT_THROW(cg::parse_tuning("row_shared_rounds=2"), torchfuse::Error);
 }

@@ -1,12 +1,13 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, bf16
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_9d3abd9e (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_6344e4f6 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread; 3 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // in2 = %2 bf16, inner_contiguous
@@ -15,7 +16,7 @@
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_9d3abd9e_params {
+struct tf_layer_norm_6344e4f6_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -37,20 +38,22 @@ struct tf_layer_norm_9d3abd9e_params {
   tf_bf16* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_9d3abd9e(const tf_layer_norm_9d3abd9e_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_6344e4f6(const tf_layer_norm_6344e4f6_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
   const tf_bf16* __restrict__ in3 = p.in3;
   tf_bf16* __restrict__ out0 = p.out0;
   tf_bf16* __restrict__ out1 = p.out1;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -83,7 +86,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_9d3abd9e(const t
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %10
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
     float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
@@ -102,8 +107,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_9d3abd9e(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    __syncthreads();  // one round for %13, %15
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
+    const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
     float t4 = (red1 / (float)((double)p.cols));  // %16 = div(%13, N)
     float t5 = (red1 * t4);  // %17 = mul(%13, %16)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
@@ -139,12 +147,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_9d3abd9e(const t
     }
   }
 }
-// ==== sm_90: tf_layer_norm_85e6c4f9 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_90: tf_layer_norm_f5064d59 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // in2 = %2 bf16, inner_contiguous
@@ -153,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_9d3abd9e(const t
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_85e6c4f9_params {
+struct tf_layer_norm_f5064d59_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -175,7 +184,7 @@ struct tf_layer_norm_85e6c4f9_params {
   tf_bf16* out1;
 };
 
-__device__ __forceinline__ void tf_layer_norm_85e6c4f9_stage(const tf_layer_norm_85e6c4f9_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_layer_norm_f5064d59_stage(const tf_layer_norm_f5064d59_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 4u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -192,13 +201,13 @@ __device__ __forceinline__ void tf_layer_norm_85e6c4f9_stage(const tf_layer_norm
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 2u, p.in1 + sro1, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_85e6c4f9(const tf_layer_norm_85e6c4f9_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f5064d59(const tf_layer_norm_f5064d59_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
@@ -214,13 +223,15 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_85e6c4f9(const t
   }
   __syncthreads();
   unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_85e6c4f9_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_f5064d59_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 4u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -253,7 +264,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_85e6c4f9(const t
         *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %10
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
     float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
@@ -277,8 +290,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_85e6c4f9(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    __syncthreads();  // one round for %13, %15
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
+    const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
     float t5 = (red1 / (float)((double)p.cols));  // %16 = div(%13, N)
     float t6 = (red1 * t5);  // %17 = mul(%13, %16)
     float t7 = (t6 > 3.4028235e+38f ? 3.4028235e+38f : t6);  // %19 = clamp_max(%17, 3.4028234663852886e+38)

@@ -1,12 +1,13 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, f32
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_10399cfc (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_77300cb8 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 4, 8 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // in2 = %2 f32, inner_contiguous
@@ -15,7 +16,7 @@
 // out1 = %33 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_10399cfc_params {
+struct tf_layer_norm_77300cb8_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -37,20 +38,22 @@ struct tf_layer_norm_10399cfc_params {
   float* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_10399cfc(const tf_layer_norm_10399cfc_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_77300cb8(const tf_layer_norm_77300cb8_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
   const float* __restrict__ in3 = p.in3;
   float* __restrict__ out0 = p.out0;
   float* __restrict__ out1 = p.out1;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -85,7 +88,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_10399cfc(const t
         *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %10
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %10
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
     float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
@@ -104,8 +109,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_10399cfc(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %15
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    __syncthreads();  // one round for %13, %15
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
+    const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
     float t4 = (red1 / (float)((double)p.cols));  // %16 = div(%13, N)
     float t5 = (red1 * t4);  // %17 = mul(%13, %16)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)

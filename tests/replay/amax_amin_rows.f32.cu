@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, f32
 // inputs: [1000, 333] strides [333, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_amin_be3c6f35 (reduce_max -> reduce_min -> sub)
+// ==== sm_80: tf_amax_amin_1bbc59c5 (reduce_max -> reduce_min -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
 // cached mode: 128 threads per row, block 128, vector width 1, 3 vectors per thread; 1 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // out0 = %7 f32, one per row
 typedef int tf_index;
 
-struct tf_amax_amin_be3c6f35_params {
+struct tf_amax_amin_1bbc59c5_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,15 +24,17 @@ struct tf_amax_amin_be3c6f35_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_be3c6f35(const tf_amax_amin_be3c6f35_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_1bbc59c5(const tf_amax_amin_1bbc59c5_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -53,23 +56,27 @@ extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_be3c6f35(const tf
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %5
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_min_op(), smem_acc1);  // %6
+    tf_block_publish(acc0, tf_max_op(), smem_acc0 + red_half);
+    tf_block_publish(acc1, tf_min_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %5, %6
+    const float red0 = (float)tf_block_collect<4>(tf_max_op(), smem_acc0 + red_half);  // %5
+    const float red1 = (float)tf_block_collect<4>(tf_min_op(), smem_acc1 + red_half);  // %6
     float t0 = (red0 - red1);  // %7 = sub(%5, %6)
     if (row_ok && tl == 0) out0[row] = t0;
   }
 }
-// ==== sm_80: tf_sum_4dc9ca68 (reduce_sum)
+// ==== sm_80: tf_sum_79c21dd0 (reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (row reduction): reduce_sum
 // cached mode: 128 threads per row, block 128, vector width 1, 3 vectors per thread; 1 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // out0 = %8 f32, one per row
 typedef int tf_index;
 
-struct tf_sum_4dc9ca68_params {
+struct tf_sum_79c21dd0_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -81,14 +88,16 @@ struct tf_sum_4dc9ca68_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_sum_4dc9ca68(const tf_sum_4dc9ca68_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_sum_79c21dd0(const tf_sum_79c21dd0_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc0[8];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -108,7 +117,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_sum_4dc9ca68(const tf_sum_4
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
     if (row_ok && tl == 0) out0[row] = red0;
   }
 }

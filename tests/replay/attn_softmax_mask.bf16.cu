@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, bf16
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_fefac78b (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_3d73a606 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 64 threads per row, block 64, vector width 8, 2 vectors per thread; 3 pass(es) over each row; 32-bit indices
 // each block takes 4 row team(s) in turn, prefetching the next one's row into L2
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // out0 = %12 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_fefac78b_params {
+struct tf_softmax_3d73a606_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,16 +28,18 @@ struct tf_softmax_fefac78b_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_fefac78b(const tf_softmax_fefac78b_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_softmax_3d73a606_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
-  __shared__ float smem_acc0[2];
-  __shared__ float smem_acc1[2];
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 2;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -80,7 +83,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_fefac78b(const tf_so
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_max_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<2>(tf_max_op(), smem_acc0 + red_half);  // %8
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -97,7 +102,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_fefac78b(const tf_so
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %11
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %11
+    const float red1 = (float)tf_block_collect<2>(tf_sum_op(), smem_acc1 + red_half);  // %11
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %11, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {

@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, f32
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_8ff96ff3 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_a79ca491 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 128 threads per row, block 128, vector width 4, 2 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // out0 = %12 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_8ff96ff3_params {
+struct tf_softmax_a79ca491_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,16 +28,18 @@ struct tf_softmax_8ff96ff3_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_softmax_8ff96ff3(const tf_softmax_8ff96ff3_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_softmax_a79ca491_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -67,7 +70,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_8ff96ff3(const tf_s
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_max_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_max_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<4>(tf_max_op(), smem_acc0 + red_half);  // %8
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -83,7 +88,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_8ff96ff3(const tf_s
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %11
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %11
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %11
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %11, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {

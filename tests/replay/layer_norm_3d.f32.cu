@@ -1,19 +1,20 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, f32
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_498075fb (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_e45a83e9 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
 // cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // in2 = %2 f32, inner_contiguous
 // out0 = %30 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_498075fb_params {
+struct tf_layer_norm_e45a83e9_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,18 +32,20 @@ struct tf_layer_norm_498075fb_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const tf_layer_norm_498075fb_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_e45a83e9(const tf_layer_norm_e45a83e9_params p) {
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[8];
-  __shared__ float smem_acc1[8];
-  __shared__ float smem_acc2[8];
+  __shared__ float smem_acc0[16];
+  __shared__ float smem_acc1[16];
+  __shared__ float smem_acc2[16];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 8;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -51,12 +54,16 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const t
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
     float cache0[4];
+    tf_vec<float, 4> early1[1];
+    tf_vec<float, 4> early2[1];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
+        early1[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);  // read by a later pass
+        early2[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);  // read by a later pass
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
@@ -67,7 +74,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const t
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<8>(acc0, tf_sum_op(), smem_acc0);  // %7
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %7
+    const float red0 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc0 + red_half);  // %7
     float t0 = (red0 / (float)((double)p.cols));  // %8 = div(%7, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
@@ -86,8 +95,11 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %10
-    const float red2 = (float)tf_block_reduce<8>(acc2, tf_sum_op(), smem_acc2);  // %12
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    __syncthreads();  // one round for %10, %12
+    const float red1 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc1 + red_half);  // %10
+    const float red2 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc2 + red_half);  // %12
     float t3 = (red1 / (float)((double)p.cols));  // %13 = div(%10, N)
     float t4 = (red1 * t3);  // %14 = mul(%10, %13)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %16 = clamp_max(%14, 3.4028234663852886e+38)
@@ -102,8 +114,8 @@ extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_498075fb(const t
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 256 + tl) * 4;
       if (row_ok && j0 < (tf_index)p.cols) {
-        const tf_vec<float, 4> v1 = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);
-        const tf_vec<float, 4> v2 = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);
+        const tf_vec<float, 4> v1 = early1[k];
+        const tf_vec<float, 4> v2 = early2[k];
         float o0[4];
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {

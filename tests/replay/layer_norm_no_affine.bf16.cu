@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, bf16
 // inputs: [96, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_f456cd7b (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
+// ==== sm_80: tf_layer_norm_bffdbb3c (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
 // cached mode: 128 threads per row, block 128, vector width 8, 1 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // out0 = %27 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_f456cd7b_params {
+struct tf_layer_norm_bffdbb3c_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,16 +24,18 @@ struct tf_layer_norm_f456cd7b_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f456cd7b(const tf_layer_norm_f456cd7b_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_bffdbb3c(const tf_layer_norm_bffdbb3c_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
-  __shared__ float smem_acc2[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc2[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -55,7 +58,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f456cd7b(const t
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %6
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %6
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %6
     float t0 = (red0 / (float)((double)p.cols));  // %7 = div(%6, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
@@ -76,8 +81,11 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f456cd7b(const t
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %9
-    const float red2 = (float)tf_block_reduce<4>(acc2, tf_sum_op(), smem_acc2);  // %11
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    __syncthreads();  // one round for %9, %11
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %9
+    const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %11
     float t3 = (red1 / (float)((double)p.cols));  // %12 = div(%9, N)
     float t4 = (red1 * t3);  // %13 = mul(%9, %12)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %15 = clamp_max(%13, 3.4028234663852886e+38)

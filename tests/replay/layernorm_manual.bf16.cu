@@ -1,19 +1,20 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_edf25f86 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_45862611 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // in2 = %2 bf16, inner_contiguous
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_edf25f86_params {
+struct tf_mean_45862611_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,17 +32,19 @@ struct tf_mean_edf25f86_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_edf25f86(const tf_mean_edf25f86_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_45862611(const tf_mean_45862611_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -66,7 +69,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_edf25f86(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
     float t0 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
@@ -85,7 +90,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_edf25f86(const tf_mean
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %13
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     float t3 = tf_round_bf16((red1 / (float)((double)p.cols)));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
@@ -116,19 +123,20 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_edf25f86(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_aec9ac02 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_90: tf_mean_6ed139ed (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 3 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // in2 = %2 bf16, inner_contiguous
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_aec9ac02_params {
+struct tf_mean_6ed139ed_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -146,7 +154,7 @@ struct tf_mean_aec9ac02_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mean_aec9ac02_stage(const tf_mean_aec9ac02_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_6ed139ed_stage(const tf_mean_6ed139ed_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -161,12 +169,12 @@ __device__ __forceinline__ void tf_mean_aec9ac02_stage(const tf_mean_aec9ac02_pa
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_mean_aec9ac02(const tf_mean_aec9ac02_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_6ed139ed(const tf_mean_6ed139ed_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
@@ -180,13 +188,15 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_aec9ac02(const tf_mean
   }
   __syncthreads();
   unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_aec9ac02_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_6ed139ed_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -210,7 +220,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_aec9ac02(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
     float t0 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
@@ -229,7 +241,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_aec9ac02(const tf_mean
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %13
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     float t3 = tf_round_bf16((red1 / (float)((double)p.cols)));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)

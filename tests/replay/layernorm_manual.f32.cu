@@ -1,19 +1,20 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_6d817049 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_5877daff (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
 // cached mode: 128 threads per row, block 128, vector width 4, 8 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // in2 = %2 f32, inner_contiguous
 // out0 = %20 f32, per element
 typedef int tf_index;
 
-struct tf_mean_6d817049_params {
+struct tf_mean_5877daff_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -31,17 +32,19 @@ struct tf_mean_6d817049_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_6d817049(const tf_mean_6d817049_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean_5877daff_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
-  __shared__ float smem_acc1[4];
+  __shared__ float smem_acc0[8];
+  __shared__ float smem_acc1[8];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -66,7 +69,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_6d817049(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %8
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %8
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
     float t0 = (red0 / (float)((double)p.cols));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
@@ -83,7 +88,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_6d817049(const tf_mean
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<4>(acc1, tf_sum_op(), smem_acc1);  // %13
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %13
+    const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     float t3 = (red1 / (float)((double)p.cols));  // %15 = div(%13, N)
     float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
     float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)

@@ -1,19 +1,20 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_rows, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_logsumexp_8dfee148 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_93cf6765 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
 // cached mode: 64 threads per row, block 64, vector width 8, 8 vectors per thread; 1 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // %3 and %11 accumulate together: a running max and the sum of exp(v - max)
 // %12 is %3 again (the same reduction of the same values)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %19 bf16, one per row
 typedef int tf_index;
 
-struct tf_logsumexp_8dfee148_params {
+struct tf_logsumexp_93cf6765_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,14 +26,16 @@ struct tf_logsumexp_8dfee148_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_8dfee148(const tf_logsumexp_8dfee148_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_93cf6765(const tf_logsumexp_93cf6765_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[2];
+  __shared__ tf_max_sum smem_acc1[4];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 2;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -55,7 +58,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_8dfee148(const tf_
         tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<2>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %11
+    const tf_max_sum ms1 = tf_block_collect<2>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %3
     const float red1 = tf_online_sum(ms1, true);  // %11
     float t0 = fabsf(red0);  // %4 = abs(%3)

@@ -401,6 +401,21 @@ template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_bl
   __syncthreads();
   return r;
 }
+// A block round shared by the reductions one pass accumulates (ReductionLayout::shared_rounds):
+// each reduction's warps publish their partials into its slots, one __syncthreads serves them
+// all, then every thread combines each reduction's slots. No barrier follows the reads: a
+// reduction's slots alternate between two halves by row group, and a half is written again only
+// after the next row group's barrier, which every reader of it has passed.
+template <typename T, typename Op> __device__ __forceinline__ void tf_block_publish(T v, Op op, T* slots) {
+  v = tf_warp_reduce<32>(v, op);
+  if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = v;
+}
+template <int WARPS, typename T, typename Op> __device__ __forceinline__ T tf_block_collect(Op op, const T* slots) {
+  T r = slots[0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) r = op(r, slots[w]);
+  return r;
+}
 #if __CUDA_ARCH__ >= 900
 // Thread-block clusters (rows too long for one block): this block's rank in its cluster, a
 // barrier over the whole cluster that orders shared-memory writes before it against reads after

@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_9dcbc64f (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_80: tf_mean_2cc88112 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_9dcbc64f_params {
+struct tf_mean_2cc88112_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,15 +28,17 @@ struct tf_mean_9dcbc64f_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean_9dcbc64f_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_2cc88112(const tf_mean_2cc88112_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc0[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -43,6 +46,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     tf_vec<tf_bf16, 8> kept0[4];
+    tf_vec<tf_bf16, 8> early1[4];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -50,6 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean
       if (row_ok && j0 < (tf_index)p.cols) {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
+        early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -61,7 +66,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %12
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %12
     float t2 = (red0 / (float)((double)p.cols));  // %14 = div(%12, N)
     float t3 = (t2 + 1e-06f);  // %15 = add(%14, 1e-06)
     float t4 = rsqrtf(t3);  // %16 = rsqrt(%15)
@@ -70,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
+        const tf_vec<tf_bf16, 8> v1 = early1[k];
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -90,18 +97,19 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9dcbc64f(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_b2498e16 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_90: tf_mean_b738262d (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
+// the reductions of a pass share one block round
 // in0 = %0 bf16, inner_contiguous
 // in1 = %1 bf16, inner_contiguous
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_b2498e16_params {
+struct tf_mean_b738262d_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -116,7 +124,7 @@ struct tf_mean_b2498e16_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mean_b2498e16_stage(const tf_mean_b2498e16_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_b738262d_stage(const tf_mean_b738262d_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -130,11 +138,11 @@ __device__ __forceinline__ void tf_mean_b2498e16_stage(const tf_mean_b2498e16_pa
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean_b2498e16_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_b738262d(const tf_mean_b738262d_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc0[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -147,13 +155,15 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean
   }
   __syncthreads();
   unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_b2498e16_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_b738262d_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -161,12 +171,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean
     const tf_index a0 = rem;
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
+    tf_vec<tf_bf16, 8> early1[4];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
+        early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -178,7 +190,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %12
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %12
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %12
     float t2 = (red0 / (float)((double)p.cols));  // %14 = div(%12, N)
     float t3 = (t2 + 1e-06f);  // %15 = add(%14, 1e-06)
     float t4 = rsqrtf(t3);  // %16 = rsqrt(%15)
@@ -187,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_b2498e16(const tf_mean
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
+        const tf_vec<tf_bf16, 8> v1 = early1[k];
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {

@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_a2f62cdf (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_4b9a4539 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
 // cached mode: 128 threads per row, block 128, vector width 4, 8 vectors per thread (first-pass values kept, later ones recomputed); 2 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // in1 = %1 f32, inner_contiguous
 // out0 = %18 f32, per element
 typedef int tf_index;
 
-struct tf_mean_a2f62cdf_params {
+struct tf_mean_4b9a4539_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -27,15 +28,17 @@ struct tf_mean_a2f62cdf_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_a2f62cdf(const tf_mean_a2f62cdf_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_4b9a4539(const tf_mean_4b9a4539_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc0[8];
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -60,7 +63,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_a2f62cdf(const tf_mean
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<4>(acc0, tf_sum_op(), smem_acc0);  // %11
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %11
+    const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %11
     float t1 = (red0 / (float)((double)p.cols));  // %13 = div(%11, N)
     float t2 = (t1 + 1e-06f);  // %14 = add(%13, 1e-06)
     float t3 = rsqrtf(t2);  // %15 = rsqrt(%14)

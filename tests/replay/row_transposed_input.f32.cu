@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, f32
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_ad1b5012 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_f8e26954 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 64 threads per row, block 64, vector width 8, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, strided
 // out0 = %9 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_ad1b5012_params {
+struct tf_softmax_f8e26954_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,15 +24,17 @@ struct tf_softmax_ad1b5012_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad1b5012(const tf_softmax_ad1b5012_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_softmax_f8e26954_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
-  __shared__ float smem_acc0[2];
-  __shared__ float smem_acc1[2];
+  __shared__ float smem_acc0[4];
+  __shared__ float smem_acc1[4];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 2;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -54,7 +57,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad1b5012(const tf_so
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<2>(acc0, tf_max_op(), smem_acc0);  // %5
+    tf_block_publish(acc0, tf_max_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %5
+    const float red0 = (float)tf_block_collect<2>(tf_max_op(), smem_acc0 + red_half);  // %5
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -70,7 +75,9 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_ad1b5012(const tf_so
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<2>(acc1, tf_sum_op(), smem_acc1);  // %8
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %8
+    const float red1 = (float)tf_block_collect<2>(tf_sum_op(), smem_acc1 + red_half);  // %8
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %8, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {

@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_long_rows, bf16
 // inputs: [1024, 65536] strides [65536, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_8a06dd21 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_1bb9b647 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // looped mode: 1024 threads per row, block 1024, vector width 8; 2 pass(es) over each row; 32-bit indices
+// the reductions of a pass share one block round
 // %5 and %9 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_8a06dd21_params {
+struct tf_max_sum_1bb9b647_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,14 +24,16 @@ struct tf_max_sum_8a06dd21_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_8a06dd21(const tf_max_sum_8a06dd21_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_1bb9b647(const tf_max_sum_1bb9b647_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[32];
+  __shared__ tf_max_sum smem_acc1[64];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 32;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -53,7 +56,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_8a06dd21(const tf_
         tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %9
+    const tf_max_sum ms1 = tf_block_collect<32>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %5
     const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
@@ -79,18 +84,19 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_8a06dd21(const tf_
     }
   }
 }
-// ==== sm_90: tf_max_sum_f90bf2e8 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_2008a468 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // looped mode: 1024 threads per row, block 1024, vector width 8; 2 pass(es) over each row; 32-bit indices
 // ringed: the inputs read again stream through a ring of 3 chunks of 32768 columns in shared memory, one bulk copy per chunk and input; a chunk freed by the last pass takes the one a ring ahead
+// the reductions of a pass share one block round
 // %5 and %9 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_f90bf2e8_params {
+struct tf_max_sum_2008a468_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -102,7 +108,7 @@ struct tf_max_sum_f90bf2e8_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_max_sum_f90bf2e8_ring(const tf_max_sum_f90bf2e8_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_2008a468_ring(const tf_max_sum_2008a468_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
   const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;
   const tf_index j = (tf_index)(q % chunks) * 32768;
   const unsigned n = (unsigned)((tf_index)p.cols - j < 32768 ? (tf_index)p.cols - j : 32768);  // columns
@@ -113,11 +119,11 @@ __device__ __forceinline__ void tf_max_sum_f90bf2e8_ring(const tf_max_sum_f90bf2
   const tf_index sro0 = sa0 * (tf_index)p.in0_outer_stride[0];
   tf_bulk_load_keep(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90bf2e8(const tf_max_sum_f90bf2e8_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_2008a468(const tf_max_sum_2008a468_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[32];
+  __shared__ tf_max_sum smem_acc1[64];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   __shared__ __align__(8) unsigned long long ring_bar[3];
@@ -131,9 +137,11 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90bf2e8(const tf_
   const unsigned ring_rows = (tf_index)blockIdx.x < (tf_index)p.rows ? (unsigned)(((tf_index)p.rows - 1 - (tf_index)blockIdx.x) / (tf_index)gridDim.x) + 1u : 0u;
   const unsigned ring_total = ring_rows * ring_chunks;  // the block's chunks
   if (threadIdx.x == 0)
-    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_max_sum_f90bf2e8_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
+    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_max_sum_2008a468_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
   unsigned ring_q = 0;  // the current row's first chunk
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 32;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -164,7 +172,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90bf2e8(const tf_
         }
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %9
+    const tf_max_sum ms1 = tf_block_collect<32>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %5
     const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
@@ -196,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90bf2e8(const tf_
         }
       }
       __syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead
-      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_max_sum_f90bf2e8_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
+      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_max_sum_2008a468_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
     }
     ring_q += ring_chunks;
   }

@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_0838b9c4 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_35f47180 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
 // each block takes 2 row team(s) in turn
+// the reductions of a pass share one block round
 // %5 and %9 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_0838b9c4_params {
+struct tf_max_sum_35f47180_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,14 +25,16 @@ struct tf_max_sum_0838b9c4_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0838b9c4(const tf_max_sum_0838b9c4_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35f47180(const tf_max_sum_35f47180_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[4];
+  __shared__ tf_max_sum smem_acc1[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -56,7 +59,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0838b9c4(const tf_m
         tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %9
+    const tf_max_sum ms1 = tf_block_collect<4>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %5
     const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)
@@ -82,18 +87,19 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0838b9c4(const tf_m
     }
   }
 }
-// ==== sm_90: tf_max_sum_8fd4360e (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_dfea1e78 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 128 threads per row, block 128, vector width 8, 4 vectors per thread (inputs kept as loaded, values recomputed); 2 pass(es) over each row; 32-bit indices
 // staged: the inputs read again are copied into shared memory, one bulk copy per row and input; 1 buffer(s), the block's next 0 row group(s) loading while it works on one
+// the reductions of a pass share one block round
 // %5 and %9 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_8fd4360e_params {
+struct tf_max_sum_dfea1e78_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -105,7 +111,7 @@ struct tf_max_sum_8fd4360e_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_max_sum_8fd4360e_stage(const tf_max_sum_8fd4360e_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_dfea1e78_stage(const tf_max_sum_dfea1e78_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -118,11 +124,11 @@ __device__ __forceinline__ void tf_max_sum_8fd4360e_stage(const tf_max_sum_8fd43
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_8fd4360e(const tf_max_sum_8fd4360e_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_dfea1e78(const tf_max_sum_dfea1e78_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[4];
+  __shared__ tf_max_sum smem_acc1[8];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   __shared__ __align__(8) unsigned long long stage_bar[1];
@@ -134,13 +140,15 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_8fd4360e(const tf_m
   }
   __syncthreads();
   unsigned stage_it = 0;  // row groups this block has taken
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_max_sum_8fd4360e_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_max_sum_dfea1e78_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -164,7 +172,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_8fd4360e(const tf_m
         tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %9
+    const tf_max_sum ms1 = tf_block_collect<4>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %5
     const float red1 = tf_round_bf16(tf_online_sum(ms1, false));  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)

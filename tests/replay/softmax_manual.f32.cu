@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, f32
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_c4b00b43 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_1b0f37b5 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 128 threads per row, block 128, vector width 4, 8 vectors per thread (first-pass values kept, later ones recomputed); 2 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // %5 and %9 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 f32, inner_contiguous
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_max_sum_c4b00b43_params {
+struct tf_max_sum_1b0f37b5_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,14 +25,16 @@ struct tf_max_sum_c4b00b43_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_c4b00b43(const tf_max_sum_c4b00b43_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_max_sum_1b0f37b5_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[4];
+  __shared__ tf_max_sum smem_acc1[8];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 4;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -64,7 +67,9 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_c4b00b43(const tf_m
         }
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<4>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %9
+    const tf_max_sum ms1 = tf_block_collect<4>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %5
     const float red1 = tf_online_sum(ms1, false);  // %9
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %9, once per row (0: divide instead)

@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, f32
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_e3f602a5 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_8f11d552 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // in0 = %0 f32, inner_contiguous
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_e3f602a5_params {
+struct tf_softmax_8f11d552_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,15 +24,17 @@ struct tf_softmax_e3f602a5_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_softmax_e3f602a5(const tf_softmax_e3f602a5_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_8f11d552(const tf_softmax_8f11d552_params p) {
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[8];
-  __shared__ float smem_acc1[8];
+  __shared__ float smem_acc0[16];
+  __shared__ float smem_acc1[16];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 8;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -54,7 +57,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_e3f602a5(const tf_s
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<8>(acc0, tf_max_op(), smem_acc0);  // %3
+    tf_block_publish(acc0, tf_max_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %3
+    const float red0 = (float)tf_block_collect<8>(tf_max_op(), smem_acc0 + red_half);  // %3
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
@@ -70,7 +75,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_e3f602a5(const tf_s
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %6
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %6
+    const float red1 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc1 + red_half);  // %6
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)
     #pragma unroll
     for (int k = 0; k < 1; ++k) {

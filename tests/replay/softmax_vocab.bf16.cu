@@ -1,17 +1,18 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_vocab, bf16
 // inputs: [64, 50257] strides [50257, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_75fe39c2 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_21053704 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
 // looped mode: 1024 threads per row, block 1024, vector width 1; 2 pass(es) over each row; 32-bit indices
+// the reductions of a pass share one block round
 // %3 and %6 accumulate together: a running max and the sum of exp(v - max)
 // in0 = %0 bf16, inner_contiguous
 // out0 = %7 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_75fe39c2_params {
+struct tf_softmax_21053704_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -23,14 +24,16 @@ struct tf_softmax_75fe39c2_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_75fe39c2(const tf_softmax_75fe39c2_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_21053704(const tf_softmax_21053704_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
-  __shared__ tf_max_sum smem_acc1[32];
+  __shared__ tf_max_sum smem_acc1[64];
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 32;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -52,7 +55,9 @@ extern "C" __global__ void __launch_bounds__(1024) tf_softmax_75fe39c2(const tf_
         tf_online_add(acc1, ol1);
       }
     }
-    const tf_max_sum ms1 = tf_block_reduce<32>(acc1, tf_max_sum_op(), smem_acc1);
+    tf_block_publish(acc1, tf_max_sum_op(), smem_acc1 + red_half);
+    __syncthreads();  // one round for %6
+    const tf_max_sum ms1 = tf_block_collect<32>(tf_max_sum_op(), smem_acc1 + red_half);
     const float red0 = tf_online_max(ms1);  // %3
     const float red1 = tf_online_sum(ms1, false);  // %6
     const float rcp0 = fabsf(red1) >= 1.17549435e-38f && fabsf(red1) <= 3.40282347e38f ? 1.0f / red1 : 0.0f;  // 1 / %6, once per row (0: divide instead)

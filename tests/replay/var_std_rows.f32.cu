@@ -1,18 +1,19 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, f32
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_var_std_1ba88a69 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_9397e858 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
 // cached mode: 256 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 3 pass(es) over each row; 32-bit indices
 // each block takes 1 row team(s) in turn
+// the reductions of a pass share one block round
 // %23 is %5 again (the same reduction of the same values)
 // in0 = %0 f32, inner_contiguous
 // out0 = %42 f32, per element
 typedef int tf_index;
 
-struct tf_var_std_1ba88a69_params {
+struct tf_var_std_9397e858_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,18 +25,20 @@ struct tf_var_std_1ba88a69_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_var_std_1ba88a69(const tf_var_std_1ba88a69_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_var_std_9397e858(const tf_var_std_9397e858_params p) {
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;
-  __shared__ float smem_acc0[8];
-  __shared__ float smem_acc1[8];
-  __shared__ float smem_acc2[8];
-  __shared__ float smem_acc4[8];
-  __shared__ float smem_acc5[8];
+  __shared__ float smem_acc0[16];
+  __shared__ float smem_acc1[16];
+  __shared__ float smem_acc2[16];
+  __shared__ float smem_acc4[16];
+  __shared__ float smem_acc5[16];
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1) {
+  unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
+  for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
+    const int red_half = (int)(row_it & 1u) * 8;
     const tf_index row = row0 + team;
     const bool row_ok = row < (tf_index)p.rows;
     tf_index rem = row_ok ? row : 0;
@@ -58,7 +61,9 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_1ba88a69(const tf_v
         }
       }
     }
-    const float red0 = (float)tf_block_reduce<8>(acc0, tf_sum_op(), smem_acc0);  // %5
+    tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
+    __syncthreads();  // one round for %5
+    const float red0 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc0 + red_half);  // %5
     float t0 = (red0 / (float)((double)p.cols));  // %6 = div(%5, N)
     float t1 = (red0 / (float)((double)p.cols));  // %24 = div(%23, N)
     float acc1 = 0.0f;
@@ -84,10 +89,15 @@ extern "C" __global__ void __launch_bounds__(256) tf_var_std_1ba88a69(const tf_v
         }
       }
     }
-    const float red1 = (float)tf_block_reduce<8>(acc1, tf_sum_op(), smem_acc1);  // %8
-    const float red2 = (float)tf_block_reduce<8>(acc2, tf_sum_op(), smem_acc2);  // %10
-    const float red4 = (float)tf_block_reduce<8>(acc4, tf_sum_op(), smem_acc4);  // %26
-    const float red5 = (float)tf_block_reduce<8>(acc5, tf_sum_op(), smem_acc5);  // %28
+    tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
+    tf_block_publish(acc2, tf_sum_op(), smem_acc2 + red_half);
+    tf_block_publish(acc4, tf_sum_op(), smem_acc4 + red_half);
+    tf_block_publish(acc5, tf_sum_op(), smem_acc5 + red_half);
+    __syncthreads();  // one round for %8, %10, %26, %28
+    const float red1 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc1 + red_half);  // %8
+    const float red2 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc2 + red_half);  // %10
+    const float red4 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc4 + red_half);  // %26
+    const float red5 = (float)tf_block_collect<8>(tf_sum_op(), smem_acc5 + red_half);  // %28
     float t6 = (red1 / (float)((double)p.cols));  // %11 = div(%8, N)
     float t7 = (red1 * t6);  // %12 = mul(%8, %11)
     float t8 = (t7 > 3.4028235e+38f ? 3.4028235e+38f : t7);  // %14 = clamp_max(%12, 3.4028234663852886e+38)
