@@ -1016,7 +1016,7 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   const char* specs[] = {"pointwise_unroll=1,row_cache=values,column_unroll=1,full_unroll=1",
                          "pointwise_unroll=3,row_cache=inputs,column_unroll=2,full_unroll=5,cache_hints=1",
-                         "row_stage=1,row_vectors=2", "row_stage=3", ""};
+                         "row_stage=1,row_vectors=2", "row_stage=3", "row_early_loads=64,row_shared_rounds=0", ""};
   for (const char* spec : specs) {
     torchfuse::runtime::ScopedTuning t(with(spec));
     for (const auto& p : tftest::suite_patterns()) {
