@@ -172,6 +172,19 @@ def run_torchfuse(binary, path, specs, args):
     return res
 
 
+def restrict_sdpa_backends(names):
+    """Lets ATen's scaled_dot_product_attention pick only among these backends, for everything this
+    process times (torch.backends.cuda's global switches, which torchfuse's attention op, called
+    from C++ in this process, reads too; the --torchfuse CLI runs in processes of its own)."""
+    switches = {"cudnn": torch.backends.cuda.enable_cudnn_sdp, "flash": torch.backends.cuda.enable_flash_sdp,
+                "efficient": torch.backends.cuda.enable_mem_efficient_sdp, "math": torch.backends.cuda.enable_math_sdp}
+    unknown = [n for n in names if n not in switches]
+    if unknown:
+        raise SystemExit(f"--sdpa-backends: unknown {unknown}; known: {sorted(switches)}")
+    for name, enable in switches.items():
+        enable(name in names)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -203,11 +216,17 @@ def main():
     ap.add_argument("--torchfuse-build", default="", help="a torchfuse build against this PyTorch: times torchfuse "
                     "in this process by the same timer (benchmarks/torchfuse_py.cpp)")
     ap.add_argument("--torchfuse-timeout", type=float, default=240)
+    ap.add_argument("--sdpa-backends", default="", help="comma-separated ATen attention backends every implementation "
+                    "in this process may use (cudnn, flash, efficient, math; default: all, ATen's choice), e.g. "
+                    "flash,efficient,math to leave cuDNN's out (scripts/sdpa_backends.py)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import transformers
     env = {"torch": torch.__version__, "transformers": transformers.__version__,
            "device": torch.cuda.get_device_name(0)}
+    if args.sdpa_backends:
+        restrict_sdpa_backends(args.sdpa_backends.split(","))
+        env["sdpa_backends"] = args.sdpa_backends
     print(env, flush=True)
     tfpy = None
     if args.torchfuse_build:
@@ -303,7 +322,8 @@ def main():
                 torch.cuda.empty_cache()
     with open(os.path.join(args.out, "real_models.json"), "w") as f:
         json.dump({"env": env, "rows": rows}, f, indent=1, default=str)
-    lines = [f"{env['device']}, torch {env['torch']}, transformers {env['transformers']}", "",
+    backends = f", attention backends {env['sdpa_backends']}" if "sdpa_backends" in env else ""
+    lines = [f"{env['device']}, torch {env['torch']}, transformers {env['transformers']}{backends}", "",
              "| model | dtype | batch | eager us | TorchScript us | torch.compile us | torchfuse us | kernels/call eager / TS / compile / torchfuse (non-GEMM) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
