@@ -85,7 +85,8 @@ Value* insert_gemm_call(RewriteContext& ctx, const GemmOperands& ops, Value* res
   Value* none = graph.insertConstant(c10::IValue());
   Node* op = graph.create(c10::Symbol::fromQualString("torchfuse::gemm_epilogue"),
                           {ops.input, weight, ops.bias ? ops.bias : none, residual ? residual : none,
-                           graph.insertConstant(std::string(activation))},
+                           graph.insertConstant(std::string(activation)),
+                           graph.insertConstant(static_cast<int64_t>(ctx.gemm_candidates))},
                           1);
   graph.insertNode(op);
   op->output()->copyMetadata(like);

@@ -31,8 +31,8 @@ std::optional<GemmOperands> gemm_operands(const RewriteContext& ctx, torch::jit:
 std::string gemm_call_differs(const RewriteContext& ctx, const GemmOperands& ops, const torch::jit::Value* residual,
                               const torch::jit::Node* gemm, const torch::jit::Node* last);
 
-// Inserts torchfuse::gemm_epilogue(x, W, b?, residual?, activation) at the graph's insertion
-// point (aten::t(M) first where the GEMM read W^T) and returns its result, typed as `like`.
+// Inserts torchfuse::gemm_epilogue(x, W, b?, residual?, activation, ctx.gemm_candidates) at the
+// graph's insertion point (aten::t(M) first where the GEMM read W^T) and returns its result, typed as `like`.
 torch::jit::Value* insert_gemm_call(RewriteContext& ctx, const GemmOperands& ops, torch::jit::Value* residual,
                                     const char* activation, torch::jit::Value* like);
 

@@ -23,6 +23,9 @@ struct Value;
 
 namespace torchfuse {
 
+// The heuristic's algorithms a GEMM times under CompileOptions::gemm_autotune.
+constexpr int kGemmAutotuneCandidates = 8;
+
 struct RewriteOptions {
   bool attention = true;       // CompileOptions::rewrite_attention
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
@@ -35,6 +38,8 @@ struct RewriteOptions {
   bool sink_casts = true;             // the same
   bool broadcast_indices = true;      // the same
   bool fold_static_sizes = true;      // the same
+  // The algorithms each torchfuse::gemm_epilogue call times (CompileOptions::gemm_autotune).
+  int gemm_candidates = 1;
   LogSwitches logs;
 };
 
@@ -53,6 +58,7 @@ struct RewriteReport {
 struct RewriteContext {
   torch::jit::Graph& graph;
   LogSwitches logs;
+  int gemm_candidates = 1;  // RewriteOptions::gemm_candidates
   RewriteReport report;
 
   // Takes the profile's types while the graph is as profiled.

@@ -54,6 +54,8 @@ void bind_events(void* lib, DriverApi& a) {
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamDestroy), "cuStreamDestroy", a.cuStreamDestroy);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
   bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuCtxGetCurrent), "cuCtxGetCurrent", a.cuCtxGetCurrent);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuStreamWaitValue32), "cuStreamWaitValue32", a.cuStreamWaitValue32);
+  bind_optional(lib, TORCHFUSE_CU_SYMBOL(cuMemsetD32Async), "cuMemsetD32Async", a.cuMemsetD32Async);
 }
 
 Loaded load() {

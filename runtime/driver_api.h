@@ -48,6 +48,10 @@ struct DriverApi {
   decltype(&::cuStreamDestroy) cuStreamDestroy;
   // Copies into and out of CUDA graphs' static buffers (cheaper on the host than ATen's copy_).
   decltype(&::cuMemcpyDtoDAsync) cuMemcpyDtoDAsync;
+  // Holding a stream until its queue is filled (timing GEMM candidates, runtime/gemm_autotune.h);
+  // null when missing (then candidates are timed without the hold).
+  decltype(&::cuStreamWaitValue32) cuStreamWaitValue32;
+  decltype(&::cuMemsetD32Async) cuMemsetD32Async;
 };
 
 // The loaded API, or nullptr when no driver is installed or cuInit fails (reason in *why).

@@ -1,7 +1,9 @@
 #include "runtime/gemm_epilogue_op.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,8 +18,11 @@
 #include <torch/version.h>
 
 #include "runtime/cublaslt_api.h"
+#include "runtime/gemm_autotune.h"
+#include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
 #include "src/error.h"
+#include "src/logging.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -213,9 +218,10 @@ struct LtCall {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_MASK;
   int device = 0;
+  int candidates = 1;  // the heuristic's algorithms timed before one is kept (1: its first, untimed)
 
   AlgoKey key() const {
-    AlgoKey k{device, type, compute, epilogue, residual, reduction, alignment_of(bias)};
+    AlgoKey k{device, type, compute, epilogue, residual, reduction, alignment_of(bias), candidates};
     for (const LtMatrix* m : {&a, &b, &c, &d}) {
       k.insert(k.end(), {static_cast<int64_t>(m->rows), static_cast<int64_t>(m->cols), m->ld, m->op,
                          alignment_of(m->ptr)});
@@ -281,25 +287,28 @@ cublasLtHandle_t handle_for(const CublasLtApi& lt, int device, std::string* why)
   return h;
 }
 
-// The heuristic's first algorithm for calls with this key, asked once per key; nothing when it
-// has none (the answer is cached too: such shapes go to ATen without asking again).
-std::optional<cublasLtMatmulAlgo_t> algorithm_for(const LtCall& call, const Descriptors& ds, cublasLtHandle_t h,
-                                                  std::string* why) {
+// The heuristic's first call.candidates algorithms for calls with this key, in its order, asked
+// once per key; empty when it has none (the answer is cached too: such shapes go to ATen without
+// asking again).
+std::vector<cublasLtMatmulAlgo_t> candidates_for(const LtCall& call, const Descriptors& ds, cublasLtHandle_t h,
+                                                 std::string* why) {
   static std::mutex mu;
-  static auto* cache = new std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>>();
+  static auto* cache = new std::map<AlgoKey, std::vector<cublasLtMatmulAlgo_t>>();
   const AlgoKey key = call.key();
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
   if (it == cache->end()) {
-    cublasLtMatmulHeuristicResult_t result{};
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(std::max(call.candidates, 1)));
     int found = 0;
-    const cublasStatus_t s =
-        ds.api->cublasLtMatmulAlgoGetHeuristic(h, ds.matmul, ds.a, ds.b, ds.c, ds.d, ds.preference, 1, &result, &found);
-    std::optional<cublasLtMatmulAlgo_t> algo;
-    if (s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) algo = result.algo;
-    it = cache->emplace(key, algo).first;
+    const cublasStatus_t s = ds.api->cublasLtMatmulAlgoGetHeuristic(h, ds.matmul, ds.a, ds.b, ds.c, ds.d, ds.preference,
+                                                                     static_cast<int>(results.size()), results.data(),
+                                                                     &found);
+    std::vector<cublasLtMatmulAlgo_t> algos;
+    for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[i].algo);
+    it = cache->emplace(key, std::move(algos)).first;
   }
-  if (!it->second) *why = "cublasLtMatmulAlgoGetHeuristic found no algorithm for these shapes, dtypes and alignments";
+  if (it->second.empty()) *why = "cublasLtMatmulAlgoGetHeuristic found no algorithm for these shapes, dtypes and alignments";
   return it->second;
 }
 
@@ -329,11 +338,13 @@ std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const
 // attribute of the matmul descriptor, set on each call.
 struct LtPlan {
   std::unique_ptr<Descriptors> ds;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, in its order
+  cublasLtMatmulAlgo_t algo{};                   // the one calls run
+  bool settled = false;                          // false until the candidates were timed (or one alone)
 };
 
 // This thread's plan for `call`; null (reason in *why) where cuBLASLt declines the key. Declined
-// keys are not remembered here (algorithm_for remembers that it found no algorithm).
+// keys are not remembered here (candidates_for remembers that it found no algorithm).
 LtPlan* plan_for(const LtCall& call, const CublasLtApi& lt, cublasLtHandle_t h, std::string* why) {
   // Never destroyed: a thread's plans hold cuBLASLt descriptors, which must not be destroyed after
   // the library is unloaded at exit.
@@ -343,17 +354,78 @@ LtPlan* plan_for(const LtCall& call, const CublasLtApi& lt, cublasLtHandle_t h, 
   if (it != plans->end()) return &it->second;
   auto ds = std::make_unique<Descriptors>(&lt);
   if (!make_descriptors(call, *ds, why)) return nullptr;
-  const std::optional<cublasLtMatmulAlgo_t> algo = algorithm_for(call, *ds, h, why);
-  if (!algo) return nullptr;
+  std::vector<cublasLtMatmulAlgo_t> candidates = candidates_for(call, *ds, h, why);
+  if (candidates.empty()) return nullptr;
   LtPlan& plan = (*plans)[std::move(key)];
   plan.ds = std::move(ds);
-  plan.algo = *algo;
+  plan.algo = candidates.front();
+  plan.settled = candidates.size() == 1;
+  plan.candidates = std::move(candidates);
   return &plan;
+}
+
+// "bf16 M=128 N=2304 K=768, bias": a call as the timing records and logs name it.
+std::string describe_call(const LtCall& call) {
+  const uint64_t n = call.d.rows, m = call.d.cols;
+  const uint64_t k = call.a.op == CUBLAS_OP_N ? call.a.cols : call.a.rows;
+  const char* type = call.type == CUDA_R_16BF ? "bf16" : call.type == CUDA_R_16F ? "f16" : "f32";
+  std::ostringstream os;
+  os << type << " M=" << m << " N=" << n << " K=" << k;
+  if (call.bias) os << ", bias";
+  if (call.residual) os << ", residual";
+  if (call.epilogue != CUBLASLT_EPILOGUE_DEFAULT && call.epilogue != CUBLASLT_EPILOGUE_BIAS) os << ", activation";
+  return os.str();
+}
+
+std::mutex g_choices_mu;
+// Keys whose candidates were timed, and the index kept (shared by threads: a shape is timed once
+// per process).
+std::map<AlgoKey, int>* g_chosen = new std::map<AlgoKey, int>();  // never destroyed: used until exit
+std::vector<GemmAlgorithmChoice>* g_choice_log = new std::vector<GemmAlgorithmChoice>();
+
+// Settles which of plan's candidates the call runs: the index another thread's timing kept, else
+// the fastest of them timed now, on this call's own operands. While the stream captures a CUDA
+// graph nothing can be timed (timing waits for the GPU): the heuristic's first runs, unsettled.
+// run(algo) queues one matmul with `algo`, returning its status.
+void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run,
+            const c10::Device& device, CUstream stream) {
+  const AlgoKey key = call.key();
+  std::lock_guard<std::mutex> lock(g_choices_mu);
+  auto it = g_chosen->find(key);
+  if (it == g_chosen->end()) {
+    if (current_stream_capturing(device)) return;
+    GemmAlgorithmChoice record;
+    record.call = describe_call(call);
+    record.candidates = static_cast<int>(plan.candidates.size());
+    CandidateTimes t;
+    try {
+      t = time_candidates(
+          record.candidates, [&](int i) { return run(plan.candidates[i]) == CUBLAS_STATUS_SUCCESS; }, call.device,
+          stream);
+    } catch (const Error& e) {
+      t.why_not = e.what();
+    }
+    record.us = t.us;
+    record.held = t.held;
+    record.why_not = t.why_not;
+    record.chosen = std::max(t.chosen, 0);
+    if (LogSwitches::from_env_and("").fusion) {
+      std::ostringstream os;
+      os << "cuBLASLt " << record.call << ": candidate " << record.chosen << " of " << record.candidates;
+      if (t.chosen >= 0) os << " (" << t.us[t.chosen] << " us; the heuristic's first " << t.us[0] << " us)";
+      if (!t.why_not.empty()) os << " (not timed: " << t.why_not << ")";
+      log_info(os.str());
+    }
+    it = g_chosen->emplace(key, record.chosen).first;
+    g_choice_log->push_back(std::move(record));
+  }
+  plan.algo = plan.candidates[static_cast<size_t>(it->second)];
+  plan.settled = true;
 }
 
 // Runs the call as one cublasLtMatmul into `out`; false (reason in *why) where cuBLASLt declines.
 bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
-                  GemmActivation activation, at::Tensor& out, std::string* why) {
+                  GemmActivation activation, int candidates, at::Tensor& out, std::string* why) {
   *why = lt_unusable(input, weight, bias, residual);
   if (!why->empty()) return false;
   const CublasLtApi& lt = *cublaslt_api();
@@ -368,6 +440,7 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
   call.compute = compute_type(input.scalar_type());
   call.reduction = reduction_mask(input.scalar_type());
   call.epilogue = epilogue_of(bias != nullptr, activation);
+  call.candidates = candidates;
   call.a = operand(weight, keep);
   call.b = operand(x.t(), keep);
   call.d = operand(out.t(), keep);
@@ -405,9 +478,13 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
   }
   const at::Tensor workspace = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, input.options().dtype(at::kByte));
   const float alpha = 1.0f, beta = call.residual ? 1.0f : 0.0f;
-  const cublasStatus_t s = lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr,
-                                             ds.c, out.data_ptr(), ds.d, &plan->algo, workspace.data_ptr(),
-                                             kWorkspaceBytes, current_stream(input.device()));
+  const CUstream stream = current_stream(input.device());
+  auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr, ds.c,
+                             out.data_ptr(), ds.d, &algo, workspace.data_ptr(), kWorkspaceBytes, stream);
+  };
+  if (!plan->settled) settle(call, *plan, run, input.device(), stream);
+  const cublasStatus_t s = run(plan->algo);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
     *why = lt_failure("cublasLtMatmul", s);  // nothing ran: ATen computes it instead
     return false;
@@ -418,8 +495,8 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
 }
 
 at::Tensor gemm_epilogue_op(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                            const c10::optional<at::Tensor>& residual, std::string activation) {
-  return gemm_epilogue(input, weight, bias, residual, activation);
+                            const c10::optional<at::Tensor>& residual, std::string activation, int64_t candidates) {
+  return gemm_epilogue(input, weight, bias, residual, activation, candidates);
 }
 
 }  // namespace
@@ -460,12 +537,14 @@ at::Tensor gemm_epilogue_aten(const at::Tensor& input, const at::Tensor& weight,
 }
 
 at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                         const c10::optional<at::Tensor>& residual, const std::string& activation) {
+                         const c10::optional<at::Tensor>& residual, const std::string& activation, int64_t candidates) {
   const GemmActivation act = parse_activation(activation);
+  TORCHFUSE_CHECK(candidates >= 1 && candidates <= kMaxGemmCandidates, "torchfuse::gemm_epilogue: candidates must be in 1..",
+                  kMaxGemmCandidates, ", got ", candidates);
   check_inputs(input, weight, bias, residual);
   at::Tensor out;
   std::string why;
-  if (run_cublaslt(input, weight, present(bias), present(residual), act, out, &why)) {
+  if (run_cublaslt(input, weight, present(bias), present(residual), act, static_cast<int>(candidates), out, &why)) {
     ++g_cublaslt_calls;
     t_last_fallback.clear();
     return out;
@@ -479,11 +558,17 @@ GemmEpilogueCounts gemm_epilogue_counts() { return {g_cublaslt_calls.load(), g_a
 
 std::string gemm_epilogue_last_fallback() { return t_last_fallback; }
 
+std::vector<GemmAlgorithmChoice> gemm_algorithm_choices() {
+  std::lock_guard<std::mutex> lock(g_choices_mu);
+  return *g_choice_log;
+}
+
 }  // namespace runtime
 }  // namespace torchfuse
 
 // A fragment: runtime/attention_op.cpp registers other torchfuse:: ops.
 TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
-  m.def("gemm_epilogue(Tensor input, Tensor weight, Tensor? bias, Tensor? residual, str activation) -> Tensor",
+  m.def("gemm_epilogue(Tensor input, Tensor weight, Tensor? bias, Tensor? residual, str activation, int candidates=1) "
+        "-> Tensor",
         &torchfuse::runtime::gemm_epilogue_op);
 }

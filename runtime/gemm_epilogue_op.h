@@ -1,6 +1,6 @@
 // torchfuse::gemm_epilogue(Tensor input, Tensor weight, Tensor? bias, Tensor? residual,
-// str activation) -> Tensor: act(input @ weight^T + bias + residual), a GEMM and its epilogue in
-// one call. passes/rewrite_gemm_epilogues.cpp puts it in TorchScript graphs in place of
+// str activation, int candidates=1) -> Tensor: act(input @ weight^T + bias + residual), a GEMM
+// and its epilogue in one call. passes/rewrite_gemm_epilogues.cpp puts it in TorchScript graphs in place of
 // linear / addmm / matmul followed by a residual add and/or a ReLU or tanh-GELU.
 //
 // The order is cuBLASLt's (cublasLt.h): D = epilogue(alpha * A * B + beta * C), the epilogue
@@ -9,10 +9,16 @@
 // hands out its current stream; libcublasLt loadable) it is one cublasLtMatmul; everywhere else
 // (CPU tensors, other dtypes, LibTorch 1.13, no cuBLASLt, no algorithm for the shapes) the same
 // ops through ATen: linear, add, activation.
+//
+// `candidates` > 1 (CompileOptions::gemm_autotune): the first call of a shape times up to that many
+// of cuBLASLt's heuristic's algorithms on its own operands (runtime/gemm_autotune.h) and the
+// process keeps the fastest for the shape; 1 runs the heuristic's first. A shape first seen while
+// its stream captures a CUDA graph runs the heuristic's first until a call outside a capture.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -28,8 +34,11 @@ GemmActivation parse_activation(const std::string& name);
 
 // The op itself (also what the dispatcher runs). Throws torchfuse::Error for inputs that do not
 // describe such a GEMM (dtypes that differ, shapes that do not match, a weight that is not 2-D).
+// `candidates` outside 1..kMaxGemmCandidates is an Error too.
+constexpr int64_t kMaxGemmCandidates = 32;
 at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                         const c10::optional<at::Tensor>& residual, const std::string& activation);
+                         const c10::optional<at::Tensor>& residual, const std::string& activation,
+                         int64_t candidates = 1);
 
 // The ATen path alone: what every call computes where cuBLASLt does not run it.
 at::Tensor gemm_epilogue_aten(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
@@ -45,6 +54,17 @@ GemmEpilogueCounts gemm_epilogue_counts();
 // Why this thread's latest call went through ATen ("" when cuBLASLt ran it): "CPU tensors",
 // "no cuBLASLt library (...)", "cublasLtMatmulAlgoGetHeuristic found no algorithm", ...
 std::string gemm_epilogue_last_fallback();
+
+// One shape whose candidate algorithms were timed (in the order timed, for tests and reports).
+struct GemmAlgorithmChoice {
+  std::string call;        // "bf16 M=128 N=2304 K=768, bias"
+  int candidates = 0;      // the heuristic's algorithms timed
+  std::vector<double> us;  // per candidate, GPU us per call (negative: it declined to run)
+  int chosen = 0;          // the index kept (0 when timing was unavailable)
+  bool held = false;       // timed behind a stream hold (GPU time alone)
+  std::string why_not;     // why nothing was timed ("" when timed)
+};
+std::vector<GemmAlgorithmChoice> gemm_algorithm_choices();
 
 }  // namespace runtime
 }  // namespace torchfuse

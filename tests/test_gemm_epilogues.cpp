@@ -258,7 +258,8 @@ TEST(GemmEpilogues, OpIsRegisteredForTorchScript) {
   torch::jit::parseIR(R"IR(
 graph(%x : Tensor, %w : Tensor, %b : Tensor, %r : Tensor):
   %act : str = prim::Constant[value="gelu_tanh"]()
-  %y : Tensor = torchfuse::gemm_epilogue(%x, %w, %b, %r, %act)
+  %candidates : int = prim::Constant[value=8]()
+  %y : Tensor = torchfuse::gemm_epilogue(%x, %w, %b, %r, %act, %candidates)
   return (%y)
 )IR",
                       graph.get());
@@ -279,8 +280,53 @@ TEST(GemmEpilogues, OpRejectsBadInputsClearly) {
   tftest::expect_error([&] { gemm_epilogue(x, w, torch::randn({7}), {}, "none"); }, {"bias", "1-D"});
   tftest::expect_error([&] { gemm_epilogue(x, w, b, torch::randn({8}), "none"); }, {"residual", "no broadcasting"});
   tftest::expect_error([&] { gemm_epilogue(x, w, b, {}, "gelu"); }, {"unknown activation 'gelu'"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, b, {}, "none", 0); }, {"candidates must be in 1..32", "got 0"});
+  tftest::expect_error([&] { gemm_epilogue(x, w, b, {}, "none", 33); }, {"candidates must be in 1..32", "got 33"});
   tftest::expect_error([&] { gemm_epilogue(x.to(torch::kLong), w.to(torch::kLong), {}, {}, "none"); },
                        {"floating-point"});
+}
+
+// The value of the constant named `name` in printed IR ("%7 : int = prim::Constant[value=8]()"),
+// or "" when there is none.
+std::string constant_value(const std::string& ir, const std::string& name) {
+  const std::string head = name + " : int = prim::Constant[value=";
+  const size_t at = ir.find(head);
+  if (at == std::string::npos) return "";
+  const size_t from = at + head.size();
+  return ir.substr(from, ir.find(']', from) - from);
+}
+
+// The last argument of the first gemm_epilogue call in printed IR ("%7"), or "".
+std::string last_gemm_argument(const std::string& ir) {
+  const size_t call = ir.find(std::string(kOp) + "(");
+  if (call == std::string::npos) return "";
+  const size_t close = ir.find(')', call);
+  const size_t comma = ir.rfind(", ", close);
+  return ir.substr(comma + 2, close - comma - 2);
+}
+
+TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {
+  for (bool autotune : {true, false}) {
+    torchfuse::CompileOptions o = options();
+    o.gemm_autotune = autotune;
+    const auto in = linear_inputs();
+    const auto e = torchfuse::compile(tftest::module_returning("x, w, b", "torch.relu(torch.linear(x, w, b))"), o)
+                       .explain(first_of(in, "x, w, b"));
+    ASSERT_EQ(count_occurrences(e.rewritten_graph, kOp), 1) << e.rewritten_graph;
+    const std::string arg = last_gemm_argument(e.rewritten_graph);
+    ASSERT_FALSE(arg.empty()) << e.rewritten_graph;
+    EXPECT_EQ(constant_value(e.rewritten_graph, arg), autotune ? "8" : "1") << e.rewritten_graph;
+  }
+}
+
+TEST(GemmAutotune, CpuCallsTimeNothing) {
+  // The timing is cuBLASLt's: calls ATen runs record no choice, whatever the candidate count.
+  const auto in = linear_inputs();
+  const size_t before = torchfuse::runtime::gemm_algorithm_choices().size();
+  const at::Tensor got = gemm_epilogue(in[0].toTensor(), in[1].toTensor(), in[2].toTensor(), {}, "relu", 8);
+  EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), reference(in[0].toTensor(), in[1].toTensor(), in[2].toTensor(), {}, "relu"),
+                              1e-4, 1e-4));
+  EXPECT_EQ(torchfuse::runtime::gemm_algorithm_choices().size(), before);
 }
 
 }  // namespace

@@ -3,12 +3,15 @@
 // and bf16, 2-D and 3-D inputs of odd sizes, against eager's linear + add + activation, with the
 // cuBLASLt path asserted to have run (gemm_epilogue_counts); operands cuBLASLt reads through
 // strides or copies; f32 in full precision unless TF32 is allowed; and compiled modules whose
-// rewritten GEMMs run there. Skipped without CUDA.
+// rewritten GEMMs run there; calls that time cuBLASLt's candidate algorithms (gemm_autotune),
+// also a shape first seen while a CUDA graph captures. Skipped without CUDA.
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
+#include "runtime/graph_capture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -263,6 +266,96 @@ def forward(self, x):
     const auto after = gemm_epilogue_counts();
     if (lt) EXPECT_GE(after.cublaslt_calls - before.cublaslt_calls, 6) << dtype_name(dtype) << ": " << gemm_epilogue_last_fallback();
   }
+}
+
+// The choices recorded for calls described as `call`.
+int choices_for(const std::string& call) {
+  int n = 0;
+  for (const auto& c : torchfuse::runtime::gemm_algorithm_choices()) n += c.call == call;
+  return n;
+}
+
+// "bf16 M=131 N=2312 K=776, bias": how the op names a call (M: the input's rows).
+std::string call_name(c10::ScalarType dtype, int64_t m, int64_t n, int64_t k, const Epilogue& e) {
+  const std::string d = dtype == torch::kBFloat16 ? "bf16" : dtype == torch::kHalf ? "f16" : "f32";
+  std::string s = d + " M=" + std::to_string(m) + " N=" + std::to_string(n) + " K=" + std::to_string(k);
+  if (e.bias) s += ", bias";
+  if (e.residual) s += ", residual";
+  if (std::string(e.activation) != "none") s += ", activation";
+  return s;
+}
+
+TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
+  struct Case {
+    std::vector<int64_t> lead;
+    int64_t k, n;
+    c10::ScalarType dtype;
+    Epilogue e;
+  };
+  // Shapes no other test uses (a shape is timed once per process): a batch-1 layer's projections
+  // and odd sizes, every dtype.
+  const std::vector<Case> cases = {
+      {{131}, 776, 2312, torch::kBFloat16, kEpilogues[0]},
+      {{1, 129}, 3080, 776, torch::kBFloat16, kEpilogues[4]},
+      {{7}, 97, 41, torch::kHalf, kEpilogues[2]},
+      {{203}, 301, 257, torch::kFloat, kEpilogues[1]},
+  };
+  for (const Case& c : cases) {
+    int64_t m = 1;
+    for (int64_t d : c.lead) m *= d;
+    const std::string name = call_name(c.dtype, m, c.n, c.k, c.e);
+    ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
+    for (int call = 0; call < 3; ++call) {
+      const Operands o = operands(c.lead, c.k, c.n, c.dtype);  // fresh values every call
+      const at::Tensor b = c.e.bias ? o.b : at::Tensor(), r = c.e.residual ? o.r : at::Tensor();
+      const auto before = gemm_epilogue_counts();
+      const at::Tensor got = gemm_epilogue(o.x, o.w, b, r, c.e.activation, 8);
+      EXPECT_EQ(gemm_epilogue_counts().cublaslt_calls, before.cublaslt_calls + 1) << name << ": " << gemm_epilogue_last_fallback();
+      const at::Tensor want = eager(o.x, o.w, b, r, c.e.activation);
+      const Tolerance tol = tolerance(c.dtype);
+      ASSERT_EQ(got.sizes(), want.sizes()) << name;
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol.rtol, tol.atol))
+          << name << " call " << call << ": max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+    }
+    ASSERT_EQ(choices_for(name), 1) << name << ": timed once for three calls";
+    torchfuse::runtime::GemmAlgorithmChoice choice;
+    for (const auto& ch : torchfuse::runtime::gemm_algorithm_choices())
+      if (ch.call == name) choice = ch;
+    EXPECT_TRUE(choice.why_not.empty()) << name << ": " << choice.why_not;
+    EXPECT_TRUE(choice.held) << name << ": timed without holding the stream";
+    ASSERT_GE(choice.candidates, 1) << name;
+    ASSERT_LE(choice.candidates, 8) << name;
+    ASSERT_EQ(choice.us.size(), static_cast<size_t>(choice.candidates)) << name;
+    ASSERT_GE(choice.chosen, 0) << name;
+    ASSERT_LT(choice.chosen, choice.candidates) << name;
+    EXPECT_GT(choice.us[choice.chosen], 0.0) << name;
+    for (double us : choice.us) EXPECT_TRUE(us < 0 || us >= choice.us[choice.chosen]) << name << ": a faster one was not kept";
+    if (choice.chosen != 0)
+      EXPECT_LE(choice.us[choice.chosen], choice.us[0] * (1.0 - torchfuse::runtime::kKeepFirstMargin)) << name;
+  }
+}
+
+TEST_F(GpuGemmEpilogues, AShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutside) {
+  const c10::Device device(torch::kCUDA, 0);
+  const Operands o = operands({53}, 144, 88, torch::kBFloat16);
+  const Epilogue& e = kEpilogues[2];  // bias + relu
+  const std::string name = call_name(torch::kBFloat16, 53, 88, 144, e);
+  ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
+  auto stream = torchfuse::runtime::new_capture_stream(device);
+  at::Tensor captured;
+  auto graph = torchfuse::runtime::capture_graph(stream.stream, [&] { captured = gemm_epilogue(o.x, o.w, o.b, {}, e.activation, 8); });
+  EXPECT_EQ(choices_for(name), 0) << "timed inside a capture";
+  const at::Tensor want = eager(o.x, o.w, o.b, {}, e.activation).to(torch::kDouble);
+  const Tolerance tol = tolerance(torch::kBFloat16);
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, tol.rtol, tol.atol)) << "replay of the untimed call";
+  const at::Tensor outside = gemm_epilogue(o.x, o.w, o.b, {}, e.activation, 8);
+  EXPECT_TRUE(torch::allclose(outside.to(torch::kDouble), want, tol.rtol, tol.atol)) << "the first call outside";
+  EXPECT_EQ(choices_for(name), 1) << "not timed on the first call outside the capture";
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, tol.rtol, tol.atol)) << "a replay after the timing";
 }
 
 }  // namespace

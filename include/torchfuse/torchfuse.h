@@ -131,6 +131,13 @@ struct CompileOptions {
   // ATen's (cuBLASLt's heuristic picked slower float32 kernels). Elsewhere (CPU tensors, LibTorch
   // < 2.3) the call runs ATen's linear.
   bool cublaslt_gemms = true;
+  // The cuBLASLt calls above (epilogues, merged and plain GEMMs) time the first 8 algorithms
+  // cuBLASLt's heuristic offers for a shape on its first call outside a CUDA graph capture (a
+  // fraction of a millisecond, once per shape and process) and run the fastest, kept when it beats
+  // the heuristic's own first by 3% or more. Off: the heuristic's first, untimed. Which algorithm
+  // runs can change a result's rounding (split-K sums in another order), never beyond the GEMM's
+  // tolerance.
+  bool gemm_autotune = true;
   // Tensors the graph computes from sizes and constants alone (position ids, Hugging Face's
   // causal-mask construction, rotary cos/sin tables) are computed on the first call with those
   // sizes and kept for the later ones (up to 16 sets of sizes per specialization); an attention
