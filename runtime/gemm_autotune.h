@@ -22,6 +22,8 @@ struct CandidateTimes {
   // Whether the calls were queued behind a hold of the stream, released once all were queued
   // (then each time is the GPU's alone, not bounded below by the host's launch rate).
   bool held = false;
+  // Whether L2 was overwritten before each timed call (operands read from memory, as in a model).
+  bool l2_flushed = false;
   std::string why_not;
 };
 
@@ -29,9 +31,15 @@ struct CandidateTimes {
 // must not flip a choice between processes for nothing).
 constexpr double kKeepFirstMargin = 0.03;
 
+// The index to keep given each candidate's time (negative: declined): the fastest, unless it beats
+// candidate 0 by less than kKeepFirstMargin; -1 when every candidate declined.
+int choose_candidate(const std::vector<double>& us);
+
 // Times `count` candidates on `stream` (the current stream of CUDA device `device`): one warm-up
-// call each, then `repeats` rounds of one call each, interleaved, every call between two CUDA
-// events. queue(i) queues candidate i once and returns false when it declined (then it is not
+// call each, waited for (a kernel's first launch loads its module, which waits for the GPU), then
+// `repeats` rounds of one call each, interleaved, every call between two CUDA events and after a
+// write of twice the L2's size (operands come from memory), queued behind a hold of the stream
+// where the driver allows. queue(i) queues candidate i once and returns false when it declined (then it is not
 // timed again). Waits for the timed calls (a host synchronization: not while capturing a graph).
 // Throws torchfuse::Error for a driver failure.
 CandidateTimes time_candidates(int count, const std::function<bool(int)>& queue, int device, CUstream stream,

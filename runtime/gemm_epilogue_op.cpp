@@ -407,6 +407,7 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
     }
     record.us = t.us;
     record.held = t.held;
+    record.l2_flushed = t.l2_flushed;
     record.why_not = t.why_not;
     record.chosen = std::max(t.chosen, 0);
     if (LogSwitches::from_env_and("").fusion) {

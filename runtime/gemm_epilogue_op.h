@@ -62,6 +62,7 @@ struct GemmAlgorithmChoice {
   std::vector<double> us;  // per candidate, GPU us per call (negative: it declined to run)
   int chosen = 0;          // the index kept (0 when timing was unavailable)
   bool held = false;       // timed behind a stream hold (GPU time alone)
+  bool l2_flushed = false; // L2 overwritten before each timed call
   std::string why_not;     // why nothing was timed ("" when timed)
 };
 std::vector<GemmAlgorithmChoice> gemm_algorithm_choices();

@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
 #include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
@@ -327,6 +328,18 @@ TEST(GemmAutotune, CpuCallsTimeNothing) {
   EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), reference(in[0].toTensor(), in[1].toTensor(), in[2].toTensor(), {}, "relu"),
                               1e-4, 1e-4));
   EXPECT_EQ(torchfuse::runtime::gemm_algorithm_choices().size(), before);
+}
+
+TEST(GemmAutotune, TheFastestIsKeptOnlyWhenItBeatsTheHeuristicsFirstByTheMargin) {
+  using torchfuse::runtime::choose_candidate;
+  EXPECT_EQ(choose_candidate({5.0, 4.0, 4.5}), 1);
+  EXPECT_EQ(choose_candidate({5.0, 4.9, 5.2}), 0) << "2% faster: within the margin";
+  EXPECT_EQ(choose_candidate({5.0, 4.8, 5.2}), 1) << "4% faster";
+  EXPECT_EQ(choose_candidate({-1.0, 6.0, 5.0}), 2) << "the heuristic's first declined";
+  EXPECT_EQ(choose_candidate({5.0, -1.0, -1.0}), 0);
+  EXPECT_EQ(choose_candidate({-1.0, -1.0}), -1);
+  EXPECT_EQ(choose_candidate({}), -1);
+  EXPECT_EQ(choose_candidate({3.0, 3.0, 2.0, 2.0}), 2) << "ties go to the earlier candidate";
 }
 
 }  // namespace
