@@ -123,7 +123,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       pybind11::arg("path"), pybind11::arg("cuda_graphs") = false, pybind11::arg("rewrite_attention") = true,
       pybind11::arg("gemm_epilogues") = true, pybind11::arg("split_linear_bias") = true,
       pybind11::arg("cache_shape_tensors") = true, pybind11::arg("cublaslt_gemms") = true,
-      pybind11::arg("concat_linears") = true, pybind11::arg("gemm_autotune") = true,
+      pybind11::arg("concat_linears") = true, pybind11::arg("gemm_autotune") = false,
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names");
   m.def(

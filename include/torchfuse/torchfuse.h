@@ -132,12 +132,14 @@ struct CompileOptions {
   // < 2.3) the call runs ATen's linear.
   bool cublaslt_gemms = true;
   // The cuBLASLt calls above (epilogues, merged and plain GEMMs) time the first 8 algorithms
-  // cuBLASLt's heuristic offers for a shape on its first call outside a CUDA graph capture (a
-  // fraction of a millisecond, once per shape and process) and run the fastest, kept when it beats
-  // the heuristic's own first by 3% or more. Off: the heuristic's first, untimed. Which algorithm
-  // runs can change a result's rounding (split-K sums in another order), never beyond the GEMM's
+  // cuBLASLt's heuristic offers for a shape on its first call outside a CUDA graph capture (about
+  // a millisecond, once per shape and process, L2 written over before each timed call) and run the
+  // fastest, kept when it beats the heuristic's own first by 3% or more. Off (the default): the
+  // heuristic's first, untimed. Off by default because it measured no gain in the models
+  // (docs/performance.md: Llama, BERT, ViT at batch 1 with CUDA graphs within 1%). Which algorithm
+  // runs can change a result's rounding (split-K sums in another order), within the GEMM's
   // tolerance.
-  bool gemm_autotune = true;
+  bool gemm_autotune = false;
   // Tensors the graph computes from sizes and constants alone (position ids, Hugging Face's
   // causal-mask construction, rotary cos/sin tables) are computed on the first call with those
   // sizes and kept for the later ones (up to 16 sets of sizes per specialization); an attention
