@@ -154,7 +154,6 @@ class Events {
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
   CUevent operator[](size_t i) const { return events_[i]; }
-  size_t size() const { return events_.size(); }
 
  private:
   const DriverApi& api_;
@@ -190,10 +189,14 @@ CandidateTimes time_candidates(int count, const std::function<bool(int)>& queue,
     out.why_not = "no candidates";
     return out;
   }
+  // One timing at a time: a device's hold state (its flag's next value) and L2 buffer are shared.
+  static std::mutex timing_mu;
+  std::lock_guard<std::mutex> timing_lock(timing_mu);
   make_context_current(device);
   // Per call: a start and an end event, for each round and candidate; the last one is waited for.
   const size_t n = static_cast<size_t>(count) * static_cast<size_t>(repeats);
   Events events(*api, 2 * n + 1);
+  auto start_event = [count](int r, int i) { return 2 * (static_cast<size_t>(r) * count + i); };
   const CUevent all_done = events[2 * n];
   const std::string unheld = hold_unavailable(*api);
   HoldState* state = unheld.empty() ? hold_state(*api, device, stream, all_done) : nullptr;
@@ -210,7 +213,7 @@ CandidateTimes time_candidates(int count, const std::function<bool(int)>& queue,
     for (int r = 0; r < repeats; ++r) {
       for (int i = 0; i < count; ++i) {
         if (!ran[i]) continue;
-        const size_t k = 2 * (static_cast<size_t>(r) * count + i);
+        const size_t k = start_event(r, i);
         if (scratch) {
           check_cu(api->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(scratch->data_ptr()), static_cast<unsigned>(k),
                                          static_cast<size_t>(scratch->numel()), stream),
@@ -233,7 +236,7 @@ CandidateTimes time_candidates(int count, const std::function<bool(int)>& queue,
     if (!ran[i]) continue;
     std::vector<double> us;
     for (int r = 0; r < repeats; ++r) {
-      const size_t k = 2 * (static_cast<size_t>(r) * count + i);
+      const size_t k = start_event(r, i);
       float ms = 0;
       check_cu(api->cuEventElapsedTime(&ms, events[k], events[k + 1]), "cuEventElapsedTime");
       us.push_back(1000.0 * ms);

@@ -41,7 +41,7 @@ int choose_candidate(const std::vector<double>& us);
 // write of twice the L2's size (operands come from memory), queued behind a hold of the stream
 // where the driver allows. queue(i) queues candidate i once and returns false when it declined (then it is not
 // timed again). Waits for the timed calls (a host synchronization: not while capturing a graph).
-// Throws torchfuse::Error for a driver failure.
+// Throws torchfuse::Error for a driver failure. Threads' timings run one at a time.
 CandidateTimes time_candidates(int count, const std::function<bool(int)>& queue, int device, CUstream stream,
                                int repeats = 5);
 
