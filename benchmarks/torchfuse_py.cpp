@@ -108,7 +108,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "compile_file",
       [](const std::string& path, bool cuda_graphs, bool rewrite_attention, bool gemm_epilogues,
          bool split_linear_bias, bool cache_shape_tensors, bool cublaslt_gemms,
-         bool concat_linears, bool gemm_autotune) -> torchfuse::CompiledModule {
+         bool concat_linears, bool gemm_autotune, std::optional<bool> attention_autotune) -> torchfuse::CompiledModule {
         torchfuse::CompileOptions options;
         options.cuda_graphs = cuda_graphs;
         options.rewrite_attention = rewrite_attention;
@@ -118,12 +118,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         options.cublaslt_gemms = cublaslt_gemms;
         options.concat_linears = concat_linears;
         options.gemm_autotune = gemm_autotune;
+        options.attention_autotune = attention_autotune;
         return torchfuse::compile(torch::jit::load(path), options);
       },
       pybind11::arg("path"), pybind11::arg("cuda_graphs") = false, pybind11::arg("rewrite_attention") = true,
       pybind11::arg("gemm_epilogues") = true, pybind11::arg("split_linear_bias") = true,
       pybind11::arg("cache_shape_tensors") = true, pybind11::arg("cublaslt_gemms") = true,
       pybind11::arg("concat_linears") = true, pybind11::arg("gemm_autotune") = false,
+      pybind11::arg("attention_autotune") = pybind11::none(),
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names");
   m.def(

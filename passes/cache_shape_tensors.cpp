@@ -122,7 +122,7 @@ class ShapeTensorCut {
   // (torchfuse::mask_kind: causal, open or any) and the call reads the answer as its mask_kind.
   void add_causal_checks() {
     for (Node* n : graph_.nodes()) {
-      if (!is_kind(n, "torchfuse::attention") || n->inputs().size() != 9) continue;
+      if (!is_kind(n, "torchfuse::attention") || n->inputs().size() != 10) continue;
       Value* mask = n->input(3);
       const auto causal = torch::jit::toIValue(n->input(5));
       const auto prepared = torch::jit::toIValue(n->input(6));

@@ -122,6 +122,7 @@ const Rewrite kRewrites[] = {
 RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options) {
   RewriteContext ctx(graph, profile, options.logs);
   ctx.gemm_candidates = options.gemm_candidates;
+  ctx.attention_timed = options.attention_timed;
   for (const Rewrite& r : kRewrites) {
     if (!(options.*r.enabled)) continue;
     const size_t before = ctx.report.applied.size();

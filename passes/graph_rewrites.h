@@ -40,6 +40,9 @@ struct RewriteOptions {
   bool fold_static_sizes = true;      // the same
   // The algorithms each torchfuse::gemm_epilogue call times (CompileOptions::gemm_autotune).
   int gemm_candidates = 1;
+  // Whether each torchfuse::attention call times ATen's pick against flash attention
+  // (CompileOptions::attention_autotune).
+  bool attention_timed = false;
   LogSwitches logs;
 };
 
@@ -59,6 +62,7 @@ struct RewriteContext {
   torch::jit::Graph& graph;
   LogSwitches logs;
   int gemm_candidates = 1;  // RewriteOptions::gemm_candidates
+  bool attention_timed = false;  // RewriteOptions::attention_timed
   RewriteReport report;
 
   // Takes the profile's types while the graph is as profiled.

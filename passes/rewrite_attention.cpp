@@ -564,7 +564,8 @@ class Replacer {
     }
     Value* out = insert_call(attention_op(), {query, key, value, mask, graph_.insertConstant(a.scale),
                                               graph_.insertConstant(a.causal), graph_.insertConstant(true),
-                                              graph_.insertConstant(a.groups > 1 && !repeat), graph_.insertConstant(int64_t{0})},
+                                              graph_.insertConstant(a.groups > 1 && !repeat), graph_.insertConstant(int64_t{0}),
+                                              graph_.insertConstant(ctx_.attention_timed)},
                               "");
     out->setType(a.out->output()->type());
     a.out->output()->replaceAllUsesWith(out);

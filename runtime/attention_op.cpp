@@ -1,5 +1,6 @@
 // torchfuse::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale,
-// bool is_causal, bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0) -> Tensor: what
+// bool is_causal, bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0, bool timed=False)
+// -> Tensor: what
 // passes/rewrite_attention.h puts in place of attention spelled out op by op.
 // softmax(query @ key^T * scale + mask) @ value, with
 //  - attn_mask additive (the scores' dtype) or boolean (true: the position takes part), and
@@ -17,7 +18,9 @@
 //    where the mask spans the scores' last two dims the call runs causal without reading it;
 //  - mask_kind: what torchfuse::mask_kind found the mask to be (0: any mask, 1: causal as above,
 //    the same as is_causal; 2: open, every position takes part): an open mask that broadens no
-//    dim of the scores is left out, so that ATen may pick a fused kernel that takes no mask.
+//    dim of the scores is left out, so that ATen may pick a fused kernel that takes no mask;
+//  - timed (CompileOptions::attention_autotune): ATen's pick and flash attention are timed
+//    against each other once per shape and the faster runs (runtime/attention_backends.h).
 // torchfuse::mask_kind(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
 // with true where the position takes part) is such a causal mask over a square of positions,
 // every leading index alike; 2 where every position takes part (boolean: all true; additive:
@@ -33,6 +36,7 @@
 #include <torch/library.h>
 #include <torch/version.h>
 
+#include "runtime/attention_backends.h"
 #include "src/error.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -176,7 +180,7 @@ at::Tensor repeat_heads(const at::Tensor& x, int64_t groups) {
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const c10::optional<at::Tensor>& given_mask, double scale, bool is_causal, bool mask_prepared,
-                     bool enable_gqa, int64_t given_kind) {
+                     bool enable_gqa, int64_t given_kind, bool timed) {
   check_inputs(q, k, v, given_mask, enable_gqa);
   TORCHFUSE_CHECK(given_kind >= kAnyMask && given_kind <= kOpenMask, "torchfuse::attention: mask_kind must be 0, 1 or 2, got ",
                   given_kind);
@@ -203,14 +207,18 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   // its math for them, the heads are repeated and a fused kernel runs instead.
   if (groups > 1) {
     const int64_t math = 0;  // sdp::SDPBackend::math
-    if (at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/true) != math)
+    if (at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/true) != math) {
+      if (timed) return timed_attention(q, k, v, mask, scale, is_causal, /*enable_gqa=*/true);
       return at::scaled_dot_product_attention(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/true);
+    }
   }
 #endif
   const at::Tensor key = repeat_heads(k, groups), value = repeat_heads(v, groups);
 #if TORCHFUSE_HAVE_SDPA
+  if (timed) return timed_attention(q, key, value, mask, scale, is_causal, /*enable_gqa=*/false);
   return at::scaled_dot_product_attention(q, key, value, mask, 0.0, is_causal, scale);
 #else
+  (void)timed;  // one backend: the math
   return attention_math(q, key, value, mask, scale, is_causal);
 #endif
 }
@@ -219,7 +227,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 TORCH_LIBRARY_FRAGMENT(torchfuse, m) {
   m.def("attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale, bool is_causal, "
-        "bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0) -> Tensor",
+        "bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0, bool timed=False) -> Tensor",
         &attention);
   m.def("attention_mask(Tensor mask, ScalarType dtype, bool exclude=False) -> Tensor", &attention_mask);
   m.def("mask_is_causal(Tensor mask) -> int", &mask_is_causal);

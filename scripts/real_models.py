@@ -207,7 +207,8 @@ def main():
                     "no_gemm_epilogues, no_shape_tensors (nothing computed once per size, so no mask checks), "
                     "no_cublaslt_gemms (GEMMs without an epilogue through ATen), no_concat_linears (linears of one "
                     "input apart), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
-                    "graphs_gemm_autotune (the same with CUDA graphs), "
+                    "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
+                    "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
@@ -290,6 +291,9 @@ def main():
                                     ("torchfuse_no_concat_linears", {"concat_linears": False}),
                                     ("torchfuse_gemm_autotune", {"gemm_autotune": True}),
                                     ("torchfuse_graphs_gemm_autotune", {"gemm_autotune": True, "cuda_graphs": True}),
+                                    ("torchfuse_attention_autotune", {"attention_autotune": True}),
+                                    ("torchfuse_graphs_no_attention_autotune", {"attention_autotune": False,
+                                                                                "cuda_graphs": True}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
                                                                "split_linear_bias": False, "cache_shape_tensors": False,
                                                                "cublaslt_gemms": False, "concat_linears": False})):
@@ -346,7 +350,9 @@ def main():
                 ("torchfuse no cuBLASLt GEMMs", "torchfuse_no_cublaslt_gemms"),
                 ("torchfuse no concat linears", "torchfuse_no_concat_linears"),
                 ("torchfuse GEMM autotune", "torchfuse_gemm_autotune"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
-                ("torchfuse graphs", "torchfuse_graphs"), ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune")]
+                ("torchfuse graphs", "torchfuse_graphs"), ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune"),
+                ("torchfuse attention autotune", "torchfuse_attention_autotune"),
+                ("torchfuse graphs no attention autotune", "torchfuse_graphs_no_attention_autotune")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]
     for r in rows:

@@ -5,6 +5,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "runtime/attention_backends.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -338,12 +339,12 @@ def forward(self, q, k, v):
 // The calls through the dispatcher, as the rewritten graph's nodes call them.
 at::Tensor attention_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const c10::optional<at::Tensor>& mask, double scale, bool mask_prepared = false,
-                          bool enable_gqa = false) {
+                          bool enable_gqa = false, bool timed = false) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t)>();
-  return op.call(q, k, v, mask, scale, false, mask_prepared, enable_gqa, /*mask_kind=*/0);
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
+  return op.call(q, k, v, mask, scale, false, mask_prepared, enable_gqa, /*mask_kind=*/0, timed);
 }
 
 at::Tensor attention_mask_call(const at::Tensor& mask, c10::ScalarType dtype, bool exclude) {
@@ -455,6 +456,98 @@ TEST(AttentionOp, BadInputsSayWhatIsWrong) {
     prepared = e.what();
   }
   EXPECT_NE(prepared.find("boolean or of the query's dtype"), std::string::npos) << prepared;
+}
+
+// The last argument of the first torchfuse::attention call in printed IR ("%7"), or "".
+std::string last_attention_argument(const std::string& ir) {
+  const size_t call = ir.find("torchfuse::attention(");
+  if (call == std::string::npos) return "";
+  const size_t close = ir.find(')', call);
+  const size_t comma = ir.rfind(", ", close);
+  return ir.substr(comma + 2, close - comma - 2);
+}
+
+// The value of the bool constant named `name` in printed IR ("1", "0"), or "" when there is none.
+std::string bool_constant(const std::string& ir, const std::string& name) {
+  const std::string head = name + " : bool = prim::Constant[value=";
+  const size_t at = ir.find(head);
+  if (at == std::string::npos) return "";
+  const size_t from = at + head.size();
+  return ir.substr(from, ir.find(']', from) - from);
+}
+
+TEST(AttentionAutotune, RewrittenCallsCarryTheTimedFlag) {
+  auto m = tftest::module_from(R"(
+def forward(self, q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.25, -1), v)
+)");
+  struct Case {
+    std::optional<bool> option;
+    bool graphs;
+    const char* want;
+  };
+  // Unset: timed exactly where the module captures CUDA graphs.
+  for (const Case& c : {Case{std::nullopt, false, "0"}, Case{std::nullopt, true, "1"}, Case{true, false, "1"},
+                        Case{false, true, "0"}}) {
+    torchfuse::CompileOptions o = tftest::quiet_options(2);
+    o.cuda_graphs = c.graphs;
+    o.attention_autotune = c.option;
+    const auto e = torchfuse::compile(m, o).explain(qkv(1, 2, 8, 8, 16));
+    const std::string where = std::string("option ") + (c.option ? (*c.option ? "on" : "off") : "unset") +
+                              (c.graphs ? ", graphs" : "");
+    ASSERT_TRUE(rewritten_once(e)) << where;
+    const std::string arg = last_attention_argument(e.rewritten_graph);
+    EXPECT_EQ(bool_constant(e.rewritten_graph, arg), c.want) << where << "\n" << e.rewritten_graph;
+  }
+}
+
+// Flash attention's conditions, each refused with its reason; the device is checked last, so the
+// rest is testable here.
+TEST(AttentionAutotune, FlashUnusableSaysWhy) {
+  using torchfuse::runtime::flash_unusable;
+  const auto o = torch::TensorOptions().dtype(torch::kBFloat16);
+  const at::Tensor q = torch::randn({1, 2, 8, 16}, o), k = torch::randn({1, 2, 8, 16}, o), v = torch::randn({1, 2, 8, 16}, o);
+  auto says = [](const std::string& why, const std::string& part) {
+    return why.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                               : ::testing::AssertionFailure() << "'" << why << "' lacks '" << part << "'";
+  };
+  EXPECT_TRUE(says(flash_unusable(q, k, v, c10::nullopt, false), "not CUDA tensors"));
+  EXPECT_TRUE(says(flash_unusable(q, k, v, c10::nullopt, true), "not CUDA tensors"));
+  EXPECT_TRUE(says(flash_unusable(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), c10::nullopt, false),
+                   "not 16-bit"));
+  EXPECT_TRUE(says(flash_unusable(q, k, v, torch::zeros({1, 1, 8, 8}, o), false), "a mask"));
+  EXPECT_TRUE(says(flash_unusable(q[0], k[0], v[0], c10::nullopt, false), "not rank 4"));
+  const at::Tensor q12 = torch::randn({1, 2, 8, 12}, o), k12 = torch::randn({1, 2, 8, 12}, o);
+  EXPECT_TRUE(says(flash_unusable(q12, k12, torch::randn({1, 2, 8, 12}, o), c10::nullopt, false), "head dim 12"));
+  EXPECT_TRUE(says(flash_unusable(q, k, torch::randn({1, 2, 8, 24}, o), c10::nullopt, false), "head dims differ"));
+  EXPECT_TRUE(says(flash_unusable(q, k.narrow(1, 0, 1), v.narrow(1, 0, 1), c10::nullopt, false), "head count"));
+  // Grouped heads: fewer key/value heads are fine where they divide the query's.
+  EXPECT_TRUE(says(flash_unusable(q, k.narrow(1, 0, 1), v.narrow(1, 0, 1), c10::nullopt, false, /*enable_gqa=*/true),
+                   "not CUDA tensors"));
+  const at::Tensor q3 = torch::randn({1, 3, 8, 16}, o);
+  EXPECT_TRUE(says(flash_unusable(q3, k, v, c10::nullopt, false, /*enable_gqa=*/true), "head count"));
+  const at::Tensor k6 = torch::randn({1, 2, 6, 16}, o), v6 = torch::randn({1, 2, 6, 16}, o);
+  EXPECT_TRUE(says(flash_unusable(q, k6, v6, c10::nullopt, true), "causal with unequal sequence lengths"));
+  EXPECT_TRUE(says(flash_unusable(q, k6, v6, c10::nullopt, false), "not CUDA tensors"));
+  EXPECT_TRUE(says(flash_unusable(q.narrow(2, 0, 0), k, v, c10::nullopt, false), "empty"));
+  const at::Tensor q_t = torch::randn({1, 2, 16, 8}, o).transpose(-1, -2);
+  EXPECT_TRUE(says(flash_unusable(q_t, k, v, c10::nullopt, false), "not contiguous"));
+  const at::Tensor q_rows20 = torch::randn({1, 2, 8, 20}, o).narrow(3, 0, 16);
+  EXPECT_TRUE(says(flash_unusable(q_rows20, k, v, c10::nullopt, false), "a stride not a multiple of 8"));
+  const at::Tensor q_offset = torch::randn({1 * 2 * 8 * 16 + 1}, o).narrow(0, 1, 1 * 2 * 8 * 16).view({1, 2, 8, 16});
+  EXPECT_TRUE(says(flash_unusable(q_offset, k, v, c10::nullopt, false), "16-byte aligned"));
+}
+
+TEST(AttentionAutotune, CpuCallsTimeNothing) {
+  // Timing is for CUDA tensors: a CPU call gives the untimed call's result and records no choice.
+  const auto in = qkv(2, 3, 8, 8, 16);
+  const at::Tensor q = in[0].toTensor(), k = in[1].toTensor(), v = in[2].toTensor();
+  const size_t before = torchfuse::runtime::attention_backend_choices().size();
+  const at::Tensor timed = attention_call(q, k, v, c10::nullopt, 0.25, false, false, /*timed=*/true);
+  EXPECT_TRUE(torch::equal(timed, attention_call(q, k, v, c10::nullopt, 0.25)));
+  EXPECT_TRUE(torch::allclose(timed, torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * 0.25, -1), v),
+                              1e-5, 1e-5));
+  EXPECT_EQ(torchfuse::runtime::attention_backend_choices().size(), before);
 }
 
 }  // namespace

@@ -1,9 +1,19 @@
 // The attention rewrite on the GPU: every spelling the rewrite takes, against eager (and its
 // float64 reference) in fp32, fp16 and bf16, with additive and boolean masks, fully masked rows,
-// odd sizes, and the compiled module's CUDA graphs.
+// odd sizes, and the compiled module's CUDA graphs; calls timing ATen's pick against flash
+// attention (attention_autotune), also a shape first seen while a CUDA graph captures.
 #include <array>
+#include <cmath>
+#include <iostream>
 #include <limits>
+#include <sstream>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/version.h>
+
+#include "runtime/attention_backends.h"
+#include "runtime/gemm_autotune.h"
+#include "runtime/graph_capture.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -168,6 +178,161 @@ TEST(AttentionGpu, OptionOffStillMatches) {
   const auto in = inputs_for(kCases[0], c10::kHalf, 2, 4, 128, 128, 64, false);
   EXPECT_TRUE(compiled.explain(in).rewrites.empty());
   EXPECT_TRUE(torchfuse::compare_with_eager(compiled, in).passed());
+}
+
+// torchfuse::attention as the rewritten graph calls it with timed=True (no mask).
+at::Tensor timed_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                      double scale, bool is_causal, bool enable_gqa = false) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchfuse::attention", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
+  return op.call(q, k, v, mask, scale, is_causal, /*mask_prepared=*/true, enable_gqa, /*mask_kind=*/0, /*timed=*/true);
+}
+
+// softmax(q k^T * scale (+ causal)) v in float64; key and value heads repeated to the query's.
+at::Tensor reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value, double scale, bool is_causal) {
+  const int64_t groups = q.size(1) / key.size(1);
+  const at::Tensor k = key.repeat_interleave(groups, 1), v = value.repeat_interleave(groups, 1);
+  at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * scale;
+  if (is_causal) {
+    const at::Tensor keep = torch::ones({q.size(-2), k.size(-2)}, s.options().dtype(torch::kBool)).tril();
+    s = s.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  return torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble));
+}
+
+size_t choices_for(const std::string& call) {
+  size_t n = 0;
+  for (const auto& c : torchfuse::runtime::attention_backend_choices()) n += c.call == call;
+  return n;
+}
+
+std::string call_name(c10::ScalarType dt, const std::vector<int64_t>& q, const std::vector<int64_t>& k, bool causal,
+                      bool gqa = false) {
+  std::ostringstream os;
+  os << (dt == torch::kBFloat16 ? "bf16" : "f16") << " q " << c10::IntArrayRef(q) << " k " << c10::IntArrayRef(k)
+     << (causal ? ", causal" : "") << (gqa ? ", grouped heads" : "");
+  return os.str();
+}
+
+TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
+  REQUIRE_GPU();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  torch::manual_seed(5);
+  struct Shape {
+    c10::ScalarType dt;
+    int64_t b, h, l, s, d;
+    bool causal;
+    int64_t kv_heads = 0;  // grouped heads (enable_gqa) where set
+  };
+  // A batch-1 model's heads and tokens, causal and not; an odd length; another head dim; l != s;
+  // grouped heads as Llama's (4 query heads per key/value head).
+  std::vector<Shape> shapes{{torch::kBFloat16, 1, 11, 128, 128, 64, false}, {torch::kBFloat16, 1, 13, 128, 128, 64, true},
+                            {torch::kHalf, 2, 5, 197, 197, 64, true}, {torch::kBFloat16, 2, 3, 77, 300, 128, false}};
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  shapes.push_back({torch::kBFloat16, 1, 20, 128, 128, 64, true, 5});
+#endif
+  for (const Shape& sh : shapes) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(sh.dt);
+    const int64_t kv = sh.kv_heads ? sh.kv_heads : sh.h;
+    const std::string name = call_name(sh.dt, {sh.b, sh.h, sh.l, sh.d}, {sh.b, kv, sh.s, sh.d}, sh.causal, sh.kv_heads != 0);
+    ASSERT_EQ(choices_for(name), 0u) << name << " was timed before this test";
+    const double scale = 1.0 / std::sqrt(static_cast<double>(sh.d));
+    for (int call = 0; call < 3; ++call) {  // fresh values each call: the first times, the others run the choice
+      const at::Tensor q = torch::randn({sh.b, sh.h, sh.l, sh.d}, o), k = torch::randn({sh.b, kv, sh.s, sh.d}, o),
+                       v = torch::randn({sh.b, kv, sh.s, sh.d}, o);
+      const at::Tensor got = timed_call(q, k, v, c10::nullopt, scale, sh.causal, sh.kv_heads != 0);
+      const double tol = sh.dt == torch::kHalf ? 1e-2 : 2e-2;
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), reference(q, k, v, scale, sh.causal), tol, tol))
+          << name << " call " << call;
+    }
+    ASSERT_EQ(choices_for(name), 1u) << name << ": timed once, on its first call";
+    torchfuse::runtime::AttentionBackendChoice r;
+    for (const auto& c : torchfuse::runtime::attention_backend_choices())
+      if (c.call == name) r = c;
+    ASSERT_EQ(r.backends.size(), 2u) << name;
+    EXPECT_EQ(r.backends[1], "flash") << name;
+    if (r.why_not.empty()) {
+      ASSERT_EQ(r.us.size(), 2u) << name;
+      EXPECT_GT(r.us[0], 0) << name;
+      EXPECT_GT(r.us[1], 0) << name;
+      EXPECT_TRUE(r.held) << name << ": timed unheld on a driver with stream memory operations";
+      EXPECT_EQ(r.chosen, torchfuse::runtime::choose_candidate(r.us)) << name;
+    } else {
+      EXPECT_EQ(r.chosen, 0) << name << ": " << r.why_not;
+      EXPECT_EQ(r.why_not, "ATen picks flash attention itself") << name;
+    }
+    std::cout << "[ timed    ] " << name << ": " << r.backends[r.chosen];
+    for (size_t i = 0; i < r.us.size(); ++i) std::cout << (i ? ", " : " (") << r.backends[i] << " " << r.us[i] << " us";
+    std::cout << (r.us.empty() ? "" : ")") << (r.why_not.empty() ? "" : " " + r.why_not) << "\n";
+  }
+  // A masked call: flash attention cannot run it, nothing is timed.
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const size_t before = torchfuse::runtime::attention_backend_choices().size();
+  const at::Tensor q = torch::randn({1, 9, 64, 64}, o), k = torch::randn({1, 9, 64, 64}, o), v = torch::randn({1, 9, 64, 64}, o);
+  const at::Tensor mask = torch::randn({1, 1, 1, 64}, o);
+  const at::Tensor got = timed_call(q, k, v, mask, 0.125, false);
+  const at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * 0.125 + mask.to(torch::kDouble);
+  EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble)), 2e-2, 2e-2));
+  EXPECT_EQ(torchfuse::runtime::attention_backend_choices().size(), before);
+#else
+  GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
+#endif
+}
+
+TEST(AttentionGpu, TimedShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutside) {
+  REQUIRE_GPU();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  torch::manual_seed(6);
+  const c10::Device device(torch::kCUDA, 0);
+  const auto o = torch::TensorOptions().device(device).dtype(torch::kBFloat16);
+  const at::Tensor q = torch::randn({1, 7, 96, 64}, o), k = torch::randn({1, 7, 96, 64}, o), v = torch::randn({1, 7, 96, 64}, o);
+  const std::string name = call_name(torch::kBFloat16, {1, 7, 96, 64}, {1, 7, 96, 64}, true);
+  ASSERT_EQ(choices_for(name), 0u) << name << " was timed before this test";
+  timed_call(q, k, v, c10::nullopt, 0.125, false);  // another key (not causal): loads the kernels outside the capture
+  auto stream = torchfuse::runtime::new_capture_stream(device);
+  at::Tensor captured;
+  auto graph = torchfuse::runtime::capture_graph(stream.stream, [&] { captured = timed_call(q, k, v, c10::nullopt, 0.125, true); });
+  EXPECT_EQ(choices_for(name), 0u) << "timed inside a capture";
+  const at::Tensor want = reference(q, k, v, 0.125, true);
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, 2e-2, 2e-2)) << "replay of ATen's pick";
+  const at::Tensor outside = timed_call(q, k, v, c10::nullopt, 0.125, true);
+  EXPECT_TRUE(torch::allclose(outside.to(torch::kDouble), want, 2e-2, 2e-2)) << "the first call outside";
+  EXPECT_EQ(choices_for(name), 1u) << "not timed on the first call outside the capture";
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, 2e-2, 2e-2)) << "a replay after the timing";
+#else
+  GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
+#endif
+}
+
+// A compiled module with CUDA graphs times its attention (the option's default there), and its
+// replays give the plain module's results.
+TEST(AttentionGpu, GraphedModuleTimesItsAttentionAndMatches) {
+  REQUIRE_GPU();
+  torch::manual_seed(7);
+  auto m = tftest::module_from(kCases[2].source);  // div_sqrt_no_mask
+  torchfuse::CompileOptions o = tftest::quiet_options(2);
+  torchfuse::CompiledModule plain = torchfuse::compile(m, o);
+  o.cuda_graphs = true;
+  torchfuse::CompiledModule graphed = torchfuse::compile(m, o);
+  const auto in = inputs_for(kCases[2], c10::kBFloat16, 1, 3, 112, 112, 64, false);
+  const size_t before = torchfuse::runtime::attention_backend_choices().size();
+  at::Tensor got;
+  for (int i = 0; i < 5; ++i) got = graphed.forward(in).toTensor();
+  EXPECT_GE(graphed.stats().cuda_graph_replays, 1);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  EXPECT_EQ(torchfuse::runtime::attention_backend_choices().size(), before + 1);
+#endif
+  const at::Tensor want = plain.forward(in).toTensor();
+  EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), 2e-2, 2e-2))
+      << (got.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>();
+  const auto report = torchfuse::compare_with_eager(graphed, in);
+  EXPECT_TRUE(report.passed()) << report.to_string();
 }
 
 }  // namespace

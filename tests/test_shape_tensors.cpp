@@ -199,8 +199,8 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t)>();
-  return op.call(q, k, v, mask, 0.25, is_causal, /*mask_prepared=*/true, /*enable_gqa=*/false, kind);
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
+  return op.call(q, k, v, mask, 0.25, is_causal, /*mask_prepared=*/true, /*enable_gqa=*/false, kind, /*timed=*/false);
 }
 
 at::Tensor causal_mask(int64_t t, c10::ScalarType dtype, double fill) {

@@ -88,6 +88,8 @@ TEST(ShapeTensorsGpu, RunsUnderCudaGraphs) {
   torch::manual_seed(1);
   auto m = tftest::module_from(causal_source(1, c10::kBFloat16));
   torchfuse::CompileOptions o = tftest::quiet_options(2);
+  // Timed attention (on by default with graphs) in both: the process's choice per shape is one.
+  o.attention_autotune = true;
   torchfuse::CompiledModule plain = torchfuse::compile(m, o);
   o.cuda_graphs = true;
   torchfuse::CompiledModule graphed = torchfuse::compile(m, o);

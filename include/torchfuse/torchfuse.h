@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -140,6 +141,16 @@ struct CompileOptions {
   // runs can change a result's rounding (split-K sums in another order), within the GEMM's
   // tolerance.
   bool gemm_autotune = false;
+  // Each rewritten attention call that flash attention can run (16-bit, no mask, a square causal
+  // or no causal mask) times ATen's own pick (cuDNN's kernel where it applies) against flash
+  // attention on a shape's first call outside a CUDA graph capture (each captured into a graph of
+  // 8 calls and replayed, then a host synchronization: once per shape and process) and runs the
+  // faster, kept when 3% or more faster than ATen's pick (runtime/attention_backends.h). In a
+  // graph cuDNN's kernel starts 2.5 us after its memset: flash attention measured faster at 128
+  // tokens (Llama, batch 1), cuDNN at 197 (ViT). Unset
+  // (the default): on exactly where cuda_graphs is, whose graphs already cost a capture per shape;
+  // a loop whose sequence grows by a token a call (decoding without graphs) would time every call.
+  std::optional<bool> attention_autotune;
   // Tensors the graph computes from sizes and constants alone (position ids, Hugging Face's
   // causal-mask construction, rotary cos/sin tables) are computed on the first call with those
   // sizes and kept for the later ones (up to 16 sets of sizes per specialization); an attention
