@@ -1,9 +1,11 @@
 # Where a layer's attention loses time inside a CUDA graph: a graph of 12 x (a q, k, v projection, its
 # split copied out, then X) replayed on its own, for X = a ReLU, a fill kernel + ReLU, a memset node
-# (cuMemsetD8Async captured) + ReLU, cuDNN's attention with and without a mask, flash attention.
+# (cuMemsetD8Async captured) + ReLU, cuDNN's attention with and without a mask, the memory-efficient
+# kernel with the mask, the math spelled out (matmul, softmax, matmul), flash attention.
 # Prints us per replay (median of 7 x 50), the profiler's span and kernel sum, and one middle
 # layer's events with the idle time before each (docs/performance.md, "Timed attention backends").
-#   python3 scripts/attention_gaps.py [B,H,T,D] [relu,fill_relu,memset_relu,cudnn,cudnn_mask,flash]
+#   python3 scripts/attention_gaps.py [B,H,T,D] [relu,fill_relu,memset_relu,cudnn,cudnn_mask,efficient_mask,
+#                                               math_mask,math_softmax,flash]
 import ctypes, sys, torch, statistics
 from torch.profiler import profile, ProfilerActivity
 from torch.nn.attention import sdpa_kernel, SDPBackend
@@ -16,6 +18,7 @@ E = H * D
 x = torch.randn(B * T, E, device=dev, dtype=torch.bfloat16)
 W = torch.randn(3 * E, E, device=dev, dtype=torch.bfloat16) * 0.02
 mask = torch.zeros(B, 1, 1, T, device=dev, dtype=torch.bfloat16)
+mask[..., T * 3 // 4:] = torch.finfo(torch.bfloat16).min  # padding, as BERT's
 buf = torch.empty(1 << 16, device=dev, dtype=torch.uint8)
 small = torch.randn(B, H, T, D, device=dev, dtype=torch.bfloat16)
 
@@ -28,6 +31,14 @@ def layer(kind):
     if kind == 'cudnn':
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    if kind == 'efficient_mask':
+        with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    if kind == 'math_mask':  # the ops spelled out: two batched GEMMs around a masked softmax (ATen's kernels)
+        s = torch.matmul(q, k.transpose(-2, -1)) * (D ** -0.5)
+        return torch.matmul(torch.softmax(s + mask, -1), v)
+    if kind == 'math_softmax':  # the same with the mask add and the scale left out: a softmax kernel alone
+        return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)), -1), v)
     if kind == 'flash':
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v)

@@ -316,9 +316,9 @@ int run_bench(const tc::CliOptions& o) {
                           module.forward(inputs);
                         }
                       },
-                      {}, -1, ""});
-  variants.push_back({"eager", [&] { compiled.forward_eager(inputs); }, {}, -1, ""});
-  variants.push_back({"torchfuse", [&] { compiled.forward(inputs); }, {}, -1, ""});
+                      {}, -1, "", {}});
+  variants.push_back({"eager", [&] { compiled.forward_eager(inputs); }, {}, -1, "", {}});
+  variants.push_back({"torchfuse", [&] { compiled.forward(inputs); }, {}, -1, "", {}});
   // With graphs: a module of its own, checked against eager once its graph is captured (the
   // check's own calls warm it up and capture it).
   std::optional<torchfuse::CompiledModule> graphed;
@@ -329,7 +329,7 @@ int run_bench(const tc::CliOptions& o) {
     graphed.emplace(compile_session(o, gs));
     for (int i = 0; i <= gs.compile_options.cuda_graph_warmup_calls; ++i) graphed->forward(inputs);
     graphed_check = torchfuse::compare_with_eager(*graphed, inputs);
-    variants.push_back({"torchfuse_graphs", [&] { graphed->forward(inputs); }, {}, -1, ""});
+    variants.push_back({"torchfuse_graphs", [&] { graphed->forward(inputs); }, {}, -1, "", {}});
   }
   for (auto& v : variants) {
     v.fn();
