@@ -1,7 +1,7 @@
 // torchfuse::attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, float scale,
-// bool is_causal, bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0, bool timed=False)
-// -> Tensor: what
-// passes/rewrite_attention.h puts in place of attention spelled out op by op.
+// bool is_causal, bool mask_prepared=False, bool enable_gqa=False, int mask_kind=0,
+// bool timed=False) -> Tensor: what passes/rewrite_attention.h puts in place of attention spelled
+// out op by op.
 // softmax(query @ key^T * scale + mask) @ value, with
 //  - attn_mask additive (the scores' dtype) or boolean (true: the position takes part), and
 //    broadcastable to the scores' shape;
