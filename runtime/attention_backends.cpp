@@ -6,24 +6,11 @@
 #include <mutex>
 #include <sstream>
 
-#include <torch/version.h>
-
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
 #include "src/error.h"
 #include "src/logging.h"
-
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-#define TORCHFUSE_HAVE_FLASH_OP 1
-#else
-#define TORCHFUSE_HAVE_FLASH_OP 0
-#endif
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
-#define TORCHFUSE_HAVE_SDPA_GQA 1
-#else
-#define TORCHFUSE_HAVE_SDPA_GQA 0
-#endif
 
 namespace torchfuse {
 namespace runtime {
@@ -33,7 +20,7 @@ namespace {
 std::mutex g_mu;
 std::vector<AttentionBackendChoice>* g_log = new std::vector<AttentionBackendChoice>();  // used until exit
 
-#if TORCHFUSE_HAVE_FLASH_OP
+#if TORCHFUSE_HAVE_SDPA
 constexpr int kAten = 0, kFlash = 1;
 
 // sdp::SDPBackend's values (ATen/native/transformers/sdp_utils_cpp.h), as _fused_sdp_choice returns them.
@@ -215,7 +202,7 @@ std::string flash_unusable(const at::Tensor& q, const at::Tensor& k, const at::T
 
 at::Tensor timed_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa) {
-#if TORCHFUSE_HAVE_FLASH_OP
+#if TORCHFUSE_HAVE_SDPA
   if (!flash_unusable(q, k, v, mask, is_causal, enable_gqa).empty())
     return aten_attention(q, k, v, mask, scale, is_causal, enable_gqa);
   const std::vector<int64_t> key = key_of(q, k, v, is_causal, enable_gqa);

@@ -12,6 +12,20 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
+
+// LibTorch's scaled_dot_product_attention with its fused kernels (flash attention's op among them):
+// 2.1 and later; its enable_gqa, and _fused_sdp_choice with it: 2.5 and later.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define TORCHFUSE_HAVE_SDPA 1
+#else
+#define TORCHFUSE_HAVE_SDPA 0
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#define TORCHFUSE_HAVE_SDPA_GQA 1
+#else
+#define TORCHFUSE_HAVE_SDPA_GQA 0
+#endif
 
 namespace torchfuse {
 namespace runtime {

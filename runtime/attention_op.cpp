@@ -39,18 +39,6 @@
 #include "runtime/attention_backends.h"
 #include "src/error.h"
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-#define TORCHFUSE_HAVE_SDPA 1
-#else
-#define TORCHFUSE_HAVE_SDPA 0
-#endif
-// scaled_dot_product_attention's enable_gqa and _fused_sdp_choice with it: LibTorch 2.5 and later.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
-#define TORCHFUSE_HAVE_SDPA_GQA 1
-#else
-#define TORCHFUSE_HAVE_SDPA_GQA 0
-#endif
-
 namespace torchfuse {
 namespace runtime {
 namespace {

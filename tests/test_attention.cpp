@@ -458,24 +458,6 @@ TEST(AttentionOp, BadInputsSayWhatIsWrong) {
   EXPECT_NE(prepared.find("boolean or of the query's dtype"), std::string::npos) << prepared;
 }
 
-// The last argument of the first torchfuse::attention call in printed IR ("%7"), or "".
-std::string last_attention_argument(const std::string& ir) {
-  const size_t call = ir.find("torchfuse::attention(");
-  if (call == std::string::npos) return "";
-  const size_t close = ir.find(')', call);
-  const size_t comma = ir.rfind(", ", close);
-  return ir.substr(comma + 2, close - comma - 2);
-}
-
-// The value of the bool constant named `name` in printed IR ("1", "0"), or "" when there is none.
-std::string bool_constant(const std::string& ir, const std::string& name) {
-  const std::string head = name + " : bool = prim::Constant[value=";
-  const size_t at = ir.find(head);
-  if (at == std::string::npos) return "";
-  const size_t from = at + head.size();
-  return ir.substr(from, ir.find(']', from) - from);
-}
-
 TEST(AttentionAutotune, RewrittenCallsCarryTheTimedFlag) {
   auto m = tftest::module_from(R"(
 def forward(self, q, k, v):
@@ -496,8 +478,8 @@ def forward(self, q, k, v):
     const std::string where = std::string("option ") + (c.option ? (*c.option ? "on" : "off") : "unset") +
                               (c.graphs ? ", graphs" : "");
     ASSERT_TRUE(rewritten_once(e)) << where;
-    const std::string arg = last_attention_argument(e.rewritten_graph);
-    EXPECT_EQ(bool_constant(e.rewritten_graph, arg), c.want) << where << "\n" << e.rewritten_graph;
+    const std::string arg = tftest::last_call_argument(e.rewritten_graph, "torchfuse::attention");
+    EXPECT_EQ(tftest::constant_value(e.rewritten_graph, arg, "bool"), c.want) << where << "\n" << e.rewritten_graph;
   }
 }
 

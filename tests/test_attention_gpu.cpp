@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/version.h>
 
 #include "runtime/attention_backends.h"
 #include "runtime/gemm_autotune.h"
@@ -218,7 +217,7 @@ std::string call_name(c10::ScalarType dt, const std::vector<int64_t>& q, const s
 
 TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
   REQUIRE_GPU();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#if TORCHFUSE_HAVE_SDPA
   torch::manual_seed(5);
   struct Shape {
     c10::ScalarType dt;
@@ -230,7 +229,7 @@ TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
   // grouped heads as Llama's (4 query heads per key/value head).
   std::vector<Shape> shapes{{torch::kBFloat16, 1, 11, 128, 128, 64, false}, {torch::kBFloat16, 1, 13, 128, 128, 64, true},
                             {torch::kHalf, 2, 5, 197, 197, 64, true}, {torch::kBFloat16, 2, 3, 77, 300, 128, false}};
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+#if TORCHFUSE_HAVE_SDPA_GQA
   shapes.push_back({torch::kBFloat16, 1, 20, 128, 128, 64, true, 5});
 #endif
   for (const Shape& sh : shapes) {
@@ -283,7 +282,7 @@ TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
 
 TEST(AttentionGpu, TimedShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutside) {
   REQUIRE_GPU();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#if TORCHFUSE_HAVE_SDPA
   torch::manual_seed(6);
   const c10::Device device(torch::kCUDA, 0);
   const auto o = torch::TensorOptions().device(device).dtype(torch::kBFloat16);
@@ -325,7 +324,7 @@ TEST(AttentionGpu, GraphedModuleTimesItsAttentionAndMatches) {
   at::Tensor got;
   for (int i = 0; i < 5; ++i) got = graphed.forward(in).toTensor();
   EXPECT_GE(graphed.stats().cuda_graph_replays, 1);
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#if TORCHFUSE_HAVE_SDPA
   EXPECT_EQ(torchfuse::runtime::attention_backend_choices().size(), before + 1);
 #endif
   const at::Tensor want = plain.forward(in).toTensor();

@@ -287,25 +287,6 @@ TEST(GemmEpilogues, OpRejectsBadInputsClearly) {
                        {"floating-point"});
 }
 
-// The value of the constant named `name` in printed IR ("%7 : int = prim::Constant[value=8]()"),
-// or "" when there is none.
-std::string constant_value(const std::string& ir, const std::string& name) {
-  const std::string head = name + " : int = prim::Constant[value=";
-  const size_t at = ir.find(head);
-  if (at == std::string::npos) return "";
-  const size_t from = at + head.size();
-  return ir.substr(from, ir.find(']', from) - from);
-}
-
-// The last argument of the first gemm_epilogue call in printed IR ("%7"), or "".
-std::string last_gemm_argument(const std::string& ir) {
-  const size_t call = ir.find(std::string(kOp) + "(");
-  if (call == std::string::npos) return "";
-  const size_t close = ir.find(')', call);
-  const size_t comma = ir.rfind(", ", close);
-  return ir.substr(comma + 2, close - comma - 2);
-}
-
 TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {
   for (bool autotune : {true, false}) {
     torchfuse::CompileOptions o = options();
@@ -314,9 +295,9 @@ TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {
     const auto e = torchfuse::compile(tftest::module_returning("x, w, b", "torch.relu(torch.linear(x, w, b))"), o)
                        .explain(first_of(in, "x, w, b"));
     ASSERT_EQ(count_occurrences(e.rewritten_graph, kOp), 1) << e.rewritten_graph;
-    const std::string arg = last_gemm_argument(e.rewritten_graph);
+    const std::string arg = tftest::last_call_argument(e.rewritten_graph, kOp);
     ASSERT_FALSE(arg.empty()) << e.rewritten_graph;
-    EXPECT_EQ(constant_value(e.rewritten_graph, arg), autotune ? "8" : "1") << e.rewritten_graph;
+    EXPECT_EQ(tftest::constant_value(e.rewritten_graph, arg, "int"), autotune ? "8" : "1") << e.rewritten_graph;
   }
 }
 

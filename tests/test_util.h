@@ -90,6 +90,25 @@ inline ::testing::AssertionResult contains_in_order(const std::string& text, con
   return ::testing::AssertionSuccess();
 }
 
+// The last argument of the first call of `op` in printed IR ("%7"), or "" when there is none.
+inline std::string last_call_argument(const std::string& ir, const std::string& op) {
+  const size_t call = ir.find(op + "(");
+  if (call == std::string::npos) return "";
+  const size_t close = ir.find(')', call);
+  const size_t comma = ir.rfind(", ", close);
+  return ir.substr(comma + 2, close - comma - 2);
+}
+
+// The value of the constant named `name` of TorchScript type `type` in printed IR ("8" from
+// "%7 : int = prim::Constant[value=8]()"), or "" when there is none.
+inline std::string constant_value(const std::string& ir, const std::string& name, const std::string& type) {
+  const std::string head = name + " : " + type + " = prim::Constant[value=";
+  const size_t at = ir.find(head);
+  if (at == std::string::npos) return "";
+  const size_t from = at + head.size();
+  return ir.substr(from, ir.find(']', from) - from);
+}
+
 inline bool have_gpu() { return torch::cuda::is_available() && torchfuse::cuda_available(); }
 
 inline int fusion_nodes(const std::string& graph_text) { return count_occurrences(graph_text, "torchfuse::FusionGroup"); }

@@ -7,10 +7,12 @@
 //                                             # no fallback, no error; --start/--count split a run
 //
 // A failing program is shrunk (smaller programs that fail the same way) and printed with its
-// inputs; the summary counts programs per op, dtype and schedule. Exit status 1 when any failed.
+// inputs; the summary counts programs per op, dtype, schedule and graph rewrite. Exit status 1 when
+// any failed.
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +44,7 @@ struct Outcome {
   std::string category;  // skip reason or failure class
   std::string detail;
   std::vector<std::string> schedules;
+  std::vector<std::string> rewrites;  // the graph rewrites applied, by kind ("attention", ...)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -87,6 +90,15 @@ Args parse(int argc, char** argv) {
 }
 
 // "row reduction", "pointwise"... from each kernel's header comment.
+// The kinds of graph rewrite applied (each explain().rewrites line's first word), once each.
+std::vector<std::string> rewrite_kinds(const std::vector<std::string>& rewrites) {
+  std::vector<std::string> kinds;
+  for (const auto& r : rewrites) kinds.push_back(r.substr(0, r.find(' ')));
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  return kinds;
+}
+
 std::vector<std::string> schedules_of(const std::vector<torchfuse::KernelInfo>& kernels) {
   std::vector<std::string> out;
   for (const auto& k : kernels) {
@@ -131,6 +143,7 @@ class Checker {
       try {
         const auto e = torchfuse::compile(m, options).explain(in, /*compile_kernels=*/true);
         if (o.schedules.empty()) o.schedules = schedules_of(e.kernels);
+        if (o.rewrites.empty()) o.rewrites = rewrite_kinds(e.rewrites);
       } catch (const std::exception& e) {
         return {Outcome::Fail, "compile error (" + arch + ")", e.what()};
       }
@@ -155,6 +168,7 @@ class Checker {
       const auto report = torchfuse::compare_with_eager(c, in);
       torch::cuda::synchronize();
       o.schedules = schedules_of(c.kernels());
+      o.rewrites = rewrite_kinds(c.explain(in).rewrites);
       if (!report.passed() && only_error_size(report)) {
         std::string why;
         if (passes_over_draws(c, p, report, cuda, &why)) {
@@ -329,7 +343,7 @@ int main(int argc, char** argv) {
   gen.max_elements = args.max_elements;
   gen.allow_half = args.mode == "gpu";  // LibTorch's CPU kernels lack fp16 for some ops
   const Checker checker(args);
-  std::map<std::string, Tally> by_op, by_dtype, by_schedule;
+  std::map<std::string, Tally> by_op, by_dtype, by_schedule, by_rewrite;
   std::map<std::string, int> skips, failures;
   std::ostringstream failed, pooled;
   int over_draws = 0;  // passed only when judged over more input draws (see passes_over_draws)
@@ -361,6 +375,7 @@ int main(int argc, char** argv) {
     for (const auto& op : p.ops()) (ok ? by_op[op].pass : by_op[op].fail)++;
     (ok ? by_dtype[c10::toString(p.dtype)].pass : by_dtype[c10::toString(p.dtype)].fail)++;
     for (const auto& s : o.schedules) (ok ? by_schedule[s].pass : by_schedule[s].fail)++;
+    for (const auto& r : o.rewrites) (ok ? by_rewrite[r].pass : by_rewrite[r].fail)++;
     if (ok) continue;
     ++failures[o.category];
     Outcome last = o;
@@ -388,6 +403,7 @@ int main(int argc, char** argv) {
   table("per dtype (passed/checked)", by_dtype);
   table("per op (programs using it)", by_op);
   table("per schedule (kernels)", by_schedule);
+  table("per graph rewrite (programs it applied to)", by_rewrite);
   std::cout << summary.str() << failed.str() << pooled.str();
   if (!args.report.empty()) std::ofstream(args.report) << summary.str() << "\n" << failed.str() << pooled.str();
   return failed_count == 0 ? 0 : 1;

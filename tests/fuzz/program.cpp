@@ -154,7 +154,8 @@ class Generator {
                                    : kind < 52 ? binary()
                                    : kind < 60 ? view()
                                    : kind < 70 ? part_view()
-                                               : reduction();
+                                   : kind < 97 ? reduction()
+                                               : attention();
       if (s && numel(s->sizes) <= o_.max_elements) return *s;
     }
     return *unary();
@@ -510,6 +511,43 @@ class Generator {
     s.expr = "torch.relu(" + v + ") * 1.5";
     s.ops.push_back("relu");
     s.ops.push_back("mul");
+    return s;
+  }
+
+  // Attention spelled out over a value's last two dims (tokens, head dim), as
+  // passes/rewrite_attention.cpp takes it: its scores against a key computed from it, scaled (a
+  // product, a division, or the query scaled), masked now and then (causal, from the sizes; or the
+  // keys whose row sums to 0 or less, which leaves some rows with no key: NaN, as eager gives),
+  // softmax over the keys (in the dtype or in float and back), times a value computed from it.
+  std::optional<Statement> attention() {
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    // Rank 2 now and then: the rewrite takes rank 3 and more, and leaves matrices with the reason.
+    if (r < 2 || (r == 2 && chance(0.8))) return std::nullopt;
+    const int64_t t = a.sizes[r - 2], d = a.sizes[r - 1];
+    if (t == 0 || d == 0 || numel(a.sizes) / d * t > o_.max_elements) return std::nullopt;  // the scores
+    Statement s;
+    s.sizes = a.sizes;
+    s.reads = {a.name};
+    s.ops = {"attention", "matmul", "softmax", "tanh", "sigmoid"};
+    const std::string key_t = "torch.tanh(" + a.name + ").transpose(-2, -1)";
+    const int scale = pick(3);
+    std::string scores = scale == 2 ? "torch.matmul(" + a.name + " * 0.25, " + key_t + ")"
+                                    : "torch.matmul(" + a.name + ", " + key_t + ")" + (scale == 0 ? " * 0.125" : " / 8.0");
+    const int mask = pick(3);
+    if (mask == 1) {
+      // (dtypes by number, as A.to(15) above: 11 is torch.bool, 6 torch.float32.)
+      s.pre = {"@causal = torch.ones(" + a.name + ".size(-2), " + a.name + ".size(-2), dtype=11, device=" +
+               a.name + ".device).triu(1)"};
+      scores = "(" + scores + ").masked_fill(@causal, float('-inf'))";
+      s.ops.insert(s.ops.end(), {"masked_fill", "triu"});
+    } else if (mask == 2) {
+      scores = "(" + scores + ").masked_fill(" + a.name + ".sum(-1).unsqueeze(-2) <= 0.0, float('-inf'))";
+      s.ops.insert(s.ops.end(), {"masked_fill", "sum"});
+    }
+    const std::string probs = chance(0.5) ? "torch.softmax(" + scores + ", -1)"
+                                          : "torch.softmax(" + scores + ", -1, dtype=6).to(" + a.name + ".dtype)";
+    s.expr = "torch.matmul(" + probs + ", torch.sigmoid(" + a.name + "))";
     return s;
   }
 
