@@ -9,6 +9,7 @@
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
+#include "src/ir.h"
 #include "src/error.h"
 #include "src/logging.h"
 
@@ -34,11 +35,9 @@ const char* sdp_backend_name(int64_t b) {
   }
 }
 
-const char* dtype_name(at::ScalarType t) { return t == at::kBFloat16 ? "bf16" : t == at::kHalf ? "f16" : "f32"; }
-
 std::string describe(const at::Tensor& q, const at::Tensor& k, bool is_causal, bool enable_gqa) {
   std::ostringstream os;
-  os << dtype_name(q.scalar_type()) << " q " << q.sizes() << " k " << k.sizes();
+  os << ir::dtype_short_name(q.scalar_type()) << " q " << q.sizes() << " k " << k.sizes();
   if (is_causal) os << ", causal";
   if (enable_gqa) os << ", grouped heads";
   return os.str();
