@@ -74,6 +74,10 @@ struct ReductionLayout {
   // (see row_reduction.cpp).
   int ring_chunk = 0;
   int ring_slots = 0;
+  // Cached rows (no cluster, staging or ring) whose length is threads_per_row * chunks_per_thread
+  // * vec: the source takes that length as a constant and has no column bounds checks; rows
+  // past the last are read as row 0 and only their stores are guarded (Tuning::row_exact).
+  bool exact = false;
   int looped_blocks_per_sm = 1;  // looped rows: blocks per multiprocessor the launch aims for
   CacheHints hints;           // L2 hints on its vector loads and stores (choose_cache_hints)
 
@@ -93,6 +97,8 @@ struct ReductionLayout {
   int64_t ring_block_bytes() const { return ring_slot_bytes() * ring_slots; }
   // Ringed rows: chunks per row.
   int64_t ring_chunks_per_row() const { return ring_chunk == 0 ? 0 : (reduced() + ring_chunk - 1) / ring_chunk; }
+  // The row length every vector slot of a team covers (cached rows without a cluster).
+  int64_t team_span() const { return int64_t{threads_per_row} * chunks_per_thread * vec; }
 };
 
 // Staged rows keep the dynamic shared memory of a block within this (the multiprocessor's 228 KB,

@@ -373,7 +373,7 @@ struct RowKernel {
     int scopes = 1;
     if (l.cached) {
       b.line("const tf_index j0 = " + chunk_start() + ";");
-      b.open("if (row_ok && j0 < (tf_index)p.cols)");
+      b.open(chunk_guard());
     } else {
       b.open("if (row_ok)");
       if (l.unroll > 1) scopes += open_looped_step(pass, step);
@@ -400,7 +400,8 @@ struct RowKernel {
       const auto dt = g.outputs[k]->type.dtype;
       const std::string vt = "tf_vec<" + storage_type(dt) + ", " + vec + ">";
       for (const auto& line : pack_vector("s" + kk, "o" + kk, dt, l.vec)) b.line(line);
-      b.line(vector_store(vt, output_name(k) + " + row * (tf_index)p.cols + j0", "s" + kk, l.hints.evict_stores));
+      const std::string store = vector_store(vt, output_name(k) + " + row * " + cols() + " + j0", "s" + kk, l.hints.evict_stores);
+      b.line(l.exact ? "if (row_ok) " + store : store);
     }
     for (int i = 0; i < scopes; ++i) b.close();
     b.close();  // the loop over the row
@@ -485,6 +486,13 @@ struct RowKernel {
     });
   }
 
+  // Cached mode: the row length, a constant in exact rows.
+  std::string cols() const { return l.exact ? "(tf_index)" + str(l.team_span()) : "(tf_index)p.cols"; }
+  // Cached mode: the scope of chunk k's work. Exact rows hold a column in every chunk, and a row
+  // past the last reads row 0 (its offsets are clamped) and stores nothing: no condition, so
+  // NVRTC issues the pass's loads back to back instead of one per branch.
+  std::string chunk_guard() const { return l.exact ? "/* every chunk holds columns */" : "if (row_ok && j0 < (tf_index)p.cols)"; }
+
   // Cached mode: the first element of this thread's chunk k.
   std::string chunk_start() const {
     return "((tf_index)k * " + str(int64_t{l.threads_per_row} * l.cluster) + " + tl) * " + str(l.vec);
@@ -519,7 +527,7 @@ struct RowKernel {
     b.line("#pragma unroll");
     auto chunks = b.scope("for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)");
     b.line("const tf_index j0 = " + chunk_start() + ";");
-    auto valid = b.scope("if (row_ok && j0 < (tf_index)p.cols)");
+    auto valid = b.scope(chunk_guard());
     b.line("#pragma unroll");
     auto lanes = b.scope("for (int lane = 0; lane < " + str(l.vec) + "; ++lane)");
     for (const ir::Node* r : sums) {
@@ -562,7 +570,7 @@ struct RowKernel {
   }
 
   void emit_body() {
-    names[nullptr] = "(double)p.cols";  // N
+    names[nullptr] = l.exact ? "(double)" + str(l.team_span()) : "(double)p.cols";  // N
     const int rpb = l.block / l.threads_per_row;
     if (l.cluster > 1) {
       // The row's team is the whole cluster: thread tl of C * block, one row per cluster.

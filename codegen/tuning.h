@@ -135,6 +135,10 @@ struct Tuning {
   // (see choose_cache_hints): -1 where one of them differs between rows (a mask: measured to
   // pay; weights lost), 0 never, 1 always.
   int shared_hold = -1;
+  // Cached rows whose length fills every thread's vectors exactly (threads per row x vectors per
+  // thread x vector width): the kernel takes the length as a constant and loads with no column
+  // bounds checks, so a pass's loads issue back to back (see plan_reduction_layout); 0: never.
+  int row_exact = 1;
 };
 
 // Parses "name=value,..." over `base`; a malformed entry is an Error naming `origin` (where the

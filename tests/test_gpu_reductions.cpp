@@ -51,6 +51,12 @@ void expect_matches_eager(const torch::jit::Module& m, const std::function<std::
 
 const c10::ScalarType kDtypes[] = {c10::kFloat, c10::kHalf, c10::kBFloat16};
 
+// An add + layer norm returning the sum too: an element output beside the normalized one.
+torch::jit::Module add_layer_norm_with_sum() {
+  return module_from(
+      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-5), h\n");
+}
+
 TEST(GpuReductions, EveryOpOverEveryKindOfDims) {
   REQUIRE_GPU();
   const char* exprs[] = {
@@ -280,9 +286,10 @@ TEST(GpuReductions, CacheHintsMatchEager) {
 TEST(GpuReductions, StagedRowsMatchEager) {
   REQUIRE_GPU();
   // The default: 16-bit rows of 2048 to 32768 elements are staged with one buffer (and layer norm
-  // rows of 1024: cheap to recompute).
+  // rows of 1024 and up: cheap to recompute), but rows of up to 1024 that fill their register
+  // teams exactly (1024; not 1280).
   for (auto dtype : kDtypes) {
-    for (int64_t cols : {1024, 2048, 8192, 32768}) {
+    for (int64_t cols : {1024, 1280, 2048, 8192, 32768}) {
       const std::string tag = std::to_string(cols) + " " + c10::toString(dtype);
       expect_matches_eager(module_returning("x", "torch.softmax(x, -1)"),
                            [&] { return std::vector<c10::IValue>{rnd({37, cols}, dtype)}; }, "default softmax " + tag, 1);
@@ -450,8 +457,7 @@ TEST(GpuReductions, FewRowsMatchEager) {
 // against eager with each off; one and two rounds per pass, online pairs, many and few rows.
 TEST(GpuReductions, SharedRoundsAndEarlyLoadsMatchEager) {
   REQUIRE_GPU();
-  const auto add_ln = module_from(
-      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-5), h\n");
+  const auto add_ln = add_layer_norm_with_sum();
   const auto rms = module_returning("x, w", "w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))");
   const auto var = module_returning("x", "x.var(-1, keepdim=True) + x.mean(-1, keepdim=True)");
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
@@ -477,6 +483,39 @@ TEST(GpuReductions, SharedRoundsAndEarlyLoadsMatchEager) {
           expect_matches_eager(lse, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "logsumexp " + shape, 1);
         }
       }
+    }
+  }
+}
+
+// Exact rows (lengths every thread's vectors cover, the length a constant, no column checks) at
+// row counts that leave the last block's teams past the end (they read row 0 and store nothing),
+// beside lengths a team covers in part and the knob off; element, row and two outputs.
+TEST(GpuReductions, ExactRowsMatchEager) {
+  REQUIRE_GPU();
+  const auto add_ln = add_layer_norm_with_sum();
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const auto mean = module_returning("x", "x.mean(-1) * 2.0");
+  for (const char* spec : {"", "row_exact=0", "row_fill=0"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
+      for (int64_t rows : {int64_t{1}, int64_t{37}, int64_t{1001}, int64_t{5003}}) {
+        for (int64_t c : {int64_t{64}, int64_t{72}, int64_t{256}, int64_t{768}, int64_t{1024}, int64_t{2048}}) {
+          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
+          const auto ln_in = [&] {
+            return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+          };
+          expect_matches_eager(add_ln, ln_in, "add + layer norm " + shape, 1);
+          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "softmax " + shape, 1);
+          expect_matches_eager(mean, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "mean " + shape, 1);
+        }
+      }
+      // The shapes above do take the exact form (unless the knob is off).
+      const auto src = torchfuse::compile(add_ln, tftest::quiet_options())
+                           .explain({rnd({1001, 64}, dtype), rnd({1001, 64}, dtype), rnd({64}, dtype), rnd({64}, dtype)}, false)
+                           .kernels.at(0)
+                           .source;
+      EXPECT_EQ(src.find("every chunk holds columns") != std::string::npos, std::string(spec) != "row_exact=0") << tag << src;
     }
   }
 }

@@ -537,8 +537,10 @@ TEST(RowRing, LongSixteenBitRowsStreamThroughARing) {
 }
 
 // Which rows are staged by default (row_stage=-1): 16-bit rows of 2048 to 32768 elements, one
-// buffer, and of 1024 where nothing costly is recomputed (layer norm, not softmax); not f32 rows,
-// not shorter or longer 16-bit rows, not where a register cache is asked for.
+// buffer, and of 1024 and up where nothing costly is recomputed (layer norm, not softmax); not
+// rows of up to 1024 that fill their register teams exactly (ExactRows.*: a layer norm over rows
+// of 1024, unless row_exact=0, but rows of 1280), not f32 rows, not shorter or longer 16-bit
+// rows, not where a register cache is asked for.
 TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   torchfuse::runtime::ScopedTuning many(with(""));
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
@@ -553,16 +555,22 @@ TEST(RowStaging, ByDefaultSixteenBitRowsOf2048To32768) {
   EXPECT_FALSE(staged(b16(1024)));
   EXPECT_FALSE(staged(b16(65536)));
   EXPECT_FALSE(staged(torch::randn({4, 4096})));
-  for (int64_t cols : {1024, 4096}) {
+  auto ln_staged = [&](int64_t cols) {
     const auto ln = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, cols));
     const auto w = torch::randn({cols}).to(c10::kBFloat16);
-    const std::string src = kernel_source(ln, {b16(cols), w, w});
-    EXPECT_NE(src.find("tf_bulk_load_keep(buf"), std::string::npos) << cols << src;
-  }
+    return kernel_source(ln, {b16(cols), w, w}).find("tf_bulk_load_keep(buf") != std::string::npos;
+  };
+  EXPECT_FALSE(ln_staged(1024));
+  EXPECT_TRUE(ln_staged(1280));  // 64 threads x 3 vectors of 8 cover 1536
+  EXPECT_TRUE(ln_staged(4096));
   const auto attn = module_from(tftest::suite_pattern("attn_softmax_mask").source);
   EXPECT_EQ(kernel_source(attn, {torch::randn({2, 2, 8, 1024}).to(c10::kBFloat16), torch::randn({1, 1, 8, 1024}).to(c10::kBFloat16)})
                 .find("tf_bulk_load_keep(buf"),
             std::string::npos);
+  {
+    torchfuse::runtime::ScopedTuning inexact(with("row_exact=0"));
+    EXPECT_TRUE(ln_staged(1024));
+  }
   torchfuse::runtime::ScopedTuning values(with("row_cache=values"));
   EXPECT_FALSE(staged(b16(4096)));
 }
@@ -801,8 +809,8 @@ TEST(CacheHints, RowsKeptInRegistersLoadEvictLast) {
     EXPECT_NE(body(src).find("tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0"), std::string::npos) << src;
   }
   // Rows in shared memory (staged or ringed) take it at every length: their bulk copies.
-  const auto ln1024 = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 1024));
-  src = kernel_source(ln1024, {bf16({4, 1024}), bf16({1024}), bf16({1024})});
+  const auto ln1280 = module_from(tftest::with_row_length(tftest::suite_pattern("layernorm_manual").source, 1280));
+  src = kernel_source(ln1280, {bf16({4, 1280}), bf16({1280}), bf16({1280})});
   EXPECT_NE(src.find("tf_bulk_load_keep(buf"), std::string::npos) << src;
   EXPECT_EQ(src.find("tf_bulk_load(buf"), std::string::npos) << src;
   {
@@ -1032,7 +1040,6 @@ TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   }
 }
 
-}  // namespace
 
 // Rows too few for their teams to fill the device (a model's 128 or 1024 token rows at batch 1
 // or 8; the offline target has 132 multiprocessors, tuning().row_fill 1024 threads each): the
@@ -1201,3 +1208,47 @@ TEST(EarlyLoads, KnobsParse) {
   EXPECT_EQ(cg::parse_tuning("row_shared_rounds=0").row_shared_rounds, 0);
   EXPECT_THROW(cg::parse_tuning("row_shared_rounds=2"), torchfuse::Error);
 }
+
+// Exact rows: where threads per row x vectors per thread x the vector width is the row length,
+// the source takes the length as a constant and its chunks have no bounds check (a row past the
+// last reads row 0 and only its stores are guarded); other lengths, and row_exact=0, keep the
+// checks and the length as an argument.
+TEST(ExactRows, FullTeamsTakeTheirLengthAsAConstant) {
+  torchfuse::runtime::ScopedTuning many(with(""));
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-5)");
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  const std::string guard = "if (row_ok && j0 < (tf_index)p.cols)";
+  std::string src = body(compiled(ln, {b16({4096, 64}), b16({64}), b16({64})}));
+  EXPECT_EQ(src.find(guard), std::string::npos) << src;
+  EXPECT_EQ(src.find("p.cols"), std::string::npos) << src;
+  EXPECT_EQ(tftest::count_occurrences(src, "/* every chunk holds columns */ {"), 3) << src;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"(red0 / (float)((double)64))",
+                                              "if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)64 + j0)"}))
+      << src;
+  // A row output is guarded as before; f32 rows of a warp.
+  const auto mean = module_returning("x", "x.mean(-1) * 2.0");
+  src = body(compiled(mean, {torch::randn({4096, 96})}));
+  EXPECT_EQ(src.find(guard), std::string::npos) << src;
+  EXPECT_NE(src.find("(double)96"), std::string::npos) << src;
+  EXPECT_NE(src.find("if (row_ok && tl == 0) out0[row] = "), std::string::npos) << src;
+  // 72 columns are 9 vectors: a team's last chunk holds none in some threads.
+  src = body(compiled(ln, {b16({4096, 72}), b16({72}), b16({72})}));
+  EXPECT_EQ(tftest::count_occurrences(src, guard), 3) << src;
+  EXPECT_NE(src.find("(double)p.cols"), std::string::npos) << src;
+  EXPECT_EQ(src.find("every chunk holds columns"), std::string::npos) << src;
+  // Looped rows keep their checks; so does every row with the knob off.
+  src = body(kernel_source(ln, {torch::randn({64, 65536}), torch::randn({65536}), torch::randn({65536})}));
+  EXPECT_EQ(src.find("every chunk holds columns"), std::string::npos) << src;
+  torchfuse::runtime::ScopedTuning off(with("row_exact=0"));
+  src = body(kernel_source(ln, {b16({4096, 64}), b16({64}), b16({64})}));
+  EXPECT_EQ(tftest::count_occurrences(src, guard), 3) << src;
+  EXPECT_EQ(src.find("every chunk holds columns"), std::string::npos) << src;
+}
+
+TEST(ExactRows, KnobParses) {
+  EXPECT_EQ(cg::parse_tuning("").row_exact, 1);
+  EXPECT_EQ(cg::parse_tuning("row_exact=0").row_exact, 0);
+  EXPECT_THROW(cg::parse_tuning("row_exact=2"), torchfuse::Error);
+}
+
+}  // namespace

@@ -28,7 +28,7 @@ const char* const kKnobs[] = {
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
     "fast_math=0", "cache_hints=0", "cache_hints=1", "row_stage=0", "row_stage=2", "row_ring=0", "row_ring=1",
     "row_ring_vectors=1", "row_hold=0", "row_hold=1", "shared_hold=0", "shared_hold=1",
-    "row_early_loads=0", "row_early_loads=64", "row_shared_rounds=0",
+    "row_early_loads=0", "row_early_loads=64", "row_shared_rounds=0", "row_exact=0",
 };
 
 struct Case {

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, bf16
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_3d73a606 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_ecd12cf6 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %12 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_3d73a606_params {
+struct tf_softmax_ecd12cf6_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -28,7 +28,7 @@ struct tf_softmax_3d73a606_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_softmax_3d73a606_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_ecd12cf6(const tf_softmax_ecd12cf6_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_so
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0);
         const tf_vec<tf_bf16, 8> v1 = tf_load_shared(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0));
         #pragma unroll
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_so
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -109,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_so
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -119,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_3d73a606(const tf_so
           o0[lane] = t4;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)1024 + j0) = s0;
       }
     }
   }

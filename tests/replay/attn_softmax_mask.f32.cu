@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, f32
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_a79ca491 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_7cac1fbb (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %12 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_a79ca491_params {
+struct tf_softmax_7cac1fbb_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -28,7 +28,7 @@ struct tf_softmax_a79ca491_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_softmax_a79ca491_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_7cac1fbb(const tf_softmax_7cac1fbb_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_s
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
         const tf_vec<float, 4> v1 = tf_load_shared(reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0));
         #pragma unroll
@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_s
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
@@ -95,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_s
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[4];
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -109,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_softmax_a79ca491(const tf_s
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)1024 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_5877daff (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_f23e2e4c (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %20 f32, per element
 typedef int tf_index;
 
-struct tf_mean_5877daff_params {
+struct tf_mean_f23e2e4c_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,7 @@ struct tf_mean_5877daff_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean_5877daff_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_f23e2e4c(const tf_mean_f23e2e4c_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0));
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -72,12 +72,12 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %8
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
-    float t0 = (red0 / (float)((double)p.cols));  // %10 = div(%8, N)
+    float t0 = (red0 / (float)((double)4096));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
@@ -91,13 +91,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean
     tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
     __syncthreads();  // one round for %13
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
-    float t3 = (red1 / (float)((double)p.cols));  // %15 = div(%13, N)
+    float t3 = (red1 / (float)((double)4096));  // %15 = div(%13, N)
     float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
     float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v1 = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);
         const tf_vec<float, 4> v2 = *reinterpret_cast<const tf_vec<float, 4>*>(in2 + ro2 + j0);
         float o0[4];
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_5877daff(const tf_mean
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)4096 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, bf16
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_7e382fba (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_26ec25e5 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %15 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_7e382fba_params {
+struct tf_mean_26ec25e5_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,7 @@ struct tf_mean_7e382fba_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_mean_7e382fba(const tf_mean_7e382fba_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_mean_26ec25e5(const tf_mean_26ec25e5_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_7e382fba(const tf_mea
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 1024 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
@@ -68,13 +68,13 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_7e382fba(const tf_mea
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %9
     const float red0 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc0 + red_half);  // %9
-    float t1 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %11 = div(%9, N)
+    float t1 = tf_round_bf16((red0 / (float)((double)16384)));  // %11 = div(%9, N)
     float t2 = tf_round_bf16((t1 + 1e-06f));  // %12 = add(%11, 1e-06)
     float t3 = tf_round_bf16(rsqrtf(t2));  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const tf_index j0 = ((tf_index)k * 1024 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         const tf_vec<tf_bf16, 8> v1 = early1[k];
         float o0[8];
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_7e382fba(const tf_mea
           o0[lane] = t5;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)16384 + j0) = s0;
       }
     }
   }

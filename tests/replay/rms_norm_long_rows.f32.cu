@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, f32
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_787409e8 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_89ccc38b (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %15 f32, per element
 typedef int tf_index;
 
-struct tf_mean_787409e8_params {
+struct tf_mean_89ccc38b_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,7 @@ struct tf_mean_787409e8_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_mean_787409e8(const tf_mean_787409e8_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_mean_89ccc38b(const tf_mean_89ccc38b_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_787409e8(const tf_mea
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 1024 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0));
         early1[k] = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);  // read by a later pass
         #pragma unroll
@@ -68,13 +68,13 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_787409e8(const tf_mea
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %9
     const float red0 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc0 + red_half);  // %9
-    float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%9, N)
+    float t1 = (red0 / (float)((double)16384));  // %11 = div(%9, N)
     float t2 = (t1 + 1e-06f);  // %12 = add(%11, 1e-06)
     float t3 = rsqrtf(t2);  // %13 = rsqrt(%12)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 1024 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v1 = early1[k];
         float o0[4];
         #pragma unroll
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_mean_787409e8(const tf_mea
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)16384 + j0) = s0;
       }
     }
   }

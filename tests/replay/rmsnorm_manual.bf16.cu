@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_2cc88112 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_80: tf_mean_4e932157 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
@@ -13,7 +13,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_2cc88112_params {
+struct tf_mean_4e932157_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,7 @@ struct tf_mean_2cc88112_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_2cc88112(const tf_mean_2cc88112_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_4e932157(const tf_mean_4e932157_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_2cc88112(const tf_mean
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
@@ -69,13 +69,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_2cc88112(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %12
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %12
-    float t2 = (red0 / (float)((double)p.cols));  // %14 = div(%12, N)
+    float t2 = (red0 / (float)((double)4096));  // %14 = div(%12, N)
     float t3 = (t2 + 1e-06f);  // %15 = add(%14, 1e-06)
     float t4 = rsqrtf(t3);  // %16 = rsqrt(%15)
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         const tf_vec<tf_bf16, 8> v1 = early1[k];
         float o0[8];
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_2cc88112(const tf_mean
           o0[lane] = t8;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)4096 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_4b9a4539 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_e6c13db7 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %18 f32, per element
 typedef int tf_index;
 
-struct tf_mean_4b9a4539_params {
+struct tf_mean_e6c13db7_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,7 @@ struct tf_mean_4b9a4539_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_4b9a4539(const tf_mean_4b9a4539_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_e6c13db7(const tf_mean_e6c13db7_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -50,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_4b9a4539(const tf_mean
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0));
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -66,13 +66,13 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_4b9a4539(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %11
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %11
-    float t1 = (red0 / (float)((double)p.cols));  // %13 = div(%11, N)
+    float t1 = (red0 / (float)((double)4096));  // %13 = div(%11, N)
     float t2 = (t1 + 1e-06f);  // %14 = add(%13, 1e-06)
     float t3 = rsqrtf(t2);  // %15 = rsqrt(%14)
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v1 = *reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0);
         float o0[4];
         #pragma unroll
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_4b9a4539(const tf_mean
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)4096 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, f32
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_7ce0b773 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_5dca9b1a (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_7ce0b773_params {
+struct tf_softmax_5dca9b1a_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,7 @@ struct tf_softmax_7ce0b773_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_softmax_7ce0b773(const tf_softmax_7ce0b773_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_5dca9b1a(const tf_softmax_5dca9b1a_params p) {
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;
@@ -49,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_7ce0b773(const tf_s
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
         const tf_vec<float, 4> v1 = tf_load_shared(reinterpret_cast<const tf_vec<float, 4>*>(in1 + ro1 + j0));
         #pragma unroll
@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_7ce0b773(const tf_s
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
           const tf_index j = j0 + lane;
@@ -85,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_7ce0b773(const tf_s
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[4];
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -99,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_softmax_7ce0b773(const tf_s
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)128 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, bf16
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_bf152aa7 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_b9457f2c (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %9 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_bf152aa7_params {
+struct tf_softmax_b9457f2c_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_softmax_bf152aa7_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_bf152aa7(const tf_softmax_bf152aa7_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_b9457f2c(const tf_softmax_b9457f2c_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_bf152aa7(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -65,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_bf152aa7(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_bf152aa7(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -94,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_bf152aa7(const tf_so
           o0[lane] = t3;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)512 + j0) = s0;
       }
     }
   }

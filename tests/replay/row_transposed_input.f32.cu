@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, f32
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_f8e26954 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_db1c9dcc (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %9 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_f8e26954_params {
+struct tf_softmax_db1c9dcc_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,7 @@ struct tf_softmax_f8e26954_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_softmax_f8e26954_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_db1c9dcc(const tf_softmax_db1c9dcc_params p) {
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_so
     #pragma unroll
     for (int k = 0; k < 1; ++k) {
       const tf_index j0 = ((tf_index)k * 64 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[8];
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(64) tf_softmax_f8e26954(const tf_so
         tf_vec<float, 8> s0;
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 8>*>(out0 + row * (tf_index)512 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_35f47180 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_f8b42a86 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_35f47180_params {
+struct tf_max_sum_f8b42a86_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,7 @@ struct tf_max_sum_35f47180_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35f47180(const tf_max_sum_35f47180_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_f8b42a86(const tf_max_sum_f8b42a86_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35f47180(const tf_m
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         float ol1[8];
@@ -68,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35f47180(const tf_m
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
         float o0[8];
         #pragma unroll
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35f47180(const tf_m
           o0[lane] = t2;
         }
         const tf_vec<tf_bf16, 8> s0 = tf_pack<tf_bf16>(o0);
-        *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)4096 + j0) = s0;
       }
     }
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, f32
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_1b0f37b5 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_0b935db1 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_max_sum_1b0f37b5_params {
+struct tf_max_sum_0b935db1_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,7 @@ struct tf_max_sum_1b0f37b5_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_max_sum_1b0f37b5_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0b935db1(const tf_max_sum_0b935db1_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -45,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_m
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         const tf_vec<float, 4> v0 = tf_load_keep(reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0));
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_m
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
           acc1.s += tf_exp_shifted(cache0[k * 4 + lane] - acc1.m);  // online sum -> %9
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_m
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 4;
-      if (row_ok && j0 < (tf_index)p.cols) {
+      /* every chunk holds columns */ {
         float o0[4];
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) {
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1b0f37b5(const tf_m
         tf_vec<float, 4> s0;
         #pragma unroll
         for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
-        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+        if (row_ok) *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)4096 + j0) = s0;
       }
     }
   }
