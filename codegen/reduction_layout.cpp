@@ -281,6 +281,13 @@ bool few_rows(const ReductionLayout& l, const DeviceTarget& target, const Tuning
   return tune.row_fill > 0 && l.outer() * l.threads_per_row < int64_t{tune.row_fill} * target.sm_count;
 }
 
+// Cached rows in registers whose length is what their team's vector slots cover
+// (ReductionLayout::exact), where tuning().row_exact allows it.
+bool fills_team_exactly(const ReductionLayout& l, const Tuning& tune) {
+  return tune.row_exact != 0 && l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 && l.reduced() > 0 &&
+         l.reduced() == l.team_span();
+}
+
 bool rereads_16bit(const ReductionLayout& l, const RowCacheNeeds& needs) {
   return std::all_of(needs.reread_inputs.begin(), needs.reread_inputs.end(), [&](size_t k) {
     return l.inputs[k].shared || c10::elementSize(l.inputs[k].dtype) == 2;
@@ -303,7 +310,7 @@ bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, const
   // 17.2 / 16.0 (L2 flushed); 16384 rows 25.5 / 23.1 (flushed). Rows of 2048 did not gain in
   // registers (16384 rms norm and softmax rows: staged 36.8 and 36.2 us, registers 37.8 and 37.7;
   // 8192 rms norm rows 22.5 / 22.2 flushed): they stay staged.
-  if (tune.row_exact != 0 && l.reduced() <= 1024 && l.cached && l.cluster == 1 && l.reduced() == l.team_span()) return false;
+  if (l.reduced() <= 1024 && fills_team_exactly(l, tune)) return false;
   return l.reduced() >= 2048 || (l.reduced() >= 1024 && !needs.costly_recompute);
 }
 
@@ -573,8 +580,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // arithmetic: a cached pass waited for memory once per chunk. Measured on H200 (bf16, warm
     // L2, the kernel alone): layer norm over rows of 64 (2 threads, 4 vectors each) 27.5 -> 22.8
     // us, rows of 1024 (a warp, 4 vectors each) 10.9 -> 9.5.
-    l.exact = tune.row_exact != 0 && l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 &&
-              l.reduced() > 0 && l.reduced() == l.team_span();
+    l.exact = fills_team_exactly(l, tune);
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
