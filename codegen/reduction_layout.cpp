@@ -284,7 +284,8 @@ bool few_rows(const ReductionLayout& l, const DeviceTarget& target, const Tuning
 // Cached rows in registers whose length is what their team's vector slots cover
 // (ReductionLayout::exact), where tuning().row_exact allows it.
 bool fills_team_exactly(const ReductionLayout& l, const Tuning& tune) {
-  return tune.row_exact != 0 && l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 && l.reduced() > 0 &&
+  // (team_span() is at least 1: an empty row is never exact.)
+  return tune.row_exact != 0 && l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 &&
          l.reduced() == l.team_span();
 }
 

@@ -491,7 +491,7 @@ struct RowKernel {
   // Cached mode: the scope of chunk k's work. Exact rows hold a column in every chunk, and a row
   // past the last reads row 0 (its offsets are clamped) and stores nothing: no condition, so
   // NVRTC issues the pass's loads back to back instead of one per branch.
-  std::string chunk_guard() const { return l.exact ? "/* every chunk holds columns */" : "if (row_ok && j0 < (tf_index)p.cols)"; }
+  std::string chunk_guard() const { return l.exact ? "/* every chunk holds columns */" : "if (row_ok && j0 < " + cols() + ")"; }
 
   // Cached mode: the first element of this thread's chunk k.
   std::string chunk_start() const {

@@ -1040,6 +1040,7 @@ TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {
   }
 }
 
+}  // namespace
 
 // Rows too few for their teams to fill the device (a model's 128 or 1024 token rows at batch 1
 // or 8; the offline target has 132 multiprocessors, tuning().row_fill 1024 threads each): the
@@ -1250,5 +1251,3 @@ TEST(ExactRows, KnobParses) {
   EXPECT_EQ(cg::parse_tuning("row_exact=0").row_exact, 0);
   EXPECT_THROW(cg::parse_tuning("row_exact=2"), torchfuse::Error);
 }
-
-}  // namespace
