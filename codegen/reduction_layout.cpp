@@ -148,7 +148,7 @@ RowCachePolicy auto_policy(const ReductionLayout& values_layout, const Reduction
 // 128).
 void plan_first_pass_team(ReductionLayout& l, int bytes, int max_cluster, const Tuning& tune) {
   if (tune.row_team == 0) {
-    plan_team(l, bytes, tune.row_vectors, 0, max_cluster, tune);
+    plan_team(l, bytes, tune.row_vectors, tune.row_min_threads, max_cluster, tune);
     return;
   }
   const int64_t vectors = (l.reduced() + l.vec - 1) / l.vec;
@@ -159,11 +159,11 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
   if (read_once(needs)) {
     // Read once (logsumexp with its online sum, plain row sums): nothing to keep, so each thread
     // can have more loads in flight.
-    plan_team(l, 0, tune.row_single_pass_vectors, 0, 1, tune);
+    plan_team(l, 0, tune.row_single_pass_vectors, tune.row_min_threads, 1, tune);
     return;
   }
   ReductionLayout values = l;
-  plan_team(values, needs.values_bytes, tune.row_vectors, 0, 1, tune);
+  plan_team(values, needs.values_bytes, tune.row_vectors, tune.row_min_threads, 1, tune);
   values.cache_inputs = false;
   values.cache_first_pass = false;
   RowCachePolicy policy = tune.row_cache;
@@ -178,7 +178,7 @@ void choose_row_schedule(ReductionLayout& l, const RowCacheNeeds& needs, int max
     return;
   }
   if (policy == RowCachePolicy::FirstPass) plan_first_pass_team(l, bytes, max_cluster, tune);
-  else plan_team(l, bytes, tune.row_vectors, 0, 1, tune);
+  else plan_team(l, bytes, tune.row_vectors, tune.row_min_threads, 1, tune);
   l.cache_inputs = l.cached && policy == RowCachePolicy::Inputs;
   l.cache_first_pass = l.cached && policy == RowCachePolicy::FirstPass;
 }
@@ -370,6 +370,12 @@ void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, co
     l.block = block;
     l.chunks_per_thread = cpt;
   }
+}
+
+// Cached teams of a warp or less share blocks of tuning().row_team_block threads (planned at 256).
+void share_team_blocks(ReductionLayout& l, const Tuning& tune) {
+  if (!l.cached || l.cluster != 1 || l.stages > 0 || l.threads_per_row > 32) return;
+  l.block = std::max(l.threads_per_row, tune.row_team_block);
 }
 
 // Ringed rows (ReductionLayout::ring_chunk): looped rows whose inputs read again fit shared
@@ -574,6 +580,9 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // grid (launch_row).
     l.prefetch = l.stages == 0 && !few && choose_row_prefetch(l, needs, tune);
     l.rounds = l.stages == 0 && !few ? choose_row_rounds(l, needs, tune) : 1;
+    // (After the rounds and the prefetch, which count a team of a warp in a block of its own as a
+    // block-wide one.)
+    share_team_blocks(l, tune);
     l.early_registers = l.cached ? (tune.row_early_loads < 0 ? kAutoEarlyRegisters : tune.row_early_loads) : 0;
     l.early_narrow_inputs = tune.row_early_loads < 0 ? kAutoEarlyNarrowInputs : -1;
     l.shared_rounds = tune.row_shared_rounds != 0 && l.threads_per_row > 32 && l.cluster == 1;

@@ -37,6 +37,13 @@ int parse_tile(const std::string& origin, const std::string& value) {
   return t;
 }
 
+int parse_team_block(const std::string& origin, const std::string& value) {
+  const int b = int_knob(origin, "row_team_block", value, 32, 256);
+  TORCHFUSE_CHECK(b == 32 || b == 64 || b == 128 || b == 256, "torchfuse: ", origin, ": row_team_block=", value,
+                  " is not one of 32, 64, 128, 256");
+  return b;
+}
+
 }  // namespace
 
 Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::string& origin) {
@@ -57,6 +64,8 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "pointwise_tile") t.pointwise_tile = parse_tile(origin, value);
     else if (name == "row_cache") t.row_cache = parse_policy(origin, value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
+    else if (name == "row_team_block") t.row_team_block = parse_team_block(origin, value);
+    else if (name == "row_min_threads") t.row_min_threads = parse_int(name, value, 1, 32);
     else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
     else if (name == "row_cache_registers") t.row_cache_registers = parse_int(name, value, 0, 128);

@@ -32,6 +32,13 @@ struct Tuning {
   RowCachePolicy row_cache = RowCachePolicy::Auto;
   int row_vectors = 4;       // vectors per thread a cached row schedule aims for
   int row_single_pass_vectors = 16;  // the same for rows read once (nothing kept across passes)
+  // Cached rows aim for at least this many threads a row, as far as the row has vectors (rows
+  // whose team aims for tuning().row_team aside): a short row's vectors spread over more threads
+  // (see plan_team in reduction_layout.cpp).
+  int row_min_threads = 4;
+  // Cached rows whose teams are a warp or less: threads per block, the teams sharing it (a power
+  // of two from 32 to 256; see plan_reduction_layout).
+  int row_team_block = 256;
   // Rows too long for one block's registers: at most this many blocks of a thread-block cluster
   // share one row, each keeping its slice and exchanging partial reductions through distributed
   // shared memory (1: none; such rows loop over global memory instead).

@@ -520,6 +520,34 @@ TEST(GpuReductions, ExactRowsMatchEager) {
   }
 }
 
+// Short rows over 1 to 32 threads each (tuning().row_min_threads), teams sharing blocks of 32 to
+// 256 threads (tuning().row_team_block), with row counts that leave a block's last teams past the
+// end; lengths of whole and partial vectors.
+TEST(GpuReductions, ShortRowTeamsMatchEager) {
+  REQUIRE_GPU();
+  const auto add_ln = add_layer_norm_with_sum();
+  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
+  const auto sum = module_returning("x", "x.sum(-1) * 0.5");
+  for (const char* spec : {"", "row_min_threads=1", "row_min_threads=8", "row_team_block=32", "row_team_block=64,row_min_threads=2",
+                           "row_team_block=128,row_fill=0"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
+      for (int64_t rows : {int64_t{1}, int64_t{37}, int64_t{1001}}) {
+        for (int64_t c : {int64_t{8}, int64_t{32}, int64_t{40}, int64_t{64}, int64_t{100}, int64_t{128}}) {
+          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
+          const auto ln_in = [&] {
+            return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+          };
+          expect_matches_eager(add_ln, ln_in, "add + layer norm " + shape, 1);
+          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "softmax " + shape, 1);
+          expect_matches_eager(sum, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "sum " + shape, 1);
+        }
+      }
+    }
+  }
+}
+
 // Looped rows loading 1-4 vectors ahead per step, on rows that end in a partial step, with one
 // and two inputs; f32 rows loop without clusters.
 TEST(GpuReductions, LoopedRowsLoadingAheadMatchEager) {

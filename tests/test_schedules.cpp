@@ -1251,3 +1251,51 @@ TEST(ExactRows, KnobParses) {
   EXPECT_EQ(cg::parse_tuning("row_exact=0").row_exact, 0);
   EXPECT_THROW(cg::parse_tuning("row_exact=2"), torchfuse::Error);
 }
+
+namespace {
+std::string team_of(const std::string& src) {
+  const auto at = src.find("mode: ");
+  return at == std::string::npos ? "" : src.substr(at + 6, src.find(';', at) - at - 6);
+}
+}  // namespace
+
+// Short rows spread over at least tuning().row_min_threads threads (as far as they have vectors),
+// in blocks of tuning().row_team_block.
+TEST(ShortRowTeams, AtLeastFourThreadsARow) {
+  torchfuse::runtime::ScopedTuning many(with(""));
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-5)");
+  const auto sum = module_returning("x", "x.sum(-1)");
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 64}), b16({64}), b16({64})})),
+            "4 threads per row, block 256, vector width 8, 2 vectors per thread (inputs kept as loaded, values recomputed)");
+  EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 32}), b16({32}), b16({32})})),
+            "4 threads per row, block 256, vector width 8, 1 vectors per thread (inputs kept as loaded, values recomputed)");
+  // Rows of 2 vectors take 2 threads; rows read once too; rows of 1024 keep their warp.
+  EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 16}), b16({16}), b16({16})})).substr(0, 18), "2 threads per row,");
+  EXPECT_EQ(team_of(kernel_source(sum, {torch::randn({4096, 64})})), "4 threads per row, block 256, vector width 4, 4 vectors per thread");
+  EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 1024}), b16({1024}), b16({1024})})).substr(0, 19), "32 threads per row,");
+  {
+    torchfuse::runtime::ScopedTuning old(with("row_min_threads=1"));
+    EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 64}), b16({64}), b16({64})})).substr(0, 38),
+              "2 threads per row, block 256, vector w");
+    EXPECT_EQ(team_of(kernel_source(sum, {torch::randn({4096, 64})})), "2 threads per row, block 256, vector width 4, 8 vectors per thread");
+  }
+  torchfuse::runtime::ScopedTuning blocks(with("row_team_block=64"));
+  const std::string src = compiled(ln, {b16({4096, 64}), b16({64}), b16({64})});
+  EXPECT_EQ(team_of(src).substr(0, 28), "4 threads per row, block 64,") << src;
+  EXPECT_NE(src.find("__launch_bounds__(64)"), std::string::npos) << src;
+  EXPECT_NE(src.find("(tf_index)blockIdx.x * 16;"), std::string::npos) << src;
+  // Block-wide teams keep their own block.
+  EXPECT_EQ(team_of(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {b16({4096, 1024})})).substr(0, 29),
+            "64 threads per row, block 64,");
+}
+
+TEST(ShortRowTeams, KnobsParse) {
+  EXPECT_EQ(cg::parse_tuning("").row_min_threads, 4);
+  EXPECT_EQ(cg::parse_tuning("").row_team_block, 256);
+  EXPECT_EQ(cg::parse_tuning("row_min_threads=8").row_min_threads, 8);
+  EXPECT_EQ(cg::parse_tuning("row_team_block=32").row_team_block, 32);
+  EXPECT_THROW(cg::parse_tuning("row_min_threads=0"), torchfuse::Error);
+  EXPECT_THROW(cg::parse_tuning("row_team_block=48"), torchfuse::Error);
+  EXPECT_THROW(cg::parse_tuning("row_team_block=512"), torchfuse::Error);
+}

@@ -21,7 +21,7 @@ namespace cg = torchfuse::codegen;
 const char* const kKnobs[] = {
     "",  // the defaults
     "pointwise_unroll=2", "pointwise_unroll=4", "pointwise_waves=2", "pointwise_tile=0", "pointwise_tile=16", "pointwise_tile=64", "row_cache=values", "row_cache=inputs",
-    "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_cluster=1",
+    "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_min_threads=1", "row_team_block=64", "row_cluster=1",
     "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2", "row_fill=0",
     "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4", "column_cache=0", "column_cache=16",
     "column_blocks=1", "column_blocks=4", "column_pass_blocks=0", "column_pass_blocks=1", "column_pass_unroll=3", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
@@ -50,6 +50,10 @@ std::vector<Case> cases() {
     c.push_back({"def forward(self, s, m):\n    return torch.softmax(s * 0.125 + m, dim=-1)\n",
                  {r({2, 4, 64, 1024}, t), r({1, 1, 64, 1024}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.tanh(x).sum(0)\n", {r({4096, 256}, t)}});
+    // Short rows (row_min_threads, row_team_block).
+    c.push_back({"def forward(self, x, w, b):\n    return torch.layer_norm(x, [64], w, b, 1e-5)\n",
+                 {r({4096, 64}, t), r({64}, t), r({64}, t)}});
+    c.push_back({"def forward(self, x):\n    return x.sum(-1)\n", {r({4096, 64}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.softmax(x, dim=1)\n", {r({4, 300, 64}, t)}});
     // Column passes split over blocks (choose_column_pass_split): looped, and cached rows of a split.
     c.push_back({"def forward(self, x):\n    return torch.softmax(x, dim=0)\n", {r({4096, 2048}, t)}});
