@@ -528,13 +528,12 @@ TEST(GpuReductions, ShortRowTeamsMatchEager) {
   const auto add_ln = add_layer_norm_with_sum();
   const auto softmax = module_returning("x", "torch.softmax(x, -1)");
   const auto sum = module_returning("x", "x.sum(-1) * 0.5");
-  for (const char* spec : {"", "row_min_threads=1", "row_min_threads=8", "row_team_block=32", "row_team_block=64,row_min_threads=2",
-                           "row_team_block=128,row_fill=0"}) {
+  for (const char* spec : {"", "row_min_threads=1", "row_team_block=32,row_min_threads=8", "row_team_block=64,row_fill=0"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
-      for (int64_t rows : {int64_t{1}, int64_t{37}, int64_t{1001}}) {
-        for (int64_t c : {int64_t{8}, int64_t{32}, int64_t{40}, int64_t{64}, int64_t{100}, int64_t{128}}) {
+      for (int64_t rows : {int64_t{37}, int64_t{1001}}) {
+        for (int64_t c : {int64_t{8}, int64_t{40}, int64_t{64}, int64_t{128}}) {
           const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
           const auto ln_in = [&] {
             return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
