@@ -57,6 +57,19 @@ torch::jit::Module add_layer_norm_with_sum() {
       "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [h.size(-1)], w, b, 1e-5), h\n");
 }
 
+// `add_ln` (add_layer_norm_with_sum), then each one-input row op of `ops` (name, module) over
+// rows x c of `dtype`, against eager.
+void expect_rows_match_eager(const torch::jit::Module& add_ln, const std::vector<std::pair<std::string, torch::jit::Module>>& ops,
+                             int64_t rows, int64_t c, c10::ScalarType dtype, const std::string& tag) {
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
+  expect_matches_eager(add_ln, [&] {
+    return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+  }, "add + layer norm " + shape, 1);
+  for (const auto& [name, m] : ops) {
+    expect_matches_eager(m, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, name + " " + shape, 1);
+  }
+}
+
 TEST(GpuReductions, EveryOpOverEveryKindOfDims) {
   REQUIRE_GPU();
   const char* exprs[] = {
@@ -493,21 +506,15 @@ TEST(GpuReductions, SharedRoundsAndEarlyLoadsMatchEager) {
 TEST(GpuReductions, ExactRowsMatchEager) {
   REQUIRE_GPU();
   const auto add_ln = add_layer_norm_with_sum();
-  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
-  const auto mean = module_returning("x", "x.mean(-1) * 2.0");
+  const std::vector<std::pair<std::string, torch::jit::Module>> ops = {
+      {"softmax", module_returning("x", "torch.softmax(x, -1)")}, {"mean", module_returning("x", "x.mean(-1) * 2.0")}};
   for (const char* spec : {"", "row_exact=0", "row_fill=0"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
       for (int64_t rows : {int64_t{1}, int64_t{37}, int64_t{1001}, int64_t{5003}}) {
         for (int64_t c : {int64_t{64}, int64_t{72}, int64_t{256}, int64_t{768}, int64_t{1024}, int64_t{2048}}) {
-          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
-          const auto ln_in = [&] {
-            return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
-          };
-          expect_matches_eager(add_ln, ln_in, "add + layer norm " + shape, 1);
-          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "softmax " + shape, 1);
-          expect_matches_eager(mean, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "mean " + shape, 1);
+          expect_rows_match_eager(add_ln, ops, rows, c, dtype, tag);
         }
       }
       // The shapes above do take the exact form (unless the knob is off).
@@ -526,22 +533,14 @@ TEST(GpuReductions, ExactRowsMatchEager) {
 TEST(GpuReductions, ShortRowTeamsMatchEager) {
   REQUIRE_GPU();
   const auto add_ln = add_layer_norm_with_sum();
-  const auto softmax = module_returning("x", "torch.softmax(x, -1)");
-  const auto sum = module_returning("x", "x.sum(-1) * 0.5");
+  const std::vector<std::pair<std::string, torch::jit::Module>> ops = {
+      {"softmax", module_returning("x", "torch.softmax(x, -1)")}, {"sum", module_returning("x", "x.sum(-1) * 0.5")}};
   for (const char* spec : {"", "row_min_threads=1", "row_team_block=32,row_min_threads=8", "row_team_block=64,row_fill=0"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       const std::string tag = c10::toString(dtype) + std::string(" [") + spec + "]";
       for (int64_t rows : {int64_t{37}, int64_t{1001}}) {
-        for (int64_t c : {int64_t{8}, int64_t{40}, int64_t{64}, int64_t{128}}) {
-          const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + tag;
-          const auto ln_in = [&] {
-            return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
-          };
-          expect_matches_eager(add_ln, ln_in, "add + layer norm " + shape, 1);
-          expect_matches_eager(softmax, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "softmax " + shape, 1);
-          expect_matches_eager(sum, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "sum " + shape, 1);
-        }
+        for (int64_t c : {int64_t{8}, int64_t{40}, int64_t{64}, int64_t{128}}) expect_rows_match_eager(add_ln, ops, rows, c, dtype, tag);
       }
     }
   }
