@@ -1,5 +1,7 @@
 #include "codegen/tuning.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <sstream>
 
 #include "src/error.h"
@@ -29,19 +31,14 @@ RowCachePolicy parse_policy(const std::string& origin, const std::string& value)
   TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": row_cache must be values, inputs, first or auto, got '", value, "'");
 }
 
-// 0, 16, 32 or 64: a tile's side is a divisor of a warp's lanes times whole rows of the block.
-int parse_tile(const std::string& origin, const std::string& value) {
-  const int t = int_knob(origin, "pointwise_tile", value, 0, 64);
-  TORCHFUSE_CHECK(t == 0 || t == 16 || t == 32 || t == 64, "torchfuse: ", origin, ": pointwise_tile=", value,
-                  " is not one of 0, 16, 32, 64");
-  return t;
-}
-
-int parse_team_block(const std::string& origin, const std::string& value) {
-  const int b = int_knob(origin, "row_team_block", value, 32, 256);
-  TORCHFUSE_CHECK(b == 32 || b == 64 || b == 128 || b == 256, "torchfuse: ", origin, ": row_team_block=", value,
-                  " is not one of 32, 64, 128, 256");
-  return b;
+// One of `choices` (ascending): checked against their range first, then against the list.
+int int_choice(const std::string& origin, const std::string& name, const std::string& value,
+               std::initializer_list<int> choices) {
+  const int v = int_knob(origin, name, value, *choices.begin(), *(choices.end() - 1));
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  std::string listed;
+  for (int c : choices) listed += (listed.empty() ? "" : ", ") + std::to_string(c);
+  TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": ", name, "=", value, " is not one of ", listed);
 }
 
 }  // namespace
@@ -61,10 +58,11 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     const std::string value = item.substr(eq + 1);
     if (name == "pointwise_unroll") t.pointwise_unroll = parse_int(name, value, 1, 8);
     else if (name == "pointwise_waves") t.pointwise_waves = parse_int(name, value, 0, 64);
-    else if (name == "pointwise_tile") t.pointwise_tile = parse_tile(origin, value);
+    // (A tile's side divides a warp's lanes times whole rows of the block.)
+    else if (name == "pointwise_tile") t.pointwise_tile = int_choice(origin, name, value, {0, 16, 32, 64});
     else if (name == "row_cache") t.row_cache = parse_policy(origin, value);
     else if (name == "row_vectors") t.row_vectors = parse_int(name, value, 1, 16);
-    else if (name == "row_team_block") t.row_team_block = parse_team_block(origin, value);
+    else if (name == "row_team_block") t.row_team_block = int_choice(origin, name, value, {32, 64, 128, 256});
     else if (name == "row_min_threads") t.row_min_threads = parse_int(name, value, 1, 32);
     else if (name == "row_single_pass_vectors") t.row_single_pass_vectors = parse_int(name, value, 1, 32);
     else if (name == "row_cluster") t.row_cluster = parse_int(name, value, 1, 8);
