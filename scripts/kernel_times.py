@@ -24,16 +24,24 @@ import bench_torch_compile as btc  # noqa: E402
 import categories as cat  # noqa: E402
 
 
-def kernel_us(call, calls=30):
-    """Median over calls of the summed kernel durations of one call, and the kernels per call."""
+def kernel_us(call, calls=30, flush=None, trace=None):
+    """Median over calls of the summed kernel durations of one call, and the kernels per call.
+
+    flush: a buffer filled before each call (the L2 overwritten), its fill kernels not counted;
+    trace: a path to write the profiler's Chrome trace to."""
     for _ in range(5):
         call()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for _ in range(calls):
+        for i in range(calls):
+            if flush is not None:
+                flush.fill_(i & 255)
             call()
         torch.cuda.synchronize()
-    events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if trace:
+        p.export_chrome_trace(trace)
+    events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA
+              and not (flush is not None and "fill" in e.name.lower())]
     per_call = len(events) // calls
     durations = [e.time_range.end - e.time_range.start for e in events]
     sums = [sum(durations[i * per_call:(i + 1) * per_call]) for i in range(calls)]

@@ -13,15 +13,14 @@ each implementation's first kernel (from the profiler's trace) and whether torch
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_torch_compile as btc  # noqa: E402
+import kernel_times  # noqa: E402
 
 
 def layer_norm(x, w, b):
@@ -44,33 +43,19 @@ def row_sum(x):
 OPS = {"ln": (layer_norm, 3), "rms": (rms_norm, 2), "sm": (softmax, 1), "sum": (row_sum, 1)}
 
 
-def kernel_us(call, flush=None, calls=30, launch_info=False):
-    """Median summed kernel time of one call (fills excluded), and the first kernel's launch."""
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for i in range(calls):
-            if flush is not None:
-                flush.fill_(i & 255)
-            call()
-        torch.cuda.synchronize()
-    events = [e for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA
-              and not (flush is not None and "fill" in e.name.lower())]
-    per_call = max(1, len(events) // calls)
-    d = [e.time_range.end - e.time_range.start for e in events]
-    us = statistics.median(sum(d[i * per_call:(i + 1) * per_call]) for i in range(calls))
-    info = ""
-    if launch_info:
-        path = tempfile.mktemp(suffix=".json")
-        p.export_chrome_trace(path)
-        for e in json.load(open(path))["traceEvents"]:
-            if e.get("cat") == "kernel":
-                a = e.get("args", {})
-                info = f"{a.get('grid', ['?'])[0]}x{a.get('block', ['?'])[0]} r{a.get('registers per thread')}"
-                break
-        os.remove(path)
-    return us, info
+def timed(call, flush):
+    """Kernel us per call with the L2 warm and overwritten, and the first kernel's launch shape."""
+    path = tempfile.mktemp(suffix=".json")
+    warm, _ = kernel_times.kernel_us(call, trace=path)
+    cold, _ = kernel_times.kernel_us(call, flush=flush)
+    launch = ""
+    for e in json.load(open(path))["traceEvents"]:
+        if e.get("cat") == "kernel":
+            a = e.get("args", {})
+            launch = f"{a.get('grid', ['?'])[0]}x{a.get('block', ['?'])[0]} r{a.get('registers per thread')}"
+            break
+    os.remove(path)
+    return warm, cold, launch
 
 
 def main():
@@ -97,14 +82,12 @@ def main():
                     inputs += [torch.randn(length, device="cuda", dtype=dtype) for _ in range(n - 1)]
                     torch._dynamo.reset()
                     compiled = torch.compile(btc.fresh_copy(fn))
-                    warm, info = kernel_us(lambda: compiled(*inputs), launch_info=True)
-                    cold, _ = kernel_us(lambda: compiled(*inputs), flush)
+                    warm, cold, info = timed(lambda: compiled(*inputs), flush)
                     line = f"{op:3s} {dtype_name:8s} {rows:7d} x {length:<5d} compile {warm:6.2f} / {cold:6.2f} ({info})"
                     graph = torch.jit.script(btc.fresh_copy(fn)).graph
                     for tune in tunes:
                         tf = tfpy.compile_graph(graph, tune)
-                        warm, info = kernel_us(lambda: tf(*inputs), launch_info=True)
-                        cold, _ = kernel_us(lambda: tf(*inputs), flush)
+                        warm, cold, info = timed(lambda: tf(*inputs), flush)
                         ok = tf.compare_with_eager(*inputs)[0]
                         line += f" | {tune or 'defaults'} {warm:6.2f} / {cold:6.2f} ({info}){'' if ok else ' MISMATCH'}"
                     print(line, flush=True)
