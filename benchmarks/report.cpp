@@ -104,6 +104,8 @@ std::string json_latency(const LatencyResult& l) {
      << ", \"phases\": " << json_phases(l.phases) << ", \"graph_phases\": " << json_phases(l.graph_phases)
      << ", \"side_stream_us\": " << json_number(l.side_stream_us)
      << ", \"side_stream_phases\": " << json_phases(l.side_stream_phases)
+     << ", \"recorded_calls\": " << l.recorded_calls << ", \"unrecorded_us\": " << json_number(l.unrecorded_us)
+     << ", \"unrecorded_phases\": " << json_phases(l.unrecorded_phases)
      << ", \"error\": " << json_string(l.error)
      << "}";
   return os.str();
@@ -214,6 +216,11 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
     os << "\n";
   };
   print_phases("direct", l.phases);
+  if (!std::isnan(l.unrecorded_us)) {
+    os << "  recorded launches: " << l.recorded_calls << " calls; without them (record_launches = false) "
+       << cell(l.unrecorded_us, 1) << " us per call\n";
+  }
+  print_phases("direct without recorded launches", l.unrecorded_phases);
   if (!std::isnan(l.side_stream_us)) os << "  direct on a pool stream: " << cell(l.side_stream_us, 1) << " us per call\n";
   print_phases("direct on a pool stream", l.side_stream_phases);
   print_phases("graphs (static inputs, zero-copy)", l.graph_phases);

@@ -63,6 +63,11 @@ struct LatencyResult {
   // The direct calls again on a stream from the pool (not the legacy default stream).
   double side_stream_us = kNaN;
   Phases side_stream_phases;
+  // Calls that repeated a recorded launch (CompileOptions::record_launches) in the timed module,
+  // and the same module compiled without records: every call plans, looks up and packs.
+  int64_t recorded_calls = 0;
+  double unrecorded_us = kNaN;
+  Phases unrecorded_phases;
   std::string error;
 };
 

@@ -301,6 +301,15 @@ tb::LatencyResult measure_latency() {
     const at::Tensor like = inputs.at(0).toTensor();
     l.alloc_us = median_wall_us([&] { at::empty_like(like); });
     l.phases = phases_of([&] { compiled.forward(inputs); });
+    l.recorded_calls = compiled.stats().recorded_calls;
+    {
+      torchfuse::CompileOptions unrecorded;
+      unrecorded.record_launches = false;
+      torchfuse::CompiledModule planned = torchfuse::compile(module, unrecorded);
+      planned.forward(inputs);
+      l.unrecorded_us = median_wall_us([&] { planned.forward(inputs); });
+      l.unrecorded_phases = phases_of([&] { planned.forward(inputs); });
+    }
     {
       // Launches onto the legacy default stream may cost the driver more than onto another.
       const c10::Stream pool = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(like.device());

@@ -386,6 +386,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
 
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
+  launch.record_launches = options_.record_launches;
   launch.strict = options_.strict;
   launch.profile = options_.profile_kernels;
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
@@ -466,7 +467,8 @@ std::shared_ptr<Specialization> CompiledModuleImpl::build(const std::vector<c10:
 
 std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std::vector<c10::IValue>& inputs,
                                                                        c10::Device device, Unbuilt* unbuilt) {
-  std::vector<TensorGuardKey> keys;
+  // Reused per thread: no allocation on a call of a known signature.
+  thread_local std::vector<TensorGuardKey> keys;
   const bool keyed = tensor_guard_keys(inputs, keys);
   if (keyed) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -482,7 +484,7 @@ std::shared_ptr<Specialization> CompiledModuleImpl::specialization_for(const std
       // (Two threads may both miss the keys above: the second finds them listed here.)
       if (keyed && std::none_of(keyed_specs_.begin(), keyed_specs_.end(),
                                 [&](const auto& entry) { return entry.first == keys; })) {
-        keyed_specs_.emplace_back(std::move(keys), it->second);
+        keyed_specs_.emplace_back(keys, it->second);
       }
       return it->second;
     }
@@ -682,6 +684,7 @@ Stats CompiledModuleImpl::stats() const {
         s.fallback_groups += g.fell_back ? 1 : 0;
         s.fallback_calls += g.fallback_calls;
         s.oom_calls += g.oom_calls;
+        s.recorded_calls += g.recorded_calls;
         s.groups.push_back(std::move(g));
       }
     }

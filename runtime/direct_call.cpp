@@ -90,6 +90,8 @@ c10::IValue DirectCall::run(const std::vector<c10::IValue>& inputs) const {
     if (s.node_output >= 0) return stack.at(s.node_output);
     return s.constant;
   };
+  // The common case, one value returned as is: no list to build.
+  if (returned_.size() == 1 && !returned_[0].tuple) return value_of(returned_[0].elements[0]);
   std::vector<c10::IValue> results;
   results.reserve(returned_.size());
   for (const Returned& r : returned_) {

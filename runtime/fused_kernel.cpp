@@ -117,6 +117,12 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
   group_.kernel_name = profiled_.name;
   trace_ = GroupTrace(group_.kernel_name);
   wrong_answers_ = options_.fail.matches(Fault::Wrong, group_.kernel_name, false);
+  const c10::Device device = group_device(group_);
+  recordable_ = options_.record_launches && device.is_cuda() && !options_.profile && !options_.poison_outputs &&
+                options_.fail.empty() &&
+                std::all_of(group_.inputs.begin(), group_.inputs.end(), [&](const ir::Value* v) {
+                  return v->type.is_tensor() && !ir::is_host_scalar(v->type, device);
+                });
   for (const codegen::OperandShape& s : profiled_operands(group_)) profiled_view_sizes_.push_back(s.sizes);
 }
 
@@ -287,6 +293,7 @@ GroupStats FusedKernel::stats() const {
   s.launches = launches_;
   s.fallback_calls = fallback_calls_;
   s.oom_calls = oom_calls_;
+  s.recorded_calls = recorded_calls_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.fell_back = fell_back_;
@@ -422,6 +429,11 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   HotPathClock::mark(HotPhase::guards);
+  if (recordable_ && run_recorded(stack)) return;
+  // Recorded below when the planned launch can be repeated (taken before the stack is popped).
+  CallGeometry geometry;
+  const bool record = recordable_ && records_.wants_more() && GroupProbe::current() == nullptr &&
+                      geometry.take(stack.data() + stack.size() - n, n) && !records_.find(geometry);
   bool views_fit = true;
   CallInputs call = take_inputs(stack, group_, profiled_view_sizes_, views_fit);
   if (!views_fit) {
@@ -436,7 +448,13 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   HotPathClock::mark(HotPhase::inputs);
   std::vector<at::Tensor> outputs;
   try {
-    outputs = launch_timed(call);
+    if (record) {
+      const LaunchRecorder recorder;
+      outputs = launch_timed(call);
+      records_.add(recorder.finish(geometry, call.values.data(), n, outputs, call.device));
+    } else {
+      outputs = launch_timed(call);
+    }
   } catch (const KernelFailure& failure) {
     fail(failure, "at run time");
     // Nothing was launched for this call (or only a first kernel whose outputs are dropped): the
@@ -452,6 +470,29 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   }
   after_kernel(call, outputs);
   for (auto& t : outputs) stack.emplace_back(std::move(t));
+}
+
+bool FusedKernel::run_recorded(std::vector<c10::IValue>& stack) {
+  // The probe and the debug options watch each call: those calls take the planned path.
+  if (!records_.any() || GroupProbe::current()) return false;
+  const size_t n = group_.inputs.size();
+  const c10::IValue* inputs = stack.data() + stack.size() - n;
+  CallGeometry geometry;
+  if (!geometry.take(inputs, n)) return false;
+  const LaunchRecord* record = records_.find(geometry);
+  if (!record) return false;
+  HotPathClock::mark(HotPhase::recorded);
+  std::vector<at::Tensor> outputs;
+  try {
+    if (!launch_recorded(*record, inputs, outputs)) return false;
+  } catch (const c10::OutOfMemoryError&) {
+    return false;  // the planned path allocates again, and falls back where it must
+  }
+  stack.erase(stack.end() - n, stack.end());
+  for (auto& t : outputs) stack.emplace_back(std::move(t));
+  count_launches(1);
+  ++recorded_calls_;
+  return true;
 }
 
 void FusedKernel::after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const {

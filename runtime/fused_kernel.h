@@ -36,6 +36,7 @@
 #include "runtime/group_trace.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_timer.h"
+#include "runtime/launch_record.h"
 #include "runtime/plan_memo.h"
 #include "torchfuse/torchfuse.h"
 
@@ -79,6 +80,7 @@ struct LaunchOptions {
   bool poison_outputs = false;
   bool strict = false;   // a kernel failure is an Error, not a fallback
   bool profile = false;  // time every call with CUDA events
+  bool record_launches = true;  // CompileOptions::record_launches
   FailureInjection fail;
   codegen::Tuning tuning;  // the module's knobs (resolve_tuning), for planning and launching
 };
@@ -164,6 +166,9 @@ class FusedKernel {
   void check_output_shapes(const std::vector<int64_t>& domain) const;
   // run(), inside the group's profiler record and NVTX range.
   void run_call(std::vector<c10::IValue>& stack);
+  // The call as a recorded launch of its inputs' geometry (launch_record.h): false, with the
+  // stack untouched, where there is none or it cannot run (the planned path takes the call).
+  bool run_recorded(std::vector<c10::IValue>& stack);
   // What watches a fused call's outputs: debug_fail_kernels "wrong:" and the GroupProbe.
   void after_kernel(const CallInputs& call, const std::vector<at::Tensor>& outputs) const;
   // launch_group, between timing events when profiling.
@@ -193,6 +198,11 @@ class FusedKernel {
   // keep their size-1 dims (call_view_operand).
   std::vector<std::vector<int64_t>> profiled_view_sizes_;
   bool wrong_answers_ = false;         // debug_fail_kernels "wrong:" names the group
+  // Calls may be recorded and repeated: every input a GPU tensor, and nothing that watches or
+  // changes a call (profiling, poisoned outputs, injected failures).
+  bool recordable_ = false;
+  LaunchRecords records_;
+  std::atomic<int64_t> recorded_calls_{0};
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.

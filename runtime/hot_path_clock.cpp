@@ -13,6 +13,7 @@ const char* hot_phase_name(HotPhase p) {
     case HotPhase::between: return "between nodes";
     case HotPhase::fallback: return "fallback";
     case HotPhase::guards: return "guards";
+    case HotPhase::recorded: return "recorded launch";
     case HotPhase::inputs: return "inputs";
     case HotPhase::plan: return "plan";
     case HotPhase::allocate: return "allocate";

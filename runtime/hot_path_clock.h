@@ -21,6 +21,7 @@ enum class HotPhase : int {
   between,      // up to a fusion node's call: the interpreter and the ATen ops since the last node
   fallback,     // a fusion node's fallback graph (its ATen ops), where the node does not run fused
   guards,       // the fusion node's inputs against the types it was compiled for
+  recorded,     // a recorded launch (launch_record.h): the inputs' geometry, its record found
   inputs,       // operand shapes read through the group's views, the call's domain
   plan,         // the layout for this shape (memoized) and whether the pointers fit its vectors
   allocate,     // the outputs, from the caching allocator

@@ -16,6 +16,7 @@
 #include "runtime/driver_api.h"
 #include "runtime/failure_injection.h"
 #include "runtime/hot_path_clock.h"
+#include "runtime/launch_record.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -135,7 +136,14 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
                                                              static_cast<unsigned>(shared_bytes), stream, args,
                                                              nullptr);
   HotPathClock::mark(HotPhase::launch);
-  if (r == CUDA_SUCCESS) return;
+  if (r == CUDA_SUCCESS) {
+    if (LaunchRecorder* recorder = LaunchRecorder::current()) {
+      recorder->launched(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y), static_cast<unsigned>(block),
+                         static_cast<unsigned>(shared_bytes), static_cast<const int64_t*>(params.data()), params.size(),
+                         params.pointer_words().data(), params.pointer_words().size());
+    }
+    return;
+  }
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.
   const char* what = injected ? "cuLaunchKernel (injected by debug_fail_kernels)" : "cuLaunchKernel";
@@ -199,6 +207,7 @@ void launch_clustered(const codegen::GeneratedKernel& kernel, const c10::Device&
   config.hStream = current_stream(device);
   config.attrs = &attr;
   config.numAttrs = 1;
+  if (LaunchRecorder* recorder = LaunchRecorder::current()) recorder->refuse();
   const bool injected = has_injected_fault(kernel, Fault::Launch);
   const CUresult r = injected ? kInjectedLaunchError : api->cuLaunchKernelEx(&config, fn, args, nullptr);
   if (r == CUDA_SUCCESS) return;
@@ -218,6 +227,7 @@ void launch_cooperative(const codegen::GeneratedKernel& kernel, const c10::Devic
   CUfunction fn = load_function(kernel, kernel.name, device.index(), counters);
   void* args[] = {params.data()};
   make_context_current(device.index());
+  if (LaunchRecorder* recorder = LaunchRecorder::current()) recorder->refuse();
   const bool injected = has_injected_fault(kernel, Fault::Launch);
   const CUresult r = injected ? kInjectedLaunchError
                               : api->cuLaunchCooperativeKernel(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y),

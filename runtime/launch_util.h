@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 
 #include "codegen/kernel.h"
 #include "codegen/layout.h"
@@ -29,7 +30,10 @@ class ParamPacker {
     std::memcpy(&w, &v, sizeof w);
     words_.push_back(w);
   }
-  void ptr(const void* p) { words_.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(p))); }
+  void ptr(const void* p) {
+    pointer_words_.push_back(static_cast<int>(words_.size()));
+    words_.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(p)));
+  }
   // A stride or size array of the kernel's declared length (at least 1; empty packs a 0 or 1).
   void array(const std::vector<int64_t>& v, int64_t fill) {
     if (v.empty()) i64(fill);
@@ -37,9 +41,13 @@ class ParamPacker {
   }
   void scalar(const c10::IValue& v);
   void* data() { return words_.data(); }
+  size_t size() const { return words_.size(); }
+  // The words ptr() wrote (a recorded launch patches them: runtime/launch_record.h).
+  const c10::SmallVector<int, 16>& pointer_words() const { return pointer_words_; }
 
  private:
   std::vector<int64_t> words_;
+  c10::SmallVector<int, 16> pointer_words_;
 };
 
 bool aligned(const void* p, size_t bytes);

@@ -49,6 +49,10 @@ struct CompileOptions {
   // Fill every fused output with a poison value before its kernel runs (tests use it to
   // prove that every element is written).
   bool debug_poison_outputs = false;
+  // Repeat a fusion group's launch for inputs of a geometry it has launched for before (sizes,
+  // strides, pointer alignment), patching only the pointers: the launch-bound call's shortcut
+  // (docs/architecture.md, "Recorded launches"). Off: every call plans, looks up and packs.
+  bool record_launches = true;
   // Architecture NVRTC targets when no GPU is present (explain() and offline checks), e.g. "sm_90".
   std::string offline_arch = "sm_90";
   // Every op torchfuse can fuse must run fused. A specialization that leaves an elementwise op or
@@ -189,6 +193,7 @@ struct GroupStats {
   std::string description;    // its ops: "add -> gelu -> mul"
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
   int64_t launches = 0;       // kernels launched: one per fused call (split reductions combine their partials in it)
+  int64_t recorded_calls = 0; // ... of the fused calls, those that repeated a recorded launch (record_launches)
   // Its kernel failed to compile, load or launch: it runs its TorchScript ops through ATen for good.
   bool fell_back = false;
   std::string fallback_reason;  // the failure, when fell_back
@@ -215,6 +220,7 @@ struct Stats {
   int64_t kernel_memory_hits = 0;   // ... in the process's memory
   int64_t kernel_disk_hits = 0;     // ... on disk ($TORCHFUSE_CACHE_DIR)
   int64_t kernel_launches = 0;      // fused kernels launched
+  int64_t recorded_calls = 0;       // group calls that repeated a recorded launch (every group's recorded_calls)
   int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
   int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen

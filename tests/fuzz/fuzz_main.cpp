@@ -187,6 +187,7 @@ class Checker {
       const std::string what = e.what();
       return {Outcome::Fail, what.find("internal error") != std::string::npos ? "internal error" : "error", what};
     }
+    if (std::string why = recorded_differs(m, p, c, cuda); !why.empty()) return {Outcome::Fail, "recorded launch", why, o.schedules};
     const auto s = c.stats();
     if (s.fallback_groups > 0) {
       std::string why;
@@ -196,6 +197,31 @@ class Checker {
     }
     if (s.fused_calls == 0) return {Outcome::Fail, "ran eager", "no call ran fused", o.schedules};
     return o;
+  }
+
+  // The program compiled again without poisoned outputs (poisoned calls never repeat a recorded
+  // launch: runtime/launch_record.h), warmed up so that its launches are recorded, then called on
+  // a fresh draw beside the poisoned module's planned launch: the same kernels on the same inputs,
+  // so every output must be bitwise the same. "" when they are (or nothing was recorded).
+  std::string recorded_differs(const torch::jit::Module& m, const tffuzz::Program& p, torchfuse::CompiledModule& planned,
+                               const c10::Device& cuda) const {
+    auto r = torchfuse::compile(m, torchfuse::CompileOptions{});
+    for (int i = 0; i < 2; ++i) r.forward(p.make_inputs(cuda, p.dtype));
+    const auto in = p.make_inputs(cuda, p.dtype);
+    const int64_t before = r.stats().recorded_calls;
+    const auto got = flat_tensors(r.forward(in));
+    if (r.stats().recorded_calls == before) return "";
+    const auto want = flat_tensors(planned.forward(in));
+    if (got.size() != want.size()) return "recorded call returned " + std::to_string(got.size()) + " tensors, planned " + std::to_string(want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!got[i].defined() || !want[i].defined()) continue;
+      const bool same = got[i].sizes() == want[i].sizes() && got[i].scalar_type() == want[i].scalar_type() &&
+                        (got[i].is_floating_point()
+                             ? ((got[i] == want[i]) | (got[i].isnan() & want[i].isnan())).all().item<bool>()
+                             : torch::equal(got[i], want[i]));
+      if (!same) return "output " + std::to_string(i) + " of the recorded launch differs from the planned launch's";
+    }
+    return "";
   }
 
   // True when every failing output failed only the size of its error (the RMSE rule or the outlier
