@@ -272,6 +272,20 @@ bool FusedKernel::fall_back_for_this_call(const std::string& error) {
   return true;
 }
 
+// An input holding no elements has no data pointer (LibTorch 2.x gives nullptr), and a kernel
+// whose loads the compiler hoisted above their bounds checks reads it anyway: a reduction over
+// an empty dim (a row of length 0) faulted at address 0 (fuzz seed 83, program 698). Such a call
+// runs the group's ATen ops, which compute eager's result (or raise eager's error) at no cost
+// worth a kernel; without a fallback (strict, or none) it takes the kernel as before.
+bool FusedKernel::empty_input_falls_back(const std::vector<c10::IValue>& stack) {
+  if (options_.strict || fallback_code_ == nullptr) return false;
+  const size_t n = group_.inputs.size();
+  for (size_t k = stack.size() - n; k < stack.size(); ++k) {
+    if (stack[k].isTensor() && stack[k].toTensor().numel() == 0) return true;
+  }
+  return false;
+}
+
 void FusedKernel::run_fallback(std::vector<c10::IValue>& stack) {
   ++fallback_calls_;
   const size_t n = group_.inputs.size();
@@ -428,6 +442,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     check_can_fall_back("its input " + std::to_string(k) + " (%" + std::to_string(group_.inputs[k]->id) + ") " + why);
     return run_fallback(stack);
   }
+  if (empty_input_falls_back(stack)) return run_fallback(stack);
   HotPathClock::mark(HotPhase::guards);
   if (recordable_ && run_recorded(stack)) return;
   // Recorded below when the planned launch can be repeated (taken before the stack is popped).

@@ -252,6 +252,21 @@ inline std::vector<RegressionCase> regression_cases() {
       {"fuzz_s7_550_f16_three_tiled_chunks", f16, {{{512, 2340}, L::Transposed}},
        "    t4_0, t4_1, t4_2 = x0.chunk(3, 1)\n"
        "    return torch.relu(t4_0) * t4_1 + t4_2\n"},
+      // A row of odd length (65537: one element a vector) writing a bool (t0 > 0.1) with an
+      // eviction hint: tf_store_once took 2- to 16-byte values only and NVRTC rejected the
+      // kernel (fuzz seed 83, program 466); the group ran through ATen.
+      {"fuzz_s83_466_bf16_long_row_bool_store", bf16, {{{2, 3, 65537}}},
+       "    t0 = torch.layer_norm(x0, [65537])\n"
+       "    t2 = t0.amax(1, keepdim=True)\n"
+       "    t3 = torch.fmod(t2 * t0, 0.75)\n"
+       "    return torch.where(t0 > 0.1, t0, t3)\n"},
+      // A logsumexp over an empty dim: the input has no data pointer (nullptr), and the row
+      // kernel's load, hoisted above its bounds check by the compiler, read address 0 (fuzz seed
+      // 83, program 698, GPU). Calls with an empty input run the group's ATen ops.
+      {"fuzz_s83_698_bf16_logsumexp_of_empty", bf16, {{{0}, L::Sliced}},
+       "    t0 = torch.logsumexp(x0, 0, keepdim=True)\n"
+       "    t3 = torch.full_like(t0, 0.5) * t0\n"
+       "    return torch.log1p(torch.abs(t3))\n"},
   };
 }
 

@@ -88,13 +88,15 @@ __device__ __forceinline__ void tf_bulk_load_keep(void* dst, const void* src, un
 // for what a kernel streams (codegen/cache_hints.h): tf_load_once and tf_store_once for elements
 // touched for the last time (evicted before other lines), tf_load_keep for rows a later pass
 // reads again (evicted after them), tf_load_shared for inputs several rows read (evicted after
-// them, and kept in L1). V is a 2-, 4-, 8- or 16-byte value. Loads take the read-only path:
-// only inputs, which no kernel writes, go through them.
-template <typename V> union tf_words { V v; unsigned short h; unsigned w[4]; };
+// them, and kept in L1). V is a 1-, 2-, 4-, 8- or 16-byte value (1: a bool or 8-bit element
+// alone, rows of odd length). Loads take the read-only path: only inputs, which no kernel
+// writes, go through them.
+template <typename V> union tf_words { V v; unsigned char b; unsigned short h; unsigned w[4]; };
 // NAME<Last>(p): a load through the read-only path with L1 qualifier L1Q and the L2 policy.
 #define TF_DEFINE_HINTED_LOAD(NAME, L1Q)                                                                  \
   template <bool Last, typename V> __device__ __forceinline__ V NAME(const V* p) {                        \
-    static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, #NAME ": size"); \
+    static_assert(sizeof(V) == 1 || sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, \
+                  #NAME ": size");                                                                        \
     const unsigned long long policy = tf_l2_policy<Last>();                                                \
     tf_words<V> u;                                                                                         \
     if constexpr (sizeof(V) == 16) {                                                                       \
@@ -105,8 +107,12 @@ template <typename V> union tf_words { V v; unsigned short h; unsigned w[4]; };
           : "=r"(u.w[0]), "=r"(u.w[1]) : "l"(p), "l"(policy));                                             \
     } else if constexpr (sizeof(V) == 4) {                                                                 \
       asm("ld.global.nc." L1Q ".L2::cache_hint.u32 %0, [%1], %2;" : "=r"(u.w[0]) : "l"(p), "l"(policy));   \
-    } else {                                                                                               \
+    } else if constexpr (sizeof(V) == 2) {                                                                 \
       asm("ld.global.nc." L1Q ".L2::cache_hint.u16 %0, [%1], %2;" : "=h"(u.h) : "l"(p), "l"(policy));      \
+    } else {                                                                                               \
+      unsigned short byte;                                                                                 \
+      asm("ld.global.nc." L1Q ".L2::cache_hint.u8 %0, [%1], %2;" : "=h"(byte) : "l"(p), "l"(policy));      \
+      u.b = static_cast<unsigned char>(byte);                                                              \
     }                                                                                                      \
     return u.v;                                                                                            \
   }
@@ -124,7 +130,8 @@ template <typename V> __device__ __forceinline__ V tf_load_once(const V* p) { re
 template <typename V> __device__ __forceinline__ V tf_load_keep(const V* p) { return tf_load_hinted<true>(p); }
 template <typename V> __device__ __forceinline__ V tf_load_shared(const V* p) { return tf_load_hinted_l1<true>(p); }
 template <typename V> __device__ __forceinline__ void tf_store_once(V* p, const V& v) {
-  static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16, "tf_store_once: size");
+  static_assert(sizeof(V) == 1 || sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16,
+                "tf_store_once: size");
 #if __CUDA_ARCH__ >= 800
   const unsigned long long policy = tf_l2_policy<false>();
   tf_words<V> u;
@@ -137,8 +144,11 @@ template <typename V> __device__ __forceinline__ void tf_store_once(V* p, const 
                  : : "l"(p), "r"(u.w[0]), "r"(u.w[1]), "l"(policy) : "memory");
   } else if constexpr (sizeof(V) == 4) {
     asm volatile("st.global.L1::no_allocate.L2::cache_hint.u32 [%0], %1, %2;" : : "l"(p), "r"(u.w[0]), "l"(policy) : "memory");
-  } else {
+  } else if constexpr (sizeof(V) == 2) {
     asm volatile("st.global.L1::no_allocate.L2::cache_hint.u16 [%0], %1, %2;" : : "l"(p), "h"(u.h), "l"(policy) : "memory");
+  } else {
+    const unsigned short byte = u.b;
+    asm volatile("st.global.L1::no_allocate.L2::cache_hint.u8 [%0], %1, %2;" : : "l"(p), "h"(byte), "l"(policy) : "memory");
   }
 #else
   *p = v;
