@@ -70,9 +70,11 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                   ", the query on ", q.device());
 }
 
-#if !TORCHFUSE_HAVE_SDPA
-// The math, for LibTorch without scaled_dot_product_attention. Softmax runs in float for 16-bit
-// inputs (as the fused kernels do), then rounds to the inputs' dtype before the second matmul.
+// The math, for LibTorch without scaled_dot_product_attention and for causal calls that ATen
+// would run through its own math. Softmax runs in float for 16-bit inputs (as the fused kernels
+// do), then rounds to the inputs' dtype before the second matmul. The causal mask and a boolean
+// mask replace the scores they leave out (eager's masked_fill), so a NaN or inf score there
+// leaves the row alone.
 at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat).mul(scale);
@@ -88,6 +90,20 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
   }
   at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
   return at::matmul(probs, v);
+}
+
+#if TORCHFUSE_HAVE_SDPA
+// Would ATen run this call through its math (sdp::SDPBackend::math, 0)? Its math adds the causal
+// mask (-inf) to the scores, so that a NaN or inf score at a masked position (a key holding one)
+// makes the whole row NaN, where eager's masked_fill and ATen's fused kernels leave it out.
+bool aten_runs_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                    double scale, bool is_causal) {
+  constexpr int64_t kMath = 0;
+#if TORCHFUSE_HAVE_SDPA_GQA
+  return at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale, /*enable_gqa=*/false) == kMath;
+#else
+  return at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale) == kMath;
+#endif
 }
 #endif
 
@@ -203,6 +219,11 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 #endif
   const at::Tensor key = repeat_heads(k, groups), value = repeat_heads(v, groups);
 #if TORCHFUSE_HAVE_SDPA
+  // (A graph's own scaled_dot_product_attention call with is_causal, taken over as given, runs
+  // this math too: it differs from ATen's only where a masked score is NaN or inf.)
+  if (is_causal && aten_runs_math(q, key, value, mask, scale, is_causal)) {
+    return attention_math(q, key, value, mask, scale, is_causal);
+  }
   if (timed) return timed_attention(q, key, value, mask, scale, is_causal, /*enable_gqa=*/false);
   return at::scaled_dot_product_attention(q, key, value, mask, 0.0, is_causal, scale);
 #else

@@ -2,6 +2,7 @@
 // float64 reference) in fp32, fp16 and bf16, with additive and boolean masks, fully masked rows,
 // odd sizes, and the compiled module's CUDA graphs; calls timing ATen's pick against flash
 // attention (attention_autotune), also a shape first seen while a CUDA graph captures.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <iostream>
@@ -145,6 +146,50 @@ TEST(AttentionGpu, FullyMaskedRowsAreNanAsInEager) {
       const auto report = torchfuse::compare_with_eager(compiled, in);
       EXPECT_TRUE(report.passed()) << where << "\n" << report.to_string();
     }
+  }
+}
+
+// A causal mask built from the sizes and filled with -inf: a key holding a NaN makes its
+// column of scores NaN, which eager's masked_fill leaves out of every earlier query's row. ATen's
+// math (float32 with a head dim its fused kernels refuse, 65) adds its causal mask instead, and
+// its rows came out NaN (fuzz seed 83, program 464): such calls run the math with masked_fill.
+TEST(AttentionGpu, CausalRowsLeaveOutTheNaNKeysTheyMask) {
+  REQUIRE_GPU();
+  torch::manual_seed(3);
+  const char* source = R"(
+def forward(self, q, k, v):
+    causal = torch.ones(q.size(-2), q.size(-2), dtype=11, device=q.device).triu(1)
+    s = (torch.matmul(q, k.transpose(-2, -1)) * 0.125).masked_fill(causal, float('-inf'))
+    return torch.matmul(torch.softmax(s, -1), v)
+)";
+  struct Shape {
+    c10::ScalarType dt;
+    int64_t e;
+    bool math;  // ATen picks its math for it
+  };
+  for (const Shape& sh : {Shape{c10::kFloat, 65, true}, Shape{c10::kFloat, 64, false}, Shape{c10::kBFloat16, 64, false}}) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(sh.dt);
+    const int64_t l = 48;
+    at::Tensor q = torch::randn({2, 3, l, sh.e}, o), k = torch::randn({2, 3, l, sh.e}, o), v = torch::randn({2, 3, l, sh.e}, o);
+    k.index_put_({0, 1, l - 5, 3}, std::numeric_limits<float>::quiet_NaN());
+    const std::string where = dtype_name(sh.dt) + " head dim " + std::to_string(sh.e);
+#if TORCHFUSE_HAVE_SDPA_GQA
+    ASSERT_EQ(at::_fused_sdp_choice(q, k, v, c10::nullopt, 0.0, true, 0.125, false) == 0, sh.math) << where;
+#endif
+    auto m = tftest::module_from(source);
+    torchfuse::CompiledModule compiled = torchfuse::compile(m, tftest::quiet_options(2));
+    const std::vector<c10::IValue> in{q, k, v};
+    const auto rewrites = compiled.explain(in).rewrites;  // the mask's sizes folded, then attention
+    ASSERT_EQ(std::count_if(rewrites.begin(), rewrites.end(), [](const std::string& r) { return r.rfind("attention", 0) == 0; }), 1)
+        << where << "\n" << tftest::joined(rewrites);
+    const at::Tensor eager = m.forward(in).toTensor();
+    const at::Tensor fused = compiled.forward(in).toTensor();
+    // Rows after the NaN key read it: NaN; rows before it are finite.
+    ASSERT_TRUE(eager.isnan().any().item<bool>()) << where;
+    ASSERT_TRUE(eager.index({0, 1, torch::indexing::Slice(0, l - 5)}).isfinite().all().item<bool>()) << where;
+    EXPECT_TRUE(torch::equal(eager.isnan(), fused.isnan())) << where;
+    const auto report = torchfuse::compare_with_eager(compiled, in);
+    EXPECT_TRUE(report.passed()) << where << "\n" << report.to_string();
   }
 }
 
