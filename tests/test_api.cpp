@@ -210,6 +210,16 @@ TEST(Api, ReferenceCheckNaNs) {
   const auto ref_nan = torch::tensor({1.0, std::nan(""), 3.0}, torch::kDouble);
   EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager_nan, eager_nan, ref_nan).passed());
   EXPECT_FALSE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 2.0f, 3.0f}), ref_nan).passed());
+  // Eager's NaN where float64 has an inf (a float32 overflow upstream, then an op that made the
+  // reference's finite value inf): eager failed there, the element is not judged. Elsewhere
+  // the rules hold: a wrong finite element next to it still fails.
+  const double dinf = std::numeric_limits<double>::infinity();
+  const auto ref_inf = torch::tensor({1.0, dinf, 3.0}, torch::kDouble);
+  EXPECT_TRUE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 0.0f, 3.0f}), ref_inf).passed());
+  EXPECT_FALSE(torchfuse::compare_outputs_with_reference(eager_nan, torch::tensor({1.0f, 0.0f, 3.5f}), ref_inf).passed());
+  // An inf in eager and float64 alike still binds compiled.
+  const float finf = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(torchfuse::compare_outputs_with_reference(torch::tensor({1.0f, finf, 3.0f}), torch::tensor({1.0f, 0.0f, 3.0f}), ref_inf).passed());
   // The reference as the output dtype holds it: 7e4 is inf in fp16, so an inf there is right
   // (eager, whose x * x overflowed earlier, returned 0); 6e4 is not.
   const float inf = std::numeric_limits<float>::infinity();

@@ -420,7 +420,8 @@ struct ComparisonReport {
 //      whose RMSE is mostly noise). Where the graph computes in fp16/bf16 anywhere (a cast inside
 //      an fp32 graph), that dtype's tolerance and multiplier judge every output. Compiled must be finite
 //      there; elsewhere it must equal eager or the reference, or be finite where the reference
-//      is (a result without NaN is better than an eager result with one);
+//      is (a result without NaN is better than an eager result with one); where eager has a NaN
+//      the reference has not, eager's float32 arithmetic failed and the element is not judged;
 //   3. an outlier guard, since a few wrong elements hide in a large tensor's RMSE: no element may
 //      be farther from the reference than atol + rtol * |ref| + m * (eager's worst element).
 // A result closer to float64 than eager's passes even where eager rounded luckily on one element;
