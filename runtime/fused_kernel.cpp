@@ -442,9 +442,10 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     check_can_fall_back("its input " + std::to_string(k) + " (%" + std::to_string(group_.inputs[k]->id) + ") " + why);
     return run_fallback(stack);
   }
-  if (empty_input_falls_back(stack)) return run_fallback(stack);
   HotPathClock::mark(HotPhase::guards);
   if (recordable_ && run_recorded(stack)) return;
+  // (After the recorded path: no geometry with an empty input is recorded where this applies.)
+  if (empty_input_falls_back(stack)) return run_fallback(stack);
   // Recorded below when the planned launch can be repeated (taken before the stack is popped).
   CallGeometry geometry;
   const bool record = recordable_ && records_.wants_more() && GroupProbe::current() == nullptr &&
