@@ -90,7 +90,8 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
     l.chunks_per_thread = std::max(1, static_cast<int>((chunks + tpr - 1) / tpr));
   };
   int tpr = std::max(1, next_pow2((chunks + per_thread - 1) / per_thread));
-  tpr = std::max(tpr, std::min(min_threads, next_pow2(chunks)));
+  // A team is a power of two (its shuffles' width): a knob's 3 or 100 rounds up.
+  tpr = std::max(tpr, std::min(next_pow2(min_threads), next_pow2(chunks)));
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
   set_team(tpr);

@@ -121,7 +121,7 @@ class Concatenator {
     const ir::Type* result = tensor_type(n->output());
     if (n->kind() == c10::aten::slice) {
       const std::optional<int64_t> d = constant_dim(n->input(1), r);
-      const std::optional<c10::IValue> step = torch::jit::toIValue(n->input(4));
+      const std::optional<c10::IValue> step = constant_value(n->input(4));
       if (!d || !step || !step->isInt() || !result || result->rank() != r) return std::nullopt;
       out.sizes = result->sizes;
       out.strides[*d] *= step->toInt();
@@ -151,7 +151,7 @@ class Concatenator {
       return out;
     }
     if (n->kind() == c10::aten::permute) {
-      const std::optional<c10::IValue> dims = torch::jit::toIValue(n->input(1));
+      const std::optional<c10::IValue> dims = constant_value(n->input(1));
       if (!dims || !dims->isIntList() || static_cast<int64_t>(dims->toIntVector().size()) != r) return std::nullopt;
       const std::vector<int64_t> p = dims->toIntVector();
       for (int64_t d = 0; d < r; ++d) {

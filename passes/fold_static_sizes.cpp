@@ -19,7 +19,7 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 std::optional<int64_t> constant_int(const Value* v) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  const std::optional<c10::IValue> iv = constant_value(v);
   if (!iv || !iv->isInt()) return std::nullopt;
   return iv->toInt();
 }
@@ -35,7 +35,7 @@ class StaticDims {
     const Node* n = v->node();
     const std::string kind = n->kind().toQualString();
     if (n->kind() == c10::prim::Constant) {
-      const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+      const std::optional<c10::IValue> iv = constant_value(v);
       if (iv && iv->isTensor() && iv->toTensor().defined()) return iv->toTensor().size(d);
       return std::nullopt;
     }
@@ -50,7 +50,7 @@ class StaticDims {
       return size(n->input(0), d == *a ? *b : d == *b ? *a : d, depth + 1);
     }
     if (kind == "aten::permute") {
-      const std::optional<c10::IValue> dims = torch::jit::toIValue(n->input(1));
+      const std::optional<c10::IValue> dims = constant_value(n->input(1));
       if (!dims || !dims->isIntList()) return std::nullopt;
       const std::vector<int64_t> p = dims->toIntVector();
       if (static_cast<int64_t>(p.size()) != r) return std::nullopt;
@@ -95,7 +95,7 @@ class StaticDims {
 
   // Entry d of a view's size list: a constant (not -1), or the size of a dim that is itself static.
   std::optional<int64_t> listed(const Value* list, int64_t d, int depth) const {
-    if (const std::optional<c10::IValue> iv = torch::jit::toIValue(list); iv && iv->isIntList()) {
+    if (const std::optional<c10::IValue> iv = constant_value(list); iv && iv->isIntList()) {
       const std::vector<int64_t> sizes = iv->toIntVector();
       if (d < static_cast<int64_t>(sizes.size()) && sizes[d] >= 0) return sizes[d];
       return std::nullopt;
@@ -119,7 +119,7 @@ bool is_size_arithmetic(const Node* n) {
   if (!kinds.count(n->kind().toQualString()) || n->outputs().size() != 1) return false;
   // Only on numbers and 0-dim tensors made from them (NumToTensor): never on real tensors.
   for (const Value* v : n->inputs()) {
-    const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+    const std::optional<c10::IValue> iv = constant_value(v);
     if (!iv) return false;
     if (iv->isTensor() && iv->toTensor().dim() != 0) return false;
   }
@@ -135,7 +135,7 @@ namespace {
 // for these: LibTorch 2.11 left `aten::Int` of such a constant unfolded where 1.13 folded it.
 std::optional<c10::IValue> number_of_constant_tensor(const Node* n) {
   if (n->inputs().size() != 1) return std::nullopt;
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(n->input(0));
+  const std::optional<c10::IValue> iv = constant_value(n->input(0));
   if (!iv || !iv->isTensor() || iv->toTensor().dim() != 0) return std::nullopt;
   const at::Scalar value = iv->toTensor().item();
   if (n->kind() == c10::aten::Int) return c10::IValue(value.toLong());

@@ -8,6 +8,7 @@
 #include "passes/cache_shape_tensors.h"
 #include "passes/rewrite_attention.h"
 #include "passes/concat_linears.h"
+#include "passes/decompose_norms.h"
 #include "passes/fold_static_sizes.h"
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_plain_gemms.h"
@@ -15,6 +16,7 @@
 #include "passes/sink_casts.h"
 #include "passes/sink_reshapes.h"
 #include "passes/stage_transposed_rows.h"
+#include "src/graph_constants.h"
 
 namespace torchfuse {
 
@@ -38,7 +40,7 @@ std::string node_name(const torch::jit::Node* n) {
 }
 
 std::optional<double> constant_number(const torch::jit::Value* v) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  const std::optional<c10::IValue> iv = constant_value(v);
   if (!iv) return std::nullopt;
   if (iv->isDouble()) return iv->toDouble();
   if (iv->isInt()) return static_cast<double>(iv->toInt());
@@ -94,6 +96,10 @@ struct Rewrite {
 const Rewrite kRewrites[] = {
     // First: the rewrites after it see the sizes it folds as constants.
     {"fold_static_sizes", &RewriteOptions::fold_static_sizes, fold_static_sizes},
+    // Next: the norms' ops are what every later rewrite and the converters read. After the sizes
+    // are folded: a group norm's layer_norm reads its normalized sizes as x.size() entries (a
+    // folded entry would make the list neither constant nor sizes, and the converter decline).
+    {"decompose_norms", &RewriteOptions::decompose_norms, decompose_norms},
     {"rewrite_attention", &RewriteOptions::attention, rewrite_attention},
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
     // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.

@@ -38,6 +38,9 @@ struct RewriteOptions {
   bool sink_casts = true;             // the same
   bool broadcast_indices = true;      // the same
   bool fold_static_sizes = true;      // the same
+  // No CompileOptions switch either: the ops it writes compute what the norm's kernel does, in
+  // float32 (results move within rounding, as another of ATen's kernels would).
+  bool decompose_norms = true;
   // The algorithms each torchfuse::gemm_epilogue call times (CompileOptions::gemm_autotune).
   int gemm_candidates = 1;
   // Whether each torchfuse::attention call times ATen's pick against flash attention

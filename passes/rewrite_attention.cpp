@@ -14,6 +14,7 @@
 
 #include "src/error.h"
 #include "src/ir.h"
+#include "src/graph_constants.h"
 
 namespace torchfuse {
 namespace {
@@ -30,7 +31,7 @@ const c10::Symbol& attention_op() {
 std::string name(const Value* v) { return "%" + v->debugName(); }
 
 std::optional<bool> constant_bool(Value* v) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  const std::optional<c10::IValue> iv = constant_value(v);
   if (!iv || !iv->isBool()) return std::nullopt;
   return iv->toBool();
 }
@@ -41,8 +42,8 @@ int64_t normalized_dim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank 
 // when n is no transpose or its dims are not constants.
 std::optional<std::pair<int64_t, int64_t>> transposed_dims(const Node* n, int64_t rank) {
   if (!is_kind(n, "aten::transpose") || n->inputs().size() != 3) return std::nullopt;
-  const std::optional<c10::IValue> d0 = torch::jit::toIValue(n->input(1));
-  const std::optional<c10::IValue> d1 = torch::jit::toIValue(n->input(2));
+  const std::optional<c10::IValue> d0 = constant_value(n->input(1));
+  const std::optional<c10::IValue> d1 = constant_value(n->input(2));
   if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return std::nullopt;
   const int64_t a = normalized_dim(d0->toInt(), rank), b = normalized_dim(d1->toInt(), rank);
   return std::make_pair(std::min(a, b), std::max(a, b));
@@ -153,7 +154,7 @@ class Matcher {
     if (!q || q->rank() < 3) return "the query's type is unknown or of rank below 3";
     a.scale = 1.0 / std::sqrt(static_cast<double>(q->sizes.back()));
     if (n->inputs().size() > 6) {
-      const std::optional<c10::IValue> scale = torch::jit::toIValue(n->input(6));
+      const std::optional<c10::IValue> scale = constant_value(n->input(6));
       if (!scale) return "the scale is not a constant";
       if (!scale->isNone()) {
         const std::optional<double> given = constant_number(n->input(6));
@@ -163,7 +164,7 @@ class Matcher {
     }
     const std::optional<bool> gqa = n->inputs().size() > 7 ? constant_bool(n->input(7)) : std::optional<bool>(false);
     if (!gqa) return "enable_gqa is not a constant";
-    const std::optional<c10::IValue> mask = torch::jit::toIValue(n->input(3));
+    const std::optional<c10::IValue> mask = constant_value(n->input(3));
     if (!mask || !mask->isNone()) {
       const ir::Type* m = tensor_type(n->input(3));
       if (!m) return "the mask's type is unknown";
@@ -230,7 +231,7 @@ class Matcher {
   std::string check_softmax(Attention& a) {
     const ir::Type* in = tensor_type(a.softmax_in);
     if (!in) return "the softmax input's type is unknown";
-    const std::optional<c10::IValue> dim = torch::jit::toIValue(a.softmax->input(1));
+    const std::optional<c10::IValue> dim = constant_value(a.softmax->input(1));
     if (!dim || !dim->isInt() || normalized_dim(dim->toInt(), in->rank()) != in->rank() - 1)
       return "softmax is not over the last dim";
     if (is_kind(a.softmax, "aten::_softmax") && constant_bool(a.softmax->input(2)) != false)
@@ -357,7 +358,7 @@ class Matcher {
     const ir::Type* src = tensor_type(source);
     const ir::Type* expanded = tensor_type(expand->output());  // [..., heads, groups, S, D]
     const ir::Type* out = tensor_type(x);
-    const std::optional<c10::IValue> dim = torch::jit::toIValue(unsqueeze->input(1));
+    const std::optional<c10::IValue> dim = constant_value(unsqueeze->input(1));
     if (!src || !expanded || !out || !dim || !dim->isInt()) return std::nullopt;
     const int64_t r = src->rank();
     if (r < 3 || normalized_dim(dim->toInt(), r + 1) != r - 2 || expanded->rank() != r + 1 || out->rank() != r)
@@ -413,7 +414,7 @@ class Matcher {
       return transposed_dims(p, rank) == std::make_pair(rank - 2, rank - 1) ? p->input(0) : nullptr;
     }
     if (is_kind(p, "aten::permute") && p->inputs().size() == 2) {
-      const std::optional<c10::IValue> dims = torch::jit::toIValue(p->input(1));
+      const std::optional<c10::IValue> dims = constant_value(p->input(1));
       if (!dims || !dims->isIntList()) return nullptr;
       const std::vector<int64_t> d = dims->toIntVector();
       if (static_cast<int64_t>(d.size()) != rank) return nullptr;

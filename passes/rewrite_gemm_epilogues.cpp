@@ -17,6 +17,7 @@
 #include "passes/gemm_match.h"
 #include "src/error.h"
 #include "src/ir.h"
+#include "src/graph_constants.h"
 
 namespace torchfuse {
 namespace {
@@ -40,7 +41,7 @@ std::string describe(const std::vector<Node*>& chain) {
   return s;
 }
 
-std::optional<c10::IValue> constant(const Value* v) { return torch::jit::toIValue(v); }
+std::optional<c10::IValue> constant(const Value* v) { return constant_value(v); }
 
 // The constant number `v` equals 1 (add's alpha).
 bool is_one(const Value* v) { return constant_number(v) == 1.0; }

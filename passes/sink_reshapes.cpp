@@ -27,6 +27,22 @@ bool is_pointwise(const Node* n) {
 
 bool is_tensor_value(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
 
+// Is `v` a row op's result (a reduction, softmax, a norm), directly or through pointwise ops and
+// casts? Fused, it comes from a reduction group, which views do not join (legality.cpp).
+bool after_row_op(const Value* v, int depth = 0) {
+  static const std::unordered_set<std::string> rows = {
+      "aten::softmax", "aten::log_softmax", "aten::_softmax", "aten::_log_softmax", "aten::layer_norm",
+      "aten::rms_norm", "aten::sum",        "aten::mean",     "aten::amax",         "aten::amin",
+      "aten::var",     "aten::std",         "aten::logsumexp", "aten::norm",        "aten::linalg_vector_norm"};
+  const Node* n = v->node();
+  if (rows.count(n->kind().toQualString())) return true;
+  const bool passes_through = is_pointwise(n) || is_kind(n, "aten::to") || is_kind(n, "aten::type_as");
+  if (!passes_through || depth >= 16) return false;
+  for (const Value* in : n->inputs())
+    if (is_tensor_value(in) && after_row_op(in, depth + 1)) return true;
+  return false;
+}
+
 // Does a tensor of `t`'s sizes and strides take the sizes `to` without a copy?
 bool views_as(const ir::Type& t, const std::vector<int64_t>& to) {
   return at::detail::computeStride(t.sizes, t.strides, to).has_value();
@@ -101,11 +117,46 @@ Value* sizes_of(torch::jit::Graph& graph, Value* like, int64_t rank) {
   return graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
 }
 
-void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain) {
+// `views`: the reshape copies nothing (it moves because it follows a row op).
+// A size list that `source` has on every call and that does not read `source`: where it is made
+// of a view or reshape through ops that keep its shape (a row op's epilogue, a decomposed group
+// norm), that view's list. The chain's operands reshaped by sizes read from `source` would
+// depend on it, and the fusion passes could not put them in its group (a cycle through `size`).
+Value* earlier_sizes(const RewriteContext& ctx, Value* source) {
+  static const std::unordered_set<std::string> keep_shape = {"aten::to",         "aten::type_as",  "aten::layer_norm",
+                                                             "aten::rms_norm",   "aten::softmax",  "aten::log_softmax",
+                                                             "aten::_softmax",   "aten::_log_softmax"};
+  const ir::Type* want = ctx.type_of(source);
+  Value* v = source;
+  for (int depth = 0; depth < 32; ++depth) {
+    const ir::Type* t = ctx.type_of(v);
+    if (!t || !t->is_tensor() || t->sizes != want->sizes) return nullptr;
+    Node* n = v->node();
+    if ((is_kind(n, "aten::view") || is_kind(n, "aten::reshape")) && n->inputs().size() == 2 &&
+        n->owningBlock() == source->node()->owningBlock()) {
+      return n->input(1);
+    }
+    Value* next = nullptr;
+    if (keep_shape.count(n->kind().toQualString())) next = n->input(0);
+    if (is_pointwise(n)) {
+      for (Value* in : n->inputs()) {
+        const ir::Type* it = is_tensor_value(in) ? ctx.type_of(in) : nullptr;
+        if (it && it->is_tensor() && it->sizes == want->sizes) next = in;
+        if (next) break;
+      }
+    }
+    if (!next) return nullptr;
+    v = next;
+  }
+  return nullptr;
+}
+
+void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain, bool views) {
   torch::jit::Graph& graph = ctx.graph;
   Value* source = reshape->input(0);
   const int64_t rank = static_cast<int64_t>(ctx.type_of(source)->sizes.size());
-  Value* source_sizes = nullptr;  // made before the first op that needs it, which the others follow
+  // Made before the first op that needs it, which the others follow.
+  Value* source_sizes = earlier_sizes(ctx, source);
   for (Node* op : chain) {
     torch::jit::WithInsertPoint point(op);
     for (size_t i = 1; i < op->inputs().size(); ++i) {
@@ -121,7 +172,9 @@ void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain) {
   Value* back = graph.insert(c10::aten::reshape, {last->output(), reshape->input(1)});
   back->setType(last->output()->type());
   last->output()->replaceAllUsesAfterNodeWith(back->node(), back);
-  ctx.applied("reshape " + node_name(reshape) + " of %" + source->debugName() + " (its strides do not merge) moved after " +
+  const std::string why = is_kind(reshape, "aten::view") || views ? "(a row op's result: views do not join its group)"
+                                                                   : "(its strides do not merge)";
+  ctx.applied("reshape " + node_name(reshape) + " of %" + source->debugName() + " " + why + " moved after " +
               std::to_string(chain.size()) + " pointwise op(s), to " + node_name(last) + "'s result");
 }
 
@@ -130,19 +183,27 @@ void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain) {
 void sink_reshapes(RewriteContext& ctx) {
   std::vector<Node*> reshapes;
   for (Node* n : ctx.graph.nodes())
-    if (is_kind(n, "aten::reshape") && n->inputs().size() == 2) reshapes.push_back(n);
+    if ((is_kind(n, "aten::reshape") || is_kind(n, "aten::view")) && n->inputs().size() == 2) reshapes.push_back(n);
   for (Node* n : reshapes) {
     const ir::Type* in = ctx.type_of(n->input(0));
     const ir::Type* out = ctx.type_of(n->output());
     if (!in || !out || !in->is_tensor() || !out->is_tensor() || in->numel() == 0) continue;
-    if (views_as(*in, out->sizes)) continue;  // a view: it fuses as one
+    // A view fuses as one, but for one of a row op's result.
+    const bool views = views_as(*in, out->sizes);
+    if (views && !after_row_op(n->input(0))) continue;
+    if (!views && is_kind(n, "aten::view")) continue;  // eager raises; the call's own check says so
     std::string why;
     const std::vector<Node*> chain = chain_of(ctx, n, out->sizes, in->sizes, why);
     if (chain.empty()) {
-      ctx.refused("reshape " + node_name(n) + " copies and stays before its readers: " + why);
+      // (A view of a row op's result read by a GEMM or another row op loses nothing: no refusal.)
+      const bool lost = !views || (n->output()->uses().size() == 1 && is_pointwise(n->output()->uses()[0].user));
+      if (lost) {
+        ctx.refused("reshape " + node_name(n) + (views ? " of a row op's result stays before its readers: "
+                                                       : " copies and stays before its readers: ") + why);
+      }
       continue;
     }
-    sink(ctx, n, chain);
+    sink(ctx, n, chain, views);
   }
 }
 

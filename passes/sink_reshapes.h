@@ -6,6 +6,10 @@
 // computed fresh, is reshaped back (a view). One fused kernel reads the transposed input through
 // its strides, and no copy is made. Row-major order is what a reshape keeps, so every element
 // meets the same operands as before.
+// A view or reshape of a row op's result (softmax, a norm, a reduction; directly or through
+// pointwise ops and casts: a decomposed group norm's view back to its input's sizes) moves the
+// same way, copy or not: views do not join reduction groups, so the chain after it would be cut
+// from the row op's kernel.
 #pragma once
 
 #include "passes/graph_rewrites.h"

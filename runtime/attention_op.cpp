@@ -77,7 +77,9 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // leaves the row alone.
 at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(at::kFloat).mul(scale);
+  // The softmax in float32, or float64 for float64 inputs (as eager's), rounded once after it.
+  const at::ScalarType acc = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).to(acc).mul(scale);
   if (is_causal) {
     const int64_t l = q.size(-2), s = k.size(-2);
     at::Tensor keep = at::ones({l, s}, q.options().dtype(at::kBool)).tril();
@@ -86,7 +88,7 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
   if (mask && mask->scalar_type() == at::kBool) {  // a boolean mask taken as given: true takes part
     scores = scores.masked_fill(mask->logical_not(), -std::numeric_limits<double>::infinity());
   } else if (mask) {
-    scores = scores.add(mask->to(at::kFloat));  // additive: attention_mask() made it so
+    scores = scores.add(mask->to(acc));  // additive: attention_mask() made it so
   }
   at::Tensor probs = at::softmax(scores, -1).to(v.scalar_type());
   return at::matmul(probs, v);
@@ -220,7 +222,8 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const at::Tensor key = repeat_heads(k, groups), value = repeat_heads(v, groups);
 #if TORCHFUSE_HAVE_SDPA
   // (A graph's own scaled_dot_product_attention call with is_causal, taken over as given, runs
-  // this math too: it differs from ATen's only where a masked score is NaN or inf.)
+  // this math too: it differs from ATen's where a masked score is NaN or inf, and by rounding
+  // elsewhere: ATen's scales the query and the key by the scale's root before their product.)
   if (is_causal && aten_runs_math(q, key, value, mask, scale, is_causal)) {
     return attention_math(q, key, value, mask, scale, is_causal);
   }

@@ -5,6 +5,7 @@
 #include "runtime/fused_kernel.h"
 #include "runtime/fusion_op.h"
 #include "src/frontend.h"
+#include "src/graph_constants.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -25,7 +26,7 @@ std::optional<Source> source_of(const torch::jit::Graph& graph, const torch::jit
     return s;
   }
   if (v->node()->kind() == c10::prim::Constant) {
-    std::optional<c10::IValue> constant = torch::jit::toIValue(v);
+    std::optional<c10::IValue> constant = constant_value(v);
     if (!constant) return std::nullopt;
     s.constant = *constant;
     return s;

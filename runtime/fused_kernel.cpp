@@ -274,16 +274,20 @@ bool FusedKernel::fall_back_for_this_call(const std::string& error) {
 
 // An input holding no elements has no data pointer (LibTorch 2.x gives nullptr), and a kernel
 // whose loads the compiler hoisted above their bounds checks reads it anyway: a reduction over
-// an empty dim (a row of length 0) faulted at address 0 (fuzz seed 83, program 698). Such a call
-// runs the group's ATen ops, which compute eager's result (or raise eager's error) at no cost
-// worth a kernel; without a fallback (strict, or none) it takes the kernel as before.
+// an empty dim (a row of length 0) faulted at address 0 (fuzz seed 83, program 698), which kills
+// the CUDA context. Such a call runs the group's ATen ops, which compute eager's result (or raise
+// eager's error) at no cost worth a kernel, under `strict` too (an empty call is no failure of
+// the kernel's); a group without a fallback raises an error instead of launching.
 bool FusedKernel::empty_input_falls_back(const std::vector<c10::IValue>& stack) {
-  if (options_.strict || fallback_code_ == nullptr) return false;
   const size_t n = group_.inputs.size();
-  for (size_t k = stack.size() - n; k < stack.size(); ++k) {
-    if (stack[k].isTensor() && stack[k].toTensor().numel() == 0) return true;
-  }
-  return false;
+  bool empty = false;
+  for (size_t k = stack.size() - n; k < stack.size() && !empty; ++k)
+    empty = stack[k].isTensor() && stack[k].toTensor().numel() == 0;
+  if (!empty) return false;
+  TORCHFUSE_CHECK(fallback_code_ != nullptr, "torchfuse: fusion group ", group_.kernel_name, " (", group_.describe(),
+                  ") got an input with no elements, which its kernel cannot read, and has no ATen fallback to run "
+                  "instead: ", no_fallback_why_);
+  return true;
 }
 
 void FusedKernel::run_fallback(std::vector<c10::IValue>& stack) {

@@ -181,7 +181,8 @@ class FusedKernel {
   // call runs on the fallback (logged once per group). False without a fallback graph (the
   // caller rethrows the allocator's error, as eager would have).
   bool fall_back_for_this_call(const std::string& error);
-  // True where this call has an input of no elements and may run the fallback instead.
+  // True where this call has an input of no elements: it runs the fallback instead (throws when
+  // the group has none).
   bool empty_input_falls_back(const std::vector<c10::IValue>& stack);
 
   std::shared_ptr<const void> owner_;

@@ -172,15 +172,40 @@ def add_rms_norm(x, r, w):
     return w * y.to(x.dtype), h
 
 
+# ---- a CNN's and a UNet's per-channel norms (passes/decompose_norms.cpp) ----
+
+def batch_norm_relu(x, w, b, rm, rv):
+    # Inference batch norm (running statistics) and its activation, as a pre-activation block has it.
+    return torch.relu(torch.batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5, True))
+
+
+def batch_norm_add_relu(x, r, w, b, rm, rv):
+    return torch.relu(torch.batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5, True) + r)
+
+
+def group_norm_silu(x, w, b):
+    # A diffusion UNet's resnet block: GroupNorm(32) then SiLU.
+    return torch.nn.functional.silu(torch.group_norm(x, 32, w, b, 1e-5, True))
+
+
+def instance_norm_relu(x, w, b):
+    return torch.relu(torch.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, True))
+
+
 def randn(*shape):
     return ("randn", shape)
+
+
+def positive(*shape):
+    return ("positive", shape)
 
 
 def mask01(*shape):
     return ("mask01", shape)
 
 
-# (category, name, function, inputs): inputs are randn in the dtype, or 0/1 masks in the dtype.
+# (category, name, function, inputs): inputs are randn in the dtype, 0/1 masks in the dtype, or
+# positive values (rand + 0.5: a running variance).
 CASES = [
     ("views", "head_split_scale", head_split_scale, [randn(8, 1024, 1024)]),
     ("views", "head_merge_residual", head_merge_residual, [randn(8, 16, 1024, 64), randn(8, 1024, 1024)]),
@@ -211,6 +236,13 @@ CASES = [
     ("model_rows", "add_rms_norm_b1", add_rms_norm, [randn(1, 128, 2048), randn(1, 128, 2048), randn(2048)]),
     ("model_rows", "add_rms_norm_b8", add_rms_norm, [randn(8, 128, 2048), randn(8, 128, 2048), randn(2048)]),
     ("model_rows", "softmax_heads_b1", softmax_77, [randn(1, 12, 128, 128)]),
+    ("norms", "batch_norm_relu", batch_norm_relu,
+     [randn(32, 256, 56, 56), randn(256), randn(256), randn(256), positive(256)]),
+    ("norms", "batch_norm_add_relu", batch_norm_add_relu,
+     [randn(32, 256, 56, 56), randn(32, 256, 56, 56), randn(256), randn(256), randn(256), positive(256)]),
+    ("norms", "group_norm_silu_unet", group_norm_silu, [randn(2, 320, 64, 64), randn(320), randn(320)]),
+    ("norms", "group_norm_silu_b8", group_norm_silu, [randn(8, 640, 32, 32), randn(640), randn(640)]),
+    ("norms", "instance_norm_relu", instance_norm_relu, [randn(8, 64, 128, 128), randn(64), randn(64)]),
 ]
 CATEGORIES = list(dict.fromkeys(c for c, _, _, _ in CASES))
 
@@ -219,6 +251,8 @@ def make_input(spec, dtype):
     kind, shape = spec
     if kind == "mask01":
         return (torch.rand(shape, device="cuda") > 0.2).to(dtype)
+    if kind == "positive":  # a running variance
+        return (torch.rand(shape, device="cuda") + 0.5).to(dtype)
     return torch.randn(shape, device="cuda", dtype=dtype)
 
 

@@ -19,7 +19,7 @@ torchfuse::compile through benchmarks/torchfuse_py.cpp and timed and profiled by
 checked with compare_with_eager, and its refusals listed. With --torchfuse BIN (the `torchfuse`
 command-line tool, tools/), the file also goes through `torchfuse bench --json` and `torchfuse verify`.
 
-    python3 scripts/real_models.py --out OUT [--models llama,bert,vit] [--torchfuse build-gpu/tools/torchfuse]
+    python3 scripts/real_models.py --out OUT [--models llama,bert,vit,convnext,resnet] [--torchfuse build-gpu/tools/torchfuse]
 
 Writes OUT/real_models.json and OUT/real_models.md.
 """
@@ -69,9 +69,15 @@ def build(name, dtype, batch, seq, attn="sdpa"):
         mask[:, seq * 3 // 4:] = 0  # padding: the mask takes part
         inputs = (ids, mask)
         specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}", f"i64[{batch},{seq}]:1..2"]
-    elif name == "vit":
-        cfg = tr.ViTConfig(torchscript=True, attn_implementation=attn)
-        model = tr.ViTModel(cfg, add_pooling_layer=False)
+    elif name in ("vit", "convnext", "resnet"):
+        # ConvNeXt: its channels-first layer norms are means and variances over dim 1; ResNet-50:
+        # batch norms after convolutions (freezing folds them into the convolutions).
+        if name == "vit":
+            model = tr.ViTModel(tr.ViTConfig(torchscript=True, attn_implementation=attn), add_pooling_layer=False)
+        elif name == "convnext":
+            model = tr.ConvNextModel(tr.ConvNextConfig(torchscript=True))
+        else:
+            model = tr.ResNetModel(tr.ResNetConfig(torchscript=True))
         inputs = (torch.randn(batch, 3, 224, 224),)
         specs = [f"{'bf16' if dtype == torch.bfloat16 else 'f32'}[{batch},3,224,224]"]
     else:

@@ -45,7 +45,8 @@ OPS = {"ln": (layer_norm, 3), "rms": (rms_norm, 2), "sm": (softmax, 1), "sum": (
 
 def timed(call, flush):
     """Kernel us per call with the L2 warm and overwritten, and the first kernel's launch shape."""
-    path = tempfile.mktemp(suffix=".json")
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
     warm, _ = kernel_times.kernel_us(call, trace=path)
     cold, _ = kernel_times.kernel_us(call, flush=flush)
     launch = ""

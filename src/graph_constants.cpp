@@ -6,6 +6,12 @@
 
 namespace torchfuse {
 
+std::optional<c10::IValue> constant_value(const torch::jit::Value* v) {
+  auto iv = torch::jit::toIValue(v);  // c10::optional under LibTorch 1.13, std::optional later
+  if (!iv) return std::nullopt;
+  return *iv;
+}
+
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v) {
   const torch::jit::Node* n = v->node();
   if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;
@@ -14,7 +20,7 @@ std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v) {
 }
 
 std::optional<int64_t> constant_dim(const torch::jit::Value* v, int64_t rank) {
-  const std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+  const std::optional<c10::IValue> iv = constant_value(v);
   if (!iv || !iv->isInt()) return std::nullopt;
   int64_t d = iv->toInt();
   if (d < 0) d += rank;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 namespace torch {
 namespace jit {
@@ -15,6 +16,12 @@ struct Value;
 }  // namespace torch
 
 namespace torchfuse {
+
+// What `v`'s prim::Constant node holds (an IValue None for a None constant); nothing for any other
+// value. Read constants through this, not by assigning torch::jit::toIValue to a std::optional:
+// under LibTorch 1.13 toIValue returns a c10::optional, which std::optional<IValue> takes as an
+// engaged IValue holding None, so a non-constant would read as the constant None.
+std::optional<c10::IValue> constant_value(const torch::jit::Value* v);
 
 // The tensor `v`'s prim::Constant node holds (a frozen parameter or buffer); nothing for any other
 // value.

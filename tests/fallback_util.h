@@ -24,4 +24,16 @@ inline std::pair<at::Tensor, at::Tensor> fallback_and_eager(const torch::jit::Mo
   return {impl->forward(in).toTensor(), impl->forward_eager(in).toTensor()};
 }
 
+// The same for a module with parameters and buffers: its forward frozen as compile() prepares it,
+// run on the ATen fallbacks, against the module's own forward.
+inline std::pair<at::Tensor, at::Tensor> frozen_fallback_and_eager(const torch::jit::Module& m,
+                                                                    const std::vector<c10::IValue>& in) {
+  auto impl = std::make_shared<torchfuse::CompiledModuleImpl>(torchfuse::prepare_module_graph(m), quiet_options());
+  torchfuse::CompiledModuleImpl::TestHooks hooks;
+  hooks.cpu_fallbacks = true;
+  impl->set_test_hooks(hooks);
+  torch::jit::Module eager = m;
+  return {impl->forward(in).toTensor(), eager.forward(in).toTensor()};
+}
+
 }  // namespace tftest

@@ -425,6 +425,28 @@ TEST(AttentionOp, GroupedHeadsMatchTheRepeatedKeysAndValues) {
   EXPECT_TRUE(got[1].select(1, 4).isnan().all().item<bool>());
 }
 
+// Float64 calls keep float64 through the softmax, causal ones included (the math's scores were
+// float32, 9 digits short of eager's).
+TEST(AttentionOp, Float64CallsComputeInFloat64) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchfuse::attention", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
+  const at::Tensor q = torch::randn({2, 3, 9, 16}, torch::kDouble), k = torch::randn({2, 3, 9, 16}, torch::kDouble),
+                   v = torch::randn({2, 3, 9, 16}, torch::kDouble);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "no mask");
+    at::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * 0.25;
+    if (causal) {
+      scores = scores.masked_fill(torch::ones({9, 9}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+    }
+    const at::Tensor want = torch::matmul(torch::softmax(scores, -1), v);
+    const at::Tensor got = op.call(q, k, v, c10::nullopt, 0.25, causal, false, false, /*mask_kind=*/0, false);
+    ASSERT_EQ(got.scalar_type(), torch::kDouble);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-12, 1e-12)) << (got - want).abs().max().item<double>();
+  }
+}
+
 TEST(AttentionOp, BadInputsSayWhatIsWrong) {
   const auto qkv_in = qkv(1, 2, 4, 4, 8);
   const at::Tensor q = qkv_in[0].toTensor(), k = qkv_in[1].toTensor(), v = qkv_in[2].toTensor();

@@ -119,6 +119,13 @@ TEST(BadInputsGpu, ZeroSizeAndZeroDimTensorsFused) {
   auto c = torchfuse::compile(module_returning("x, s", "torch.sigmoid(x * s) - s"), poisoned());
   expect_fused_matches_eager(c, {rnd({64, 64}), rnd({})}, "0-dim operand");
   expect_fused_matches_eager(c, {rnd({0, 64}), rnd({})}, "empty batch");
+  // Under strict too: a logsumexp over an empty dim (fuzz seed 83, program 698) after a full call.
+  auto options = poisoned();
+  options.strict = true;
+  auto s = torchfuse::compile(module_returning("x", "torch.logsumexp(x * 2.0, -1)"), options);
+  expect_fused_matches_eager(s, {rnd({8, 64})}, "strict, full rows");
+  expect_fused_matches_eager(s, {rnd({8, 0})}, "strict, empty rows");
+  torch::cuda::synchronize();  // a fault would surface here
 }
 
 // ---- overlapping strides ----

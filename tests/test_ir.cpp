@@ -1,7 +1,10 @@
 // IR: conversion of every supported op, the printer, the verifier.
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <torch/csrc/jit/ir/irparser.h>
+
 #include "src/error.h"
+#include "src/graph_constants.h"
 #include "src/ir.h"
 #include "tests/test_util.h"
 
@@ -153,3 +156,27 @@ TEST(IrLayout, RowsAcrossLines) {
 }
 
 }  // namespace
+
+// constant_value: a None constant is an engaged None, a graph input nothing (under LibTorch 1.13
+// a std::optional<IValue> assigned toIValue's c10::optional held None for it: a non-constant mask
+// or scale read as "none given").
+TEST(GraphConstants, ConstantValueTellsNoneFromNonConstants) {
+  auto g = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %m : Tensor?):
+  %none : NoneType = prim::Constant()
+  %two : int = prim::Constant[value=2]()
+  %y : Tensor = aten::mul(%x, %two)
+  return (%y, %none, %m)
+)IR",
+                      g.get());
+  const auto outputs = g->outputs();
+  const std::optional<c10::IValue> none = torchfuse::constant_value(outputs[1]);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->isNone());
+  EXPECT_FALSE(torchfuse::constant_value(outputs[2]).has_value());  // an input
+  EXPECT_FALSE(torchfuse::constant_value(outputs[0]).has_value());  // a computed value
+  const std::optional<c10::IValue> two = torchfuse::constant_value(outputs[0]->node()->input(1));
+  ASSERT_TRUE(two.has_value() && two->isInt());
+  EXPECT_EQ(two->toInt(), 2);
+}

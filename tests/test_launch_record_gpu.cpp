@@ -51,11 +51,19 @@ std::vector<Case> cases() {
                  {[=](c10::ScalarType d) { return Inputs{t({64, 1024}, d), t({64, 1024}, d)}; },
                   [=](c10::ScalarType d) { return Inputs{t({1024, 64}, d).t(), t({64, 1024}, d)}; },
                   [=](c10::ScalarType d) { return Inputs{t({64, 1025}, d).narrow(1, 1, 1024), t({64, 1024}, d)}; },
-                  [=](c10::ScalarType d) { return Inputs{t({3, 7}, d), t({3, 7}, d)}; }}});
+                  [=](c10::ScalarType d) { return Inputs{t({3, 7}, d), t({3, 7}, d)}; },
+                  // The first geometry's sizes and strides, its pointer one element off the
+                  // vector alignment: only the key's misalignment tells the two apart.
+                  [=](c10::ScalarType d) {
+                    return Inputs{t({64 * 1024 + 1}, d).narrow(0, 1, 64 * 1024).view({64, 1024}), t({64, 1024}, d)};
+                  }}});
   out.push_back({"broadcast", "x, w, b", "torch.sigmoid(x * w + b)",
                  {[=](c10::ScalarType d) { return Inputs{t({37, 129}, d), t({129}, d), t({129}, d)}; },
                   [=](c10::ScalarType d) { return Inputs{t({512, 256}, d), t({256}, d), t({256}, d)}; },
-                  [=](c10::ScalarType d) { return Inputs{t({37, 130}, d).narrow(1, 1, 129), t({129}, d), t({129}, d)}; }}});
+                  [=](c10::ScalarType d) { return Inputs{t({37, 130}, d).narrow(1, 1, 129), t({129}, d), t({129}, d)}; },
+                  [=](c10::ScalarType d) {
+                    return Inputs{t({512 * 256 + 3}, d).narrow(0, 3, 512 * 256).view({512, 256}), t({256}, d), t({256}, d)};
+                  }}});
   out.push_back({"layer_norm", "x, w, b", "torch.layer_norm(x * 2.0, [x.size(-1)], w, b, 1e-5)",
                  {[=](c10::ScalarType d) { return Inputs{t({128, 768}, d), t({768}, d), t({768}, d)}; },
                   [=](c10::ScalarType d) { return Inputs{t({5, 768}, d), t({768}, d), t({768}, d)}; },

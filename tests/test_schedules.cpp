@@ -1293,6 +1293,27 @@ TEST(ShortRowTeams, AtLeastFourThreadsARow) {
             "64 threads per row, block 64, vector width 8, 2 vectors per thread");
 }
 
+// Knob values that are not powers of two round up to one: a team's shuffles take a power-of-two
+// width (a team of 3 would shuffle with the next row's lanes).
+TEST(ShortRowTeams, TeamsArePowersOfTwo) {
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-5)");
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  {
+    torchfuse::runtime::ScopedTuning three(with("row_min_threads=3"));
+    EXPECT_EQ(team_of(kernel_source(ln, {b16({4096, 64}), b16({64}), b16({64})})),
+              "4 threads per row, block 256, vector width 8, 2 vectors per thread (inputs kept as loaded, values recomputed)");
+  }
+  for (const char* knobs : {"row_team=100", "row_team=20", "row_min_threads=5"}) {
+    SCOPED_TRACE(knobs);
+    torchfuse::runtime::ScopedTuning odd(with(knobs));
+    for (int64_t cols : {64, 200, 1024, 4096}) {
+      const std::string team = team_of(kernel_source(module_returning("x", "torch.softmax(x, -1)"), {torch::randn({512, cols})}));
+      const int threads = std::stoi(team);
+      EXPECT_EQ(threads & (threads - 1), 0) << cols << ": " << team;
+    }
+  }
+}
+
 TEST(ShortRowTeams, KnobsParse) {
   EXPECT_EQ(cg::parse_tuning("").row_min_threads, 4);
   EXPECT_EQ(cg::parse_tuning("").row_team_block, 256);

@@ -59,7 +59,8 @@ struct CompileOptions {
   // a reduction to ATen (a legality refusal) is an Error naming the ops and the reasons, and so
   // is a group whose kernel fails to build or launch (no fallback). Lone fusible ops become
   // groups of their own (min_group_size is taken as 1). Opaque ops (matmul, conv, ops the
-  // converters do not take) run in ATen as always.
+  // converters do not take) run in ATen as always, and so does a group's call with an input of
+  // no elements (its kernel cannot read one; the group's ATen ops give eager's result).
   bool strict = false;
   // Time every group's kernels with CUDA events; stats().groups reports the milliseconds. Also
   // on with $TORCHFUSE_PROFILE_KERNELS=1. Costs nothing when off.

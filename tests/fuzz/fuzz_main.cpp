@@ -187,7 +187,11 @@ class Checker {
       const std::string what = e.what();
       return {Outcome::Fail, what.find("internal error") != std::string::npos ? "internal error" : "error", what};
     }
-    if (std::string why = recorded_differs(m, p, c, cuda); !why.empty()) return {Outcome::Fail, "recorded launch", why, o.schedules};
+    try {
+      if (std::string why = recorded_differs(m, p, c, cuda); !why.empty()) return {Outcome::Fail, "recorded launch", why, o.schedules};
+    } catch (const std::exception& e) {
+      return {Outcome::Fail, "recorded launch", std::string("the recorded module threw: ") + e.what(), o.schedules};
+    }
     const auto s = c.stats();
     if (s.fallback_groups > 0) {
       std::string why;
@@ -205,7 +209,10 @@ class Checker {
   // so every output must be bitwise the same. "" when they are (or nothing was recorded).
   std::string recorded_differs(const torch::jit::Module& m, const tffuzz::Program& p, torchfuse::CompiledModule& planned,
                                const c10::Device& cuda) const {
-    auto r = torchfuse::compile(m, torchfuse::CompileOptions{});
+    // The fuzz options but for the poisoning (check_gpu's).
+    torchfuse::CompileOptions options;
+    options.debug_poison_outputs = false;
+    auto r = torchfuse::compile(m, options);
     for (int i = 0; i < 2; ++i) r.forward(p.make_inputs(cuda, p.dtype));
     const auto in = p.make_inputs(cuda, p.dtype);
     const int64_t before = r.stats().recorded_calls;

@@ -560,7 +560,30 @@ class Generator {
     if (r == 0) return std::nullopt;
     Statement s;
     s.reads = {a.name};
-    const int kind = pick(12);
+    const int kind = pick(14);
+    // Per-channel norms (dim 1), spelled as the ops they compute by passes/decompose_norms.
+    if (kind >= 12) {
+      if (r < 2) return std::nullopt;
+      s.sizes = a.sizes;
+      const int64_t c = a.sizes[1];
+      if (kind == 12) {
+        std::vector<int64_t> divisors;
+        for (int64_t g = 1; g <= c; ++g)
+          if (c % g == 0) divisors.push_back(g);
+        if (divisors.empty()) return std::nullopt;
+        const int64_t g = divisors[static_cast<size_t>(pick(static_cast<int>(divisors.size())))];
+        s.expr = "torch.group_norm(" + a.name + ", " + std::to_string(g) + ", None, None, 1e-05, True)";
+        s.ops = {"group_norm"};
+        return s;
+      }
+      // Inference statistics made in the graph (the shape-tensor cache keeps them).
+      const std::string full = "torch.full([" + a.name + ".size(1)], ";
+      const std::string like = ", dtype=" + a.name + ".dtype, device=" + a.name + ".device)";
+      s.expr = "torch.batch_norm(" + a.name + ", None, None, " + full + "0.25" + like + ", " + full + "1.5" + like +
+               ", False, 0.1, 1e-05, True)";
+      s.ops = {"batch_norm"};
+      return s;
+    }
     // Shape-preserving normalizations.
     if (kind >= 9) {
       const int64_t d = pick(static_cast<int>(r)) - (chance(0.5) ? r : 0);
