@@ -229,8 +229,11 @@ class Decomposer {
       return v;
     };
     const c10::ScalarType f32 = c10::ScalarType::Float;
-    Value* xg = typed(float32(typed(g_.insert(c10::aten::reshape, {a.x, shape}), t.dtype)), f32);
-    Value* dims = int_list({g_.insert(c10::aten::size, {xg, 2}), g_.insert(c10::aten::size, {xg, 3})});
+    Value* reshaped = typed(g_.insert(c10::aten::reshape, {a.x, shape}), t.dtype);
+    Value* xg = typed(float32(reshaped), f32);
+    // The normalized sizes read from the reshape, not from its float32 copy: a size read of the
+    // copy would make the kernel write the copy out.
+    Value* dims = int_list({g_.insert(c10::aten::size, {reshaped, 2}), g_.insert(c10::aten::size, {reshaped, 3})});
     Value* none = g_.insertConstant(c10::IValue());
     Value* y = typed(g_.insert(c10::aten::layer_norm, {xg, dims, none, none, a.eps, false}), f32);
     // The parameters as [G, C/G, 1] (-1: what the parameter's length gives).

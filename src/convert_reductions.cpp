@@ -331,6 +331,24 @@ bool pointwise_from(const ir::Value* x, const ir::Value* y, int budget = 64) {
   return false;
 }
 
+// Is `x` computed from `y` by pointwise ops each reading one tensor that is not 0-dim (casts,
+// unary ops, ops with scalars), or `y` itself? Then x has y's sizes on every call, size-1 dims
+// included: nothing broadcasts on the way (a decomposed group norm reads its layer norm's sizes
+// from the reshaped input, before the cast to float32: passes/decompose_norms.cpp).
+bool same_sizes_from(const ir::Value* x, const ir::Value* y, int budget = 64) {
+  if (x == y) return true;
+  if (budget <= 0 || !x->producer) return false;
+  const ir::OpKind k = x->producer->kind;
+  if (!ir::is_pointwise(k) && k != ir::OpKind::Contiguous) return false;
+  const ir::Value* from = nullptr;
+  for (const ir::Value* in : x->producer->inputs) {
+    if (!in->type.is_tensor() || in->type.rank() == 0) continue;
+    if (from) return false;  // two tensors: one may broadcast the other
+    from = in;
+  }
+  return from && from->type.sizes == x->type.sizes && same_sizes_from(from, y, budget - 1);
+}
+
 // The trailing dims of `x` that a normalized_shape computed from sizes names, the way scripted
 // models write it: [x.size(-1)], [x.size(-2), x.size(-1)] or x.size(), of x or of a tensor x is
 // computed from pointwise. Such a shape matches the input on every call of the specialization.
@@ -343,8 +361,9 @@ std::optional<std::vector<int64_t>> trailing_dims_from_sizes(ConvertContext& ctx
     if (n->kind() != size_kind) return false;
     const ir::Value* y = ctx.ir_value(n->input(0));
     if (!y || !y->type.is_tensor() || y->type.rank() != rank || !pointwise_from(x, y)) return false;
+    if (same_sizes_from(x, y)) return true;
     for (int64_t d : dims)
-      if (y != x && (y->type.sizes[d] == 1 || y->type.sizes[d] != x->type.sizes[d])) return false;
+      if (y->type.sizes[d] == 1 || y->type.sizes[d] != x->type.sizes[d]) return false;
     return true;
   };
   std::vector<int64_t> every;

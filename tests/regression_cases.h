@@ -267,6 +267,15 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = torch.logsumexp(x0, 0, keepdim=True)\n"
        "    t3 = torch.full_like(t0, 0.5) * t0\n"
        "    return torch.log1p(torch.abs(t3))\n"},
+      // A row kernel over bf16 rows (vectors of 8) writing a float32 value too: its 32-byte
+      // vector went to the hinted store, which takes 16 bytes at most, and NVRTC rejected the
+      // kernel (fuzz seed 1, program 82: a bf16 group norm, whose float32 copy a size read made an
+      // output; the sizes are read before the copy now, so the case keeps a float32 output of
+      // its own).
+      {"fuzz_s1_82_bf16_rows_writing_float32", bf16, {{{83, 36, 128, 7}}},
+       "    t0 = torch.group_norm(x0, 1, None, None, 1e-05, True)\n"
+       "    f = x0.float() * 2.0\n"
+       "    return t0, torch.layer_norm(f, [f.size(-1)]), f\n"},
   };
 }
 
