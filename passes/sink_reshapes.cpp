@@ -118,51 +118,49 @@ Value* sizes_of(torch::jit::Graph& graph, Value* like, int64_t rank) {
 }
 
 // `views`: the reshape copies nothing (it moves because it follows a row op).
-// A size list that `source` has on every call and that does not read `source`: where it is made
-// of a view or reshape through ops that keep its shape (a row op's epilogue, a decomposed group
-// norm), that view's list. The chain's operands reshaped by sizes read from `source` would
-// depend on it, and the fusion passes could not put them in its group (a cycle through `size`).
-Value* earlier_sizes(const RewriteContext& ctx, Value* source) {
+// For a view of a row op's result: a size list that `source` has on every call, read from as far
+// up the ops that keep its shape
+// (a row op's epilogue, a decomposed group norm) as they go: the list of the view or reshape that
+// made it, or the sizes of the first value with its shape. Sizes read from `source` itself make
+// the moved chain depend on it through `size`, and the fusion passes cannot put the chain in its
+// group (a cycle); sizes of a value inside the group would make the group write it out.
+Value* source_sizes_list(torch::jit::Graph& graph, const RewriteContext& ctx, Value* source, int64_t rank) {
   static const std::unordered_set<std::string> keep_shape = {"aten::to",         "aten::type_as",  "aten::layer_norm",
                                                              "aten::rms_norm",   "aten::softmax",  "aten::log_softmax",
                                                              "aten::_softmax",   "aten::_log_softmax"};
-  const ir::Type* want = ctx.type_of(source);
+  const std::vector<int64_t> want = ctx.type_of(source)->sizes;
+  auto same_shape = [&](const Value* v) {
+    const ir::Type* t = is_tensor_value(v) ? ctx.type_of(v) : nullptr;
+    return t && t->is_tensor() && t->sizes == want;
+  };
   Value* v = source;
   for (int depth = 0; depth < 32; ++depth) {
-    const ir::Type* t = ctx.type_of(v);
-    if (!t || !t->is_tensor() || t->sizes != want->sizes) return nullptr;
     Node* n = v->node();
     if ((is_kind(n, "aten::view") || is_kind(n, "aten::reshape")) && n->inputs().size() == 2 &&
         n->owningBlock() == source->node()->owningBlock()) {
       return n->input(1);
     }
     Value* next = nullptr;
-    if (keep_shape.count(n->kind().toQualString())) next = n->input(0);
-    if (is_pointwise(n)) {
-      for (Value* in : n->inputs()) {
-        const ir::Type* it = is_tensor_value(in) ? ctx.type_of(in) : nullptr;
-        if (it && it->is_tensor() && it->sizes == want->sizes) next = in;
-        if (next) break;
-      }
-    }
-    if (!next) return nullptr;
+    if (keep_shape.count(n->kind().toQualString()) && same_shape(n->input(0))) next = n->input(0);
+    for (size_t i = 0; !next && is_pointwise(n) && i < n->inputs().size(); ++i)
+      if (same_shape(n->input(i))) next = n->input(i);
+    if (!next) break;
     v = next;
   }
-  return nullptr;
+  return sizes_of(graph, v, rank);
 }
 
 void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain, bool views) {
   torch::jit::Graph& graph = ctx.graph;
   Value* source = reshape->input(0);
   const int64_t rank = static_cast<int64_t>(ctx.type_of(source)->sizes.size());
-  // Made before the first op that needs it, which the others follow.
-  Value* source_sizes = earlier_sizes(ctx, source);
+  Value* source_sizes = nullptr;  // made before the first op that needs it, which the others follow
   for (Node* op : chain) {
     torch::jit::WithInsertPoint point(op);
     for (size_t i = 1; i < op->inputs().size(); ++i) {
       Value* x = op->input(i);
       if (!is_tensor_value(x) || ctx.type_of(x)->sizes.empty()) continue;
-      if (!source_sizes) source_sizes = sizes_of(graph, source, rank);
+      if (!source_sizes) source_sizes = views ? source_sizes_list(graph, ctx, source, rank) : sizes_of(graph, source, rank);
       op->replaceInput(i, graph.insert(c10::aten::reshape, {x, source_sizes}));
     }
   }

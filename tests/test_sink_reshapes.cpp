@@ -99,3 +99,18 @@ def forward(self, x, y):
 }
 
 }  // namespace
+
+// A view of a row op's result (no copy) moves after its pointwise readers too, which then join the
+// row op's kernel: views do not join reduction groups. The operands are reshaped by the sizes of
+// the softmax's input, so the moved chain does not depend on the softmax's result.
+TEST(SinkReshapes, ViewsOfRowResultsMoveToo) {
+  const auto m = tftest::module_returning("x, y", "torch.sigmoid(torch.softmax(x * 2.0, -1).view(x.size(0), -1) * y)");
+  const std::vector<c10::IValue> in = {torch::randn({64, 8, 32}), torch::randn({64, 256})};
+  const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+  ASSERT_TRUE(tftest::any_line_has(e.rewrites, "(a row op's result: views do not join its group) moved after 2 pointwise op(s)"))
+      << tftest::joined(e.rewrites) << tftest::joined(e.refused);
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << tftest::joined(e.refused);
+  EXPECT_NE(e.kernels[0].description.find("div -> mul -> sigmoid"), std::string::npos) << e.kernels[0].description;
+  const auto [got, want] = tftest::fallback_and_eager(m, in);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6)) << (got - want).abs().max();
+}
