@@ -29,12 +29,6 @@ bool is_none(const Value* v) {
   return iv && iv->isNone();
 }
 
-std::optional<bool> constant_bool(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  if (!iv || !iv->isBool()) return std::nullopt;
-  return iv->toBool();
-}
-
 // The input and its profiled type, or why the norm stays as it is ("" when it can go).
 std::string input_refusal(const ir::Type* t) {
   if (!t || !t->is_tensor()) return "its input was not profiled as a tensor";

@@ -30,12 +30,6 @@ const c10::Symbol& attention_op() {
 
 std::string name(const Value* v) { return "%" + v->debugName(); }
 
-std::optional<bool> constant_bool(Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  if (!iv || !iv->isBool()) return std::nullopt;
-  return iv->toBool();
-}
-
 int64_t normalized_dim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
 
 // The two dims aten::transpose(x, d0, d1) swaps, normalized for `rank` and in order; nothing

@@ -12,6 +12,12 @@ std::optional<c10::IValue> constant_value(const torch::jit::Value* v) {
   return *iv;
 }
 
+std::optional<bool> constant_bool(const torch::jit::Value* v) {
+  const std::optional<c10::IValue> iv = constant_value(v);
+  if (!iv || !iv->isBool()) return std::nullopt;
+  return iv->toBool();
+}
+
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v) {
   const torch::jit::Node* n = v->node();
   if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;

@@ -13,14 +13,7 @@ bool has(const std::vector<std::string>& lines, const std::string& what) { retur
 // A module whose forward is `source`, holding the buffers w, b, rm (a running mean) and rv (a
 // running variance, positive) of `channels` entries, as a model's norm layer holds them.
 torch::jit::Module norm_module(const std::string& source, int64_t channels, c10::ScalarType dtype) {
-  torch::jit::Module m("NormModule");
-  const auto opts = torch::TensorOptions().dtype(dtype);
-  m.register_buffer("w", (1.0 + 0.5 * torch::randn({channels})).to(opts));
-  m.register_buffer("b", torch::randn({channels}).to(opts));
-  m.register_buffer("rm", torch::randn({channels}).to(opts));
-  m.register_buffer("rv", (0.2 + torch::rand({channels}) * 2.0).to(opts));
-  m.define(source);
-  return m;
+  return tftest::norm_layer_module(source, channels, torch::TensorOptions().dtype(dtype));
 }
 
 // The module's frozen forward run with its groups on their ATen fallbacks, against the module

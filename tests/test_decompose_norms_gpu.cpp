@@ -11,14 +11,7 @@
 namespace {
 
 torch::jit::Module norm_module(const std::string& source, int64_t channels, c10::ScalarType param_dtype) {
-  torch::jit::Module m("NormModule");
-  const auto opts = torch::TensorOptions().dtype(param_dtype).device(torch::kCUDA);
-  m.register_buffer("w", (1.0 + 0.5 * torch::randn({channels})).to(opts));
-  m.register_buffer("b", torch::randn({channels}).to(opts));
-  m.register_buffer("rm", torch::randn({channels}).to(opts));
-  m.register_buffer("rv", (0.2 + torch::rand({channels}) * 2.0).to(opts));
-  m.define(source);
-  return m;
+  return tftest::norm_layer_module(source, channels, torch::TensorOptions().dtype(param_dtype).device(torch::kCUDA));
 }
 
 struct GpuNormCase {

@@ -22,6 +22,18 @@ inline torch::jit::Module module_from(const std::string& source) {
   return m;
 }
 
+// A module holding a norm layer's buffers w, b, rm (a running mean) and rv (a running variance,
+// positive) of `channels` entries made with `opts`, whose forward is `source`.
+inline torch::jit::Module norm_layer_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {
+  torch::jit::Module m("NormModule");
+  m.register_buffer("w", (1.0 + 0.5 * torch::randn({channels})).to(opts));
+  m.register_buffer("b", torch::randn({channels}).to(opts));
+  m.register_buffer("rm", torch::randn({channels}).to(opts));
+  m.register_buffer("rv", (0.2 + torch::rand({channels}) * 2.0).to(opts));
+  m.define(source);
+  return m;
+}
+
 // A module with forward(self, <args>) returning `expr`.
 inline torch::jit::Module module_returning(const std::string& args, const std::string& expr) {
   return module_from("def forward(self, " + args + "):\n    return " + expr + "\n");
