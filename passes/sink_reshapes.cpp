@@ -117,11 +117,9 @@ Value* sizes_of(torch::jit::Graph& graph, Value* like, int64_t rank) {
   return graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
 }
 
-// `views`: the reshape copies nothing (it moves because it follows a row op).
 // For a view of a row op's result: a size list that `source` has on every call, read from as far
-// up the ops that keep its shape
-// (a row op's epilogue, a decomposed group norm) as they go: the list of the view or reshape that
-// made it, or the sizes of the first value with its shape. Sizes read from `source` itself make
+// up the ops that keep its shape (a row op's epilogue, a decomposed group norm) as they go: the
+// list of the view or reshape that made it, or the sizes of the first value with its shape. Sizes read from `source` itself make
 // the moved chain depend on it through `size`, and the fusion passes cannot put the chain in its
 // group (a cycle); sizes of a value inside the group would make the group write it out.
 Value* source_sizes_list(torch::jit::Graph& graph, const RewriteContext& ctx, Value* source, int64_t rank) {
@@ -150,6 +148,7 @@ Value* source_sizes_list(torch::jit::Graph& graph, const RewriteContext& ctx, Va
   return sizes_of(graph, v, rank);
 }
 
+// `views`: the reshape copies nothing (it moves because it follows a row op).
 void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain, bool views) {
   torch::jit::Graph& graph = ctx.graph;
   Value* source = reshape->input(0);
@@ -170,8 +169,7 @@ void sink(RewriteContext& ctx, Node* reshape, const std::vector<Node*>& chain, b
   Value* back = graph.insert(c10::aten::reshape, {last->output(), reshape->input(1)});
   back->setType(last->output()->type());
   last->output()->replaceAllUsesAfterNodeWith(back->node(), back);
-  const std::string why = is_kind(reshape, "aten::view") || views ? "(a row op's result: views do not join its group)"
-                                                                   : "(its strides do not merge)";
+  const std::string why = views ? "(a row op's result: views do not join its group)" : "(its strides do not merge)";
   ctx.applied("reshape " + node_name(reshape) + " of %" + source->debugName() + " " + why + " moved after " +
               std::to_string(chain.size()) + " pointwise op(s), to " + node_name(last) + "'s result");
 }

@@ -6,6 +6,7 @@
 
 #include "src/convert_context.h"
 #include "src/error.h"
+#include "src/graph_constants.h"
 #include "src/literal.h"
 
 namespace torchfuse {
@@ -179,9 +180,7 @@ const ir::Type& ConvertContext::type_of(const torch::jit::Value* v) const {
 
 std::optional<c10::IValue> ConvertContext::constant(size_t i) const {
   if (i >= node_->inputs().size()) return std::nullopt;
-  auto iv = torch::jit::toIValue(node_->inputs()[i]);
-  if (!iv) return std::nullopt;
-  return *iv;
+  return constant_value(node_->inputs()[i]);
 }
 
 namespace {
