@@ -108,12 +108,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "compile_file",
       [](const std::string& path, bool cuda_graphs, bool rewrite_attention, bool gemm_epilogues,
          bool split_linear_bias, bool cache_shape_tensors, bool cublaslt_gemms,
-         bool concat_linears, bool gemm_autotune, std::optional<bool> attention_autotune) -> torchfuse::CompiledModule {
+         bool concat_linears, bool gemm_autotune, std::optional<bool> attention_autotune,
+         bool split_conv_bias, bool channels_last_convs) -> torchfuse::CompiledModule {
         torchfuse::CompileOptions options;
         options.cuda_graphs = cuda_graphs;
         options.rewrite_attention = rewrite_attention;
         options.gemm_epilogues = gemm_epilogues;
         options.split_linear_bias = split_linear_bias;
+        options.split_conv_bias = split_conv_bias;
+        options.channels_last_convs = channels_last_convs;
         options.cache_shape_tensors = cache_shape_tensors;
         options.cublaslt_gemms = cublaslt_gemms;
         options.concat_linears = concat_linears;
@@ -125,7 +128,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       pybind11::arg("gemm_epilogues") = true, pybind11::arg("split_linear_bias") = true,
       pybind11::arg("cache_shape_tensors") = true, pybind11::arg("cublaslt_gemms") = true,
       pybind11::arg("concat_linears") = true, pybind11::arg("gemm_autotune") = false,
-      pybind11::arg("attention_autotune") = pybind11::none(),
+      pybind11::arg("attention_autotune") = pybind11::none(), pybind11::arg("split_conv_bias") = true,
+      pybind11::arg("channels_last_convs") = true,
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names");
   m.def(

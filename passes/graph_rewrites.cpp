@@ -10,6 +10,8 @@
 #include "passes/concat_linears.h"
 #include "passes/decompose_norms.h"
 #include "passes/fold_static_sizes.h"
+#include "passes/rewrite_channels_last.h"
+#include "passes/rewrite_conv_bias.h"
 #include "passes/rewrite_linear_bias.h"
 #include "passes/rewrite_plain_gemms.h"
 #include "passes/rewrite_gemm_epilogues.h"
@@ -19,6 +21,15 @@
 #include "src/graph_constants.h"
 
 namespace torchfuse {
+
+at::Tensor DerivedConstants::get(const std::string& tag, const at::Tensor& source,
+                                 const std::function<at::Tensor(const at::Tensor&)>& make) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto key = std::make_pair(tag, static_cast<const void*>(source.unsafeGetTensorImpl()));
+  auto it = made_.find(key);
+  if (it == made_.end()) it = made_.emplace(key, std::make_pair(source, make(source))).first;
+  return it->second.second;
+}
 
 void RewriteContext::applied(const std::string& what) {
   report.applied.push_back(what);
@@ -104,6 +115,10 @@ const Rewrite kRewrites[] = {
     {"rewrite_gemm_epilogues", &RewriteOptions::gemm_epilogues, rewrite_gemm_epilogues},
     // After the epilogues: a linear whose activation cuBLASLt computes keeps its bias there.
     {"rewrite_linear_bias", &RewriteOptions::linear_bias, rewrite_linear_bias},
+    // Convolutions are no GEMMs the rewrites above claim; their bias joins the readers' kernel.
+    {"rewrite_conv_bias", &RewriteOptions::conv_bias, rewrite_conv_bias},
+    // After it: the biases it moves out are elementwise ops of the regions this one lays out NHWC.
+    {"rewrite_channels_last", &RewriteOptions::channels_last, rewrite_channels_last},
     // After both: linears they left (no epilogue, a float32 bias moved out) that read one input
     // become one GEMM.
     {"concat_linears", &RewriteOptions::concat_linears, concat_linears},
@@ -129,6 +144,7 @@ RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profil
   RewriteContext ctx(graph, profile, options.logs);
   ctx.gemm_candidates = options.gemm_candidates;
   ctx.attention_timed = options.attention_timed;
+  ctx.derived = options.derived.get();
   for (const Rewrite& r : kRewrites) {
     if (!(options.*r.enabled)) continue;
     const size_t before = ctx.report.applied.size();

@@ -4,11 +4,16 @@
 // through ATen or cuBLASLt; everything around them still fuses.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "src/frontend.h"
 #include "src/logging.h"
@@ -26,10 +31,27 @@ namespace torchfuse {
 // The heuristic's algorithms a GEMM times under CompileOptions::gemm_autotune.
 constexpr int kGemmAutotuneCandidates = 8;
 
+// Tensors a rewrite derives from frozen constants (a weight stored channels-last), made once per
+// compiled module: its specializations each rewrite a copy of the graph, whose constants are the
+// same tensors, and share what was derived from them. Thread-safe (specializations of one module
+// may be planned on several threads).
+class DerivedConstants {
+ public:
+  // `make(source)` the first time `source` is asked for under `tag`; the same tensor after.
+  at::Tensor get(const std::string& tag, const at::Tensor& source, const std::function<at::Tensor(const at::Tensor&)>& make);
+
+ private:
+  std::mutex mutex_;
+  // Keyed by the source's identity, which holding the source keeps from being reused.
+  std::map<std::pair<std::string, const void*>, std::pair<at::Tensor, at::Tensor>> made_;
+};
+
 struct RewriteOptions {
   bool attention = true;       // CompileOptions::rewrite_attention
   bool gemm_epilogues = true;  // CompileOptions::gemm_epilogues
   bool linear_bias = true;     // CompileOptions::split_linear_bias
+  bool conv_bias = true;       // CompileOptions::split_conv_bias
+  bool channels_last = true;   // CompileOptions::channels_last_convs
   bool concat_linears = true;  // CompileOptions::concat_linears
   bool plain_gemms = true;     // CompileOptions::cublaslt_gemms
   bool shape_tensors = true;   // CompileOptions::cache_shape_tensors
@@ -47,6 +69,8 @@ struct RewriteOptions {
   // (CompileOptions::attention_autotune).
   bool attention_timed = false;
   LogSwitches logs;
+  // Shared by every copy of these options (one compiled module's specializations).
+  std::shared_ptr<DerivedConstants> derived = std::make_shared<DerivedConstants>();
 };
 
 // What the rewrites did: one line per pattern replaced ("attention %12 -> torchfuse::attention
@@ -66,6 +90,7 @@ struct RewriteContext {
   LogSwitches logs;
   int gemm_candidates = 1;  // RewriteOptions::gemm_candidates
   bool attention_timed = false;  // RewriteOptions::attention_timed
+  DerivedConstants* derived = nullptr;  // RewriteOptions::derived
   RewriteReport report;
 
   // Takes the profile's types while the graph is as profiled.

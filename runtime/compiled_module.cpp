@@ -105,6 +105,8 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   rewrite_options_.attention = options_.rewrite_attention;
   rewrite_options_.gemm_epilogues = options_.gemm_epilogues;
   rewrite_options_.linear_bias = options_.split_linear_bias;
+  rewrite_options_.conv_bias = options_.split_conv_bias;
+  rewrite_options_.channels_last = options_.channels_last_convs;
   rewrite_options_.concat_linears = options_.concat_linears;
   rewrite_options_.plain_gemms = options_.cublaslt_gemms;
   rewrite_options_.gemm_candidates = options_.gemm_autotune ? kGemmAutotuneCandidates : 1;

@@ -212,7 +212,8 @@ def main():
     ap.add_argument("--ablations", default="", help="comma-separated torchfuse variants also timed: "
                     "no_gemm_epilogues, no_shape_tensors (nothing computed once per size, so no mask checks), "
                     "no_cublaslt_gemms (GEMMs without an epilogue through ATen), no_concat_linears (linears of one "
-                    "input apart), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
+                    "input apart), no_conv_bias (convolutions keep their bias), "
+                    "no_channels_last (convolutions and their neighbours NCHW), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
                     "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
                     "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
@@ -300,8 +301,12 @@ def main():
                                     ("torchfuse_attention_autotune", {"attention_autotune": True}),
                                     ("torchfuse_graphs_no_attention_autotune", {"attention_autotune": False,
                                                                                 "cuda_graphs": True}),
+                                    ("torchfuse_no_conv_bias", {"split_conv_bias": False}),
+                                    ("torchfuse_no_channels_last", {"channels_last_convs": False}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
-                                                               "split_linear_bias": False, "cache_shape_tensors": False,
+                                                               "split_linear_bias": False, "split_conv_bias": False,
+                                                               "channels_last_convs": False,
+                                                               "cache_shape_tensors": False,
                                                                "cublaslt_gemms": False, "concat_linears": False})):
                         if key.split("torchfuse_")[1] not in args.ablations.split(","):
                             continue
@@ -355,6 +360,8 @@ def main():
                 ("torchfuse no shape tensors", "torchfuse_no_shape_tensors"),
                 ("torchfuse no cuBLASLt GEMMs", "torchfuse_no_cublaslt_gemms"),
                 ("torchfuse no concat linears", "torchfuse_no_concat_linears"),
+                ("torchfuse no conv bias", "torchfuse_no_conv_bias"),
+                ("torchfuse no channels-last", "torchfuse_no_channels_last"),
                 ("torchfuse GEMM autotune", "torchfuse_gemm_autotune"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
                 ("torchfuse graphs", "torchfuse_graphs"), ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune"),
                 ("torchfuse attention autotune", "torchfuse_attention_autotune"),

@@ -1,11 +1,14 @@
 #include "src/prepare_graph.h"
 
+#include <functional>
+
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include "src/error.h"
 #include "src/sibling_weights.h"
@@ -22,6 +25,14 @@ void prepare_graph(const std::shared_ptr<torch::jit::Graph>& graph_ptr) {
   torch::jit::ConstantPropagation(mutable_ptr);
   // x.max(dim=1)[0] builds a tuple and indexes it: take the value straight from the op.
   torch::jit::LowerSimpleTuples(graph_ptr);
+  // Traced models write their own intermediates in place (a ResNet block's `hidden += residual`
+  // before its ReLU, an `inplace=True` activation): where alias analysis proves no other reader
+  // sees the write, the op becomes its functional form, which fuses. Writes to inputs, to values
+  // that alias others, and to frozen parameters (module state a later call would see) stay.
+  const std::function<bool(torch::jit::Node*)> not_on_constants = [](torch::jit::Node* n) {
+    return n->inputs().empty() || n->input(0)->node()->kind() != c10::prim::Constant;
+  };
+  torch::jit::RemoveTensorMutation(mutable_ptr, not_on_constants);
   // compile() is for inference: frozen parameters become constants that do not require grad.
   for (torch::jit::Node* n : graph.nodes()) {
     if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) continue;

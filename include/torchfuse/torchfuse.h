@@ -125,6 +125,15 @@ struct CompileOptions {
   // the fused kernel after it (cuBLASLt's float32 bias epilogue measured slower than the plain
   // GEMM; see passes/rewrite_linear_bias.cpp).
   bool split_linear_bias = true;
+  // A convolution whose result only feeds elementwise ops (a frozen ResNet's conv + folded batch
+  // norm + ReLU, a residual add) runs without its bias, which joins the fused kernel after it: ATen
+  // adds a cuDNN convolution's bias in a kernel of its own (see passes/rewrite_conv_bias.cpp).
+  bool split_conv_bias = true;
+  // 2-D convolutions with frozen weights and the elementwise ops between them run channels-last
+  // (NHWC), which cuDNN's convolutions work in: no transposes around each convolution. Values are
+  // eager's; a value read where its layout could matter (a view, a graph output) is contiguous()
+  // first (see passes/rewrite_channels_last.h).
+  bool channels_last_convs = true;
   // 16-bit linears reading one input with frozen weights (q, k and v projections written apart, an MLP's
   // gate and up projections) run as one GEMM, each result a slice of it. compile() stores such
   // weights in one buffer (no second copy); a linear whose result is read as a contiguous tensor

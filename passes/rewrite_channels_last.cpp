@@ -1,0 +1,302 @@
+// Convolutions and their elementwise neighbours in channels-last order (see
+// rewrite_channels_last.h).
+#include "passes/rewrite_channels_last.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <ATen/Functions.h>
+#include <c10/core/MemoryFormat.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "src/convert_context.h"
+#include "src/graph_constants.h"
+#include "src/ir.h"
+
+namespace torchfuse {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+
+bool is_fusible_pointwise(const Node* n) {
+  const std::string kind = n->kind().toQualString();
+  return pointwise_converters().count(kind) > 0 || activation_converters().count(kind) > 0;
+}
+
+// A 2-D convolution (not transposed) with a frozen 4-D weight: the weight's layout picks the result's.
+bool is_conv2d(const Node* n) {
+  const bool plain = is_kind(n, "aten::conv2d");
+  const bool general = is_kind(n, "aten::_convolution") || is_kind(n, "aten::convolution");
+  if (!plain && !general) return false;
+  if (n->inputs().size() < 7 || n->outputs().size() != 1) return false;
+  if (general && constant_bool(n->input(6)) != std::optional<bool>(false)) return false;
+  const std::optional<at::Tensor> w = constant_tensor(n->input(1));
+  return w && w->dim() == 4;
+}
+
+// Ops whose values do not depend on their inputs' layout (strides): a channels-last tensor may
+// reach them as it is. Their tensor results may be laid out otherwise than eager's too.
+bool is_layout_agnostic(const Node* n) {
+  static const std::unordered_set<std::string> kinds = {
+      "aten::conv2d",      "aten::_convolution",        "aten::convolution",        "aten::max_pool2d",
+      "aten::avg_pool2d",  "aten::adaptive_avg_pool2d", "aten::adaptive_max_pool2d", "aten::mean",
+      "aten::sum",         "aten::amax",                "aten::amin",               "aten::flatten",
+      "aten::reshape",     "aten::permute",             "aten::transpose",          "aten::contiguous",
+      "aten::size",        "aten::dim",                 "aten::layer_norm",         "aten::group_norm",
+      "aten::batch_norm",  "aten::linear",              "aten::matmul",             "aten::softmax",
+      "aten::to",          "aten::dropout",             "aten::slice",              "aten::select",
+      "aten::narrow",      "aten::upsample_nearest2d",  "aten::upsample_bilinear2d", "aten::constant_pad_nd"};
+  return is_fusible_pointwise(n) || kinds.count(n->kind().toQualString()) > 0;
+}
+
+bool is_tensor_value(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
+
+class ChannelsLast {
+ public:
+  explicit ChannelsLast(RewriteContext& ctx) : ctx_(ctx), g_(ctx.graph) {}
+
+  void run() {
+    std::vector<Node*> convs;
+    for (Node* n : g_.nodes())
+      if (is_conv2d(n)) convs.push_back(n);
+    if (convs.empty()) return;
+    if (const std::string why = why_not_graph(); !why.empty()) {
+      ctx_.refused("channels-last convolutions: " + why);
+      return;
+    }
+    for (Node* conv : convs) store_weight_channels_last(conv);
+    ctx_.applied("channels-last weights for " + std::to_string(convs.size()) + " convolution(s), from " +
+                 node_name(convs.front()));
+    std::vector<Node*> order;
+    for (Node* n : g_.nodes()) order.push_back(n);
+    for (Node* n : order) {
+      if (done_.count(n) || !is_fusible_pointwise(n) || !reads_nhwc_source(n)) continue;
+      rewrite_region(grow_region(n));
+    }
+    guard_layout_readers();
+  }
+
+ private:
+  RewriteContext& ctx_;
+  torch::jit::Graph& g_;
+  std::unordered_set<Value*> nhwc_sources_;  // convolution results and region results
+  std::unordered_set<const Node*> done_;           // nodes already in a region
+  std::unordered_map<const Value*, Value*> nhwc_weights_;  // a weight -> its NHWC copy
+  int regions_ = 0;
+
+  // Graphs where eager's layout could show: raw-storage reads.
+  std::string why_not_graph() {
+    for (Node* n : g_.nodes())
+      if (is_kind(n, "aten::as_strided")) return "the graph reads raw storage (" + node_name(n) + ")";
+    return "";
+  }
+
+  // One NHWC copy per weight (convolutions and specializations sharing a weight share it), made at
+  // the graph's start.
+  void store_weight_channels_last(Node* conv) {
+    Value* old = conv->input(1);
+    auto it = nhwc_weights_.find(old);
+    if (it == nhwc_weights_.end()) {
+      const auto to_nhwc = [](const at::Tensor& w) {
+        at::Tensor nhwc = at::empty_strided(w.sizes(), c10::get_channels_last_strides_2d(w.sizes()), w.options());
+        return nhwc.copy_(w);
+      };
+      const at::Tensor w = *constant_tensor(old);
+      const at::Tensor nhwc = ctx_.derived ? ctx_.derived->get("nhwc", w, to_nhwc) : to_nhwc(w);
+      torch::jit::WithInsertPoint point(g_.block()->nodes().front());
+      it = nhwc_weights_.emplace(old, g_.insertConstant(nhwc)).first;
+    }
+    conv->replaceInput(1, it->second);
+    nhwc_sources_.insert(conv->output());
+  }
+
+  bool reads_nhwc_source(Node* n) const {
+    for (Value* v : n->inputs())
+      if (nhwc_sources_.count(v)) return true;
+    return false;
+  }
+
+  const ir::Type* tensor_type(const Value* v) const {
+    const ir::Type* t = ctx_.type_of(v);
+    return t && t->is_tensor() ? t : nullptr;
+  }
+
+  // May `n` join a region over `domain` ([N, C, H, W])? Its result has those sizes and each tensor
+  // input broadcasts to them.
+  bool fits(const Node* n, const std::vector<int64_t>& domain) const {
+    if (n->owningBlock() != g_.block() || n->outputs().size() != 1) return false;
+    const ir::Type* out = tensor_type(n->output());
+    if (!out || out->sizes != domain || !is_floating(out->dtype)) return false;
+    for (const Value* v : n->inputs()) {
+      if (!is_tensor_value(v)) continue;
+      const std::optional<std::vector<int64_t>> sizes = sizes_of(v);
+      if (!sizes || sizes->size() > 4) return false;
+      const int64_t rank = static_cast<int64_t>(sizes->size());
+      if (rank < 4 && rank > 0 && !constant_tensor(v)) return false;
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t s = (*sizes)[rank - 1 - d];
+        if (s != 1 && s != domain[3 - d]) return false;
+      }
+    }
+    return true;
+  }
+
+  // A tensor's sizes: profiled, or a constant's own.
+  std::optional<std::vector<int64_t>> sizes_of(const Value* v) const {
+    if (const ir::Type* t = tensor_type(v)) return t->sizes;
+    if (const std::optional<at::Tensor> c = constant_tensor(v)) return c->sizes().vec();
+    return std::nullopt;
+  }
+
+  // `seed` and the elementwise ops reading it, transitively, over the same sizes: in graph order.
+  std::vector<Node*> grow_region(Node* seed) {
+    std::vector<Node*> members;
+    const ir::Type* t = tensor_type(seed->output());
+    if (!t || t->rank() != 4 || !fits(seed, t->sizes)) {
+      done_.insert(seed);
+      return members;
+    }
+    const std::vector<int64_t> domain = t->sizes;
+    std::vector<Node*> stack = {seed};
+    std::unordered_set<Node*> in_region = {seed};
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      members.push_back(n);
+      for (const torch::jit::Use& u : n->output()->uses()) {
+        Node* r = u.user;
+        if (in_region.count(r) || done_.count(r) || !is_fusible_pointwise(r) || !fits(r, domain)) continue;
+        in_region.insert(r);
+        stack.push_back(r);
+      }
+    }
+    for (Node* n : members) done_.insert(n);
+    std::sort(members.begin(), members.end(), [](const Node* a, const Node* b) { return a->isBefore(b); });
+    return members;
+  }
+
+  Value* permute(Value* v, const std::vector<int64_t>& dims) {
+    Value* p = g_.insert(c10::aten::permute, {v, dims});
+    if (const ir::Type* t = tensor_type(v)) {
+      std::vector<int64_t> sizes, strides;
+      for (int64_t d : dims) {
+        sizes.push_back(t->sizes[d]);
+        strides.push_back(t->strides.size() == t->sizes.size() ? t->strides[d] : 0);
+      }
+      ctx_.set_type(p, ir::Type::tensor(t->dtype, sizes, strides, t->device));
+    }
+    return p;
+  }
+
+  // A region's operand as the region reads it, in [N, H, W, C] order.
+  Value* operand_nhwc(Value* v, std::unordered_map<const Value*, Value*>& permuted) {
+    if (!is_tensor_value(v)) return v;
+    const std::optional<std::vector<int64_t>> sizes = sizes_of(v);
+    if (!sizes || sizes->empty()) return v;
+    if (auto it = permuted.find(v); it != permuted.end()) return it->second;
+    Value* made = nullptr;
+    if (sizes->size() == 4) {
+      made = permute(v, kToNhwc);
+    } else {
+      // A per-channel constant ([C, 1, 1], a bias): the same values laid out [1, 1, 1, C].
+      at::Tensor c = *constant_tensor(v);
+      std::vector<int64_t> full(static_cast<size_t>(4 - c.dim()), 1);
+      full.insert(full.end(), c.sizes().begin(), c.sizes().end());
+      c = c.reshape(full).permute(kToNhwc).contiguous();
+      made = g_.insertConstant(c);
+      const std::vector<int64_t> nhwc_sizes = c.sizes().vec();
+      ctx_.set_type(made, ir::Type::tensor(c.scalar_type(), nhwc_sizes, ir::contiguous_strides(nhwc_sizes), c.device()));
+    }
+    permuted.emplace(v, made);
+    return made;
+  }
+
+  void rewrite_region(const std::vector<Node*>& members) {
+    if (members.empty()) return;
+    const std::unordered_set<const Node*> member_set(members.begin(), members.end());
+    std::unordered_map<const Value*, Value*> permuted;  // an outside operand -> its NHWC view
+    std::unordered_map<const Value*, Value*> inside;    // a member's result -> its NHWC twin
+    std::vector<std::pair<Node*, Value*>> twins;
+    for (Node* n : members) {
+      torch::jit::WithInsertPoint point(n);
+      Node* twin = g_.insertNode(g_.createClone(n, [&](Value* v) {
+        if (auto it = inside.find(v); it != inside.end()) return it->second;
+        return operand_nhwc(v, permuted);
+      }));
+      const ir::Type* t = tensor_type(n->output());
+      const std::vector<int64_t> sizes = {t->sizes[0], t->sizes[2], t->sizes[3], t->sizes[1]};
+      twin->output()->setType(n->output()->type());
+      ctx_.set_type(twin->output(), ir::Type::tensor(t->dtype, sizes, ir::contiguous_strides(sizes), t->device));
+      inside.emplace(n->output(), twin->output());
+      twins.emplace_back(n, twin->output());
+    }
+    for (auto& [n, twin] : twins) {
+      bool read_outside = false;  // (a graph output is read by the return node)
+      for (const torch::jit::Use& u : n->output()->uses()) read_outside = read_outside || !member_set.count(u.user);
+      if (!read_outside) continue;
+      torch::jit::WithInsertPoint point(n);
+      Value* dense = g_.insert(c10::aten::contiguous, {twin});
+      ctx_.set_type(dense, *ctx_.type_of(twin));
+      Value* back = permute(dense, kToNchw);
+      back->copyMetadata(n->output());
+      n->output()->replaceAllUsesWith(back);
+      nhwc_sources_.insert(back);
+    }
+    for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
+    ++regions_;
+    ctx_.applied("channels-last region " + std::to_string(regions_) + ": " + std::to_string(members.size()) +
+                 " elementwise op(s) over [N, H, W, C]");
+  }
+
+  // Every value whose layout may now differ from eager's reaches layout-dependent readers only
+  // through contiguous() (eager's layout there: results of NCHW convolutions are contiguous), made
+  // once per value, right after it.
+  void guard_layout_readers() {
+    std::vector<Value*> stack(nhwc_sources_.begin(), nhwc_sources_.end());
+    std::sort(stack.begin(), stack.end(), [](const Value* a, const Value* b) { return a->unique() < b->unique(); });
+    std::unordered_set<const Value*> seen(stack.begin(), stack.end());
+    int guarded = 0;
+    while (!stack.empty()) {
+      Value* v = stack.back();
+      stack.pop_back();
+      const std::vector<torch::jit::Use> uses = v->uses();
+      Value* dense = nullptr;
+      for (const torch::jit::Use& u : uses) {
+        Node* r = u.user;
+        if (r->owningBlock() == g_.block() && r->kind() != c10::prim::Return && is_layout_agnostic(r)) {
+          for (Value* out : r->outputs())
+            if (is_tensor_value(out) && seen.insert(out).second) stack.push_back(out);
+          continue;
+        }
+        if (!dense) {
+          torch::jit::WithInsertPoint point(v->node()->next());
+          dense = g_.insert(c10::aten::contiguous, {v});
+          if (const ir::Type* t = ctx_.type_of(v)) ctx_.set_type(dense, *t);
+        }
+        r->replaceInput(u.offset, dense);
+        ++guarded;
+      }
+      // Sizes read from the contiguous copy too: the group that writes it then has one output
+      // (a size read of v would make v an output of its own, in another index domain).
+      if (!dense) continue;
+      for (const torch::jit::Use& u : uses)
+        if (is_kind(u.user, "aten::size") || is_kind(u.user, "aten::dim")) u.user->replaceInput(u.offset, dense);
+    }
+    if (guarded > 0)
+      ctx_.applied("channels-last: " + std::to_string(guarded) + " layout-dependent read(s) through contiguous()");
+  }
+};
+
+}  // namespace
+
+void rewrite_channels_last(RewriteContext& ctx) { ChannelsLast(ctx).run(); }
+
+}  // namespace torchfuse

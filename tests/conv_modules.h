@@ -1,0 +1,56 @@
+// Convolution blocks with frozen-to-be weights (buffers), as CNNs write them: the CPU and GPU
+// tests of the convolution-bias rewrite share them.
+#pragma once
+
+#include <string>
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+namespace tftest {
+
+// x [N, C, H, W]: 3x3 conv + ReLU, 1x1 conv, `+=` the block's input, ReLU.
+constexpr const char* kResidualBlock = R"JIT(
+def forward(self, x):
+    h = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))
+    y = torch.conv2d(h, self.w2, self.b2)
+    y += x
+    return torch.relu(y)
+)JIT";
+
+// A convolution without bias and a batch norm after it (freeze() folds it in) + ReLU.
+constexpr const char* kConvBatchNormRelu = R"JIT(
+def forward(self, x):
+    y = torch.conv2d(x, self.w1, None, [1, 1], [1, 1])
+    return torch.relu(torch.batch_norm(y, self.g, self.b2, self.rm, self.rv, False, 0.1, 1e-5, True))
+)JIT";
+
+// A biased convolution read by a pooling op.
+constexpr const char* kConvPool = R"JIT(
+def forward(self, x):
+    return torch.max_pool2d(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]), [2, 2])
+)JIT";
+
+// A biased convolution + ReLU viewed flat: the view needs the layout eager had.
+constexpr const char* kConvReluView = R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))
+    return y.view(y.size(0), -1)
+)JIT";
+
+// The module of one of the blocks above for `channels` channels: weights with fresh random values.
+inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {
+  torch::jit::Module m("ConvBlock");
+  const double fan = 1.0 / std::sqrt(static_cast<double>(channels * 9));
+  m.register_buffer("w1", (torch::randn({channels, channels, 3, 3}) * fan).to(opts));
+  m.register_buffer("b1", torch::randn({channels}).to(opts));
+  m.register_buffer("w2", (torch::randn({channels, channels, 1, 1}) / std::sqrt(static_cast<double>(channels))).to(opts));
+  m.register_buffer("b2", torch::randn({channels}).to(opts));
+  m.register_buffer("g", (1.0 + 0.5 * torch::randn({channels})).to(opts));
+  m.register_buffer("rm", torch::randn({channels}).to(opts));
+  m.register_buffer("rv", (0.2 + torch::rand({channels}) * 2.0).to(opts));
+  m.define(source);
+  return m;
+}
+
+}  // namespace tftest

@@ -1,0 +1,64 @@
+// The convolution-bias and channels-last rewrites (passes/rewrite_conv_bias.h,
+// passes/rewrite_channels_last.h) on the GPU: a residual block, a folded conv + batch norm + ReLU
+// and a conv + ReLU read by a view, as cuDNN convolutions and one fused kernel after each, NCHW and
+// NHWC, against eager (compare_with_eager: allclose, else judged against the float64 run) in f32,
+// f16 and bf16, at the compiled sizes and at others; outputs laid out as eager's. Skipped without
+// CUDA.
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "tests/conv_modules.h"
+#include "tests/test_util.h"
+
+namespace {
+
+struct GpuConvCase {
+  const char* name;
+  const char* source;
+  int64_t channels;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> other;
+  size_t kernels;     // fused kernels (the convolutions are cuDNN's), NCHW
+  size_t kernels_cl;  // the same, channels-last
+};
+
+const std::vector<GpuConvCase> kCases = {
+    {"residual_block", tftest::kResidualBlock, 64, {8, 64, 28, 28}, {3, 64, 13, 9}, 2, 2},
+    {"conv_batch_norm_relu", tftest::kConvBatchNormRelu, 32, {4, 32, 40, 40}, {1, 32, 7, 11}, 1, 1},
+    {"conv_relu_view", tftest::kConvReluView, 16, {2, 16, 20, 20}, {5, 16, 9, 3}, 1, 1},
+};
+
+std::vector<c10::IValue> input(const std::vector<int64_t>& shape, c10::ScalarType dtype) {
+  return {(torch::randn(shape, torch::kDouble) * 2.0 + 0.5).to(dtype).to(torch::kCUDA)};
+}
+
+void expect_matches_eager(torchfuse::CompiledModule& compiled, const std::vector<c10::IValue>& in) {
+  const at::Tensor out = compiled.forward(in).toTensor();
+  EXPECT_TRUE(out.is_contiguous()) << out.strides();  // eager's NCHW result
+  const auto report = torchfuse::compare_with_eager(compiled, in);
+  torch::cuda::synchronize();
+  EXPECT_TRUE(report.passed()) << report.to_string() << compiled.graph_for(in);
+}
+
+TEST(ConvLayoutGpu, ConvolutionsAndTheirNeighboursMatchEager) {
+  if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device";
+  for (const auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+    for (const bool channels_last : {false, true}) {
+    for (const auto& tc : kCases) {
+      SCOPED_TRACE(std::string(tc.name) + " " + c10::toString(dtype) + (channels_last ? " NHWC" : " NCHW"));
+      auto options = tftest::quiet_options();
+      options.debug_poison_outputs = true;
+      options.channels_last_convs = channels_last;
+      const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+      auto compiled = torchfuse::compile(tftest::conv_block_module(tc.source, tc.channels, opts), options);
+      const auto in = input(tc.shape, dtype);
+      expect_matches_eager(compiled, in);
+      EXPECT_GT(compiled.stats().fused_calls, 0);
+      EXPECT_EQ(compiled.kernels().size(), channels_last ? tc.kernels_cl : tc.kernels) << compiled.graph_for(in);
+      expect_matches_eager(compiled, input(tc.other, dtype));
+    }
+    }
+  }
+}
+
+}  // namespace
