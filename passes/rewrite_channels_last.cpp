@@ -65,8 +65,22 @@ class ChannelsLast {
 
   void run() {
     std::vector<Node*> convs;
-    for (Node* n : g_.nodes())
-      if (is_conv2d(n)) convs.push_back(n);
+    std::vector<std::pair<std::string, std::vector<Node*>>> stay;  // by reason, in graph order
+    for (Node* n : g_.nodes()) {
+      if (!is_conv2d(n)) continue;
+      const std::string why = why_conv_stays(n);
+      if (why.empty()) {
+        convs.push_back(n);
+        continue;
+      }
+      auto it = std::find_if(stay.begin(), stay.end(), [&](const auto& s) { return s.first == why; });
+      if (it == stay.end()) it = stay.insert(stay.end(), {why, {}});
+      it->second.push_back(n);
+    }
+    for (const auto& [why, nodes] : stay) {
+      ctx_.refused("channels-last convolutions: " + std::to_string(nodes.size()) + " convolution(s) stay NCHW, from " +
+                   node_name(nodes.front()) + ": " + why);
+    }
     if (convs.empty()) return;
     if (const std::string why = why_not_graph(); !why.empty()) {
       ctx_.refused("channels-last convolutions: " + why);
@@ -91,6 +105,21 @@ class ChannelsLast {
   std::unordered_set<const Node*> done_;           // nodes already in a region
   std::unordered_map<const Value*, Value*> nhwc_weights_;  // a weight -> its NHWC copy
   int regions_ = 0;
+
+  // Why a convolution keeps NCHW ("" where it goes NHWC). Float32 on CUDA: handed NHWC tensors,
+  // cuDNN picks TF32 tensor-core kernels (PyTorch allows TF32 for cuDNN by default), which eager's
+  // NCHW call did not pick: on an H200 a 3x3 convolution's results then differed from float64 by
+  // 0.007 where eager's differed by 1.3e-5. 16-bit convolutions run on tensor cores either way.
+  std::string why_conv_stays(const Node* conv) const {
+    const ir::Type* out = tensor_type(conv->output());
+    if (!out) return "its result's type was not profiled";
+    const c10::ScalarType t = out->dtype;
+    if (t == c10::ScalarType::Half || t == c10::ScalarType::BFloat16) return "";
+    if (t == c10::ScalarType::Float && !out->device.is_cuda()) return "";
+    if (t == c10::ScalarType::Float)
+      return "a float32 convolution on CUDA (cuDNN would run it NHWC in TF32, where eager's NCHW call ran float32)";
+    return std::string("its dtype is ") + c10::toString(t) + " (only float16, bfloat16, and float32 off CUDA go NHWC)";
+  }
 
   // Graphs where eager's layout could show: raw-storage reads.
   std::string why_not_graph() {

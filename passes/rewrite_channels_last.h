@@ -3,7 +3,8 @@
 // tensors, ATen's cuDNN path transposes the input and the result around each convolution (a
 // ResNet-50 call on an H200 ran 67 such transposes in bfloat16). Here:
 //   - each frozen 4-D convolution weight is stored channels-last, so the convolution writes
-//     channels-last results (ATen follows the weight's layout);
+//     channels-last results (ATen follows the weight's layout): float16 and bfloat16 ones, and
+//     float32 ones off CUDA (on CUDA, cuDNN would run those NHWC in TF32, unlike eager's call);
 //   - each connected region of fusible elementwise ops reading such results (a folded batch norm's
 //     bias and ReLU, a residual add) computes over the permuted [N, H, W, C] view of its inputs and
 //     writes [N, H, W, C] contiguous, and its readers outside see permute(., [0, 3, 1, 2]) of that:

@@ -13,6 +13,7 @@
 // once fewer than ATen's.
 #include "passes/rewrite_conv_bias.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,27 @@ bool is_fusible_pointwise(const Node* n) {
   return pointwise_converters().count(kind) > 0 || activation_converters().count(kind) > 0;
 }
 
+// The uses of `v` that read its elements (not its sizes: aten::size, aten::dim read the same from
+// the convolution without its bias).
+std::vector<torch::jit::Use> value_readers(const Value* v) {
+  std::vector<torch::jit::Use> readers;
+  for (const torch::jit::Use& u : v->uses())
+    if (!is_kind(u.user, "aten::size") && !is_kind(u.user, "aten::dim")) readers.push_back(u);
+  return readers;
+}
+
+// A layer norm's input (its first), whose row kernel takes elementwise ops before it.
+bool is_norm_input(const torch::jit::Use& u) { return is_kind(u.user, "aten::layer_norm") && u.offset == 0; }
+
+// The permute a result is read through alone (a ConvNeXt block's depthwise convolution, read as
+// [N, H, W, C] by its layer norm): the bias add moves after it, where the norm's kernel reads it.
+Node* sole_permute(const Node* conv) {
+  const std::vector<torch::jit::Use> uses = value_readers(conv->output());
+  if (uses.size() != 1 || uses[0].offset != 0 || !is_kind(uses[0].user, "aten::permute")) return nullptr;
+  const std::optional<c10::IValue> dims = constant_value(uses[0].user->input(1));
+  return dims && dims->isIntList() ? uses[0].user : nullptr;
+}
+
 // Why the bias stays in the convolution ("" where it moves).
 std::string why_bias_stays(const RewriteContext& ctx, const Node* conv, const std::optional<at::Tensor>& bias) {
   if (!bias) return "its bias is not a frozen tensor";
@@ -53,10 +75,11 @@ std::string why_bias_stays(const RewriteContext& ctx, const Node* conv, const st
   if (bias->dim() != 1 || w->rank() < 3) return "not a 1-D bias and a weight with spatial dims";
   if (bias->scalar_type() != out->dtype) return "its bias's dtype differs from its result's";
   if (!is_floating(out->dtype)) return "its result is not floating point";
-  const auto& uses = conv->output()->uses();
+  const Node* permute = sole_permute(conv);
+  const std::vector<torch::jit::Use> uses = value_readers(permute ? permute->output() : conv->output());
   if (uses.empty()) return "its result is not read";
   for (const torch::jit::Use& u : uses) {
-    if (!is_fusible_pointwise(u.user))
+    if (!is_fusible_pointwise(u.user) && !(permute && is_norm_input(u)))
       return "its result is read by " + node_name(u.user) + ", where the bias add would be a kernel of its own";
   }
   return "";
@@ -72,21 +95,32 @@ void split(RewriteContext& ctx, Node* conv, const at::Tensor& bias) {
   product->setType(conv->output()->type());
   ctx.inherit_type(product, conv->output());
 
-  // [C, 1, ...]: one 1 per spatial dim of the weight, so it broadcasts over batched and unbatched
-  // results alike.
-  const int64_t spatial = ctx.type_of(conv->input(1))->rank() - 2;
+  // [C, 1, ...]: one 1 per dim after the channel dim (the weight's spatial dims, or where a
+  // permute put the channels), so it broadcasts over batched and unbatched results alike.
+  Node* permute = sole_permute(conv);
+  int64_t trailing = ctx.type_of(conv->input(1))->rank() - 2;
+  if (permute) {
+    const std::vector<int64_t> dims = constant_value(permute->input(1))->toIntVector();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    const auto channel = std::find_if(dims.begin(), dims.end(), [&](int64_t d) { return d == 1 || d == 1 - rank; });
+    trailing = rank - 1 - (channel - dims.begin());
+  }
   std::vector<int64_t> shape = {bias.size(0)};
-  shape.insert(shape.end(), static_cast<size_t>(spatial), 1);
+  shape.insert(shape.end(), static_cast<size_t>(trailing), 1);
   const at::Tensor channel_bias = bias.reshape(shape).contiguous();
   Value* b = graph.insertConstant(channel_bias);
   ctx.set_type(b, ir::Type::tensor(channel_bias.scalar_type(), shape, ir::contiguous_strides(shape),
                                    channel_bias.device()));
-  Value* sum = graph.insert(c10::aten::add, {product, b});
-  sum->copyMetadata(conv->output());
-  ctx.inherit_type(sum, conv->output());
-  ctx.applied("convolution bias " + node_name(conv) + " -> " + std::string(conv->kind().toQualString()) +
-              " without bias + aten::add, fused with its readers");
-  conv->output()->replaceAllUsesWith(sum);
+  conv->output()->replaceAllUsesWith(product);
+  Value* read = permute ? permute->output() : product;  // what the bias is added to
+  {
+    // After the bias constant (made before the convolution) and the permute, where there is one.
+    torch::jit::WithInsertPoint after(permute ? permute->next() : conv);
+    Value* sum = graph.insert(c10::aten::add, {read, b});
+    ctx.inherit_type(sum, read);
+    for (const torch::jit::Use& u : value_readers(read))
+      if (u.user != sum->node()) u.user->replaceInput(u.offset, sum);
+  }
   conv->destroy();
 }
 
@@ -100,6 +134,9 @@ void rewrite_conv_bias(RewriteContext& ctx) {
     const std::optional<at::Tensor> bias = constant_tensor(n->input(2));
     const std::string why = why_bias_stays(ctx, n, bias);
     if (why.empty()) {
+      const bool permuted = sole_permute(n) != nullptr;
+      ctx.applied("convolution bias " + node_name(n) + " -> " + std::string(n->kind().toQualString()) +
+                  " without bias + aten::add" + (permuted ? " after its permute" : "") + ", fused with its readers");
       split(ctx, n, *bias);
     } else {
       ctx.refused("convolution bias " + node_name(n) + " stays in the convolution: " + why);

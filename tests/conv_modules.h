@@ -38,11 +38,21 @@ def forward(self, x):
     return y.view(y.size(0), -1)
 )JIT";
 
+// A ConvNeXt block: depthwise 7x7 convolution, read as [N, H, W, C] by a layer norm, back to
+// [N, C, H, W], plus the block's input.
+constexpr const char* kConvNextBlock = R"JIT(
+def forward(self, x):
+    y = torch.conv2d(x, self.wd, self.b1, [1, 1], [3, 3], [1, 1], x.size(1)).permute(0, 2, 3, 1)
+    y = torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6)
+    return y.permute(0, 3, 1, 2) + x
+)JIT";
+
 // The module of one of the blocks above for `channels` channels: weights with fresh random values.
 inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {
   torch::jit::Module m("ConvBlock");
   const double fan = 1.0 / std::sqrt(static_cast<double>(channels * 9));
   m.register_buffer("w1", (torch::randn({channels, channels, 3, 3}) * fan).to(opts));
+  m.register_buffer("wd", (torch::randn({channels, 1, 7, 7}) / 7.0).to(opts));
   m.register_buffer("b1", torch::randn({channels}).to(opts));
   m.register_buffer("w2", (torch::randn({channels, channels, 1, 1}) / std::sqrt(static_cast<double>(channels))).to(opts));
   m.register_buffer("b2", torch::randn({channels}).to(opts));

@@ -85,6 +85,16 @@ def forward(self, x):
   EXPECT_TRUE(has(e.refused, "channels-last convolutions: the graph reads raw storage (aten::as_strided")) << joined(e.refused);
 }
 
+// Float64 convolutions stay NCHW (and so do float32 ones on CUDA: tests/test_conv_layout_gpu.cpp),
+// with the reason.
+TEST(ChannelsLast, Float64StaysNchw) {
+  const auto m = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions().dtype(torch::kDouble));
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6}, torch::kDouble)});
+  EXPECT_FALSE(has(e.rewrites, "channels-last")) << joined(e.rewrites);
+  EXPECT_TRUE(has(e.refused, "channels-last convolutions: 2 convolution(s) stay NCHW, from aten::conv2d")) << joined(e.refused);
+  EXPECT_TRUE(has(e.refused, "its dtype is Double")) << joined(e.refused);
+}
+
 // Specializations share what was derived from one constant: made once per source and tag.
 TEST(ChannelsLast, DerivedConstantsAreMadeOncePerSource) {
   torchfuse::DerivedConstants derived;

@@ -57,6 +57,20 @@ TEST(ConvBias, FoldedBatchNormJoinsTheRelu) {
   expect_fallbacks_match_eager(m, {2, 8, 6, 6});
 }
 
+// A depthwise convolution read through a permute by a layer norm (ConvNeXt): the bias is added
+// after the permute, inside the norm's kernel.
+TEST(ConvBias, JoinsTheNormAfterAPermute) {
+  const auto m = tftest::conv_block_module(tftest::kConvNextBlock, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  ASSERT_EQ(e.rewrites.size(), 1u) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_TRUE(has(e.rewrites, "without bias + aten::add after its permute, fused with its readers")) << joined(e.rewrites);
+  // (The residual add after the permute back is one op alone: ATen's.)
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
+  EXPECT_EQ(e.kernels[0].description.rfind("add -> reduce_sum", 0), 0u) << e.kernels[0].description;
+  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
+  expect_fallbacks_match_eager(m, {1, 8, 9, 5});
+}
+
 // A result read by a pooling op keeps its bias in the convolution, with the reason; so does every
 // bias when the option is off.
 TEST(ConvBias, StaysWhereTheAddWouldBeAKernelOfItsOwn) {

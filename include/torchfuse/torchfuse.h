@@ -129,10 +129,11 @@ struct CompileOptions {
   // norm + ReLU, a residual add) runs without its bias, which joins the fused kernel after it: ATen
   // adds a cuDNN convolution's bias in a kernel of its own (see passes/rewrite_conv_bias.cpp).
   bool split_conv_bias = true;
-  // 2-D convolutions with frozen weights and the elementwise ops between them run channels-last
-  // (NHWC), which cuDNN's convolutions work in: no transposes around each convolution. Values are
-  // eager's; a value read where its layout could matter (a view, a graph output) is contiguous()
-  // first (see passes/rewrite_channels_last.h).
+  // 16-bit 2-D convolutions with frozen weights and the elementwise ops between them run
+  // channels-last (NHWC), which cuDNN's convolutions work in: no transposes around each
+  // convolution. Values are eager's; a value read where its layout could matter (a view, a graph
+  // output) is contiguous() first. Float32 ones on CUDA stay NCHW, where cuDNN would otherwise run
+  // them in TF32 (see passes/rewrite_channels_last.h).
   bool channels_last_convs = true;
   // 16-bit linears reading one input with frozen weights (q, k and v projections written apart, an MLP's
   // gate and up projections) run as one GEMM, each result a slice of it. compile() stores such
