@@ -18,6 +18,7 @@
 #include "passes/sink_casts.h"
 #include "passes/sink_reshapes.h"
 #include "passes/stage_transposed_rows.h"
+#include "src/convert_context.h"
 #include "src/graph_constants.h"
 
 namespace torchfuse {
@@ -60,6 +61,11 @@ std::optional<double> constant_number(const torch::jit::Value* v) {
     if (t.defined() && t.dim() == 0 && !t.is_complex()) return t.item<double>();
   }
   return std::nullopt;
+}
+
+bool is_fusible_pointwise(const torch::jit::Node* n) {
+  const std::string kind = n->kind().toQualString();
+  return pointwise_converters().count(kind) > 0 || activation_converters().count(kind) > 0;
 }
 
 namespace {

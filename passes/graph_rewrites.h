@@ -118,6 +118,8 @@ bool is_kind(const torch::jit::Node* n, const char* qual_name);
 // A node as the rewrites' messages name it, by its kind and first output: "aten::linear (%input.12)".
 std::string node_name(const torch::jit::Node* n);
 std::optional<double> constant_number(const torch::jit::Value* v);
+// An elementwise op the converter turns into a fused one (add, mul, where, relu, hardtanh, silu...).
+bool is_fusible_pointwise(const torch::jit::Node* n);
 
 // Runs the enabled rewrites in their fixed order (graph_rewrites.cpp says why the order matters).
 RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options);

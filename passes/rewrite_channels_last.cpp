@@ -26,11 +26,6 @@ using torch::jit::Value;
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
 
-bool is_fusible_pointwise(const Node* n) {
-  const std::string kind = n->kind().toQualString();
-  return pointwise_converters().count(kind) > 0 || activation_converters().count(kind) > 0;
-}
-
 // A 2-D convolution (not transposed) with a frozen 4-D weight: the weight's layout picks the result's.
 bool is_conv2d(const Node* n) {
   const bool plain = is_kind(n, "aten::conv2d");

@@ -20,6 +20,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include "src/convert_context.h"
+#include "src/error.h"
 #include "src/graph_constants.h"
 #include "src/ir.h"
 
@@ -37,12 +38,6 @@ bool is_convolution(const Node* n) {
   for (const char* k : kinds)
     if (is_kind(n, k)) return n->inputs().size() > 2 && n->outputs().size() == 1 && !n->input(2)->mustBeNone();
   return false;
-}
-
-// An elementwise op the converter turns into a fused one (add, mul, relu, hardtanh, silu...).
-bool is_fusible_pointwise(const Node* n) {
-  const std::string kind = n->kind().toQualString();
-  return pointwise_converters().count(kind) > 0 || activation_converters().count(kind) > 0;
 }
 
 // The uses of `v` that read its elements (not its sizes: aten::size, aten::dim read the same from
@@ -100,9 +95,12 @@ void split(RewriteContext& ctx, Node* conv, const at::Tensor& bias) {
   Node* permute = sole_permute(conv);
   int64_t trailing = ctx.type_of(conv->input(1))->rank() - 2;
   if (permute) {
+    // The channel dim: 1 of a batched result, 0 of an unbatched one (right before the spatial dims).
+    const int64_t rank = ctx.type_of(conv->output())->rank();
+    const int64_t c = rank - trailing - 1;
     const std::vector<int64_t> dims = constant_value(permute->input(1))->toIntVector();
-    const int64_t rank = static_cast<int64_t>(dims.size());
-    const auto channel = std::find_if(dims.begin(), dims.end(), [&](int64_t d) { return d == 1 || d == 1 - rank; });
+    const auto channel = std::find_if(dims.begin(), dims.end(), [&](int64_t d) { return d == c || d == c - rank; });
+    TORCHFUSE_INTERNAL_ASSERT(channel != dims.end(), "the permute of ", node_name(conv), " has no channel dim");
     trailing = rank - 1 - (channel - dims.begin());
   }
   std::vector<int64_t> shape = {bias.size(0)};

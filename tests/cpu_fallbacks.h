@@ -20,4 +20,17 @@ inline std::shared_ptr<torchfuse::CompiledModuleImpl> on_cpu_fallbacks(const tor
   return impl;
 }
 
+// The module compiled with its groups on their ATen fallbacks against eager: two calls on fresh
+// standard-normal inputs of `shape`, values within float32 tolerances, strides eager's.
+inline void expect_fallbacks_match_eager(const torch::jit::Module& m, const torchfuse::CompileOptions& options,
+                                         const std::vector<int64_t>& shape) {
+  auto impl = on_cpu_fallbacks(m, options);
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<c10::IValue> in = {torch::randn(shape)};
+    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
+    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max();
+    EXPECT_EQ(got.strides(), want.strides());
+  }
+}
+
 }  // namespace tftest

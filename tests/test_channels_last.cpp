@@ -10,13 +10,8 @@
 namespace {
 
 using tftest::count_occurrences;
+using tftest::any_line_has;
 using tftest::joined;
-
-bool has(const std::vector<std::string>& lines, const std::string& what) {
-  for (const std::string& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
 
 torchfuse::CompileOptions options(bool channels_last = true) {
   torchfuse::CompileOptions o = tftest::quiet_options();
@@ -24,25 +19,14 @@ torchfuse::CompileOptions options(bool channels_last = true) {
   return o;
 }
 
-// Results against eager on fresh inputs, and the output laid out as eager's (contiguous).
-void expect_fallbacks_match_eager(const torch::jit::Module& m, const std::vector<int64_t>& shape) {
-  auto impl = tftest::on_cpu_fallbacks(m, options());
-  for (int call = 0; call < 2; ++call) {
-    const std::vector<c10::IValue> in = {torch::randn(shape)};
-    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
-    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max();
-    EXPECT_EQ(got.strides(), want.strides());
-  }
-}
-
 // The residual block: both weights NHWC, the two regions (bias + ReLU; bias + residual + ReLU)
 // over [N, H, W, C], the output contiguous as eager's.
 TEST(ChannelsLast, ResidualBlockRunsNhwc) {
   const auto m = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
-  EXPECT_TRUE(has(e.rewrites, "channels-last weights for 2 convolution(s)")) << joined(e.rewrites);
-  EXPECT_TRUE(has(e.rewrites, "channels-last region 2: 3 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
-  EXPECT_TRUE(has(e.rewrites, "channels-last: 1 layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last weights for 2 convolution(s)")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last region 2: 3 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last: 1 layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
   // The first region writes [N, H, W, C]; the second convolution reads its permuted view (the
   // one view left outside the groups); the second region writes the NCHW output eager returns.
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::permute("), 1) << e.rewritten_graph;
@@ -50,26 +34,26 @@ TEST(ChannelsLast, ResidualBlockRunsNhwc) {
   EXPECT_EQ(e.kernels[0].description, "permute[0, 2, 3, 1] -> add -> relu -> contiguous[]");
   EXPECT_EQ(e.kernels[1].description.rfind("permute[0, 2, 3, 1] -> add -> permute[0, 2, 3, 1] -> add -> relu", 0), 0u)
       << e.kernels[1].description;
-  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
-  expect_fallbacks_match_eager(m, {1, 8, 5, 9});
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
 // A view of a region's result reads it contiguous(), as eager's view did.
 TEST(ChannelsLast, ViewsReadTheLayoutEagerHad) {
   const auto m = tftest::conv_block_module(tftest::kConvReluView, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
-  EXPECT_TRUE(has(e.rewrites, "channels-last: 1 layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last: 1 layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
   // One kernel writes the NCHW copy the view reads (its size read comes from that copy too).
   EXPECT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
-  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
-  expect_fallbacks_match_eager(m, {3, 8, 4, 7});
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {3, 8, 4, 7});
 }
 
 // Off: nothing moves.
 TEST(ChannelsLast, OffLeavesTheGraph) {
   const auto m = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options(false)).explain({torch::randn({2, 8, 6, 6})});
-  EXPECT_FALSE(has(e.rewrites, "channels-last")) << joined(e.rewrites);
+  EXPECT_FALSE(any_line_has(e.rewrites, "channels-last")) << joined(e.rewrites);
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::permute"), 0) << e.rewritten_graph;
 }
 
@@ -81,8 +65,8 @@ def forward(self, x):
     return torch.as_strided(y, [2, 4], [1, 2])
 )JIT", 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
-  EXPECT_FALSE(has(e.rewrites, "channels-last")) << joined(e.rewrites);
-  EXPECT_TRUE(has(e.refused, "channels-last convolutions: the graph reads raw storage (aten::as_strided")) << joined(e.refused);
+  EXPECT_FALSE(any_line_has(e.rewrites, "channels-last")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.refused, "channels-last convolutions: the graph reads raw storage (aten::as_strided")) << joined(e.refused);
 }
 
 // Float64 convolutions stay NCHW (and so do float32 ones on CUDA: tests/test_conv_layout_gpu.cpp),
@@ -90,9 +74,9 @@ def forward(self, x):
 TEST(ChannelsLast, Float64StaysNchw) {
   const auto m = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions().dtype(torch::kDouble));
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6}, torch::kDouble)});
-  EXPECT_FALSE(has(e.rewrites, "channels-last")) << joined(e.rewrites);
-  EXPECT_TRUE(has(e.refused, "channels-last convolutions: 2 convolution(s) stay NCHW, from aten::conv2d")) << joined(e.refused);
-  EXPECT_TRUE(has(e.refused, "its dtype is Double")) << joined(e.refused);
+  EXPECT_FALSE(any_line_has(e.rewrites, "channels-last")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.refused, "channels-last convolutions: 2 convolution(s) stay NCHW, from aten::conv2d")) << joined(e.refused);
+  EXPECT_TRUE(any_line_has(e.refused, "its dtype is Double")) << joined(e.refused);
 }
 
 // Specializations share what was derived from one constant: made once per source and tag.

@@ -9,13 +9,8 @@
 namespace {
 
 using tftest::count_occurrences;
+using tftest::any_line_has;
 using tftest::joined;
-
-bool has(const std::vector<std::string>& lines, const std::string& what) {
-  for (const std::string& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
 
 torchfuse::CompileOptions options(bool split = true) {
   torchfuse::CompileOptions o = tftest::quiet_options();
@@ -24,27 +19,18 @@ torchfuse::CompileOptions options(bool split = true) {
   return o;
 }
 
-void expect_fallbacks_match_eager(const torch::jit::Module& m, const std::vector<int64_t>& shape) {
-  auto impl = tftest::on_cpu_fallbacks(m, options());
-  for (int call = 0; call < 2; ++call) {
-    const std::vector<c10::IValue> in = {torch::randn(shape)};
-    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
-    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max();
-  }
-}
-
 // conv + ReLU, then conv + in-place residual add + ReLU: each bias joins its readers, the add_
 // runs as add, and the block is two convolutions and two kernels.
 TEST(ConvBias, ResidualBlockBecomesTwoKernels) {
   const auto m = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
   EXPECT_EQ(e.rewrites.size(), 2u) << joined(e.rewrites) << joined(e.refused);
-  EXPECT_TRUE(has(e.rewrites, "without bias + aten::add, fused with its readers")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "without bias + aten::add, fused with its readers")) << joined(e.rewrites);
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::add_"), 0) << e.rewritten_graph;
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::conv2d("), 2) << e.rewritten_graph;
   ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << joined(e.refused);
-  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
-  expect_fallbacks_match_eager(m, {1, 8, 5, 9});
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
 // freeze() folds the batch norm into the convolution's bias; that bias then joins the ReLU.
@@ -54,7 +40,7 @@ TEST(ConvBias, FoldedBatchNormJoinsTheRelu) {
   EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::batch_norm"), 0) << e.rewritten_graph;
   EXPECT_EQ(e.rewrites.size(), 1u) << joined(e.rewrites) << joined(e.refused);
   ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
-  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
 }
 
 // A depthwise convolution read through a permute by a layer norm (ConvNeXt): the bias is added
@@ -63,12 +49,12 @@ TEST(ConvBias, JoinsTheNormAfterAPermute) {
   const auto m = tftest::conv_block_module(tftest::kConvNextBlock, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
   ASSERT_EQ(e.rewrites.size(), 1u) << joined(e.rewrites) << joined(e.refused);
-  EXPECT_TRUE(has(e.rewrites, "without bias + aten::add after its permute, fused with its readers")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "without bias + aten::add after its permute, fused with its readers")) << joined(e.rewrites);
   // (The residual add after the permute back is one op alone: ATen's.)
   ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
   EXPECT_EQ(e.kernels[0].description.rfind("add -> reduce_sum", 0), 0u) << e.kernels[0].description;
-  expect_fallbacks_match_eager(m, {2, 8, 6, 6});
-  expect_fallbacks_match_eager(m, {1, 8, 9, 5});
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 9, 5});
 }
 
 // A result read by a pooling op keeps its bias in the convolution, with the reason; so does every
@@ -77,7 +63,7 @@ TEST(ConvBias, StaysWhereTheAddWouldBeAKernelOfItsOwn) {
   const auto pooled = tftest::conv_block_module(tftest::kConvPool, 8, torch::TensorOptions());
   const auto e = torchfuse::compile(pooled, options()).explain({torch::randn({2, 8, 6, 6})});
   EXPECT_TRUE(e.rewrites.empty()) << joined(e.rewrites);
-  EXPECT_TRUE(has(e.refused, "stays in the convolution: its result is read by aten::max_pool2d")) << joined(e.refused);
+  EXPECT_TRUE(any_line_has(e.refused, "stays in the convolution: its result is read by aten::max_pool2d")) << joined(e.refused);
 
   const auto block = tftest::conv_block_module(tftest::kResidualBlock, 8, torch::TensorOptions());
   const auto off = torchfuse::compile(block, options(false)).explain({torch::randn({2, 8, 6, 6})});
