@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "tests/conv_modules.h"
+#include "tests/gpu_compare.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -29,16 +30,10 @@ const std::vector<GpuConvCase> kCases = {
     {"convnext_block", tftest::kConvNextBlock, 96, {8, 96, 56, 56}, {2, 96, 13, 7}, 1, 2},
 };
 
-std::vector<c10::IValue> input(const std::vector<int64_t>& shape, c10::ScalarType dtype) {
-  return {(torch::randn(shape, torch::kDouble) * 2.0 + 0.5).to(dtype).to(torch::kCUDA)};
-}
-
-void expect_matches_eager(torchfuse::CompiledModule& compiled, const std::vector<c10::IValue>& in) {
-  const at::Tensor out = compiled.forward(in).toTensor();
-  EXPECT_TRUE(out.is_contiguous()) << out.strides();  // eager's NCHW result
-  const auto report = torchfuse::compare_with_eager(compiled, in);
-  torch::cuda::synchronize();
-  EXPECT_TRUE(report.passed()) << report.to_string() << compiled.graph_for(in);
+// Matches eager, and returns eager's NCHW layout.
+void expect_eager_values_and_layout(torchfuse::CompiledModule& compiled, const std::vector<c10::IValue>& in) {
+  const at::Tensor out = tftest::expect_matches_eager(compiled, in).toTensor();
+  EXPECT_TRUE(out.is_contiguous()) << out.strides();
 }
 
 TEST(ConvLayoutGpu, ConvolutionsAndTheirNeighboursMatchEager) {
@@ -52,8 +47,8 @@ TEST(ConvLayoutGpu, ConvolutionsAndTheirNeighboursMatchEager) {
       options.channels_last_convs = channels_last;
       const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
       auto compiled = torchfuse::compile(tftest::conv_block_module(tc.source, tc.channels, opts), options);
-      const auto in = input(tc.shape, dtype);
-      expect_matches_eager(compiled, in);
+      const auto in = tftest::cuda_input(tc.shape, dtype);
+      expect_eager_values_and_layout(compiled, in);
       EXPECT_GT(compiled.stats().fused_calls, 0);
       const bool nhwc = channels_last && dtype != c10::kFloat;
       EXPECT_EQ(compiled.kernels().size(), nhwc ? tc.kernels_cl : tc.kernels) << compiled.graph_for(in);
@@ -63,7 +58,7 @@ TEST(ConvLayoutGpu, ConvolutionsAndTheirNeighboursMatchEager) {
         EXPECT_NE(tftest::joined(e.refused).find("a float32 convolution on CUDA"), std::string::npos) << tftest::joined(e.refused);
         EXPECT_EQ(tftest::joined(e.rewrites).find("channels-last"), std::string::npos) << tftest::joined(e.rewrites);
       }
-      expect_matches_eager(compiled, input(tc.other, dtype));
+      expect_eager_values_and_layout(compiled, tftest::cuda_input(tc.other, dtype));
     }
     }
   }

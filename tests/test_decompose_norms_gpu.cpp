@@ -6,6 +6,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "tests/gpu_compare.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -45,17 +46,6 @@ const std::vector<GpuNormCase> kCases = {
      32, {4, 32, 20, 20}, {2, 32, 9, 5}, 1},
 };
 
-void expect_matches_eager(torchfuse::CompiledModule& compiled, const std::vector<c10::IValue>& in) {
-  compiled.forward(in);
-  const auto report = torchfuse::compare_with_eager(compiled, in);
-  torch::cuda::synchronize();
-  EXPECT_TRUE(report.passed()) << report.to_string() << compiled.graph_for(in);
-}
-
-std::vector<c10::IValue> input(const std::vector<int64_t>& shape, c10::ScalarType dtype) {
-  return {(torch::randn(shape, torch::kDouble) * 2.0 + 0.5).to(dtype).to(torch::kCUDA)};
-}
-
 TEST(DecomposeNormsGpu, NormsAndNeighboursInOneKernelMatchEager) {
   if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device";
   for (const auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
@@ -70,11 +60,11 @@ TEST(DecomposeNormsGpu, NormsAndNeighboursInOneKernelMatchEager) {
         auto options = tftest::quiet_options();
         options.debug_poison_outputs = true;
         auto compiled = torchfuse::compile(norm_module(tc.source, tc.channels, param_dtype), options);
-        const auto in = input(tc.shape, dtype);
-        expect_matches_eager(compiled, in);
+        const auto in = tftest::cuda_input(tc.shape, dtype);
+        tftest::expect_matches_eager(compiled, in);
         EXPECT_GT(compiled.stats().fused_calls, 0);
         EXPECT_EQ(compiled.kernels().size(), tc.kernels) << compiled.graph_for(in);
-        expect_matches_eager(compiled, input(tc.other, dtype));
+        tftest::expect_matches_eager(compiled, tftest::cuda_input(tc.other, dtype));
       }
     }
   }
@@ -98,8 +88,8 @@ TEST(DecomposeNormsGpu, UnetBlockBetweenConvolutions) {
         "    h = torch.conv2d(h, self.cw, self.cb, 1, 1)\n"
         "    return x + h\n");
     auto compiled = torchfuse::compile(m, tftest::quiet_options());
-    const auto in = input({2, 128, 24, 24}, dtype);
-    expect_matches_eager(compiled, in);
+    const auto in = tftest::cuda_input({2, 128, 24, 24}, dtype);
+    tftest::expect_matches_eager(compiled, in);
     EXPECT_GE(compiled.kernels().size(), 1u) << compiled.graph_for(in);
     EXPECT_TRUE(tftest::contains_in_order(compiled.graph_for(in), {"torchfuse::FusionGroup", "aten::conv2d"}))
         << compiled.graph_for(in);
