@@ -169,9 +169,12 @@ class Decomposer {
       if (invstd) f = at::rsqrt(f + eps);
       return g_.insertConstant(f.reshape(shape).contiguous());
     }
-    Value* f = float32(p);
+    // Reshaped first: the reshape of the parameter stays an ATen view, and its cast (and rsqrt)
+    // join the norm's kernel (a cast read through a view would be a kernel of its own: views do
+    // not enter reduction groups).
+    Value* f = float32(g_.insert(c10::aten::reshape, {p, shape}));
     if (invstd) f = g_.insert(c10::aten::rsqrt, {g_.insert(c10::aten::add, {f, eps})});
-    return g_.insert(c10::aten::reshape, {f, shape});
+    return f;
   }
 
   // y * w + b, each where given.

@@ -159,4 +159,25 @@ TEST(DecomposeNorms, ParametersFromInputs) {
   EXPECT_TRUE(torch::allclose(got, want, 2e-5, 2e-5)) << (got - want).abs().max();
 }
 
+// Group and instance norms whose weight and bias are inputs, in 16 bits: the parameters' float32
+// casts join the norm's kernel (one kernel, no ATen cast before it), and the results match eager.
+TEST(DecomposeNorms, SixteenBitParametersFromInputsCastInTheKernel) {
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> sources = {
+      {"torch.silu(torch.group_norm(x, 4, w, b, 1e-5, True))", {2, 16, 6, 5}},
+      {"torch.relu(torch.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, True))", {3, 16, 4, 7}},
+  };
+  for (const auto& [body, shape] : sources) {
+    SCOPED_TRACE(body);
+    const auto m = tftest::module_returning("x, w, b", body);
+    const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+    const std::vector<c10::IValue> in = {(torch::randn(shape) * 2.0 + 0.5).to(bf16), (1.0 + 0.5 * torch::randn({16})).to(bf16),
+                                         torch::randn({16}).to(bf16)};
+    const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
+    EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::to("), 0) << e.rewritten_graph;
+    const auto [got, want] = tftest::fallback_and_eager(m, in);
+    EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), 2e-2, 2e-2)) << (got - want).abs().max();
+  }
+}
+
 }  // namespace
