@@ -87,7 +87,7 @@ class ChannelsLast {
     std::vector<Node*> order;
     for (Node* n : g_.nodes()) order.push_back(n);
     for (Node* n : order) {
-      if (done_.count(n) || !is_fusible_pointwise(n) || !reads_nhwc_source(n)) continue;
+      if (done_.count(n) || !is_fusible_pointwise(n) || !(reads_nhwc_source(n) || reads_only_channels_last(n))) continue;
       rewrite_region(grow_region(n));
     }
     guard_layout_readers();
@@ -99,6 +99,8 @@ class ChannelsLast {
   std::unordered_set<Value*> nhwc_sources_;  // convolution results and region results
   std::unordered_set<const Node*> done_;           // nodes already in a region
   std::unordered_map<const Value*, Value*> nhwc_weights_;  // a weight -> its NHWC copy
+  // Region results whose eager value was channels-last too: a graph output takes them as they are.
+  std::unordered_set<const Value*> eager_channels_last_;
   int regions_ = 0;
 
   // Why a convolution keeps NCHW ("" where it goes NHWC). Float32 on CUDA: handed NHWC tensors,
@@ -146,6 +148,37 @@ class ChannelsLast {
     for (Value* v : n->inputs())
       if (nhwc_sources_.count(v)) return true;
     return false;
+  }
+
+  // Profiled channels-last strides of [N, C, H, W] sizes (dims of size 1 take any stride), and not
+  // also contiguous ones (C or H * W of 1).
+  static bool channels_last_strided(const ir::Type& t) {
+    if (t.rank() != 4 || t.strides.size() != 4 || t.numel() == 0) return false;
+    const std::vector<int64_t> cl = c10::get_channels_last_strides_2d(t.sizes);
+    const std::vector<int64_t> dense = ir::contiguous_strides(t.sizes);
+    bool is_cl = true, is_dense = true;
+    for (size_t d = 0; d < 4; ++d) {
+      if (t.sizes[d] == 1) continue;
+      is_cl = is_cl && t.strides[d] == cl[d];
+      is_dense = is_dense && t.strides[d] == dense[d];
+    }
+    return is_cl && !is_dense;
+  }
+
+  // Every 4-D tensor `n` reads (constants aside) is laid out channels-last already, though no
+  // convolution of this pass made it so: a layer norm's [N, H, W, C] result permuted back
+  // (ConvNeXt's channels-first norm, and its first blocks' residual adds). Computed over [N, C,
+  // H, W], the op would write NCHW, and the convolution reading it would copy it back to NHWC.
+  bool reads_only_channels_last(Node* n) const {
+    bool any = false;
+    for (Value* v : n->inputs()) {
+      if (!is_tensor_value(v) || constant_tensor(v)) continue;
+      const ir::Type* t = tensor_type(v);
+      if (!t || t->rank() != 4) continue;
+      if (!nhwc_sources_.count(v) && !channels_last_strided(*t)) return false;
+      any = true;
+    }
+    return any;
   }
 
   const ir::Type* tensor_type(const Value* v) const {
@@ -270,6 +303,9 @@ class ChannelsLast {
       Value* dense = g_.insert(c10::aten::contiguous, {twin});
       ctx_.set_type(dense, *ctx_.type_of(twin));
       Value* back = permute(dense, kToNchw);
+      if (const ir::Type* eager = tensor_type(n->output()); eager && channels_last_strided(*eager)) {
+        eager_channels_last_.insert(back);
+      }
       back->copyMetadata(n->output());
       n->output()->replaceAllUsesWith(back);
       nhwc_sources_.insert(back);
@@ -278,6 +314,14 @@ class ChannelsLast {
     ++regions_;
     ctx_.applied("channels-last region " + std::to_string(regions_) + ": " + std::to_string(members.size()) +
                  " elementwise op(s) over [N, H, W, C]");
+  }
+
+  // `r` hands its inputs to the caller as they are: the graph's return, or a tuple it returns.
+  bool returned(const Node* r) const {
+    if (r == g_.return_node()) return true;
+    if (r->kind() != c10::prim::TupleConstruct || r->owningBlock() != g_.block()) return false;
+    const auto uses = r->output()->uses();
+    return !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const torch::jit::Use& u) { return u.user == g_.return_node(); });
   }
 
   // Every value whose layout may now differ from eager's reaches layout-dependent readers only
@@ -300,6 +344,8 @@ class ChannelsLast {
             if (is_tensor_value(out) && seen.insert(out).second) stack.push_back(out);
           continue;
         }
+        // A graph output laid out as eager laid it out (channels-last strides on [N, C, H, W]).
+        if (eager_channels_last_.count(v) && returned(r)) continue;
         if (!dense) {
           torch::jit::WithInsertPoint point(v->node()->next());
           dense = g_.insert(c10::aten::contiguous, {v});

@@ -6,11 +6,14 @@
 //     channels-last results (ATen follows the weight's layout): float16 and bfloat16 ones, and
 //     float32 ones off CUDA (on CUDA, cuDNN would run those NHWC in TF32, unlike eager's call);
 //   - each connected region of fusible elementwise ops reading such results (a folded batch norm's
-//     bias and ReLU, a residual add) computes over the permuted [N, H, W, C] view of its inputs and
-//     writes [N, H, W, C] contiguous, and its readers outside see permute(., [0, 3, 1, 2]) of that:
-//     the same values in a channels-last tensor, which the next convolution reads as it is;
+//     bias and ReLU, a residual add), or reading only tensors already laid out channels-last (a
+//     layer norm's [N, H, W, C] result permuted back, as in ConvNeXt), computes over the permuted
+//     [N, H, W, C] view of its inputs and writes [N, H, W, C] contiguous, and its readers outside
+//     see permute(., [0, 3, 1, 2]) of that: the same values in a channels-last tensor, which the
+//     next convolution reads as it is;
 //   - a reader that might depend on a tensor's layout (a view, a graph output, an op torchfuse does
-//     not know to be layout-agnostic) reads contiguous() of it: the layout eager had there.
+//     not know to be layout-agnostic) reads contiguous() of it: the layout eager had there. A
+//     graph output whose eager value was channels-last too takes the region's result as it is.
 // Values do not change (the same ops on the same elements); only where elements live.
 #pragma once
 

@@ -47,6 +47,22 @@ def forward(self, x):
     return y.permute(0, 3, 1, 2) + x
 )JIT";
 
+// ConvNeXt's stem and first two blocks as transformers writes them: a channels-first layer norm
+// (permute, norm, permute back) after the stem's convolution, then blocks whose layer scale and
+// residual add read norms' channels-last results (permutes of row-major [N, H, W, C] tensors), and
+// the last block's result returned (channels-last in eager too).
+constexpr const char* kConvNextStem = R"JIT(
+def forward(self, x):
+    p = torch.conv2d(x, self.w2, self.b1, [1, 1], [0, 0], [1, 1], 1).permute(0, 2, 3, 1)
+    h = torch.layer_norm(p, [p.size(3)], self.g, self.b2, 1e-6).permute(0, 3, 1, 2)
+    y = torch.conv2d(h, self.wd, self.b1, [1, 1], [3, 3], [1, 1], h.size(1)).permute(0, 2, 3, 1)
+    y = torch.relu(torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6))
+    h = h + y.permute(0, 3, 1, 2) * self.rv.view([-1, 1, 1])
+    y = torch.conv2d(h, self.wd, self.b1, [1, 1], [3, 3], [1, 1], h.size(1)).permute(0, 2, 3, 1)
+    y = torch.relu(torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6))
+    return h + y.permute(0, 3, 1, 2) * self.rv.view([-1, 1, 1])
+)JIT";
+
 // The module of one of the blocks above for `channels` channels: weights with fresh random values.
 inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {
   torch::jit::Module m("ConvBlock");

@@ -38,6 +38,30 @@ TEST(ChannelsLast, ResidualBlockRunsNhwc) {
   tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
+// ConvNeXt's stem: the residual adds read a permuted layer norm result, channels-last already,
+// so they run over [N, H, W, C] too (else they would write NCHW and the next depthwise
+// convolution would copy it back); the last one is returned as it is, channels-last as eager's.
+TEST(ChannelsLast, AddsOfChannelsLastNormResultsRunNhwc) {
+  const auto m = tftest::conv_block_module(tftest::kConvNextStem, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last weights for 3 convolution(s)")) << joined(e.rewrites);
+  // The first block's scale and both residual adds (the second reads the first), then the second
+  // block's scale.
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last region 1: 3 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last region 2: 1 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
+  EXPECT_FALSE(any_line_has(e.rewrites, "layout-dependent read")) << joined(e.rewrites);
+  // The stem's norm, then per block the norm with its ReLU, and the scale with the residual add.
+  ASSERT_EQ(e.kernels.size(), 5u) << e.ir_after << joined(e.refused);
+  EXPECT_EQ(e.kernels[2].description, "permute[0, 3, 1, 2] -> permute[0, 2, 3, 1] -> mul -> permute[0, 2, 3, 1] -> add")
+      << e.kernels[2].description;
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
+  // NCHW (the option off): as many kernels, the adds computed over [N, C, H, W].
+  const auto off = torchfuse::compile(m, options(false)).explain({torch::randn({2, 8, 6, 6})});
+  ASSERT_EQ(off.kernels.size(), 5u) << off.ir_after << joined(off.refused);
+  EXPECT_EQ(off.kernels[2].description, "permute[0, 3, 1, 2] -> mul -> add") << off.kernels[2].description;
+}
+
 // A view of a region's result reads it contiguous(), as eager's view did.
 TEST(ChannelsLast, ViewsReadTheLayoutEagerHad) {
   const auto m = tftest::conv_block_module(tftest::kConvReluView, 8, torch::TensorOptions());
