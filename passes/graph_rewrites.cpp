@@ -16,6 +16,7 @@
 #include "passes/rewrite_plain_gemms.h"
 #include "passes/rewrite_gemm_epilogues.h"
 #include "passes/sink_casts.h"
+#include "passes/spell_view_likes.h"
 #include "passes/sink_reshapes.h"
 #include "passes/stage_transposed_rows.h"
 #include "src/convert_context.h"
@@ -111,7 +112,9 @@ struct Rewrite {
 // rewrite_gemm_epilogues could claim (the scores' scaling as an epilogue), and the fused
 // attention kernel saves far more than an epilogue does.
 const Rewrite kRewrites[] = {
-    // First: the rewrites after it see the sizes it folds as constants.
+    // Before the sizes are folded: the size reads it writes fold too, where they are static.
+    {"spell_view_likes", &RewriteOptions::spell_view_likes, spell_view_likes},
+    // First of the rest: the rewrites after it see the sizes it folds as constants.
     {"fold_static_sizes", &RewriteOptions::fold_static_sizes, fold_static_sizes},
     // Next: the norms' ops are what every later rewrite and the converters read. After the sizes
     // are folded: a group norm's layer_norm reads its normalized sizes as x.size() entries (a

@@ -1,8 +1,10 @@
 // Views inside pointwise groups (issue 22 item 1): permute, transpose, t, unsqueeze, squeeze,
-// flatten and view/reshape to [-1] between pointwise ops stay in one kernel, read as index maps
-// (passes/view_steps.h); the refusal rules; the stride transform the runtime applies. CPU only:
+// flatten, view/reshape to [-1], unflatten, view_as and reshape_as between pointwise ops stay in
+// one kernel, read as index maps (passes/view_steps.h); the refusal rules; the stride transform
+// the runtime applies. CPU only:
 // explain() plans, generates and NVRTC-compiles without a GPU (tests/test_views_gpu.cpp runs them).
 #include "passes/view_steps.h"
+#include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
 #include "tests/view_test_util.h"
 
@@ -47,13 +49,21 @@ std::vector<tftest::ViewCase> view_cases() {
        "unsqueeze[dims=[0]]"},
       {"pre_view_broadcast", "x, b, y", "torch.relu(x * b).transpose(0, 1) - y", {{8, 1}, {1, 16}, {16, 8}},
        "permute[dims=[1, 0]]"},
+      // Spelled as views with size lists first (passes/spell_view_likes.h): sizes read per call.
+      {"unflatten", "x, y", "torch.relu(x * 2.0).unflatten(-1, [4, -1]) * y + 1.0", {{4, 8, 16}, {4, 8, 4, 4}},
+       "view[dims=[%"},
+      {"unflatten_middle", "x, y", "torch.relu(x * 2.0).unflatten(1, [2, 4]) * y + 1.0", {{4, 8, 16}, {4, 2, 4, 16}},
+       "view[dims=[%"},
+      {"view_as", "x, y", "torch.relu(x * 2.0).view_as(y) * y + 1.0", {{4, 8, 16}, {4, 128}}, "view[dims=[%"},
+      {"reshape_as", "x, y", "torch.relu(x * 2.0).reshape_as(y) - y", {{4, 128}, {4, 8, 16}}, "view[dims=[%"},
   };
 }
 
 TEST(Views, EachViewChainIsOneGroup) {
   for (const auto& c : view_cases()) {
     tftest::expect_view_chain_is_one_group(c, {"aten::permute", "aten::transpose", "aten::t(", "aten::unsqueeze", "aten::squeeze",
-                                               "aten::flatten", "aten::view", "aten::reshape", "aten::relu", "aten::mul"});
+                                               "aten::flatten", "aten::view", "aten::reshape", "aten::relu", "aten::mul",
+                                               "aten::unflatten"});
   }
 }
 
@@ -145,6 +155,47 @@ TEST(Views, StridesThatDoNotMergeAreRefused) {
   EXPECT_NE(e.rewritten_graph.find("aten::flatten("), std::string::npos) << e.rewritten_graph;
 }
 
+// unflatten, view_as and reshape_as become views whose sizes each call reads (from the earliest
+// value of the same size: the graph's input, not the fused relu), said in the rewrites; through
+// the groups' ATen fallbacks they give eager's values at the compiled sizes and at others.
+TEST(Views, ViewLikesAreSpelledWithSizesReadPerCall) {
+  struct Case {
+    const char* args;
+    const char* expr;
+    const char* applied;
+    const char* size_read;  // the input whose sizes the call reads
+    int size_reads;
+    std::vector<std::vector<int64_t>> shapes, other;
+  };
+  const std::vector<Case> cases = {
+      {"x, y", "torch.relu(x * 2.0).unflatten(-1, [4, -1]) * y", "aten::unflatten (", "aten::size(%x", 2,
+       {{4, 8, 16}, {4, 8, 4, 4}}, {{3, 5, 12}, {3, 5, 4, 3}}},
+      {"x, y", "torch.relu(x * 2.0).view_as(y) * y", "aten::view_as (", "aten::size(%y", 2, {{4, 8, 16}, {4, 128}},
+       {{2, 3, 7}, {2, 21}}},
+      {"x, y", "torch.relu(x * 2.0).reshape_as(y) - y", "aten::reshape_as (", "aten::size(%y", 3, {{4, 128}, {4, 8, 16}},
+       {{6, 10}, {6, 2, 5}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.expr);
+    const auto m = module_returning(c.args, c.expr);
+    std::vector<c10::IValue> in;
+    for (const auto& shape : c.shapes) in.emplace_back(torch::randn(shape));
+    const auto e = explain(m, in);
+    EXPECT_TRUE(tftest::any_line_has(e.rewrites, c.applied)) << tftest::joined(e.rewrites);
+    EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, c.size_read), c.size_reads) << e.rewritten_graph;
+    EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::size("), c.size_reads) << e.rewritten_graph;
+    ASSERT_EQ(e.kernels.size(), 1u) << refusals(e);
+    auto impl = tftest::on_cpu_fallbacks(m);
+    for (const auto* shapes : {&c.shapes, &c.other}) {
+      std::vector<c10::IValue> fresh;
+      for (const auto& shape : *shapes) fresh.emplace_back(torch::randn(shape));
+      const at::Tensor got = impl->forward(fresh).toTensor(), want = impl->forward_eager(fresh).toTensor();
+      EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max();
+      EXPECT_EQ(got.sizes(), want.sizes());
+    }
+  }
+}
+
 TEST(Views, ViewOfAnInputUsedOutsideStaysInATen) {
   auto m = module_from(R"JIT(
 def forward(self, x, w):
@@ -175,7 +226,7 @@ TEST(Views, ConstantTargetViewsFuseAndSqueezesOfLongDimsStay) {
   const auto e = explain(module_returning("x, y", "torch.relu(x * 2.0).view(4, 128) * y"),
                          {torch::randn({4, 8, 16}), torch::randn({4, 128})});
   EXPECT_EQ(e.kernels.size(), 1u) << refusals(e);
-  EXPECT_NE(e.ir_after.find("view[dims=[4, 128]]"), std::string::npos) << e.ir_after;
+  EXPECT_NE(e.ir_after.find("view[dims=[%"), std::string::npos) << e.ir_after;
   const auto sq = explain(module_returning("x, y", "torch.relu(x * 2.0).squeeze(1) * y"),
                           {torch::randn({4, 8}), torch::randn({4, 8})});
   EXPECT_TRUE(any_refusal_contains(sq, "is not a size-1 dim")) << refusals(sq);

@@ -52,6 +52,11 @@ std::vector<GpuViewCase> gpu_view_cases() {
        [](int64_t b) { return Shapes{{b * 8, 40}, {3, 40, b * 8}}; }},
       {"pre_view_broadcast", "x, c, y", "torch.relu(x * c).transpose(0, 1) - y", [](int64_t b) { return Shapes{{b, 1}, {1, 40}, {40, b}}; }},
       {"view_output", "x, y", "torch.relu(x * y).permute(0, 2, 1)", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 24, 40}}; }},
+      // Spelled as views with size lists (passes/spell_view_likes.h).
+      {"unflatten", "x, y", "torch.relu(x * 2.0).unflatten(-1, [4, -1]) * y + 1.0", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 24, 4, 10}}; }},
+      {"unflatten_middle", "x, y", "torch.relu(x * 2.0).unflatten(1, [6, 4]) * y + 1.0", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 6, 4, 40}}; }},
+      {"view_as", "x, y", "torch.relu(x * 2.0).view_as(y) * y + 1.0", [](int64_t b) { return Shapes{{b, 24, 40}, {b, 960}}; }},
+      {"reshape_as", "x, y", "torch.tanh(x * 2.0).reshape_as(y) - y", [](int64_t b) { return Shapes{{b, 960}, {b, 24, 40}}; }},
       // Reshapes that copy (the heads merged back), moved after the ops (passes/sink_reshapes.h).
       {"head_merge_residual", "x, y", "x.transpose(1, 2).reshape(x.size(0), x.size(2), x.size(1) * x.size(3)) + y",
        [](int64_t b) { return Shapes{{b, 4, 24, 16}, {b, 24, 64}}; }},

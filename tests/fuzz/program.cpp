@@ -262,14 +262,14 @@ class Generator {
   }
 
   // A view of a live value, with a pointwise op after it so that it can join a group:
-  // permute, transpose, t, unsqueeze, squeeze, flatten, reshape(-1).
+  // permute, transpose, t, unsqueeze, squeeze, flatten, reshape(-1), unflatten.
   std::optional<Statement> view() {
     const Value& a = operand();
     const int64_t r = static_cast<int64_t>(a.sizes.size());
     Statement s;
     s.reads = {a.name};
     std::string v;
-    const int kind = pick(7);
+    const int kind = pick(8);
     if (kind == 0 && r >= 2) {
       std::vector<int64_t> perm(r);
       for (int64_t i = 0; i < r; ++i) perm[i] = i;
@@ -315,6 +315,20 @@ class Generator {
       s.sizes = {numel(a.sizes)};
       v = a.name + ".reshape(-1)";
       s.ops = {"reshape"};
+    } else if (kind == 7 && r >= 1) {
+      // A dim split in two, its first factor the smallest one above 1 (a dim with none is split
+      // as [1, -1]), the other written -1 half the time; the dim negative half the time.
+      const int64_t d = pick(static_cast<int>(r));
+      const int64_t n = a.sizes[d];
+      int64_t f = 2;
+      while (f < n && n % f != 0) ++f;
+      if (f >= n || n % f != 0) f = 1;
+      s.sizes = a.sizes;
+      s.sizes[d] = n / f;
+      s.sizes.insert(s.sizes.begin() + d, f);
+      const std::string rest = n > 0 && chance(0.5) ? "-1" : std::to_string(n / f);
+      v = a.name + ".unflatten(" + std::to_string(d - (chance(0.5) ? r : 0)) + ", [" + std::to_string(f) + ", " + rest + "])";
+      s.ops = {"unflatten"};
     } else {
       return std::nullopt;
     }
