@@ -226,7 +226,7 @@ TEST(Views, ConstantTargetViewsFuseAndSqueezesOfLongDimsStay) {
   const auto e = explain(module_returning("x, y", "torch.relu(x * 2.0).view(4, 128) * y"),
                          {torch::randn({4, 8, 16}), torch::randn({4, 128})});
   EXPECT_EQ(e.kernels.size(), 1u) << refusals(e);
-  EXPECT_NE(e.ir_after.find("view[dims=[%"), std::string::npos) << e.ir_after;
+  EXPECT_NE(e.ir_after.find("view[dims=[4, 128]]"), std::string::npos) << e.ir_after;
   const auto sq = explain(module_returning("x, y", "torch.relu(x * 2.0).squeeze(1) * y"),
                           {torch::randn({4, 8}), torch::randn({4, 8})});
   EXPECT_TRUE(any_refusal_contains(sq, "is not a size-1 dim")) << refusals(sq);
