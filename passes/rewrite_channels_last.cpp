@@ -13,6 +13,7 @@
 #include <c10/core/MemoryFormat.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "passes/size_source.h"
 #include "src/convert_context.h"
 #include "src/graph_constants.h"
 #include "src/ir.h"
@@ -54,6 +55,13 @@ bool is_layout_agnostic(const Node* n) {
 
 bool is_tensor_value(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
 
+// Readers that may as well read a contiguous copy of their input, where one is made anyway.
+bool reads_sizes_or_reduces(const Node* n) {
+  static const std::unordered_set<std::string> kinds = {"aten::size", "aten::dim",  "aten::mean",
+                                                        "aten::sum",  "aten::amax", "aten::amin"};
+  return kinds.count(n->kind().toQualString()) > 0;
+}
+
 class ChannelsLast {
  public:
   explicit ChannelsLast(RewriteContext& ctx) : ctx_(ctx), g_(ctx.graph) {}
@@ -91,6 +99,7 @@ class ChannelsLast {
       rewrite_region(grow_region(n));
     }
     guard_layout_readers();
+    read_exits_unpermuted();
   }
 
  private:
@@ -101,6 +110,9 @@ class ChannelsLast {
   std::unordered_map<const Value*, Value*> nhwc_weights_;  // a weight -> its NHWC copy
   // Region results whose eager value was channels-last too: a graph output takes them as they are.
   std::unordered_set<const Value*> eager_channels_last_;
+  // A region's result as its readers outside see it, permute(contiguous(twin), [0, 3, 1, 2]) ->
+  // the twin, computed over [N, H, W, C].
+  std::unordered_map<const Value*, Value*> exits_;
   int regions_ = 0;
 
   // Why a convolution keeps NCHW ("" where it goes NHWC). Float32 on CUDA: handed NHWC tensors,
@@ -142,6 +154,9 @@ class ChannelsLast {
     }
     conv->replaceInput(1, it->second);
     nhwc_sources_.insert(conv->output());
+    // (Eager's result was channels-last too where eager's input was: a graph output takes it as it is.)
+    if (const ir::Type* eager = tensor_type(conv->output()); eager && channels_last_strided(*eager))
+      eager_channels_last_.insert(conv->output());
   }
 
   bool reads_nhwc_source(Node* n) const {
@@ -259,6 +274,10 @@ class ChannelsLast {
     const std::optional<std::vector<int64_t>> sizes = sizes_of(v);
     if (!sizes || sizes->empty()) return v;
     if (auto it = permuted.find(v); it != permuted.end()) return it->second;
+    // An earlier region's result, or a tensor permuted to [N, C, H, W] (ConvNeXt's scaled branch):
+    // the [N, H, W, C] value itself, the same elements, with no views between (a view between a
+    // group's ops and a norm reading their result keeps them out of the norm's kernel).
+    if (Value* nhwc = unpermuted(v)) return nhwc;
     Value* made = nullptr;
     if (sizes->size() == 4) {
       made = permute(v, kToNhwc);
@@ -274,6 +293,17 @@ class ChannelsLast {
     }
     permuted.emplace(v, made);
     return made;
+  }
+
+  // `v` as [N, H, W, C] without a view: a region's twin for its result, x for permute(x, [0, 3,
+  // 1, 2]) (nullptr otherwise).
+  Value* unpermuted(const Value* v) const {
+    if (auto it = exits_.find(v); it != exits_.end()) return it->second;
+    const Node* n = v->node();
+    if (!is_kind(n, "aten::permute") || n->inputs().size() != 2 || n->owningBlock() != g_.block()) return nullptr;
+    const std::optional<c10::IValue> dims = constant_value(n->input(1));
+    if (!dims || !dims->isIntList() || dims->toIntVector() != kToNchw) return nullptr;
+    return n->input(0);
   }
 
   void rewrite_region(const std::vector<Node*>& members) {
@@ -309,6 +339,7 @@ class ChannelsLast {
       back->copyMetadata(n->output());
       n->output()->replaceAllUsesWith(back);
       nhwc_sources_.insert(back);
+      exits_.emplace(back, twin);
     }
     for (auto it = members.rbegin(); it != members.rend(); ++it) (*it)->destroy();
     ++regions_;
@@ -316,10 +347,13 @@ class ChannelsLast {
                  " elementwise op(s) over [N, H, W, C]");
   }
 
-  // `r` hands its inputs to the caller as they are: the graph's return, or a tuple it returns.
+  // `r` hands its inputs to the caller as they are: the graph's return, or a tuple, list or dict
+  // it returns (transformers' outputs are dicts).
   bool returned(const Node* r) const {
     if (r == g_.return_node()) return true;
-    if (r->kind() != c10::prim::TupleConstruct || r->owningBlock() != g_.block()) return false;
+    const bool packs = r->kind() == c10::prim::TupleConstruct || r->kind() == c10::prim::ListConstruct ||
+                       r->kind() == c10::prim::DictConstruct;
+    if (!packs || r->owningBlock() != g_.block()) return false;
     const auto uses = r->output()->uses();
     return !uses.empty() && std::all_of(uses.begin(), uses.end(), [&](const torch::jit::Use& u) { return u.user == g_.return_node(); });
   }
@@ -355,13 +389,51 @@ class ChannelsLast {
         ++guarded;
       }
       // Sizes read from the contiguous copy too: the group that writes it then has one output
-      // (a size read of v would make v an output of its own, in another index domain).
+      // (a size read of v would make v an output of its own, in another index domain). So do
+      // reductions (a pooler's mean of the returned last hidden state): the same values, and v's
+      // group may then write only the copy.
       if (!dense) continue;
       for (const torch::jit::Use& u : uses)
-        if (is_kind(u.user, "aten::size") || is_kind(u.user, "aten::dim")) u.user->replaceInput(u.offset, dense);
+        if (reads_sizes_or_reduces(u.user)) u.user->replaceInput(u.offset, dense);
     }
     if (guarded > 0)
       ctx_.applied("channels-last: " + std::to_string(guarded) + " layout-dependent read(s) through contiguous()");
+  }
+
+  // A region result permuted back to [N, H, W, C] (ConvNeXt's channels-first norm reading a
+  // stage's last block) is the region's twin: readers whose values do not depend on layout read
+  // the twin itself. Through the two permutes and the contiguous() between, the twin's ops could
+  // not join the norm's kernel (no views inside reduction groups).
+  void read_exits_unpermuted() {
+    int folded = 0;
+    std::vector<std::pair<const Value*, Value*>> exits(exits_.begin(), exits_.end());
+    std::sort(exits.begin(), exits.end(), [](const auto& a, const auto& b) { return a.first->unique() < b.first->unique(); });
+    for (const auto& [back, twin] : exits) {
+      const std::vector<torch::jit::Use> back_uses = back->uses();
+      for (const torch::jit::Use& u : back_uses) {
+        Node* p = u.user;
+        if (!is_kind(p, "aten::permute") || p->owningBlock() != g_.block() || p->input(0) != back) continue;
+        const std::optional<c10::IValue> dims = constant_value(p->input(1));
+        if (!dims || !dims->isIntList() || dims->toIntVector() != kToNhwc) continue;
+        const std::vector<torch::jit::Use> readers = p->output()->uses();
+        for (const torch::jit::Use& r : readers) {
+          if (r.user->kind() == c10::prim::Return || r.user->owningBlock() != g_.block() || !is_layout_agnostic(r.user)) continue;
+          if (is_kind(r.user, "aten::dim")) continue;
+          if (is_kind(r.user, "aten::size")) {
+            // The same [N, H, W, C] sizes, read where the twin's group need not write it out
+            // (a norm's [x.size(-1)] then still names its input's trailing size).
+            const std::optional<c10::IValue> d = r.user->inputs().size() == 2 ? constant_value(r.user->input(1)) : std::nullopt;
+            if (!d || !d->isInt()) continue;
+            r.user->replaceInput(r.offset, size_source(ctx_, twin, d->toInt() < 0 ? d->toInt() + 4 : d->toInt()));
+            continue;
+          }
+          r.user->replaceInput(r.offset, twin);
+          ++folded;
+        }
+      }
+    }
+    if (folded > 0)
+      ctx_.applied("channels-last: " + std::to_string(folded) + " read(s) of a region's result permuted to [N, H, W, C] read it as computed");
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include "passes/size_source.h"
 #include "src/graph_constants.h"
 #include "src/ir.h"
 
@@ -21,29 +22,6 @@ std::optional<int64_t> profiled_rank(const RewriteContext& ctx, const Value* v) 
   const ir::Type* t = ctx.type_of(v);
   if (!t || !t->is_tensor()) return std::nullopt;
   return t->rank();
-}
-
-// The earliest value whose dim d has x's size on every call: up through fusible elementwise
-// ops, to an operand of the same rank whose profiled size there is the result's, above 1. (The
-// guards pin which dims are size 1: an operand's dim of the result's size, above 1, never
-// broadcasts. A dim of size 1 is read from x itself: its operands' size-1 dims could broadcast
-// against others.) A size read of a value a fused group computes would make the group write it out.
-Value* size_source(const RewriteContext& ctx, Value* x, int64_t d) {
-  for (;;) {
-    Node* p = x->node();
-    const ir::Type* t = ctx.type_of(x);
-    if (!t || t->sizes[d] == 1 || !is_fusible_pointwise(p)) return x;
-    Value* next = nullptr;
-    for (Value* in : p->inputs()) {
-      const ir::Type* ti = ctx.type_of(in);
-      if (ti && ti->is_tensor() && ti->rank() == t->rank() && ti->sizes[d] == t->sizes[d]) {
-        next = in;
-        break;
-      }
-    }
-    if (!next) return x;
-    x = next;
-  }
 }
 
 // x.size(d) for d in [from, to), each read from its size_source, inserted before the current

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -62,6 +63,53 @@ def forward(self, x):
     y = torch.relu(torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6))
     return h + y.permute(0, 3, 1, 2) * self.rv.view([-1, 1, 1])
 )JIT";
+
+// ConvNeXt's last block of a stage and the downsampling after it: the block's scaled branch (a
+// linear of its norm) plus its input (a convolution's result), read by a channels-first layer
+// norm (permuted to [N, H, W, C] and back) and a strided convolution.
+constexpr const char* kConvNextDownsample = R"JIT(
+def forward(self, x):
+    x = torch.conv2d(x, self.w2, self.b2)
+    y = torch.conv2d(x, self.wd, self.b1, [1, 1], [3, 3], [1, 1], x.size(1)).permute(0, 2, 3, 1)
+    y = torch.linear(torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6), self.w2.flatten(1))
+    h = x + (y * self.rv).permute(0, 3, 1, 2)
+    d = h.permute(0, 2, 3, 1)
+    d = torch.layer_norm(d, [d.size(3)], self.g, self.b1, 1e-6).permute(0, 3, 1, 2)
+    return torch.conv2d(d, self.w1, self.b1, [2, 2], [1, 1])
+)JIT";
+
+// A backbone's outputs as transformers returns them, in a dict: ConvNeXt's stem and a block
+// (its result channels-last in eager too: the block's input is a norm's permuted result), and the
+// pooler's mean over H and W.
+constexpr const char* kConvNextPooled = R"JIT(
+def forward(self, x) -> Dict[str, Tensor]:
+    p = torch.conv2d(x, self.w2, self.b1, [1, 1], [0, 0], [1, 1], 1).permute(0, 2, 3, 1)
+    h = torch.layer_norm(p, [p.size(3)], self.g, self.b2, 1e-6).permute(0, 3, 1, 2)
+    y = torch.conv2d(h, self.wd, self.b1, [1, 1], [3, 3], [1, 1], h.size(1)).permute(0, 2, 3, 1)
+    y = torch.layer_norm(y, [y.size(3)], self.g, self.b2, 1e-6)
+    h = h + (y * self.rv).permute(0, 3, 1, 2)
+    return {"last_hidden_state": h, "pooler_output": h.mean([2, 3])}
+)JIT";
+
+// A feature map returned with its mean: eager's map is contiguous (NCHW), and so is the copy the
+// mean may read.
+constexpr const char* kConvReluPooled = R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))
+    return y, y.mean([2, 3])
+)JIT";
+
+// Each tensor of a module's output (a tensor, a tuple of them, a dict's values), in order.
+inline std::vector<at::Tensor> output_tensors(const c10::IValue& v) {
+  if (v.isTensor()) return {v.toTensor()};
+  std::vector<at::Tensor> out;
+  if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) out.push_back(kv.value().toTensor());
+  }
+  return out;
+}
 
 // The module of one of the blocks above for `channels` channels: weights with fresh random values.
 inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {

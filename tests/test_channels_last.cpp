@@ -50,16 +50,75 @@ TEST(ChannelsLast, AddsOfChannelsLastNormResultsRunNhwc) {
   EXPECT_TRUE(any_line_has(e.rewrites, "channels-last region 1: 3 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
   EXPECT_TRUE(any_line_has(e.rewrites, "channels-last region 2: 1 elementwise op(s) over [N, H, W, C]")) << joined(e.rewrites);
   EXPECT_FALSE(any_line_has(e.rewrites, "layout-dependent read")) << joined(e.rewrites);
-  // The stem's norm, then per block the norm with its ReLU, and the scale with the residual add.
-  ASSERT_EQ(e.kernels.size(), 5u) << e.ir_after << joined(e.refused);
-  EXPECT_EQ(e.kernels[2].description, "permute[0, 3, 1, 2] -> permute[0, 2, 3, 1] -> mul -> permute[0, 2, 3, 1] -> add")
-      << e.kernels[2].description;
+  // The stem's norm, then per block the norm with its ReLU, scale and residual add: the add reads
+  // the norm's result and the earlier one's without views between, so it is the norm's epilogue.
+  ASSERT_EQ(e.kernels.size(), 3u) << e.ir_after << joined(e.refused);
+  for (size_t k : {1, 2}) {
+    const std::string& d = e.kernels[k].description;
+    EXPECT_EQ(d.substr(d.size() - std::string("relu -> mul -> add").size()), "relu -> mul -> add") << d;
+  }
   tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
   tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
   // NCHW (the option off): as many kernels, the adds computed over [N, C, H, W].
   const auto off = torchfuse::compile(m, options(false)).explain({torch::randn({2, 8, 6, 6})});
   ASSERT_EQ(off.kernels.size(), 5u) << off.ir_after << joined(off.refused);
   EXPECT_EQ(off.kernels[2].description, "permute[0, 3, 1, 2] -> mul -> add") << off.kernels[2].description;
+}
+
+// expect_fallbacks_match_eager for modules returning several tensors: values and strides of each.
+void expect_each_output_matches_eager(const torch::jit::Module& m, const std::vector<int64_t>& shape) {
+  auto impl = tftest::on_cpu_fallbacks(m, options());
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<c10::IValue> in = {torch::randn(shape)};
+    const std::vector<at::Tensor> got = tftest::output_tensors(impl->forward(in)), want = tftest::output_tensors(impl->forward_eager(in));
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_GT(got.size(), 1u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-5)) << "output " << i << ": " << (got[i] - want[i]).abs().max();
+      EXPECT_EQ(got[i].strides(), want[i].strides()) << "output " << i;
+    }
+  }
+}
+
+// ConvNeXt's downsampling: the last block's scale and residual add read the depthwise norm's
+// result and a convolution's as they are ([N, H, W, C], no permutes between), and join the
+// channels-first norm that reads their sum permuted to [N, H, W, C]: one kernel, where the views
+// between had kept them in a kernel of their own.
+TEST(ChannelsLast, ResidualAddJoinsTheChannelsFirstNormAfterIt) {
+  const auto m = tftest::conv_block_module(tftest::kConvNextDownsample, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  EXPECT_TRUE(any_line_has(e.rewrites, "read(s) of a region's result permuted to [N, H, W, C] read it as computed")) << joined(e.rewrites);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << joined(e.refused);
+  EXPECT_EQ(e.kernels[1].description.rfind("mul -> add -> reduce_sum", 0), 0u) << e.kernels[1].description;
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
+}
+
+// A dict of outputs (transformers' form): the block's result, channels-last in eager too, is
+// returned as it is (no NCHW copy), and the pooler's mean reads it.
+TEST(ChannelsLast, DictOutputsKeepEagersChannelsLastLayout) {
+  const auto m = tftest::conv_block_module(tftest::kConvNextPooled, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  // The stem's norm; the block's norm with its scale and residual add; the mean. No copy.
+  ASSERT_EQ(e.kernels.size(), 3u) << e.ir_after << joined(e.refused);
+  EXPECT_NE(e.kernels[1].description.find("-> mul -> add"), std::string::npos) << e.kernels[1].description;
+  EXPECT_EQ(e.kernels[2].description, "reduce_sum -> div");
+  expect_each_output_matches_eager(m, {2, 8, 6, 6});
+  expect_each_output_matches_eager(m, {1, 8, 5, 9});
+}
+
+// A feature map returned (contiguous in eager) and its mean: the region writes the NCHW copy the
+// output needs, and the mean reads that copy, so the region's [N, H, W, C] result is not written.
+TEST(ChannelsLast, MeansReadTheContiguousCopyOfAReturnedMap) {
+  const auto m = tftest::conv_block_module(tftest::kConvReluPooled, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  // (The map returned, and the mean's result: a no-op for its [N, C].)
+  EXPECT_TRUE(any_line_has(e.rewrites, "channels-last: 2 layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << joined(e.refused);
+  EXPECT_EQ(e.kernels[0].description, "permute[0, 2, 3, 1] -> add -> relu -> contiguous[] -> permute[0, 3, 1, 2] -> contiguous[]")
+      << e.kernels[0].description;
+  expect_each_output_matches_eager(m, {2, 8, 6, 6});
+  expect_each_output_matches_eager(m, {1, 8, 5, 9});
 }
 
 // A view of a region's result reads it contiguous(), as eager's view did.

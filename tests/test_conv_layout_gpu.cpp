@@ -32,7 +32,14 @@ const std::vector<GpuConvCase> kCases = {
     {"convnext_block", tftest::kConvNextBlock, 96, {8, 96, 56, 56}, {2, 96, 13, 7}, 1, 2, 2},
     // NCHW: 6 compiled kernels for its 5 groups on an H200 (a group compiled for a second
     // layout; which one is not known yet: kernel_names says on failure).
-    {"convnext_stem", tftest::kConvNextStem, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 6, 5, 6},
+    // Channels-last: each block's residual add is its norm's epilogue.
+    {"convnext_stem", tftest::kConvNextStem, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 6, 3, 6},
+    // Channels-last: the block's scale and residual add join the downsampling norm.
+    {"convnext_downsample", tftest::kConvNextDownsample, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 3, 2, 3},
+    // A dict of outputs: the block's result (channels-last in eager) and its mean.
+    {"convnext_pooled", tftest::kConvNextPooled, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 3, 3, 3},
+    // A tuple: the map (contiguous in eager) and its mean; channels-last, the mean reads the copy.
+    {"conv_relu_pooled", tftest::kConvReluPooled, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 1, 2, 1},
 };
 
 // Matches eager; where eager's result is contiguous (NCHW), so is this one. Where eager's is
@@ -41,12 +48,18 @@ const std::vector<GpuConvCase> kCases = {
 // contiguous results).
 void expect_eager_values_and_layout(torchfuse::CompiledModule& compiled, torch::jit::Module& eager,
                                     const std::vector<c10::IValue>& in) {
-  const at::Tensor out = tftest::expect_matches_eager(compiled, in).toTensor();
-  const at::Tensor ref = eager.forward(in).toTensor();
-  if (ref.is_contiguous()) {
-    EXPECT_TRUE(out.is_contiguous()) << out.strides();
-  } else {
-    EXPECT_TRUE(out.strides() == ref.strides() || out.is_contiguous()) << out.strides() << " eager " << ref.strides();
+  const std::vector<at::Tensor> outs = tftest::output_tensors(tftest::expect_matches_eager(compiled, in));
+  const std::vector<at::Tensor> refs = tftest::output_tensors(eager.forward(in));
+  ASSERT_EQ(outs.size(), refs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const at::Tensor& out = outs[i];
+    const at::Tensor& ref = refs[i];
+    if (ref.is_contiguous()) {
+      EXPECT_TRUE(out.is_contiguous()) << "output " << i << ": " << out.strides();
+    } else {
+      EXPECT_TRUE(out.strides() == ref.strides() || out.is_contiguous())
+          << "output " << i << ": " << out.strides() << " eager " << ref.strides();
+    }
   }
 }
 
