@@ -84,6 +84,9 @@ struct ReductionLayout {
   int64_t outer() const;
   int64_t reduced() const;
   int64_t inner() const;
+  // Row schedule: reduced blocks of several dims, decomposed per column by tf_fast_div (32-bit
+  // indices); the kernel's parameters then carry red_div.
+  bool fast_red_offsets() const { return !index64 && red_sizes.size() > 1; }
   std::string key() const;
   // Staged rows: per column of a row, the shared-memory bytes of the staged inputs before input k
   // (where input k's row starts in a team's buffer) and of all of them; one team's row; the

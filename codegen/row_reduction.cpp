@@ -28,6 +28,7 @@ void emit_params(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& 
   b.line("long long outer_size[" + A + "];");
   if (!l.index64) b.line("unsigned long long outer_div[" + A + "];  // tf_fast_div of each outer size");
   b.line("long long red_size[" + R + "];");
+  if (l.fast_red_offsets()) b.line("unsigned long long red_div[" + R + "];  // tf_fast_div of each reduced size");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     const auto& in = l.inputs[k];
     emit_operand_param(b, k, in.access == Access::Scalar, in.dtype);
@@ -184,19 +185,31 @@ std::string red_offset(const ReductionLayout& l, size_t k, const std::string& j)
   return "tf_red_offset_" + str(static_cast<int64_t>(k)) + "(p, " + j + ")";
 }
 
-// For reduced blocks that did not coalesce to one dim: the offset of column j, decomposed.
+// For reduced blocks that did not coalesce to one dim: the offset of column j, decomposed. With
+// 32-bit indices by tf_fast_div (a multiply-high and a shift; the group norm's rows over [C/G,
+// H * W], whose per-channel weights keep the two dims apart, spent most of their time in the
+// divisions of every element's offsets). The outermost dim takes what is left of j (j < cols).
 void emit_red_offset_helpers(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l) {
   if (l.red_sizes.size() == 1) return;
+  const bool fast = l.fast_red_offsets();
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!reads_elements(l.inputs[k].access)) continue;
     auto s = b.scope("__device__ __forceinline__ tf_index tf_red_offset_" + str(static_cast<int64_t>(k)) + "(const " +
                      kNamePlaceholder + "_params& p, tf_index j)");
     b.line("tf_index off = 0;");
-    for (size_t d = l.red_sizes.size(); d-- > 0;) {
+    for (size_t d = l.red_sizes.size(); d-- > 1;) {
       const std::string dd = str(static_cast<int64_t>(d));
-      b.line("off += (j % (tf_index)p.red_size[" + dd + "]) * (tf_index)p." + input_name(k) + "_red_stride[" + dd + "];");
-      b.line("j /= (tf_index)p.red_size[" + dd + "];");
+      const std::string stride = "(tf_index)p." + input_name(k) + "_red_stride[" + dd + "]";
+      if (fast) {
+        b.line("const tf_index q" + dd + " = (tf_index)tf_fast_div((unsigned)j, p.red_div[" + dd + "]);");
+        b.line("off += (j - q" + dd + " * (tf_index)p.red_size[" + dd + "]) * " + stride + ";");
+        b.line("j = q" + dd + ";");
+      } else {
+        b.line("off += (j % (tf_index)p.red_size[" + dd + "]) * " + stride + ";");
+        b.line("j /= (tf_index)p.red_size[" + dd + "];");
+      }
     }
+    b.line("off += j * (tf_index)p." + input_name(k) + "_red_stride[0];");
     b.line("return off;");
   }
 }

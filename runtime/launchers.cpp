@@ -223,6 +223,7 @@ class RowLauncher : public ScheduleLauncher {
     p.array(l.outer_sizes, 1);
     if (!l.index64) pack_dividers(p, l.outer_sizes);
     p.array(l.red_sizes, 1);
+    if (l.fast_red_offsets()) pack_dividers(p, l.red_sizes);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const auto& op = l.inputs[k];
       if (!pack_operand(p, op.access, c, k)) continue;

@@ -114,6 +114,10 @@ inline std::vector<ReplayCase> replay_cases() {
   c.push_back(tensors("log_softmax", forward("x", "    return torch.log_softmax(x, dim=1)\n"), {{512, 768}}));
   c.push_back(tensors("layer_norm_3d", forward("x, w, b", "    return torch.layer_norm(x, [768], w, b, 1e-5)\n"),
                       {{4, 128, 768}, {768}, {768}}));
+  // Rows over [C / G, H * W]: the per-channel weights keep the two reduced dims apart.
+  c.push_back(tensors("group_norm_silu",
+                      forward("x, w, b", "    return torch.silu(torch.group_norm(x, 8, w, b, 1e-5, True))\n"),
+                      {{2, 64, 16, 16}, {64}, {64}}));
   c.push_back(tensors("layer_norm_no_affine", forward("x", "    return torch.layer_norm(x, [1000], None, None, 1e-6)\n"),
                       {{96, 1000}}));
   c.push_back(tensors("rms_norm_long_rows",
