@@ -55,6 +55,13 @@ bool is_layout_agnostic(const Node* n) {
 
 bool is_tensor_value(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
 
+// Is `n` a permute by the constant `dims`, in the graph's own block?
+bool permutes_by(const Node* n, const torch::jit::Block* block, const std::vector<int64_t>& dims) {
+  if (!is_kind(n, "aten::permute") || n->inputs().size() != 2 || n->owningBlock() != block) return false;
+  const std::optional<c10::IValue> d = constant_value(n->input(1));
+  return d && d->isIntList() && d->toIntVector() == dims;
+}
+
 // Readers that may as well read a contiguous copy of their input, where one is made anyway.
 bool reads_sizes_or_reduces(const Node* n) {
   static const std::unordered_set<std::string> kinds = {"aten::size", "aten::dim",  "aten::mean",
@@ -299,11 +306,7 @@ class ChannelsLast {
   // 1, 2]) (nullptr otherwise).
   Value* unpermuted(const Value* v) const {
     if (auto it = exits_.find(v); it != exits_.end()) return it->second;
-    const Node* n = v->node();
-    if (!is_kind(n, "aten::permute") || n->inputs().size() != 2 || n->owningBlock() != g_.block()) return nullptr;
-    const std::optional<c10::IValue> dims = constant_value(n->input(1));
-    if (!dims || !dims->isIntList() || dims->toIntVector() != kToNchw) return nullptr;
-    return n->input(0);
+    return permutes_by(v->node(), g_.block(), kToNchw) ? v->node()->input(0) : nullptr;
   }
 
   void rewrite_region(const std::vector<Node*>& members) {
@@ -412,9 +415,7 @@ class ChannelsLast {
       const std::vector<torch::jit::Use> back_uses = back->uses();
       for (const torch::jit::Use& u : back_uses) {
         Node* p = u.user;
-        if (!is_kind(p, "aten::permute") || p->owningBlock() != g_.block() || p->input(0) != back) continue;
-        const std::optional<c10::IValue> dims = constant_value(p->input(1));
-        if (!dims || !dims->isIntList() || dims->toIntVector() != kToNhwc) continue;
+        if (!permutes_by(p, g_.block(), kToNhwc) || p->input(0) != back) continue;
         const std::vector<torch::jit::Use> readers = p->output()->uses();
         for (const torch::jit::Use& r : readers) {
           if (r.user->kind() == c10::prim::Return || r.user->owningBlock() != g_.block() || !is_layout_agnostic(r.user)) continue;

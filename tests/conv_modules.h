@@ -3,7 +3,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -98,18 +97,6 @@ def forward(self, x):
     y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))
     return y, y.mean([2, 3])
 )JIT";
-
-// Each tensor of a module's output (a tensor, a tuple of them, a dict's values), in order.
-inline std::vector<at::Tensor> output_tensors(const c10::IValue& v) {
-  if (v.isTensor()) return {v.toTensor()};
-  std::vector<at::Tensor> out;
-  if (v.isTuple()) {
-    for (const c10::IValue& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
-  } else if (v.isGenericDict()) {
-    for (const auto& kv : v.toGenericDict()) out.push_back(kv.value().toTensor());
-  }
-  return out;
-}
 
 // The module of one of the blocks above for `channels` channels: weights with fresh random values.
 inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {

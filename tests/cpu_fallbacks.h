@@ -21,15 +21,20 @@ inline std::shared_ptr<torchfuse::CompiledModuleImpl> on_cpu_fallbacks(const tor
 }
 
 // The module compiled with its groups on their ATen fallbacks against eager: two calls on fresh
-// standard-normal inputs of `shape`, values within float32 tolerances, strides eager's.
+// standard-normal inputs of `shape`, each output tensor's values within float32 tolerances,
+// strides eager's.
 inline void expect_fallbacks_match_eager(const torch::jit::Module& m, const torchfuse::CompileOptions& options,
                                          const std::vector<int64_t>& shape) {
   auto impl = on_cpu_fallbacks(m, options);
   for (int call = 0; call < 2; ++call) {
     const std::vector<c10::IValue> in = {torch::randn(shape)};
-    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
-    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-5)) << (got - want).abs().max();
-    EXPECT_EQ(got.strides(), want.strides());
+    const std::vector<at::Tensor> got = output_tensors(impl->forward(in)), want = output_tensors(impl->forward_eager(in));
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_FALSE(got.empty());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-5)) << "output " << i << ": " << (got[i] - want[i]).abs().max();
+      EXPECT_EQ(got[i].strides(), want[i].strides()) << "output " << i;
+    }
   }
 }
 

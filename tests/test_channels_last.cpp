@@ -65,21 +65,6 @@ TEST(ChannelsLast, AddsOfChannelsLastNormResultsRunNhwc) {
   EXPECT_EQ(off.kernels[2].description, "permute[0, 3, 1, 2] -> mul -> add") << off.kernels[2].description;
 }
 
-// expect_fallbacks_match_eager for modules returning several tensors: values and strides of each.
-void expect_each_output_matches_eager(const torch::jit::Module& m, const std::vector<int64_t>& shape) {
-  auto impl = tftest::on_cpu_fallbacks(m, options());
-  for (int call = 0; call < 2; ++call) {
-    const std::vector<c10::IValue> in = {torch::randn(shape)};
-    const std::vector<at::Tensor> got = tftest::output_tensors(impl->forward(in)), want = tftest::output_tensors(impl->forward_eager(in));
-    ASSERT_EQ(got.size(), want.size());
-    ASSERT_GT(got.size(), 1u);
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-5)) << "output " << i << ": " << (got[i] - want[i]).abs().max();
-      EXPECT_EQ(got[i].strides(), want[i].strides()) << "output " << i;
-    }
-  }
-}
-
 // ConvNeXt's downsampling: the last block's scale and residual add read the depthwise norm's
 // result and a convolution's as they are ([N, H, W, C], no permutes between), and join the
 // channels-first norm that reads their sum permuted to [N, H, W, C]: one kernel, where the views
@@ -103,8 +88,10 @@ TEST(ChannelsLast, DictOutputsKeepEagersChannelsLastLayout) {
   ASSERT_EQ(e.kernels.size(), 3u) << e.ir_after << joined(e.refused);
   EXPECT_NE(e.kernels[1].description.find("-> mul -> add"), std::string::npos) << e.kernels[1].description;
   EXPECT_EQ(e.kernels[2].description, "reduce_sum -> div");
-  expect_each_output_matches_eager(m, {2, 8, 6, 6});
-  expect_each_output_matches_eager(m, {1, 8, 5, 9});
+  torch::jit::Module eager = m;
+  ASSERT_EQ(tftest::output_tensors(eager.forward({torch::randn({2, 8, 6, 6})})).size(), 2u);
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
 // A feature map returned (contiguous in eager) and its mean: the region writes the NCHW copy the
@@ -117,8 +104,10 @@ TEST(ChannelsLast, MeansReadTheContiguousCopyOfAReturnedMap) {
   ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << joined(e.refused);
   EXPECT_EQ(e.kernels[0].description, "permute[0, 2, 3, 1] -> add -> relu -> contiguous[] -> permute[0, 3, 1, 2] -> contiguous[]")
       << e.kernels[0].description;
-  expect_each_output_matches_eager(m, {2, 8, 6, 6});
-  expect_each_output_matches_eager(m, {1, 8, 5, 9});
+  torch::jit::Module eager = m;
+  ASSERT_EQ(tftest::output_tensors(eager.forward({torch::randn({2, 8, 6, 6})})).size(), 2u);
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
 // A view of a region's result reads it contiguous(), as eager's view did.

@@ -83,6 +83,23 @@ inline bool any_line_has(const std::vector<std::string>& lines, const std::strin
   return false;
 }
 
+// Each tensor of a module's output (a tensor, a tuple or list of them, a dict's values), in order;
+// any other output fails the test.
+inline std::vector<at::Tensor> output_tensors(const c10::IValue& v) {
+  if (v.isTensor()) return {v.toTensor()};
+  std::vector<at::Tensor> out;
+  if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) out.push_back(e.toTensor());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) out.push_back(kv.value().toTensor());
+  } else {
+    ADD_FAILURE() << "an output of kind " << v.tagKind() << " holds no tensors to compare";
+  }
+  return out;
+}
+
 inline int count_occurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
