@@ -5,6 +5,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "passes/broadcast_indices.h"
+#include "passes/view_arange_indices.h"
 #include "passes/cache_shape_tensors.h"
 #include "passes/rewrite_attention.h"
 #include "passes/concat_linears.h"
@@ -139,6 +140,9 @@ const Rewrite kRewrites[] = {
     {"sink_casts", &RewriteOptions::sink_casts, sink_casts},
     // After sink_reshapes, whose moved reshapes can leave a reduction reading a transposed value.
     {"stage_transposed_rows", &RewriteOptions::stage_transposed_rows, stage_transposed_rows},
+    // Indices that are aranges make views before any index is broadcast (both under the
+    // broadcast_indices switch: neither changes a value).
+    {"view_arange_indices", &RewriteOptions::broadcast_indices, view_arange_indices},
     // Before cache_shape_tensors, which takes the broadcast indices into its cut with the
     // indices they are made from.
     {"broadcast_indices", &RewriteOptions::broadcast_indices, broadcast_indices},

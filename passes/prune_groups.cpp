@@ -65,6 +65,18 @@ bool transposing_copy(const ir::Node* n) {
   return ir::rows_across_lines(sizes, kept, 1);
 }
 
+// A group of one GELU (erf): ATen's kernel for it is bound by its arithmetic below memory speed,
+// where the generated kernel is not (see prune_groups.h). The tanh form was not measured alone.
+bool lone_gelu(const FusionGroup& g) {
+  const ir::Node* op = nullptr;
+  for (const ir::Node* n : g.nodes) {
+    if (ir::computes_nothing(n->kind)) continue;
+    if (op) return false;
+    op = n;
+  }
+  return op && op->kind == ir::OpKind::Gelu;
+}
+
 }  // namespace
 
 void prune_groups(PassContext& ctx) {
@@ -81,7 +93,8 @@ void prune_groups(PassContext& ctx) {
                                            [](const ir::Node* n) { return ir::is_reduction(n->kind); });
     // Views count for nothing: ATen's views cost no kernel (but its contiguous() of a computed
     // value in another layout is a copy).
-    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel) + copies_after(g);
+    const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel) + copies_after(g) +
+                     (lone_gelu(g) ? 1 : 0);
     if (has_reduction || transposes || ops >= ctx.min_group_size) {
       g.id = static_cast<int>(kept.size());
       kept.push_back(std::move(g));

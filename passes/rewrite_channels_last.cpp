@@ -65,7 +65,8 @@ bool permutes_by(const Node* n, const torch::jit::Block* block, const std::vecto
 // Readers that may as well read a contiguous copy of their input, where one is made anyway.
 bool reads_sizes_or_reduces(const Node* n) {
   static const std::unordered_set<std::string> kinds = {"aten::size", "aten::dim",  "aten::mean",
-                                                        "aten::sum",  "aten::amax", "aten::amin"};
+                                                        "aten::sum",  "aten::amax", "aten::amin",
+                                                        "aten::adaptive_avg_pool2d"};
   return kinds.count(n->kind().toQualString()) > 0;
 }
 

@@ -166,6 +166,33 @@ bool convert_sum_mean(ConvertContext& ctx, bool mean) {
   return finish(ctx, s);
 }
 
+// adaptive_avg_pool2d / adaptive_avg_pool1d (self, output_size) to size 1 everywhere: the mean over
+// the pooled (last two or last) dims, kept (a CNN's global pooling; ATen computes that mean too).
+bool convert_adaptive_avg_pool(ConvertContext& ctx, int64_t pooled) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x) return false;  // declined there
+  const std::string op = ctx.op_name();
+  if (ctx.num_inputs() != 2) return ctx.decline(ctx.op_with_arity() + ": expected (input, output_size)");
+  const int64_t rank = x->type.rank();
+  if (rank != pooled + 1 && rank != pooled + 2) {
+    return ctx.decline(op + " of a rank-" + std::to_string(rank) + " input: expected rank " + std::to_string(pooled + 1) +
+                       " or " + std::to_string(pooled + 2));
+  }
+  const auto sizes = ctx.int_list_arg(1);
+  bool ones = sizes && static_cast<int64_t>(sizes->size()) == pooled;
+  for (size_t i = 0; ones && i < sizes->size(); ++i) ones = !(*sizes)[i].operand && (*sizes)[i].value == 1;
+  if (!ones) return ctx.decline(op + ": only an output_size of constant 1s (global pooling) is fused");
+  const auto out = ctx.out_type().dtype;
+  if (!require_floating(ctx, "output", out)) return false;  // declined there
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - pooled; d < rank; ++d) {
+    if (x->type.sizes[d] == 0) return ctx.decline(op + " of an empty input " + x->type.str());
+    dims.push_back(d);
+  }
+  ir::Value* s = reduce(ctx, OpKind::ReduceSum, x, dims, true, out);
+  return finish(ctx, pw(ctx, OpKind::Div, {s, ctx.graph().add_reduced_count(0)}, out));
+}
+
 // amax / amin (self, dim, keepdim); max / min (self): every dim; max.dim / min.dim (self, dim,
 // keepdim) when the indices are unused.
 bool convert_extremum(ConvertContext& ctx, OpKind kind, bool list_form) {
@@ -534,6 +561,8 @@ const std::unordered_map<std::string, Converter>& reduction_converters() {
   static const std::unordered_map<std::string, Converter> table = {
       {"aten::sum", [](ConvertContext& c) { return convert_sum_mean(c, false); }},
       {"aten::mean", [](ConvertContext& c) { return convert_sum_mean(c, true); }},
+      {"aten::adaptive_avg_pool2d", [](ConvertContext& c) { return convert_adaptive_avg_pool(c, 2); }},
+      {"aten::adaptive_avg_pool1d", [](ConvertContext& c) { return convert_adaptive_avg_pool(c, 1); }},
       {"aten::amax", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMax, true); }},
       {"aten::amin", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMin, true); }},
       {"aten::max", [](ConvertContext& c) { return convert_extremum(c, OpKind::ReduceMax, false); }},

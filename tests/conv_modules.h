@@ -98,6 +98,13 @@ def forward(self, x):
     return y, y.mean([2, 3])
 )JIT";
 
+// The same map pooled as ResNet's pooler does (adaptive_avg_pool2d to 1 x 1).
+constexpr const char* kConvReluGlobalPool = R"JIT(
+def forward(self, x):
+    y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))
+    return y, torch.adaptive_avg_pool2d(y, [1, 1])
+)JIT";
+
 // The module of one of the blocks above for `channels` channels: weights with fresh random values.
 inline torch::jit::Module conv_block_module(const std::string& source, int64_t channels, const torch::TensorOptions& opts) {
   torch::jit::Module m("ConvBlock");

@@ -110,6 +110,21 @@ TEST(ChannelsLast, MeansReadTheContiguousCopyOfAReturnedMap) {
   tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
 }
 
+// ResNet's global pooling (adaptive_avg_pool2d to 1 x 1) is a mean over H and W: like the mean
+// above, it reads the NCHW copy of the returned map.
+TEST(ChannelsLast, GlobalPoolingReadsTheContiguousCopyOfAReturnedMap) {
+  const auto m = tftest::conv_block_module(tftest::kConvReluGlobalPool, 8, torch::TensorOptions());
+  const auto e = torchfuse::compile(m, options()).explain({torch::randn({2, 8, 6, 6})});
+  EXPECT_TRUE(any_line_has(e.rewrites, "layout-dependent read(s) through contiguous()")) << joined(e.rewrites);
+  ASSERT_EQ(e.kernels.size(), 2u) << e.ir_after << joined(e.refused);
+  EXPECT_EQ(e.kernels[0].description, "permute[0, 2, 3, 1] -> add -> relu -> contiguous[] -> permute[0, 3, 1, 2] -> contiguous[]")
+      << e.kernels[0].description;
+  EXPECT_EQ(e.kernels[1].description, "reduce_sum -> div") << e.kernels[1].description;
+  EXPECT_EQ(e.rewritten_graph.find("aten::adaptive_avg_pool2d"), std::string::npos) << e.rewritten_graph;
+  tftest::expect_fallbacks_match_eager(m, options(), {2, 8, 6, 6});
+  tftest::expect_fallbacks_match_eager(m, options(), {1, 8, 5, 9});
+}
+
 // A view of a region's result reads it contiguous(), as eager's view did.
 TEST(ChannelsLast, ViewsReadTheLayoutEagerHad) {
   const auto m = tftest::conv_block_module(tftest::kConvReluView, 8, torch::TensorOptions());

@@ -41,6 +41,8 @@ const std::vector<GpuConvCase> kCases = {
     {"convnext_pooled", tftest::kConvNextPooled, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 3, 3, 3},
     // A tuple: the map (contiguous in eager) and its mean; channels-last, the mean reads the copy.
     {"conv_relu_pooled", tftest::kConvReluPooled, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 1, 2, 1},
+    // The same with ResNet's global pooling (adaptive_avg_pool2d): a mean over H and W.
+    {"conv_relu_global_pool", tftest::kConvReluGlobalPool, 32, {4, 32, 20, 20}, {2, 32, 9, 13}, 1, 2, 1},
 };
 
 // Matches eager; where eager's result is contiguous (NCHW), so is this one. Where eager's is

@@ -98,6 +98,24 @@ TEST(Fusion, SingleOpsStayInAtenUnlessAsked) {
   EXPECT_EQ(explain(m, {x}, 1).kernels.size(), 1u);
 }
 
+// A lone GELU (erf) counts as two ops (passes/prune_groups.h): its group stays under the default
+// min_group_size, and not above it. Other lone activations still run in ATen.
+TEST(Fusion, LoneGeluIsAKernelOfItsOwn) {
+  const auto x = torch::randn({4, 8});
+  const auto m = module_returning("x", "torch.gelu(x)");
+  const auto e = explain(m, {x});
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << tftest::joined(e.refused);
+  EXPECT_EQ(e.kernels[0].description, "gelu");
+  const auto three = explain(m, {x}, 3);
+  EXPECT_TRUE(three.kernels.empty());
+  EXPECT_TRUE(any_refusal_contains(three, "2 op(s), fewer than min_group_size 3"));
+  for (const char* expr : {"torch.gelu(x, approximate='tanh')", "torch.tanh(x)"}) {
+    const auto other = explain(module_returning("x", expr), {x});
+    EXPECT_TRUE(other.kernels.empty()) << expr;
+    EXPECT_TRUE(any_refusal_contains(other, "1 op(s), fewer than min_group_size 2")) << expr;
+  }
+}
+
 TEST(Fusion, SideEffectsPinTheOrder) {
   auto m = module_from(R"JIT(
 def forward(self, x, y):

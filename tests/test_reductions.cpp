@@ -75,7 +75,18 @@ INSTANTIATE_TEST_SUITE_P(
         ReduceCase{"torch.layer_norm(x, [12])", {"reduce_sum", "sub(", "reduce_sum", "rsqrt(", "mul("}},
         ReduceCase{"torch.layer_norm(x, [10, 12], None, None, 1e-6)", {"reduce_sum[dims=[1, 2], keepdim]", "rsqrt("}},
         ReduceCase{"torch.norm(x)", {"mul(", "reduce_sum[dims=[0, 1, 2]](", "sqrt("}},
-        ReduceCase{"torch.linalg_vector_norm(x, 2, [-1])", {"mul(", "reduce_sum[dims=[2]](", "sqrt("}}));
+        ReduceCase{"torch.linalg_vector_norm(x, 2, [-1])", {"mul(", "reduce_sum[dims=[2]](", "sqrt("}},
+        ReduceCase{"torch.adaptive_avg_pool2d(x, [1, 1])", {"reduce_sum[dims=[1, 2], keepdim](", "div("}},
+        ReduceCase{"torch.adaptive_avg_pool1d(x, [1])", {"reduce_sum[dims=[2], keepdim](", "div("}}));
+
+// Adaptive pooling to other sizes than 1 stays in ATen, with the reason.
+TEST(Reductions, AdaptivePoolingToMoreThanOneStaysInAten) {
+  const auto e = explain(module_returning("x", "torch.adaptive_avg_pool2d(x, [2, 3]) * 2.0"), {torch::randn({2, 4, 6, 6})});
+  bool found = false;
+  for (const auto& r : e.refused) found = found || r.find("only an output_size of constant 1s (global pooling) is fused") != std::string::npos;
+  EXPECT_TRUE(found) << ::testing::PrintToString(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::adaptive_avg_pool2d"), std::string::npos) << e.rewritten_graph;
+}
 
 TEST(Reductions, RmsNormWhereLibTorchHasIt) {
   if (torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("aten::rms_norm")).empty()) {

@@ -7,13 +7,14 @@ namespace {
 
 using tftest::joined;
 
-// BERT's padding mask as Hugging Face builds it: the mask cast to bool, indexed by aranges of the
-// batch and key positions, then combined. The cast moves after the index and joins the kernel.
+// A padding mask built as Hugging Face builds BERT's: the mask cast to bool, gathered at batch and
+// key positions, then combined (the batch index rotated: aranges alone would make the gather a
+// view, passes/view_arange_indices.h). The cast moves after the index and joins the kernel.
 TEST(SinkCasts, CastOfAGatheredMaskJoinsTheKernelAfterTheGather) {
   const auto m = tftest::module_from(R"JIT(
 def forward(self, mask, y):
     m = mask.to(11)  # torch.bool
-    b = torch.arange(m.size(0), device=m.device)[:, None, None]
+    b = torch.remainder(torch.arange(m.size(0), device=m.device) + 1, m.size(0))[:, None, None]
     k = torch.arange(m.size(1), device=m.device)[None, None, :]
     return torch.where(m[b, k], y, 0.0) * 2.0
 )JIT");

@@ -209,15 +209,16 @@ TEST(ViewsGpu, TransposedRowsStagedMatchEager) {
   }
 }
 
-// A cast gathered from (passes/sink_casts.h), as BERT's padding mask is: the index reads the
-// uncast mask and the cast joins the kernel after it; eager's values for integer and float masks.
+// A cast gathered from (passes/sink_casts.h), as in BERT's padding mask (the batch index rotated,
+// so that the gather stays one): the index reads the uncast mask and the cast joins the kernel
+// after it; eager's values for integer and float masks.
 TEST(ViewsGpu, CastMovedPastAGatherMatchesEager) {
   REQUIRE_GPU();
   auto opts = torch::TensorOptions().device(torch::kCUDA);
   const auto m = tftest::module_from(R"JIT(
 def forward(self, mask, y):
     m = mask.to(11)  # torch.bool
-    b = torch.arange(m.size(0), device=m.device)[:, None, None]
+    b = torch.remainder(torch.arange(m.size(0), device=m.device) + 1, m.size(0))[:, None, None]
     k = torch.arange(m.size(1), device=m.device)[None, None, :]
     return torch.where(m[b, k], y, -1.0) * 2.0
 )JIT");
@@ -240,6 +241,41 @@ def forward(self, mask, y):
         std::string why;
         const int kernels = torchfuse_bench::count_kernels([&] { plain.forward(in); }, &why);
         if (kernels >= 0) EXPECT_EQ(kernels, 2) << plain.graph_for(in);
+      }
+    }
+  }
+}
+
+// BERT's padding mask as Hugging Face builds it, the mask indexed by aranges of the batch and the key
+// positions (passes/view_arange_indices.h): the index becomes a view of the mask and the whole
+// mask, cast included, one kernel per call; eager's values for integer, float and bool masks.
+TEST(ViewsGpu, ArangeIndexedMaskIsOneKernelMatchingEager) {
+  REQUIRE_GPU();
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const auto m = tftest::module_from(R"JIT(
+def forward(self, mask, y):
+    m = mask.to(11)  # torch.bool
+    b = torch.arange(y.size(0), device=m.device)[:, None, None, None]
+    k = (torch.arange(m.size(1), device=m.device) + 0)[None, None, None, :]
+    return torch.where(m[b, k], y, -1.0) * 2.0
+)JIT");
+  for (auto mask_dtype : {c10::kLong, c10::kFloat, c10::kBool}) {
+    // A module per mask dtype: nine signatures would pass max_specializations (8).
+    auto c = torchfuse::compile(m, tftest::poisoned_options());
+    auto plain = torchfuse::compile(m, tftest::quiet_options());
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
+      for (int64_t b : {8, 3}) {
+        const std::vector<c10::IValue> in{torch::randint(0, 2, {b, 40}, opts).to(mask_dtype),
+                                          torch::randn({b, 2, 3, 40}, opts).to(dtype)};
+        const auto e = c.explain(in, false);
+        ASSERT_TRUE(tftest::any_line_has(e.rewrites, "indexed by aranges")) << tftest::joined(e.rewrites);
+        ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+        expect_one_fused_kernel(c, in, std::string(c10::toString(mask_dtype)) + " mask, " + c10::toString(dtype) + " batch " +
+                                           std::to_string(b));
+        plain.forward(in);
+        std::string why;
+        const int kernels = torchfuse_bench::count_kernels([&] { plain.forward(in); }, &why);
+        if (kernels >= 0) EXPECT_EQ(kernels, 1) << plain.graph_for(in);
       }
     }
   }
