@@ -7,6 +7,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "tests/gpu_view_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -167,19 +168,10 @@ TEST(OpsGpu, LoneGeluIsOneKernelMatchingEager) {
   REQUIRE_GPU();
   for (const auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
     SCOPED_TRACE(std::string("gelu on ") + c10::toString(dtype));
-    auto options = tftest::quiet_options();
-    options.debug_poison_outputs = true;
-    auto compiled = torchfuse::compile(tftest::module_returning("x", "torch.gelu(x)"), options);
+    auto compiled = torchfuse::compile(tftest::module_returning("x", "torch.gelu(x)"), tftest::poisoned_options());
     const std::vector<c10::IValue> in{float_input(dtype)};
     compiled.forward(in);
-    const auto before = compiled.stats();
-    const auto report = torchfuse::compare_with_eager(compiled, in);
-    torch::cuda::synchronize();
-    const auto after = compiled.stats();
-    EXPECT_TRUE(report.passed()) << report.to_string() << compiled.graph_for(in);
-    EXPECT_EQ(after.fused_calls - before.fused_calls, 1);
-    EXPECT_EQ(after.kernel_launches - before.kernel_launches, 1) << compiled.graph_for(in);
-    EXPECT_EQ(tftest::fusion_nodes(compiled.graph_for(in)), 1) << compiled.graph_for(in);
+    tftest::expect_one_fused_kernel(compiled, in, "gelu");
   }
 }
 

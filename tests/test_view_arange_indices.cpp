@@ -1,6 +1,7 @@
 // Indexing by aranges as views (passes/view_arange_indices.h), on the CPU: Hugging Face's padding
 // mask, an offset arange, the bounds eager checks, and the indices it leaves, with the reason.
 #include "tests/fallback_util.h"
+#include "tests/mask_modules.h"
 
 namespace {
 
@@ -8,17 +9,10 @@ using tftest::joined;
 
 bool has_index(const std::string& graph) { return graph.find("aten::index(") != std::string::npos; }
 
-// BERT's padding mask as Hugging Face builds it: the [B, S] mask cast to bool, indexed by an
-// arange of the batch along dim 0 and an arange of the key positions (plus an offset of 0) along
-// dim 3. The index becomes a view and the cast, the where and the mul one kernel.
+// BERT's padding mask as Hugging Face builds it (tests/mask_modules.h): the index becomes a view
+// and the cast, the where and the mul one kernel.
 TEST(ViewAranges, PaddingMaskIndexBecomesAViewOfTheMask) {
-  const auto m = tftest::module_from(R"JIT(
-def forward(self, mask, y):
-    m = mask.to(11)  # torch.bool
-    b = torch.arange(y.size(0), device=m.device)[:, None, None, None]
-    k = (torch.arange(m.size(1), device=m.device) + 0)[None, None, None, :]
-    return torch.where(m[b, k], y, -1.0) * 2.0
-)JIT");
+  const auto m = tftest::module_from(tftest::kArangeIndexedMask);
   for (int64_t batch : {4, 1}) {
     const std::vector<c10::IValue> in{torch::randint(0, 2, {batch, 16}, torch::kLong), torch::randn({batch, 2, 3, 16})};
     const auto e = torchfuse::compile(m, tftest::quiet_options()).explain(in);

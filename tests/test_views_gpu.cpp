@@ -11,6 +11,7 @@
 
 #include "benchmarks/kernel_count.h"
 #include "tests/gpu_view_util.h"
+#include "tests/mask_modules.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -252,13 +253,7 @@ def forward(self, mask, y):
 TEST(ViewsGpu, ArangeIndexedMaskIsOneKernelMatchingEager) {
   REQUIRE_GPU();
   auto opts = torch::TensorOptions().device(torch::kCUDA);
-  const auto m = tftest::module_from(R"JIT(
-def forward(self, mask, y):
-    m = mask.to(11)  # torch.bool
-    b = torch.arange(y.size(0), device=m.device)[:, None, None, None]
-    k = (torch.arange(m.size(1), device=m.device) + 0)[None, None, None, :]
-    return torch.where(m[b, k], y, -1.0) * 2.0
-)JIT");
+  const auto m = tftest::module_from(tftest::kArangeIndexedMask);
   for (auto mask_dtype : {c10::kLong, c10::kFloat, c10::kBool}) {
     // A module per mask dtype: nine signatures would pass max_specializations (8).
     auto c = torchfuse::compile(m, tftest::poisoned_options());
