@@ -311,6 +311,14 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
       const std::string& r = reciprocals->at(n.inputs[1]);
       special = "(" + r + " != 0.0f ? " + a + " * " + r + " : " + a + " / " + b_expr + ")";
     }
+    if (!special && n.kind == OpKind::Div && compute == c10::ScalarType::Float && n.inputs[1]->reduced_count_minus) {
+      // A division by the reduced count (a mean, a variance) multiplies by its reciprocal, as
+      // ATen's mean does (MeanOps: the sum times 1 / N). 1 / N is the same in every thread and
+      // row, computed once off the row's critical path: an IEEE division after each team
+      // reduction cost H200 0.13 us of a 1.9 us layer norm over 128 rows of 768, 0.7 of 6.4
+      // over 4096 rows (docs/performance.md).
+      special = "(" + a + " * (1.0f / " + b_expr + "))";
+    }
     if (!special && compute == c10::ScalarType::Float && product_shared_with_a_reduction(n)) {
       special = "__fmul_rn(" + a + ", " + b_expr + ")";
     }

@@ -75,6 +75,21 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
   return bytes;
 }
 
+// A team of `tpr` threads over a row of `chunks` vectors, or, where those leave the last round
+// of vectors part-filled (some threads idle while the others load once more), the widest
+// narrower team down to a warp that splits them evenly with at most `per_thread` vectors a
+// thread. Measured H200 (kernel time, warm L2),
+// rows of 768: bf16 add + layer norm over 128 / 1024 / 4096 rows with 64 threads a row (2
+// vectors, the second for half of them) 2.21 / 2.98 / 6.24 us, with 32 (3 each) 2.11 / 2.59 /
+// 4.64; f32 add + layer norm over 1024 / 4096 rows and layer norm over 1576 rows with 128 threads
+// (2 vectors, half idle in the second) 3.15 / 8.14 / 3.94 us, with 64 (3 each) 2.82 / 7.38 / 2.98.
+int even_team(int64_t chunks, int tpr, int64_t per_thread) {
+  if (chunks <= tpr || chunks % tpr == 0) return tpr;
+  for (int t = tpr / 2; t >= 32 && chunks / t <= per_thread; t /= 2)
+    if (chunks % t == 0) return t;
+  return tpr;
+}
+
 // The team for a row whose cached part takes `bytes` register bytes per element (0: nothing
 // kept): about `per_thread` vectors per thread but at least `min_threads` threads (as far as the
 // row has vectors), a warp (or part of one) per row for short rows, a block per row for longer
@@ -94,7 +109,7 @@ void plan_team(ReductionLayout& l, int bytes, int64_t per_thread, int min_thread
   tpr = std::max(tpr, std::min(next_pow2(min_threads), next_pow2(chunks)));
   if (tpr > 32) tpr = std::max(64, tpr);
   tpr = std::min(tpr, 1024);
-  set_team(tpr);
+  set_team(even_team(chunks, tpr, per_thread));
   while (!fits() && l.threads_per_row < 1024) set_team(l.threads_per_row == 32 ? 64 : l.threads_per_row * 2);
   l.cached = bytes == 0 || (fits() && l.chunks_per_thread <= 16);
   l.cluster = 1;
@@ -353,13 +368,14 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, const De
 // threads a row (3 vectors of 8 a thread before; 64 threads: 2.30 and 3.10); bf16 add + rms norm
 // over 1024 rows of 2048: 4.80 -> 3.52 with 128 threads and no staging (256 threads: 3.79); past
 // the fill, f32 add + layer norm over 1024 rows of 768 lost (128 -> 256 threads: 3.26 -> 3.73).
+// A width that splits the row's vectors unevenly (even_team) is passed over for the next one.
 void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
   if (!l.cached || l.cluster != 1 || l.ring_chunk > 0 || tune.row_fill == 0) return;
   const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
   const int64_t want = int64_t{tune.row_fill} * target.sm_count;
-  while (l.chunks_per_thread > 1 && l.threads_per_row < 1024) {
+  for (int tpr = l.threads_per_row; l.chunks_per_thread > 1 && tpr < 1024;) {
     // (Teams of a warp or less share 256-thread blocks; wider ones take a block each, of 64 and up.)
-    const int tpr = l.threads_per_row == 32 ? 64 : l.threads_per_row * 2;
+    tpr = tpr == 32 ? 64 : tpr * 2;
     if (l.outer() * tpr > want) return;
     const int block = tpr <= 32 ? 256 : tpr;
     const int cpt = static_cast<int>((chunks + tpr - 1) / tpr);
@@ -367,6 +383,7 @@ void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, co
     // the cached part's share of the budget must not grow.)
     if (l.stages == 0 && int64_t{cpt} * cache_budget(l.block, tune) > int64_t{l.chunks_per_thread} * cache_budget(block, tune))
       return;
+    if (cpt > 1 && chunks % tpr != 0) continue;
     l.threads_per_row = tpr;
     l.block = block;
     l.chunks_per_thread = cpt;
@@ -585,7 +602,11 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // block-wide one.)
     share_team_blocks(l, tune);
     l.early_registers = l.cached ? (tune.row_early_loads < 0 ? kAutoEarlyRegisters : tune.row_early_loads) : 0;
-    l.early_narrow_inputs = tune.row_early_loads < 0 ? kAutoEarlyNarrowInputs : -1;
+    // (A team of one warp reduces with shuffles and no barrier: every 16-bit input loads early
+    // there. Measured H200, bf16 add + layer norm over rows of 768, a warp a row: 1024 rows 2.72
+    // -> 2.59 us, 128 rows 2.21 -> 2.02, 4096 rows 4.67 -> 4.58; rows of 1024: 3.14 -> 3.04.
+    // Teams of a few threads stay as they were: rows of 64 lost, above.)
+    l.early_narrow_inputs = tune.row_early_loads >= 0 || l.threads_per_row == 32 ? -1 : kAutoEarlyNarrowInputs;
     l.shared_rounds = tune.row_shared_rounds != 0 && l.threads_per_row > 32 && l.cluster == 1;
     // Guarded loads sit in a branch each, and NVRTC issues each one after the previous chunk's
     // arithmetic: a cached pass waited for memory once per chunk. Measured on H200 (bf16, warm

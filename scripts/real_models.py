@@ -128,9 +128,10 @@ def kernels_per_call(fn, inputs):
         count, us = spent.get(e.name[:90], (0, 0.0))
         spent[e.name[:90]] = (count + 1, us + e.time_range.end - e.time_range.start)
     by_time = sorted(([n, c, round(us, 1)] for n, (c, us) in spent.items()), key=lambda row: -row[2])
-    # (The call's kernels in launch order, names shortened: where a copy or cast sits.)
+    # (The call's kernels, copies and memsets in launch order, names shortened: where a copy, cast
+    # or memset sits.)
     return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": ranked[:8],
-            "all_non_gemm": ranked, "sequence": [n[:90] for n in names], "gpu_us": gpu_us,
+            "all_non_gemm": ranked, "sequence": [e.name[:90] for e in kernels], "gpu_us": gpu_us,
             "by_time": by_time[:25]}
 
 

@@ -464,6 +464,29 @@ TEST(GpuReductions, FewRowsMatchEager) {
   }
 }
 
+// Teams that split a row's vectors evenly (a warp of 3 for bf16 rows of 768, 64 threads of 3 for
+// f32 ones), warp teams with their 16-bit weight loaded early, a length with no even team
+// (2304), and divisions by N and N - 1 as reciprocals; against eager and a float64 reference.
+TEST(GpuReductions, EvenTeamsAndReciprocalsOfNMatchEager) {
+  REQUIRE_GPU();
+  const auto add_ln = add_layer_norm_with_sum();
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-6)");
+  const auto var = module_returning("x", "x.var(-1, keepdim=True) + x.mean(-1, keepdim=True)");
+  const auto mean = module_returning("x", "(x * 3.0).mean(-1)");
+  for (auto dtype : kDtypes) {
+    for (auto [rows, c] : {std::pair<int64_t, int64_t>{1576, 768}, {197, 768}, {4096, 768}, {16384, 768}, {1024, 2304}, {300, 1000}}) {
+      const std::string shape = std::to_string(rows) + "x" + std::to_string(c) + " " + c10::toString(dtype);
+      expect_matches_eager(add_ln, [&] {
+        return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
+      }, "add + layer norm " + shape, 1);
+      expect_matches_eager(ln, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)}; },
+                           "layer norm " + shape, 1);
+      expect_matches_eager(var, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "var + mean " + shape, 1);
+      expect_matches_eager(mean, [&] { return std::vector<c10::IValue>{rnd({rows, c}, dtype)}; }, "mean " + shape, 1);
+    }
+  }
+}
+
 // Shared block rounds (a pass's reductions behind one barrier, their slots alternating by row
 // group) and early loads (weights loaded with the first pass), with blocks that take one row
 // group and blocks that take several in turn (row_rounds=3 over row counts that do not divide),

@@ -1057,11 +1057,11 @@ TEST(FewRows, TeamsWidenToFillTheDevice) {
     const std::string src = kernel_source(add_ln, in(batch, c10::kBFloat16));
     EXPECT_TRUE(tftest::contains_in_order(src, {wide, "each block takes 1 row team(s) in turn\n"})) << batch << src;
   }
-  // 8192 rows fill it with a warp a row, as before; so do 1024 rows of float32 with 128 threads
-  // (256 would pass the fill).
+  // 8192 rows fill it with a warp a row, as before; so do 1024 rows of float32 with 64 threads of
+  // 3 vectors each (128 would split the row's 192 vectors unevenly, 256 would pass the fill).
   EXPECT_NE(kernel_source(add_ln, in(64, c10::kBFloat16)).find("cached mode: 32 threads per row, block 256"),
             std::string::npos);
-  EXPECT_NE(kernel_source(add_ln, in(8, c10::kFloat)).find("128 threads per row, block 128, vector width 4, 2 vectors"),
+  EXPECT_NE(kernel_source(add_ln, in(8, c10::kFloat)).find("64 threads per row, block 64, vector width 4, 3 vectors"),
             std::string::npos);
   torchfuse::runtime::ScopedTuning off(with("row_fill=0"));
   EXPECT_NE(kernel_source(add_ln, in(1, c10::kBFloat16)).find("cached mode: 32 threads per row, block 256"),
@@ -1097,6 +1097,62 @@ TEST(FewRows, SubWarpTeamsGrowByDoubling) {
   torchfuse::runtime::ScopedTuning many(with(""));
   src = kernel_source(softmax, {torch::randn({1, 12, 128, 128}).to(c10::kBFloat16)});
   EXPECT_NE(src.find("cached mode: 8 threads per row, block 256, vector width 8, 2 vectors"), std::string::npos) << src;
+}
+
+// Teams split a row's vectors evenly where a narrower team can (even_team in
+// reduction_layout.cpp): no thread loads once more while others sit idle. Rows of 768 are 96
+// bf16 vectors (a warp of 3 each, never 64 threads of 1 or 2) or 192 f32 ones (64 threads of 3,
+// not 128 of 1 or 2); 2304 bf16 columns (288 vectors) have no even team of at most 4 vectors a
+// thread, and keep 128 threads of 3, the last round part-filled.
+TEST(EvenTeams, RowsSplitEvenlyWhereATeamCan) {
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-6)");
+  const auto in = [](int64_t rows, int64_t cols, c10::ScalarType t) {
+    return std::vector<c10::IValue>{torch::randn({rows, cols}).to(t), torch::randn({cols}).to(t), torch::randn({cols}).to(t)};
+  };
+  // A vision transformer's 1576 token rows (batch 8 of 197): widening to 64 threads would leave
+  // half of them a second vector; 128 passes the fill.
+  EXPECT_NE(kernel_source(ln, in(1576, 768, c10::kBFloat16)).find("cached mode: 32 threads per row, block 256, vector width 8, 3 vectors"),
+            std::string::npos);
+  EXPECT_NE(kernel_source(ln, in(1576, 768, c10::kFloat)).find("cached mode: 64 threads per row, block 64, vector width 4, 3 vectors"),
+            std::string::npos);
+  EXPECT_NE(kernel_source(ln, in(16384, 768, c10::kFloat)).find("cached mode: 64 threads per row, block 64, vector width 4, 3 vectors"),
+            std::string::npos);
+  // Rows of 1024 split evenly at every width: as before.
+  EXPECT_NE(kernel_source(ln, in(16384, 1024, c10::kFloat)).find("cached mode: 128 threads per row, block 128, vector width 4, 2 vectors"),
+            std::string::npos);
+  const std::string uneven = kernel_source(ln, in(16384, 2304, c10::kBFloat16));
+  EXPECT_NE(uneven.find("cached mode: 128 threads per row, block 128, vector width 8, 3 vectors"), std::string::npos) << uneven;
+}
+
+// A team of one warp reduces without a barrier, and loads every 16-bit input a later pass reads
+// with the first pass's loads while their registers fit (a layer norm's weight; its bias, at 3
+// vectors a thread, would pass the 16 registers); block-wide teams load at most one such input early.
+TEST(EarlyLoads, WarpTeamsLoadSixteenBitInputsEarly) {
+  const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-6)");
+  const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
+  std::string src = kernel_source(ln, {b16({4096, 768}), b16({768}), b16({768})});
+  EXPECT_NE(src.find("cached mode: 32 threads per row"), std::string::npos) << src;
+  src = body(src);
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<tf_bf16, 8> early1[3];", "early1[k] = ", "const tf_vec<tf_bf16, 8> v1 = early1[k];"}))
+      << src;
+  EXPECT_EQ(src.find("early2["), std::string::npos) << src;
+  // 128 threads a row (1024 rows of 1024): the weight and the bias, both 16-bit, load late.
+  src = kernel_source(ln, {b16({1024, 1024}), b16({1024}), b16({1024})});
+  EXPECT_NE(src.find("cached mode: 128 threads per row"), std::string::npos) << src;
+  EXPECT_EQ(body(src).find("early"), std::string::npos) << src;
+}
+
+// Divisions by the reduced count multiply by its reciprocal, as ATen's mean does; a division by a
+// row's reduction result (softmax's sum) keeps its per-row reciprocal with a division fallback.
+TEST(ReducedCount, DivisionsByNMultiplyByItsReciprocal) {
+  const auto m = module_returning("x", "x.mean(-1, keepdim=True) + x.var(-1, keepdim=True)");
+  const std::string src = body(kernel_source(m, {torch::randn({64, 1000})}));
+  // (Every division by N is a reciprocal's.)
+  EXPECT_EQ(tftest::count_occurrences(src, "/ (float)((double)p.cols)"), tftest::count_occurrences(src, "(1.0f / (float)((double)p.cols)"))
+      << src;
+  EXPECT_NE(src.find("(red0 * (1.0f / (float)((double)p.cols)))"), std::string::npos) << src;
+  // The unbiased variance divides by N - 1.
+  EXPECT_NE(src.find(" * (1.0f / (float)(fmax((double)p.cols - 1.0, 0.0))))"), std::string::npos) << src;
 }
 
 TEST(FewRows, RowFillIsAKnob) {
@@ -1223,7 +1279,7 @@ TEST(ExactRows, FullTeamsTakeTheirLengthAsAConstant) {
   EXPECT_EQ(src.find(guard), std::string::npos) << src;
   EXPECT_EQ(src.find("p.cols"), std::string::npos) << src;
   EXPECT_EQ(tftest::count_occurrences(src, "/* every chunk holds columns */ {"), 3) << src;
-  EXPECT_TRUE(tftest::contains_in_order(src, {"(red0 / (float)((double)64))",
+  EXPECT_TRUE(tftest::contains_in_order(src, {"(red0 * (1.0f / (float)((double)64)))",
                                               "if (row_ok) *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + row * (tf_index)64 + j0)"}))
       << src;
   // A row output is guarded as before; f32 rows of a warp.
