@@ -368,7 +368,8 @@ void choose_row_staging(ReductionLayout& l, const RowCacheNeeds& needs, const De
 // threads a row (3 vectors of 8 a thread before; 64 threads: 2.30 and 3.10); bf16 add + rms norm
 // over 1024 rows of 2048: 4.80 -> 3.52 with 128 threads and no staging (256 threads: 3.79); past
 // the fill, f32 add + layer norm over 1024 rows of 768 lost (128 -> 256 threads: 3.26 -> 3.73).
-// A width that splits the row's vectors unevenly (even_team) is passed over for the next one.
+// A width that would split unevenly (even_team) a row the team splits evenly is passed over for
+// the next one.
 void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
   if (!l.cached || l.cluster != 1 || l.ring_chunk > 0 || tune.row_fill == 0) return;
   const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
@@ -383,7 +384,7 @@ void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, co
     // the cached part's share of the budget must not grow.)
     if (l.stages == 0 && int64_t{cpt} * cache_budget(l.block, tune) > int64_t{l.chunks_per_thread} * cache_budget(block, tune))
       return;
-    if (cpt > 1 && chunks % tpr != 0) continue;
+    if (cpt > 1 && chunks % tpr != 0 && chunks % l.threads_per_row == 0) continue;
     l.threads_per_row = tpr;
     l.block = block;
     l.chunks_per_thread = cpt;

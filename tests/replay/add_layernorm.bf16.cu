@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, bf16
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_815e39ca (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_bab164f1 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -16,7 +16,7 @@
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_815e39ca_params {
+struct tf_layer_norm_bab164f1_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -38,7 +38,7 @@ struct tf_layer_norm_815e39ca_params {
   tf_bf16* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_815e39ca(const tf_layer_norm_815e39ca_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_bab164f1(const tf_layer_norm_bab164f1_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_815e39ca(const t
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %10
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
-    float t1 = (red0 / (float)((double)4096));  // %11 = div(%10, N)
+    float t1 = (red0 * (1.0f / (float)((double)4096)));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -112,14 +112,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_815e39ca(const t
     __syncthreads();  // one round for %13, %15
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
-    float t4 = (red1 / (float)((double)4096));  // %16 = div(%13, N)
+    float t4 = (red1 * (1.0f / (float)((double)4096)));  // %16 = div(%13, N)
     float t5 = (red1 * t4);  // %17 = mul(%13, %16)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
     float t7 = (red2 - t6);  // %20 = sub(%15, %19)
     float t8 = (t7 < 0.0f ? 0.0f : t7);  // %22 = clamp_min(%20, 0.0)
-    float t9 = (red1 / (float)((double)4096));  // %23 = div(%13, N)
+    float t9 = (red1 * (1.0f / (float)((double)4096)));  // %23 = div(%13, N)
     float t10 = (t1 + t9);  // %24 = add(%11, %23)
-    float t11 = (t8 / (float)((double)4096));  // %26 = div(%22, N)
+    float t11 = (t8 * (1.0f / (float)((double)4096)));  // %26 = div(%22, N)
     float t12 = (t11 + 1e-05f);  // %28 = add(%26, 1e-05)
     float t13 = rsqrtf(t12);  // %29 = rsqrt(%28)
     #pragma unroll
@@ -147,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_815e39ca(const t
     }
   }
 }
-// ==== sm_90: tf_layer_norm_f4673b32 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_90: tf_layer_norm_6f06c536 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -162,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_815e39ca(const t
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_f4673b32_params {
+struct tf_layer_norm_6f06c536_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -184,7 +184,7 @@ struct tf_layer_norm_f4673b32_params {
   tf_bf16* out1;
 };
 
-__device__ __forceinline__ void tf_layer_norm_f4673b32_stage(const tf_layer_norm_f4673b32_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_layer_norm_6f06c536_stage(const tf_layer_norm_6f06c536_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 4u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -201,7 +201,7 @@ __device__ __forceinline__ void tf_layer_norm_f4673b32_stage(const tf_layer_norm
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 2u, p.in1 + sro1, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f4673b32(const tf_layer_norm_f4673b32_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_6f06c536(const tf_layer_norm_6f06c536_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -231,7 +231,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f4673b32(const t
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_f4673b32_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_6f06c536_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 4u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -267,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f4673b32(const t
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %10
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
-    float t1 = (red0 / (float)((double)p.cols));  // %11 = div(%10, N)
+    float t1 = (red0 * (1.0f / (float)((double)p.cols)));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -295,14 +295,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f4673b32(const t
     __syncthreads();  // one round for %13, %15
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
-    float t5 = (red1 / (float)((double)p.cols));  // %16 = div(%13, N)
+    float t5 = (red1 * (1.0f / (float)((double)p.cols)));  // %16 = div(%13, N)
     float t6 = (red1 * t5);  // %17 = mul(%13, %16)
     float t7 = (t6 > 3.4028235e+38f ? 3.4028235e+38f : t6);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
     float t8 = (red2 - t7);  // %20 = sub(%15, %19)
     float t9 = (t8 < 0.0f ? 0.0f : t8);  // %22 = clamp_min(%20, 0.0)
-    float t10 = (red1 / (float)((double)p.cols));  // %23 = div(%13, N)
+    float t10 = (red1 * (1.0f / (float)((double)p.cols)));  // %23 = div(%13, N)
     float t11 = (t1 + t10);  // %24 = add(%11, %23)
-    float t12 = (t9 / (float)((double)p.cols));  // %26 = div(%22, N)
+    float t12 = (t9 * (1.0f / (float)((double)p.cols)));  // %26 = div(%22, N)
     float t13 = (t12 + 1e-05f);  // %28 = add(%26, 1e-05)
     float t14 = rsqrtf(t13);  // %29 = rsqrt(%28)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, f32
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_574302aa (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_e928979e (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -16,7 +16,7 @@
 // out1 = %33 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_574302aa_params {
+struct tf_layer_norm_e928979e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -38,7 +38,7 @@ struct tf_layer_norm_574302aa_params {
   float* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_574302aa(const tf_layer_norm_574302aa_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_e928979e(const tf_layer_norm_e928979e_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_574302aa(const t
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %10
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %10
-    float t1 = (red0 / (float)((double)4096));  // %11 = div(%10, N)
+    float t1 = (red0 * (1.0f / (float)((double)4096)));  // %11 = div(%10, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -114,14 +114,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_574302aa(const t
     __syncthreads();  // one round for %13, %15
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
     const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %15
-    float t4 = (red1 / (float)((double)4096));  // %16 = div(%13, N)
+    float t4 = (red1 * (1.0f / (float)((double)4096)));  // %16 = div(%13, N)
     float t5 = (red1 * t4);  // %17 = mul(%13, %16)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %19 = clamp_max(%17, 3.4028234663852886e+38)
     float t7 = (red2 - t6);  // %20 = sub(%15, %19)
     float t8 = (t7 < 0.0f ? 0.0f : t7);  // %22 = clamp_min(%20, 0.0)
-    float t9 = (red1 / (float)((double)4096));  // %23 = div(%13, N)
+    float t9 = (red1 * (1.0f / (float)((double)4096)));  // %23 = div(%13, N)
     float t10 = (t1 + t9);  // %24 = add(%11, %23)
-    float t11 = (t8 / (float)((double)4096));  // %26 = div(%22, N)
+    float t11 = (t8 * (1.0f / (float)((double)4096)));  // %26 = div(%22, N)
     float t12 = (t11 + 1e-05f);  // %28 = add(%26, 1e-05)
     float t13 = rsqrtf(t12);  // %29 = rsqrt(%28)
     #pragma unroll

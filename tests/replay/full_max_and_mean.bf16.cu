@@ -79,14 +79,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_amax_b7a90794(const tf_amax
   const float red0_all_out = tf_round_bf16(red0_all);
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red0_all_out);
 }
-// ==== sm_80: tf_mean_dd9df6d1 (reduce_sum -> div)
+// ==== sm_80: tf_mean_a8be41e7 (reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (full reduction): reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_dd9df6d1_params {
+struct tf_mean_a8be41e7_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -96,7 +96,7 @@ struct tf_mean_dd9df6d1_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_dd9df6d1(const tf_mean_dd9df6d1_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_a8be41e7(const tf_mean_a8be41e7_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;
@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_dd9df6d1(const tf_mean
   __shared__ float smem_acc0[16];
   const float red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t0 = tf_round_bf16((red0 / (float)((double)p.numel)));  // %8 = div(%6, N)
+    float t0 = tf_round_bf16((red0 * (1.0f / (float)((double)p.numel))));  // %8 = div(%6, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t0);
     return;
   }
@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_dd9df6d1(const tf_mean
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t1 = tf_round_bf16((red0_all / (float)((double)p.numel)));  // %8 = div(%6, N)
+  float t1 = tf_round_bf16((red0_all * (1.0f / (float)((double)p.numel))));  // %8 = div(%6, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t1);
 }
 // ==== sm_90: the same kernels as sm_80

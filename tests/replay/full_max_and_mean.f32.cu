@@ -77,14 +77,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_amax_72a44a94(const tf_amax
   const float red0_all = tf_block_reduce<16>(acc0_all, tf_max_op(), smem_acc0_all);
   if (threadIdx.x == 0) out0[0] = red0_all;
 }
-// ==== sm_80: tf_mean_32e3ac11 (reduce_sum -> div)
+// ==== sm_80: tf_mean_72fc2581 (reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (full reduction): reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_32e3ac11_params {
+struct tf_mean_72fc2581_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -94,7 +94,7 @@ struct tf_mean_32e3ac11_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_32e3ac11(const tf_mean_32e3ac11_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_72fc2581(const tf_mean_72fc2581_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;
@@ -135,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_32e3ac11(const tf_mean
   const double red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   const float red0_out = (float)red0;
   if (gridDim.x == 1) {
-    float t0 = (red0_out / (float)((double)p.numel));  // %8 = div(%6, N)
+    float t0 = (red0_out * (1.0f / (float)((double)p.numel)));  // %8 = div(%6, N)
     if (threadIdx.x == 0) out0[0] = t0;
     return;
   }
@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_32e3ac11(const tf_mean
   __shared__ double smem_acc0_all[16];
   const double red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
   const float red0_all_out = (float)red0_all;
-  float t1 = (red0_all_out / (float)((double)p.numel));  // %8 = div(%6, N)
+  float t1 = (red0_all_out * (1.0f / (float)((double)p.numel)));  // %8 = div(%6, N)
   if (threadIdx.x == 0) out0[0] = t1;
 }
 // ==== sm_90: the same kernels as sm_80

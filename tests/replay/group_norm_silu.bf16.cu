@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): group_norm_silu, bf16
 // inputs: [2, 64, 16, 16] strides [16384, 256, 16, 1], [64] strides [1], [64] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_c4c96afb (cast -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> cast -> cast -> mul -> add -> cast -> silu)
+// ==== sm_80: tf_layer_norm_26210e64 (cast -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> cast -> cast -> mul -> add -> cast -> silu)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> cast -> cast -> mul -> add -> cast -> silu
@@ -14,7 +14,7 @@
 // out0 = %83 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_c4c96afb_params {
+struct tf_layer_norm_26210e64_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -33,7 +33,7 @@ struct tf_layer_norm_c4c96afb_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_c4c96afb_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_26210e64_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in0_red_stride[1];
@@ -41,7 +41,7 @@ __device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_c4c96afb
   off += j * (tf_index)p.in0_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_c4c96afb_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_26210e64_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in1_red_stride[1];
@@ -49,7 +49,7 @@ __device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_c4c96afb
   off += j * (tf_index)p.in1_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_c4c96afb_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_26210e64_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in2_red_stride[1];
@@ -57,7 +57,7 @@ __device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_c4c96afb
   off += j * (tf_index)p.in2_red_stride[0];
   return off;
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_c4c96afb(const tf_layer_norm_c4c96afb_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_26210e64(const tf_layer_norm_26210e64_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_c4c96afb(const 
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %30
     const float red0 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc0 + red_half);  // %30
-    float t1 = (red0 / (float)((double)2048));  // %31 = div(%30, N)
+    float t1 = (red0 * (1.0f / (float)((double)2048)));  // %31 = div(%30, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -124,14 +124,14 @@ extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_c4c96afb(const 
     __syncthreads();  // one round for %33, %35
     const float red1 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc1 + red_half);  // %33
     const float red2 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc2 + red_half);  // %35
-    float t4 = (red1 / (float)((double)2048));  // %36 = div(%33, N)
+    float t4 = (red1 * (1.0f / (float)((double)2048)));  // %36 = div(%33, N)
     float t5 = (red1 * t4);  // %37 = mul(%33, %36)
     float t6 = (t5 > 3.4028235e+38f ? 3.4028235e+38f : t5);  // %39 = clamp_max(%37, 3.4028234663852886e+38)
     float t7 = (red2 - t6);  // %40 = sub(%35, %39)
     float t8 = (t7 < 0.0f ? 0.0f : t7);  // %42 = clamp_min(%40, 0.0)
-    float t9 = (red1 / (float)((double)2048));  // %43 = div(%33, N)
+    float t9 = (red1 * (1.0f / (float)((double)2048)));  // %43 = div(%33, N)
     float t10 = (t1 + t9);  // %44 = add(%31, %43)
-    float t11 = (t8 / (float)((double)2048));  // %46 = div(%42, N)
+    float t11 = (t8 * (1.0f / (float)((double)2048)));  // %46 = div(%42, N)
     float t12 = (t11 + 1e-05f);  // %48 = add(%46, 1e-05)
     float t13 = rsqrtf(t12);  // %49 = rsqrt(%48)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): group_norm_silu, f32
 // inputs: [2, 64, 16, 16] strides [16384, 256, 16, 1], [64] strides [1], [64] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_ff6623f0 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu)
+// ==== sm_80: tf_layer_norm_8c4f510b (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu
@@ -14,7 +14,7 @@
 // out0 = %75 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_ff6623f0_params {
+struct tf_layer_norm_8c4f510b_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -33,7 +33,7 @@ struct tf_layer_norm_ff6623f0_params {
   float* out0;
 };
 
-__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_ff6623f0_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_8c4f510b_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in0_red_stride[1];
@@ -41,7 +41,7 @@ __device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_ff6623f0
   off += j * (tf_index)p.in0_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_ff6623f0_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_8c4f510b_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in1_red_stride[1];
@@ -49,7 +49,7 @@ __device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_ff6623f0
   off += j * (tf_index)p.in1_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_ff6623f0_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_8c4f510b_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in2_red_stride[1];
@@ -57,7 +57,7 @@ __device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_ff6623f0
   off += j * (tf_index)p.in2_red_stride[0];
   return off;
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_ff6623f0(const tf_layer_norm_ff6623f0_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_8c4f510b(const tf_layer_norm_8c4f510b_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -100,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_ff6623f0(const 
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %29
     const float red0 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc0 + red_half);  // %29
-    float t0 = (red0 / (float)((double)2048));  // %30 = div(%29, N)
+    float t0 = (red0 * (1.0f / (float)((double)2048)));  // %30 = div(%29, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -123,14 +123,14 @@ extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_ff6623f0(const 
     __syncthreads();  // one round for %32, %34
     const float red1 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc1 + red_half);  // %32
     const float red2 = (float)tf_block_collect<32>(tf_sum_op(), smem_acc2 + red_half);  // %34
-    float t3 = (red1 / (float)((double)2048));  // %35 = div(%32, N)
+    float t3 = (red1 * (1.0f / (float)((double)2048)));  // %35 = div(%32, N)
     float t4 = (red1 * t3);  // %36 = mul(%32, %35)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %38 = clamp_max(%36, 3.4028234663852886e+38)
     float t6 = (red2 - t5);  // %39 = sub(%34, %38)
     float t7 = (t6 < 0.0f ? 0.0f : t6);  // %41 = clamp_min(%39, 0.0)
-    float t8 = (red1 / (float)((double)2048));  // %42 = div(%32, N)
+    float t8 = (red1 * (1.0f / (float)((double)2048)));  // %42 = div(%32, N)
     float t9 = (t0 + t8);  // %43 = add(%30, %42)
-    float t10 = (t7 / (float)((double)2048));  // %45 = div(%41, N)
+    float t10 = (t7 * (1.0f / (float)((double)2048)));  // %45 = div(%41, N)
     float t11 = (t10 + 1e-05f);  // %47 = add(%45, 1e-05)
     float t12 = rsqrtf(t11);  // %48 = rsqrt(%47)
     #pragma unroll

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, bf16
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_ef60b80f (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_708d3390 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %30 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_ef60b80f_params {
+struct tf_layer_norm_708d3390_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,7 @@ struct tf_layer_norm_ef60b80f_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_ef60b80f(const tf_layer_norm_ef60b80f_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_708d3390(const tf_layer_norm_708d3390_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_ef60b80f(const t
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %7
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %7
-    float t0 = (red0 / (float)((double)p.cols));  // %8 = div(%7, N)
+    float t0 = (red0 * (1.0f / (float)((double)p.cols)));  // %8 = div(%7, N)
     float acc1 = 0.0f;
     float acc2 = 0.0f;
     #pragma unroll
@@ -98,14 +98,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_ef60b80f(const t
     __syncthreads();  // one round for %10, %12
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %10
     const float red2 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc2 + red_half);  // %12
-    float t3 = (red1 / (float)((double)p.cols));  // %13 = div(%10, N)
+    float t3 = (red1 * (1.0f / (float)((double)p.cols)));  // %13 = div(%10, N)
     float t4 = (red1 * t3);  // %14 = mul(%10, %13)
     float t5 = (t4 > 3.4028235e+38f ? 3.4028235e+38f : t4);  // %16 = clamp_max(%14, 3.4028234663852886e+38)
     float t6 = (red2 - t5);  // %17 = sub(%12, %16)
     float t7 = (t6 < 0.0f ? 0.0f : t6);  // %19 = clamp_min(%17, 0.0)
-    float t8 = (red1 / (float)((double)p.cols));  // %20 = div(%10, N)
+    float t8 = (red1 * (1.0f / (float)((double)p.cols)));  // %20 = div(%10, N)
     float t9 = (t0 + t8);  // %21 = add(%8, %20)
-    float t10 = (t7 / (float)((double)p.cols));  // %23 = div(%19, N)
+    float t10 = (t7 * (1.0f / (float)((double)p.cols)));  // %23 = div(%19, N)
     float t11 = (t10 + 1e-05f);  // %25 = add(%23, 1e-05)
     float t12 = rsqrtf(t11);  // %26 = rsqrt(%25)
     #pragma unroll

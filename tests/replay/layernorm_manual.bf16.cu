@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_9bff1c62 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_88599612 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_9bff1c62_params {
+struct tf_mean_88599612_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,7 @@ struct tf_mean_9bff1c62_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_9bff1c62(const tf_mean_9bff1c62_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean_88599612_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -72,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9bff1c62(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %8
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
-    float t0 = tf_round_bf16((red0 / (float)((double)4096)));  // %10 = div(%8, N)
+    float t0 = tf_round_bf16((red0 * (1.0f / (float)((double)4096))));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9bff1c62(const tf_mean
     tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
     __syncthreads();  // one round for %13
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
-    float t3 = tf_round_bf16((red1 / (float)((double)4096)));  // %15 = div(%13, N)
+    float t3 = tf_round_bf16((red1 * (1.0f / (float)((double)4096))));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll
@@ -123,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9bff1c62(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_e0c4281e (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_90: tf_mean_12884a44 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9bff1c62(const tf_mean
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_e0c4281e_params {
+struct tf_mean_12884a44_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -154,7 +154,7 @@ struct tf_mean_e0c4281e_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mean_e0c4281e_stage(const tf_mean_e0c4281e_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_12884a44_stage(const tf_mean_12884a44_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -169,7 +169,7 @@ __device__ __forceinline__ void tf_mean_e0c4281e_stage(const tf_mean_e0c4281e_pa
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_mean_e0c4281e(const tf_mean_e0c4281e_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_12884a44(const tf_mean_12884a44_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -196,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_e0c4281e(const tf_mean
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_e0c4281e_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_12884a44_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -223,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_e0c4281e(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %8
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
-    float t0 = tf_round_bf16((red0 / (float)((double)p.cols)));  // %10 = div(%8, N)
+    float t0 = tf_round_bf16((red0 * (1.0f / (float)((double)p.cols))));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -244,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_e0c4281e(const tf_mean
     tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
     __syncthreads();  // one round for %13
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
-    float t3 = tf_round_bf16((red1 / (float)((double)p.cols)));  // %15 = div(%13, N)
+    float t3 = tf_round_bf16((red1 * (1.0f / (float)((double)p.cols))));  // %15 = div(%13, N)
     float t4 = tf_round_bf16((t3 + 1e-05f));  // %16 = add(%15, 1e-05)
     float t5 = tf_round_bf16(rsqrtf(t4));  // %17 = rsqrt(%16)
     #pragma unroll

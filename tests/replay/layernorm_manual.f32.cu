@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_4ed469cd (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_58052d97 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %20 f32, per element
 typedef int tf_index;
 
-struct tf_mean_4ed469cd_params {
+struct tf_mean_58052d97_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,7 @@ struct tf_mean_4ed469cd_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_4ed469cd(const tf_mean_4ed469cd_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_58052d97(const tf_mean_58052d97_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -72,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_4ed469cd(const tf_mean
     tf_block_publish(acc0, tf_sum_op(), smem_acc0 + red_half);
     __syncthreads();  // one round for %8
     const float red0 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc0 + red_half);  // %8
-    float t0 = (red0 / (float)((double)4096));  // %10 = div(%8, N)
+    float t0 = (red0 * (1.0f / (float)((double)4096)));  // %10 = div(%8, N)
     float acc1 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_4ed469cd(const tf_mean
     tf_block_publish(acc1, tf_sum_op(), smem_acc1 + red_half);
     __syncthreads();  // one round for %13
     const float red1 = (float)tf_block_collect<4>(tf_sum_op(), smem_acc1 + red_half);  // %13
-    float t3 = (red1 / (float)((double)4096));  // %15 = div(%13, N)
+    float t3 = (red1 * (1.0f / (float)((double)4096)));  // %15 = div(%13, N)
     float t4 = (t3 + 1e-05f);  // %16 = add(%15, 1e-05)
     float t5 = rsqrtf(t4);  // %17 = rsqrt(%16)
     #pragma unroll

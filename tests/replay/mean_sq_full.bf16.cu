@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, bf16
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_8fda534c (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_9fb6795d (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_8fda534c_params {
+struct tf_mean_9fb6795d_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,7 @@ struct tf_mean_8fda534c_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_8fda534c(const tf_mean_8fda534c_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_9fb6795d(const tf_mean_9fb6795d_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;
@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_8fda534c(const tf_mean
   __shared__ float smem_acc0[16];
   const float red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   if (gridDim.x == 1) {
-    float t2 = tf_round_bf16((red0 / (float)((double)p.numel)));  // %5 = div(%3, N)
+    float t2 = tf_round_bf16((red0 * (1.0f / (float)((double)p.numel))));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t2);
     return;
   }
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_8fda534c(const tf_mean
   for (unsigned q = threadIdx.x; q < gridDim.x; q += blockDim.x) acc0_all = tf_sum_op()(acc0_all, __ldcg(p.part_acc0 + q));
   __shared__ float smem_acc0_all[16];
   const float red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
-  float t3 = tf_round_bf16((red0_all / (float)((double)p.numel)));  // %5 = div(%3, N)
+  float t3 = tf_round_bf16((red0_all * (1.0f / (float)((double)p.numel))));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(t3);
 }
 // ==== sm_90: the same kernels as sm_80

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, f32
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_155d44a7 (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_32e2bd55 (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_155d44a7_params {
+struct tf_mean_32e2bd55_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,7 @@ struct tf_mean_155d44a7_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_155d44a7(const tf_mean_155d44a7_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_32e2bd55(const tf_mean_32e2bd55_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;
@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_155d44a7(const tf_mean
   const double red0 = tf_block_reduce<16>(acc0, tf_sum_op(), smem_acc0);
   const float red0_out = (float)red0;
   if (gridDim.x == 1) {
-    float t2 = (red0_out / (float)((double)p.numel));  // %5 = div(%3, N)
+    float t2 = (red0_out * (1.0f / (float)((double)p.numel)));  // %5 = div(%3, N)
     if (threadIdx.x == 0) out0[0] = t2;
     return;
   }
@@ -78,7 +78,7 @@ extern "C" __global__ void __launch_bounds__(512) tf_mean_155d44a7(const tf_mean
   __shared__ double smem_acc0_all[16];
   const double red0_all = tf_block_reduce<16>(acc0_all, tf_sum_op(), smem_acc0_all);
   const float red0_all_out = (float)red0_all;
-  float t3 = (red0_all_out / (float)((double)p.numel));  // %5 = div(%3, N)
+  float t3 = (red0_all_out * (1.0f / (float)((double)p.numel)));  // %5 = div(%3, N)
   if (threadIdx.x == 0) out0[0] = t3;
 }
 // ==== sm_90: the same kernels as sm_80
