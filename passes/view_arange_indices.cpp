@@ -21,7 +21,8 @@ using torch::jit::Value;
 
 // One index: arange(length) + offset, laid along dim `pos` of its `rank` dims (all others size 1).
 struct ArangeIndex {
-  Value* length = nullptr;  // an int of the graph
+  Value* length = nullptr;  // an int of the graph, or (nullptr) the constant below
+  int64_t constant_length = 0;
   int64_t offset = 0;
   int64_t pos = 0;
   int64_t rank = 1;
@@ -33,19 +34,24 @@ std::optional<int64_t> constant_integral(const Value* v) {
   return static_cast<int64_t>(*d);
 }
 
-// The int an arange's end holds: an int value, or a Scalar made from one (the tracer's
-// ScalarImplicit(NumToTensor(size))); a constant becomes an int constant.
-Value* end_as_int(torch::jit::Graph& g, Value* end) {
-  if (end->type()->kind() == c10::TypeKind::IntType) return end;
+// The int an arange's end holds, into a.length: an int value, or a Scalar made from one (the
+// tracer's ScalarImplicit(NumToTensor(size))); a constant into a.constant_length (as_view makes
+// it an int constant: the analysis leaves the graph as it is). False where it is none of those.
+bool set_length(Value* end, ArangeIndex* a) {
+  if (end->type()->kind() == c10::TypeKind::IntType) {
+    a->length = end;
+    return true;
+  }
   if (const std::optional<int64_t> c = constant_integral(end)) {
-    torch::jit::WithInsertPoint point(g.block()->nodes().front());
-    return g.insertConstant(*c);
+    a->constant_length = *c;
+    return true;
   }
   const Node* n = end->node();
-  if (n->kind() != c10::aten::ScalarImplicit) return nullptr;
+  if (n->kind() != c10::aten::ScalarImplicit) return false;
   const Node* t = n->input(0)->node();
-  if (t->kind() != c10::prim::NumToTensor || t->input(0)->type()->kind() != c10::TypeKind::IntType) return nullptr;
-  return t->input(0);
+  if (t->kind() != c10::prim::NumToTensor || t->input(0)->type()->kind() != c10::TypeKind::IntType) return false;
+  a->length = t->input(0);
+  return true;
 }
 
 // A slice that keeps the whole dim: slice(x, dim, 0 or None, None or INT64_MAX, 1).
@@ -59,7 +65,7 @@ bool whole_slice(const Node* n) {
 }
 
 // What `v` is as an arange index, or nothing (why says what stopped the walk).
-std::optional<ArangeIndex> arange_index(torch::jit::Graph& g, Value* v, std::string* why) {
+std::optional<ArangeIndex> arange_index(Value* v, std::string* why) {
   std::vector<const Node*> steps;  // from the index back towards the arange
   int64_t offset = 0;
   for (int depth = 0; depth < 32; ++depth) {
@@ -88,8 +94,7 @@ std::optional<ArangeIndex> arange_index(torch::jit::Graph& g, Value* v, std::str
       break;
     }
     ArangeIndex a;
-    a.length = end_as_int(g, n->input(count == 5 ? 0 : 1));
-    if (!a.length) {
+    if (!set_length(n->input(count == 5 ? 0 : 1), &a)) {
       *why = "an arange's end is not an int the graph computes";
       return std::nullopt;
     }
@@ -164,7 +169,7 @@ std::string why_index_stays(RewriteContext& ctx, Node* index, std::vector<Arange
     if (!t || !t->is_tensor()) return "an index's type was not profiled";
     if (t->dtype != c10::ScalarType::Long && t->dtype != c10::ScalarType::Int) return "an index is not an integer tensor";
     std::string why;
-    const std::optional<ArangeIndex> a = arange_index(ctx.graph, v, &why);
+    const std::optional<ArangeIndex> a = arange_index(v, &why);
     if (!a) return why;
     // The walk and the profile agree: the index's sizes are 1 but along its arange.
     if (static_cast<int64_t>(t->sizes.size()) != a->rank) return "an index's rank is not the profile's";
@@ -192,7 +197,8 @@ Value* as_view(RewriteContext& ctx, Node* index, const std::vector<ArangeIndex>&
   Value* cur = index->input(0);
   for (size_t j = 0; j < found.size(); ++j) {
     const ArangeIndex& a = found[j];
-    cur = g.insert(c10::aten::narrow, {cur, static_cast<int64_t>(j), a.offset, a.length});
+    Value* length = a.length ? a.length : g.insertConstant(a.constant_length);
+    cur = g.insert(c10::aten::narrow, {cur, static_cast<int64_t>(j), a.offset, length});
   }
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d) {
