@@ -78,11 +78,11 @@ int cache_bytes(const ReductionLayout& l, const RowCacheNeeds& needs, bool cache
 // A team of `tpr` threads over a row of `chunks` vectors, or, where those leave the last round
 // of vectors part-filled (some threads idle while the others load once more), the widest
 // narrower team down to a warp that splits them evenly with at most `per_thread` vectors a
-// thread. Measured H200 (kernel time, warm L2),
-// rows of 768: bf16 add + layer norm over 128 / 1024 / 4096 rows with 64 threads a row (2
-// vectors, the second for half of them) 2.21 / 2.98 / 6.24 us, with 32 (3 each) 2.11 / 2.59 /
-// 4.64; f32 add + layer norm over 1024 / 4096 rows and layer norm over 1576 rows with 128 threads
-// (2 vectors, half idle in the second) 3.15 / 8.14 / 3.94 us, with 64 (3 each) 2.82 / 7.38 / 2.98.
+// thread. Measured H200 (kernel time, warm L2), rows of 768: bf16 add + layer norm over 128 /
+// 1024 / 4096 rows with 64 threads a row (2 vectors, the second for half of them) 2.21 / 2.98 /
+// 6.24 us, with 32 (3 each) 2.11 / 2.59 / 4.64; f32 add + layer norm over 1024 / 4096 rows and
+// layer norm over 1576 rows with 128 threads (2 vectors, half idle in the second) 3.15 / 8.14 /
+// 3.94 us, with 64 (3 each) 2.82 / 7.38 / 2.98.
 int even_team(int64_t chunks, int tpr, int64_t per_thread) {
   if (chunks <= tpr || chunks % tpr == 0) return tpr;
   for (int t = tpr / 2; t >= 32 && chunks / t <= per_thread; t /= 2)
