@@ -84,8 +84,6 @@ void emit_row_header(SourceBuilder& b, const FusionGroup& g, const ReductionLayo
   }
 }
 
-// Offsets of each input's row start (`prefix`ro<k>): the row index `row` decomposed over the
-// kept dims.
 void emit_row_offsets(SourceBuilder& b, const ReductionLayout& l, const std::string& row, const std::string& prefix) {
   const size_t A = l.outer_sizes.size();
   b.line("tf_index " + prefix + "rem = " + row + ";");
@@ -176,7 +174,6 @@ void emit_ring_function(SourceBuilder& b, const FusionGroup& g, const ReductionL
   }
 }
 
-// Offset of column j inside a row for input k.
 std::string red_offset(const ReductionLayout& l, size_t k, const std::string& j) {
   const auto& in = l.inputs[k];
   if (in.access == Access::InnerContig) return j;
