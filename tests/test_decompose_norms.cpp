@@ -160,7 +160,10 @@ TEST(DecomposeNorms, ParametersFromInputs) {
 }
 
 // Group and instance norms whose weight and bias are inputs, in 16 bits: the parameters' float32
-// casts join the norm's kernel (one kernel, no ATen cast before it), and the results match eager.
+// casts join the norm's kernel (one kernel, no ATen cast before it), and the results match eager
+// as compare_with_eager judges them (allclose, else against the float64 run: eager's CPU bf16
+// group norm differs from float32-then-round by several bf16 roundings on some inputs, which
+// allclose alone at bf16 tolerances refused on a CI machine's inputs).
 TEST(DecomposeNorms, SixteenBitParametersFromInputsCastInTheKernel) {
   const std::vector<std::pair<const char*, std::vector<int64_t>>> sources = {
       {"torch.silu(torch.group_norm(x, 4, w, b, 1e-5, True))", {2, 16, 6, 5}},
@@ -176,7 +179,13 @@ TEST(DecomposeNorms, SixteenBitParametersFromInputsCastInTheKernel) {
     ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
     EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::to("), 0) << e.rewritten_graph;
     const auto [got, want] = tftest::fallback_and_eager(m, in);
-    EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), 2e-2, 2e-2)) << (got - want).abs().max();
+    ASSERT_EQ(got.scalar_type(), want.scalar_type());
+    std::vector<c10::IValue> in64;
+    for (const auto& v : in) in64.emplace_back(v.toTensor().to(torch::kDouble));
+    torch::jit::Module ref = m.clone();
+    const at::Tensor reference = ref.forward(in64).toTensor();
+    const auto report = torchfuse::compare_outputs_with_reference(want, got, reference);
+    EXPECT_TRUE(report.passed()) << report.to_string();
   }
 }
 
