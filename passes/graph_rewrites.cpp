@@ -17,6 +17,7 @@
 #include "passes/rewrite_plain_gemms.h"
 #include "passes/rewrite_gemm_epilogues.h"
 #include "passes/sink_casts.h"
+#include "passes/spell_index_ops.h"
 #include "passes/spell_view_likes.h"
 #include "passes/sink_reshapes.h"
 #include "passes/stage_transposed_rows.h"
@@ -115,6 +116,9 @@ struct Rewrite {
 const Rewrite kRewrites[] = {
     // Before the sizes are folded: the size reads it writes fold too, where they are static.
     {"spell_view_likes", &RewriteOptions::spell_view_likes, spell_view_likes},
+    // The same for the sizes its aranges and merged repeats read; its index aranges end in the
+    // shape-tensor cut (cache_shape_tensors, last).
+    {"spell_index_ops", &RewriteOptions::spell_index_ops, spell_index_ops},
     // First of the rest: the rewrites after it see the sizes it folds as constants.
     {"fold_static_sizes", &RewriteOptions::fold_static_sizes, fold_static_sizes},
     // Next: the norms' ops are what every later rewrite and the converters read. After the sizes

@@ -61,6 +61,7 @@ struct RewriteOptions {
   bool broadcast_indices = true;      // the same
   bool fold_static_sizes = true;      // the same
   bool spell_view_likes = true;       // the same
+  bool spell_index_ops = true;        // the same
   // No CompileOptions switch either: the ops it writes compute what the norm's kernel does, in
   // float32 (results move within rounding, as another of ATen's kernels would).
   bool decompose_norms = true;

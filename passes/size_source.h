@@ -9,7 +9,7 @@
 namespace torchfuse {
 
 // The earliest value whose dim d has x's size on every call: up through fusible elementwise
-// ops, to an operand of the same rank whose profiled size there is the result's, above 1. (The
+// ops and the normalizations (softmax, log_softmax, layer and RMS norm), to an operand of the same rank whose profiled size there is the result's, above 1. (The
 // guards pin which dims are size 1: an operand's dim of the result's size, above 1, never
 // broadcasts. A dim of size 1 is read from x itself: its operands' size-1 dims could broadcast
 // against others.) A size read of a value a fused group computes would make the group write it out.

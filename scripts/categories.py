@@ -192,6 +192,29 @@ def instance_norm_relu(x, w, b):
     return torch.relu(torch.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, True))
 
 
+# ---- ops that depend on an element's index (passes/spell_index_ops.h) ----
+
+def argmax_vocab(x):
+    # Greedy decoding: the next token of each sequence from its logits, after a temperature.
+    return torch.argmax(x / 0.7, -1)
+
+
+def softmax_max_index(x):
+    # A classifier's confidence and class.
+    p = torch.softmax(x, -1)
+    v, i = torch.max(p, -1)
+    return v, i
+
+
+def triu_scores_softmax(s):
+    return torch.softmax(torch.triu(s * 0.125, 1), -1)
+
+
+def repeat_interleave_heads(k):
+    # Grouped heads repeated for attention as some models spell it (8 KV heads for 32 queries).
+    return torch.repeat_interleave(k * 1.0, 4, 1)
+
+
 def randn(*shape):
     return ("randn", shape)
 
@@ -236,6 +259,10 @@ CASES = [
     ("model_rows", "add_rms_norm_b1", add_rms_norm, [randn(1, 128, 2048), randn(1, 128, 2048), randn(2048)]),
     ("model_rows", "add_rms_norm_b8", add_rms_norm, [randn(8, 128, 2048), randn(8, 128, 2048), randn(2048)]),
     ("model_rows", "softmax_heads_b1", softmax_77, [randn(1, 12, 128, 128)]),
+    ("index_ops", "argmax_vocab", argmax_vocab, [randn(64, 32000)]),
+    ("index_ops", "softmax_max_index", softmax_max_index, [randn(8192, 1000)]),
+    ("index_ops", "triu_scores_softmax", triu_scores_softmax, [randn(8, 12, 512, 512)]),
+    ("index_ops", "repeat_interleave_heads", repeat_interleave_heads, [randn(8, 8, 1024, 128)]),
     ("norms", "batch_norm_relu", batch_norm_relu,
      [randn(32, 256, 56, 56), randn(256), randn(256), randn(256), positive(256)]),
     ("norms", "batch_norm_add_relu", batch_norm_add_relu,
