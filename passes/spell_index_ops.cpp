@@ -146,8 +146,8 @@ class Speller {
     Value* offset = typed(g_.insert(c10::aten::sub, {arange(size(x, r - 1), nc, t->device), rows}), i64, {nr, nc}, t->device);
     Value* drop = typed(g_.insert(upper ? c10::aten::lt : c10::aten::gt, {offset, *k}), c10::ScalarType::Bool, {nr, nc},
                         t->device);
-    Value* zero = t->dtype == c10::ScalarType::Bool ? g_.insertConstant(false) : g_.insertConstant(int64_t{0});
-    replace(n, 0, g_.insert(c10::aten::masked_fill, {x, drop, zero}));
+    // (An int 0 for every dtype: the schema's Scalar takes no bool, and 0 fills a bool tensor with False.)
+    replace(n, 0, g_.insert(c10::aten::masked_fill, {x, drop, int64_t{0}}));
     ctx_.applied(node_name(n) + " -> masked_fill with a mask of aranges (col - row " + (upper ? "< " : "> ") +
                  std::to_string(*k) + ")");
     n->destroy();

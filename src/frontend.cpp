@@ -3,6 +3,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "src/convert_context.h"
 #include "src/error.h"
@@ -357,6 +359,22 @@ Converter converter_for(const torch::jit::Node* n) {
   return nullptr;
 }
 
+// Why an op that computes elementwise-adjacent work has no converter, for the ops a user would
+// expect to fuse (issue lists, models' graphs); "" for the rest (GEMMs, convolutions, ...).
+std::string unfused_op_reason(const torch::jit::Node* n) {
+  static const std::map<std::string, std::string> reasons = {
+      {"aten::cumsum", "a prefix sum along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::cumprod", "a prefix product along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::logcumsumexp", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::cummax", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::cummin", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::sort", "sorting is no elementwise op or reduction"},
+      {"aten::topk", "a selection of k elements is no elementwise op or reduction"},
+  };
+  auto it = reasons.find(n->kind().toQualString());
+  return it == reasons.end() ? "" : it->second;
+}
+
 // Runs the converter on the node ctx has begun; false when it declines (ctx says why).
 bool try_convert(ConvertContext& ctx, Converter convert) {
   // The profiled output type would be baked into the kernel (x.to(d), x.sum(dtype=d) for an int
@@ -444,6 +462,8 @@ Conversion convert_to_ir(torch::jit::Graph& graph, const Profile& profile) {
     } else if (!convert || !try_convert(ctx, convert)) {
       // (Arithmetic on Python numbers, size arithmetic, computes no tensor to fuse: not listed.)
       if (convert && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, ctx.decline_reason()));
+      const std::string unfused = convert ? "" : unfused_op_reason(n);
+      if (!unfused.empty() && computes_a_tensor(n, profile)) conv.declined.push_back(declined_entry(n, unfused));
       if (blocks_hold_fusible_ops(n)) {
         conv.declined.push_back(declined_entry(
             n, "control flow: the ops in its blocks run through ATen (torchfuse fuses the graph's top-level ops)"));

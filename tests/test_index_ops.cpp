@@ -117,6 +117,19 @@ TEST(IndexOps, NaNIsTheExtremumAtItsFirstIndex) {
   }
 }
 
+// A causal mask as models build it: triu of a bool tensor of ones (the fill is False).
+TEST(IndexOps, BoolTriangles) {
+  const auto m = tftest::module_returning(
+      "x", "x.masked_fill(torch.ones(x.size(-2), x.size(-1), dtype=11, device=x.device).triu(1), -1.0) * 2.0");
+  const auto x = torch::randn({2, 6, 9});
+  const auto e = tftest::explain(m, {x}, /*compile=*/true);
+  EXPECT_TRUE(tftest::any_line_has(e.rewrites, "aten::triu (")) << joined(e.rewrites) << joined(e.refused);
+  EXPECT_EQ(e.kernels.size(), 1u) << tftest::refusals(e);
+  expect_exact(m, {x});
+  const auto b = tftest::module_returning("x", "torch.tril(x > 0.0, -1)");
+  expect_exact(b, {x});
+}
+
 // Integer inputs: argmax over int64 and int32 values, triu of an int64 tensor.
 TEST(IndexOps, IntegerInputs) {
   for (const auto dtype : {c10::kLong, c10::kInt}) {
@@ -156,6 +169,16 @@ TEST(IndexOps, LeavesWhatItCannotSpell) {
     EXPECT_TRUE(tftest::any_line_has(e.refused, c.reason)) << joined(e.refused) << joined(e.rewrites);
     expect_exact(m, {x});
   }
+}
+
+// A prefix sum is not spelled (no scan schedule): it stays in ATen and explain() says why.
+TEST(IndexOps, PrefixSumsStayInAtenWithTheReason) {
+  const auto m = tftest::module_returning("x", "torch.cumsum(torch.relu(x * 2.0), -1) + 1.0");
+  const auto e = tftest::explain(m, {torch::randn({8, 100})});
+  EXPECT_TRUE(tftest::any_line_has(e.refused, "stays in ATen: a prefix sum along a dim needs a scan schedule"))
+      << joined(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::cumsum"), std::string::npos) << e.rewritten_graph;
+  expect_exact(m, {torch::randn({8, 100})});
 }
 
 }  // namespace

@@ -161,7 +161,8 @@ class Generator {
                                    : kind < 52 ? binary()
                                    : kind < 60 ? view()
                                    : kind < 70 ? part_view()
-                                   : kind < 97 ? reduction()
+                                   : kind < 92 ? reduction()
+                                   : kind < 97 ? index_op()
                                                : attention();
       if (s && numel(s->sizes) <= o_.max_elements) return *s;
     }
@@ -572,6 +573,75 @@ class Generator {
     const std::string probs = chance(0.5) ? "torch.softmax(" + scores + ", -1)"
                                           : "torch.softmax(" + scores + ", -1, dtype=6).to(" + a.name + ".dtype)";
     s.expr = "torch.matmul(" + probs + ", torch.sigmoid(" + a.name + "))";
+    return s;
+  }
+
+  // Ops that depend on an element's index (passes/spell_index_ops.h). argmax and argmin read a
+  // program input: an index is exact only where the values are eager's bit for bit (a computed
+  // value one rounding off can move it to another element, as right as eager's).
+  std::optional<Statement> index_op() {
+    Statement s;
+    const int kind = pick(5);
+    if (kind <= 1) {
+      std::vector<const Value*> inputs;
+      for (const Value& v : live_)
+        if (v.name[0] == 'x') inputs.push_back(&v);
+      const Value& a = *one_of(inputs);
+      const int64_t r = static_cast<int64_t>(a.sizes.size());
+      if (r == 0 || numel(a.sizes) == 0) return std::nullopt;  // (an empty row has no index: eager raises)
+      const int64_t d = pick(static_cast<int>(r));
+      const std::string dim = std::to_string(chance(0.5) ? d - r : d);
+      s.reads = {a.name};
+      s.sizes = a.sizes;
+      s.sizes.erase(s.sizes.begin() + d);
+      const std::string as_values = ".to(" + a.name + ".dtype)";
+      if (kind == 0) {
+        const std::string op = chance(0.5) ? "argmax" : "argmin";
+        s.expr = "torch." + op + "(" + a.name + ", " + dim + ")" + as_values;
+        s.ops = {op};
+      } else {
+        const std::string op = chance(0.5) ? "max" : "min";
+        const std::string call = "torch." + op + "(" + a.name + ", " + dim + ")";
+        s.expr = call + "[0] - " + call + "[1]" + as_values;
+        s.ops = {op + "_indices"};
+      }
+      return s;
+    }
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    s.reads = {a.name};
+    s.sizes = a.sizes;
+    if (kind == 2) {
+      if (r < 2) return std::nullopt;
+      const std::string op = chance(0.5) ? "triu" : "tril";
+      s.expr = "torch." + op + "(" + a.name + ", " + std::to_string(pick(7) - 3) + ")";
+      s.ops = {op};
+      return s;
+    }
+    if (r == 0) return std::nullopt;
+    if (kind == 3) {
+      std::string reps;
+      std::vector<int64_t> sizes;
+      const bool lead = chance(0.3);
+      if (lead) {
+        sizes.push_back(2);
+        reps = "2, ";
+      }
+      for (int64_t i = 0; i < r; ++i) {
+        const int64_t k = one_of(std::vector<int64_t>{1, 1, 2, 3});
+        sizes.push_back(a.sizes[i] * k);
+        reps += std::to_string(k) + (i + 1 < r ? ", " : "");
+      }
+      s.expr = a.name + ".repeat(" + reps + ")";
+      s.sizes = sizes;
+      s.ops = {"repeat"};
+      return s;
+    }
+    const int64_t d = pick(static_cast<int>(r));
+    const int64_t k = 2 + pick(2);
+    s.sizes[d] *= k;
+    s.expr = "torch.repeat_interleave(" + a.name + ", " + std::to_string(k) + ", " + std::to_string(chance(0.5) ? d - r : d) + ")";
+    s.ops = {"repeat_interleave"};
     return s;
   }
 
