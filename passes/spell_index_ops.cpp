@@ -162,6 +162,15 @@ class Speller {
     return "";
   }
 
+  // Why the index along a dim of `length` elements is not worth reading beside them, or "": the
+  // kernel reads an int64 arange as long as the dim, which stays in L2 while it is short.
+  static std::string index_refusal(int64_t length) {
+    if (length <= kMaxIndexLength) return "";
+    return "the reduced dim has " + std::to_string(length) + " elements, above " + std::to_string(kMaxIndexLength) +
+           ": the index arange read beside them would cost more than the op";
+  }
+  static constexpr int64_t kMaxIndexLength = 262144;
+
   // The dim `d` of a rank-`rank` tensor normalized, or nullopt where eager raises.
   static std::optional<int64_t> normalized_dim(int64_t d, int64_t rank) {
     if (d < 0) d += rank;
@@ -191,29 +200,21 @@ class Speller {
     if (!keepdim) return refuse(n, "keepdim is not a constant bool");
     const bool every_dim = is_none_constant(n->input(1));
     if (every_dim && *keepdim) return refuse(n, "dim=None with keepdim=True");
+    // (The flattened input would be a view inside the reduction group, which does not fuse.)
+    if (every_dim && t->rank() > 1) return refuse(n, "dim=None over a rank-" + std::to_string(t->rank()) + " input");
     std::optional<int64_t> d = every_dim ? std::optional<int64_t>(0) : constant_int(n->input(1));
     if (!d) return refuse(n, "dim is not a constant int");
     if (!every_dim) d = normalized_dim(*d, t->rank());
     if (!d) return;  // eager raises
-    if (!every_dim && t->sizes[static_cast<size_t>(*d)] == 0) return;  // eager raises: nothing to pick
+    if (t->sizes[static_cast<size_t>(*d)] == 0) return;  // eager raises: nothing to pick
+    const std::string costly = index_refusal(t->sizes[static_cast<size_t>(*d)]);
+    if (!costly.empty()) return refuse(n, costly);
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
-    int64_t rank = t->rank();
-    Value* length = nullptr;
-    int64_t profiled = 0;
-    if (every_dim) {
-      // The flattened length from the input's sizes: a size read of the reshape would make the
-      // kernel write it out.
-      length = numel(x, *t);
-      profiled = t->numel();
-      x = g_.insert(c10::aten::reshape, {x, std::vector<int64_t>{-1}});
-      rank = 1;
-    } else {
-      length = size(x, *d);
-      profiled = t->sizes[static_cast<size_t>(*d)];
-    }
+    const int64_t rank = t->rank();
+    // (dim=None on a 1-d input: dim 0.)
     Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});
-    replace(n, 0, first_index_of(x, m, length, profiled, *d, rank, *keepdim, *t));
+    replace(n, 0, first_index_of(x, m, size(x, *d), t->sizes[static_cast<size_t>(*d)], *d, rank, *keepdim, *t));
     ctx_.applied(node_name(n) + " -> the first index of its " + (largest ? "amax" : "amin") +
                  (every_dim ? " over every element" : " along dim " + std::to_string(*d)));
     n->destroy();
@@ -231,6 +232,8 @@ class Speller {
     if (!dim || !keepdim) return refuse(n, "dim or keepdim is not a constant");
     const std::optional<int64_t> d = normalized_dim(*dim, t->rank());
     if (!d || t->sizes[static_cast<size_t>(*d)] == 0) return;  // eager raises
+    const std::string costly = index_refusal(t->sizes[static_cast<size_t>(*d)]);
+    if (!costly.empty()) return refuse(n, costly);
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
     Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});

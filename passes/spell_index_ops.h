@@ -13,7 +13,9 @@
 // Values never change: each result is the element eager's kernel picks (exact selections, no
 // arithmetic on values). Left to ATen, with the reason in the report: ranks, dims or repeats the
 // graph does not hold as constants where they must be, tensor repeats, bool and complex inputs to
-// argmax / argmin, argmax over every dim with keepdim (its result's rank differs between versions).
+// argmax / argmin, argmax over every dim of a rank-2-or-more input (the flattened input would be a
+// view inside the reduction group) or with keepdim (its result's rank differs between versions),
+// reduced dims over 262144 elements (the index arange read beside them would cost more than the op).
 #pragma once
 
 #include "passes/graph_rewrites.h"
