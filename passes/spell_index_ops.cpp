@@ -101,25 +101,27 @@ class Speller {
     return v;
   }
 
-  // arange(n) of int64 on `device` (a constant: a specialization's devices are guarded), n
+  // arange(n) of `dtype` on `device` (a constant: a specialization's devices are guarded), n
   // profiled as `length`: the indices depend on sizes alone.
-  Value* arange(Value* n, int64_t length, c10::Device device) {
+  Value* arange(Value* n, int64_t length, c10::Device device, c10::ScalarType dtype = c10::ScalarType::Long) {
     Value* made = g_.insert(c10::aten::arange, {n},
-                            {torch::jit::NamedValue("dtype", static_cast<int64_t>(c10::ScalarType::Long)),
+                            {torch::jit::NamedValue("dtype", static_cast<int64_t>(dtype)),
                              torch::jit::NamedValue("device", g_.insertConstant(device))});
-    return typed(made, c10::ScalarType::Long, {length}, device);
+    return typed(made, dtype, {length}, device);
   }
 
   // Each element's index along a dim of n elements (profiled as `length`) that is dim d of a
-  // rank-`rank` tensor: arange(n) shaped [n, 1, ..., 1], which broadcasts against it.
+  // rank-`rank` tensor: an int32 arange(n) (half the bytes of int64 for the kernel to read; a dim
+  // of at most kMaxIndexLength) shaped [n, 1, ..., 1], which broadcasts against it.
   Value* index_along(Value* n, int64_t length, int64_t d, int64_t rank, c10::Device device) {
-    Value* idx = arange(n, length, device);
+    const c10::ScalarType i32 = c10::ScalarType::Int;
+    Value* idx = arange(n, length, device, i32);
     if (d == rank - 1) return idx;
     std::vector<int64_t> shape(static_cast<size_t>(rank - d), 1);
     shape[0] = -1;
     std::vector<int64_t> sizes = shape;
     sizes[0] = length;
-    return typed(g_.insert(c10::aten::view, {idx, shape}), c10::ScalarType::Long, sizes, device);
+    return typed(g_.insert(c10::aten::view, {idx, shape}), i32, sizes, device);
   }
 
   void replace(Node* n, size_t output, Value* made) {
@@ -185,8 +187,10 @@ class Speller {
                         const ir::Type& t) {
     Value* hit = g_.insert(c10::aten::eq, {x, m});
     if (c10::isFloatingType(t.dtype)) hit = g_.insert(c10::aten::logical_or, {hit, g_.insert(c10::aten::ne, {x, x})});
+    // (An int32 index and an int Python number: the where stays int32, as does its amin.)
     Value* candidate = g_.insert(c10::aten::where, {hit, index_along(n, length, d, rank, t.device), n});
-    return g_.insert(c10::aten::amin, {candidate, std::vector<int64_t>{d}, keepdim});
+    Value* first = g_.insert(c10::aten::amin, {candidate, std::vector<int64_t>{d}, keepdim});
+    return g_.insert(c10::aten::to, {first, static_cast<int64_t>(c10::ScalarType::Long)});
   }
 
   // argmax(x, dim=None, keepdim=False) / argmin.

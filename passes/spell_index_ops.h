@@ -4,7 +4,7 @@
 //   triu(x, k) / tril(x, k)   -> x.masked_fill(arange(cols)[None, :] - arange(rows)[:, None] < k, 0)
 //                                (> k for tril): the mask is [rows, cols], broadcast over the batch
 //   argmax(x, d, keepdim)     -> amin(where(x == m | x != x, i, n), d, keepdim), m = amax(x, d, True),
-//                                i = arange(n) along dim d, n = x.size(d): the first index of the
+//                                i = arange(n) (int32) along dim d, n = x.size(d): the first index of the
 //                                largest value, NaN counting as the largest (eager's rule); argmin,
 //                                and max / min with their indices used, the same way
 //   repeat(x, r)              -> x's dims each unsqueezed, expanded r_i times and merged
