@@ -18,12 +18,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-std::optional<int64_t> constant_int(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  if (!iv || !iv->isInt()) return std::nullopt;
-  return iv->toInt();
-}
-
 // Dim `d` of `v` (0 <= d < rank), when every call gives it the same size.
 class StaticDims {
  public:

@@ -18,18 +18,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-std::optional<int64_t> constant_int(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  if (!iv || !iv->isInt()) return std::nullopt;
-  return iv->toInt();
-}
-
-std::optional<bool> constant_bool(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  if (!iv || !iv->isBool()) return std::nullopt;
-  return iv->toBool();
-}
-
 bool is_none_constant(const Value* v) {
   const std::optional<c10::IValue> iv = constant_value(v);
   return iv && iv->isNone();
@@ -87,7 +75,8 @@ class Speller {
   }
   Value* size(Value* x, int64_t d) { return g_.insert(c10::aten::size, {size_source(ctx_, x, d), d}); }
 
-  // The number of elements of x (profiled as t), from its sizes.
+  // The number of elements of x (profiled as t), from its sizes: a size read of a reshape of x
+  // made here would make the kernel write the reshape out.
   Value* numel(Value* x, const ir::Type& t) {
     Value* n = g_.insertConstant(int64_t{1});
     for (int64_t d = 0; d < t.rank(); ++d) n = g_.insert(c10::aten::mul, {n, size(x, d)});
@@ -304,6 +293,8 @@ class Speller {
     if (n->inputs().size() < 3 || n->outputs().size() != 1 || !n->input(1)->type()->cast<c10::IntType>()) return;
     const ir::Type* t = tensor_type(n->input(0));
     if (!t) return;
+    // (output_size is a promise eager may check; the spelled ops would not.)
+    if (n->inputs().size() > 3 && !is_none_constant(n->input(3))) return refuse(n, "output_size is given");
     const std::optional<int64_t> r = constant_int(n->input(1));
     if (!r) return refuse(n, "its repeats are not a constant int");
     if (*r < 2) return refuse(n, "a repeat of " + std::to_string(*r));
@@ -317,7 +308,7 @@ class Speller {
     int64_t rank = t->rank();
     std::vector<Value*> sizes;
     if (every_dim) {
-      sizes.push_back(g_.insert(c10::aten::mul, {numel(x, *t), *r}));  // read before the reshape (see numel)
+      sizes.push_back(g_.insert(c10::aten::mul, {numel(x, *t), *r}));
       x = g_.insert(c10::aten::reshape, {x, std::vector<int64_t>{-1}});
       rank = 1;
     } else {

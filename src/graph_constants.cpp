@@ -18,6 +18,12 @@ std::optional<bool> constant_bool(const torch::jit::Value* v) {
   return iv->toBool();
 }
 
+std::optional<int64_t> constant_int(const torch::jit::Value* v) {
+  const std::optional<c10::IValue> iv = constant_value(v);
+  if (!iv || !iv->isInt()) return std::nullopt;
+  return iv->toInt();
+}
+
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v) {
   const torch::jit::Node* n = v->node();
   if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;

@@ -26,6 +26,9 @@ std::optional<c10::IValue> constant_value(const torch::jit::Value* v);
 // The bool `v`'s prim::Constant node holds; nothing for any other value.
 std::optional<bool> constant_bool(const torch::jit::Value* v);
 
+// The int `v`'s prim::Constant node holds; nothing for any other value.
+std::optional<int64_t> constant_int(const torch::jit::Value* v);
+
 // The tensor `v`'s prim::Constant node holds (a frozen parameter or buffer); nothing for any other
 // value.
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v);

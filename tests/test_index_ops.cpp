@@ -162,6 +162,7 @@ TEST(IndexOps, LeavesWhatItCannotSpell) {
       {"x", "(x * 2.0).repeat(x.size(0), 1)", {4, 6}, "stays one ATen op: its repeats are not constant ints"},
       {"x", "(x * 2.0).repeat(1, 1)", {4, 6}, "stays one ATen op: every repeat is 1 (a copy)"},
       {"x", "torch.repeat_interleave(x * 2.0, 1, 0)", {4, 6}, "stays one ATen op: a repeat of 1"},
+      {"x", "torch.repeat_interleave(x * 2.0, 2, 0, output_size=8)", {4, 6}, "stays one ATen op: output_size is given"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expr);
