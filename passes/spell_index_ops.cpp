@@ -153,21 +153,26 @@ class Speller {
     return "";
   }
 
-  // Why the index along a dim of `length` elements is not worth reading beside them, or "": the
-  // kernel reads an int64 arange as long as the dim, which stays in L2 while it is short.
-  static std::string index_refusal(int64_t length) {
-    if (length <= kMaxIndexLength) return "";
-    return "the reduced dim has " + std::to_string(length) + " elements, above " + std::to_string(kMaxIndexLength) +
-           ": the index arange read beside them would cost more than the op";
-  }
-  static constexpr int64_t kMaxIndexLength = 262144;
-
   // The dim `d` of a rank-`rank` tensor normalized, or nullopt where eager raises.
   static std::optional<int64_t> normalized_dim(int64_t d, int64_t rank) {
     if (d < 0) d += rank;
     if (d < 0 || d >= rank) return std::nullopt;
     return d;
   }
+
+  // Dim `dim` of t normalized, where an index along it is worth spelling; else nullopt, refused
+  // with the reason unless eager raises (out of range, or nothing to pick). The kernel reads an
+  // int32 arange as long as the dim beside it, which stays in L2 while it is short.
+  std::optional<int64_t> index_dim(const Node* n, const ir::Type& t, int64_t dim) {
+    const std::optional<int64_t> d = normalized_dim(dim, t.rank());
+    if (!d || t.sizes[static_cast<size_t>(*d)] == 0) return std::nullopt;
+    const int64_t length = t.sizes[static_cast<size_t>(*d)];
+    if (length <= kMaxIndexLength) return d;
+    refuse(n, "the reduced dim has " + std::to_string(length) + " elements, above " + std::to_string(kMaxIndexLength) +
+                  ": the index arange read beside them would cost more than the op");
+    return std::nullopt;
+  }
+  static constexpr int64_t kMaxIndexLength = 262144;
 
   // The first index along d of the extremum m (keepdim form) of x: NaN counts as the extremum
   // (eager's rule; m is NaN exactly where x has one, and x != x finds it). `n`: x.size(d),
@@ -195,17 +200,14 @@ class Speller {
     if (every_dim && *keepdim) return refuse(n, "dim=None with keepdim=True");
     // (The flattened input would be a view inside the reduction group, which does not fuse.)
     if (every_dim && t->rank() > 1) return refuse(n, "dim=None over a rank-" + std::to_string(t->rank()) + " input");
-    std::optional<int64_t> d = every_dim ? std::optional<int64_t>(0) : constant_int(n->input(1));
-    if (!d) return refuse(n, "dim is not a constant int");
-    if (!every_dim) d = normalized_dim(*d, t->rank());
-    if (!d) return;  // eager raises
-    if (t->sizes[static_cast<size_t>(*d)] == 0) return;  // eager raises: nothing to pick
-    const std::string costly = index_refusal(t->sizes[static_cast<size_t>(*d)]);
-    if (!costly.empty()) return refuse(n, costly);
+    // (dim=None on a 1-d input: dim 0.)
+    const std::optional<int64_t> dim = every_dim ? std::optional<int64_t>(0) : constant_int(n->input(1));
+    if (!dim) return refuse(n, "dim is not a constant int");
+    const std::optional<int64_t> d = index_dim(n, *t, *dim);
+    if (!d) return;
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
     const int64_t rank = t->rank();
-    // (dim=None on a 1-d input: dim 0.)
     Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});
     replace(n, 0, first_index_of(x, m, size(x, *d), t->sizes[static_cast<size_t>(*d)], *d, rank, *keepdim, *t));
     ctx_.applied(node_name(n) + " -> the first index of its " + (largest ? "amax" : "amin") +
@@ -223,10 +225,8 @@ class Speller {
     const std::optional<int64_t> dim = constant_int(n->input(1));
     const std::optional<bool> keepdim = constant_bool(n->input(2));
     if (!dim || !keepdim) return refuse(n, "dim or keepdim is not a constant");
-    const std::optional<int64_t> d = normalized_dim(*dim, t->rank());
-    if (!d || t->sizes[static_cast<size_t>(*d)] == 0) return;  // eager raises
-    const std::string costly = index_refusal(t->sizes[static_cast<size_t>(*d)]);
-    if (!costly.empty()) return refuse(n, costly);
+    const std::optional<int64_t> d = index_dim(n, *t, *dim);
+    if (!d) return;
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
     Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});

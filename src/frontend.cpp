@@ -359,8 +359,8 @@ Converter converter_for(const torch::jit::Node* n) {
   return nullptr;
 }
 
-// Why an op that computes elementwise-adjacent work has no converter, for the ops a user would
-// expect to fuse (issue lists, models' graphs); "" for the rest (GEMMs, convolutions, ...).
+// Why an op a user may expect to fuse has no converter; "" for the rest (GEMMs, convolutions,
+// attention: ATen's or cuBLASLt's by design).
 std::string unfused_op_reason(const torch::jit::Node* n) {
   static const std::map<std::string, std::string> reasons = {
       {"aten::cumsum", "a prefix sum along a dim needs a scan schedule, which codegen does not have"},
