@@ -24,11 +24,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool is_none(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  return iv && iv->isNone();
-}
-
 // The input and its profiled type, or why the norm stays as it is ("" when it can go).
 std::string input_refusal(const ir::Type* t) {
   if (!t || !t->is_tensor()) return "its input was not profiled as a tensor";
@@ -103,7 +98,7 @@ class Decomposer {
     const size_t eps_index = is_kind(n, "aten::group_norm") ? 4 : 7;
     if (!constant_number(n->input(eps_index))) return "eps is not a constant";
     for (size_t i : param_indices(n)) {
-      if (is_none(n->input(i))) continue;
+      if (is_none_constant(n->input(i))) continue;
       const ir::Type* p = ctx_.type_of(n->input(i));
       if (!p || !p->is_tensor() || p->rank() != 1) return "a parameter that is not a profiled 1-d tensor";
       if (!c10::isFloatingType(p->dtype)) return "a parameter of a non-floating dtype";
@@ -116,14 +111,16 @@ class Decomposer {
     }
     const std::optional<bool> stats = constant_bool(n->input(5));
     if (!stats) return std::string(is_kind(n, "aten::batch_norm") ? "training" : "use_input_stats") + " is not a constant";
-    const bool running = !is_none(n->input(3)) || !is_none(n->input(4));
+    const bool running = !is_none_constant(n->input(3)) || !is_none_constant(n->input(4));
     if (is_kind(n, "aten::batch_norm")) {
       if (*stats) return "training mode (batch statistics; running ones, where given, updated)";
-      if (is_none(n->input(3)) || is_none(n->input(4))) return "inference without running statistics";
+      if (is_none_constant(n->input(3)) || is_none_constant(n->input(4))) return "inference without running statistics";
       return "";
     }
     if (*stats && running) return "input statistics with running ones, which it updates";
-    if (!*stats && (is_none(n->input(3)) || is_none(n->input(4)))) return "no input statistics and no running ones";
+    if (!*stats && (is_none_constant(n->input(3)) || is_none_constant(n->input(4)))) {
+      return "no input statistics and no running ones";
+    }
     return "";
   }
 
@@ -138,7 +135,7 @@ class Decomposer {
   }
 
   static NormArgs args(const Node* n) {
-    auto opt = [&](size_t i) { return is_none(n->input(i)) ? nullptr : n->input(i); };
+    auto opt = [&](size_t i) { return is_none_constant(n->input(i)) ? nullptr : n->input(i); };
     NormArgs a;
     a.x = n->input(0);
     if (is_kind(n, "aten::group_norm")) {

@@ -18,11 +18,6 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool is_none_constant(const Value* v) {
-  const std::optional<c10::IValue> iv = constant_value(v);
-  return iv && iv->isNone();
-}
-
 // The entries of an int list argument when every one is a constant, else nullopt.
 std::optional<std::vector<int64_t>> constant_ints(const Value* list) {
   if (const std::optional<c10::IValue> iv = constant_value(list)) {
@@ -174,6 +169,11 @@ class Speller {
   }
   static constexpr int64_t kMaxIndexLength = 262144;
 
+  // amax(x, [d], keepdim) or amin.
+  Value* extremum(Value* x, int64_t d, bool keepdim, bool largest) {
+    return g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{d}, keepdim});
+  }
+
   // The first index along d of the extremum m (keepdim form) of x: NaN counts as the extremum
   // (eager's rule; m is NaN exactly where x has one, and x != x finds it). `n`: x.size(d),
   // profiled as `length`.
@@ -208,7 +208,7 @@ class Speller {
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
     const int64_t rank = t->rank();
-    Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});
+    Value* m = extremum(x, *d, true, largest);
     replace(n, 0, first_index_of(x, m, size(x, *d), t->sizes[static_cast<size_t>(*d)], *d, rank, *keepdim, *t));
     ctx_.applied(node_name(n) + " -> the first index of its " + (largest ? "amax" : "amin") +
                  (every_dim ? " over every element" : " along dim " + std::to_string(*d)));
@@ -229,11 +229,11 @@ class Speller {
     if (!d) return;
     torch::jit::WithInsertPoint point(n);
     Value* x = n->input(0);
-    Value* m = g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, true});
+    Value* m = extremum(x, *d, true, largest);
     replace(n, 1, first_index_of(x, m, size(x, *d), t->sizes[static_cast<size_t>(*d)], *d, t->rank(), *keepdim, *t));
     // Without keepdim the values are a reduction of their own (the same row's loop computes both):
     // a squeeze of m would be a view, which a reduction group's epilogue does not take.
-    replace(n, 0, *keepdim ? m : g_.insert(largest ? c10::aten::amax : c10::aten::amin, {x, std::vector<int64_t>{*d}, false}));
+    replace(n, 0, *keepdim ? m : extremum(x, *d, false, largest));
     ctx_.applied(node_name(n) + " -> its " + (largest ? "amax" : "amin") + " and the first index of it along dim " +
                  std::to_string(*d));
     n->destroy();

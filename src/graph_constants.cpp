@@ -24,6 +24,11 @@ std::optional<int64_t> constant_int(const torch::jit::Value* v) {
   return iv->toInt();
 }
 
+bool is_none_constant(const torch::jit::Value* v) {
+  const std::optional<c10::IValue> iv = constant_value(v);
+  return iv && iv->isNone();
+}
+
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v) {
   const torch::jit::Node* n = v->node();
   if (n->kind() != c10::prim::Constant || !n->hasAttribute(c10::attr::value)) return std::nullopt;

@@ -29,6 +29,9 @@ std::optional<bool> constant_bool(const torch::jit::Value* v);
 // The int `v`'s prim::Constant node holds; nothing for any other value.
 std::optional<int64_t> constant_int(const torch::jit::Value* v);
 
+// `v` is a None constant (an optional argument left out).
+bool is_none_constant(const torch::jit::Value* v);
+
 // The tensor `v`'s prim::Constant node holds (a frozen parameter or buffer); nothing for any other
 // value.
 std::optional<at::Tensor> constant_tensor(const torch::jit::Value* v);

@@ -16,19 +16,27 @@ torch::jit::Module norm_module(const std::string& source, int64_t channels, c10:
   return tftest::norm_layer_module(source, channels, torch::TensorOptions().dtype(dtype));
 }
 
-// The module's frozen forward run with its groups on their ATen fallbacks, against the module
-// itself (eager), judged as compare_with_eager judges (allclose, else against the float64 run of
-// the module: a bf16 difference of one rounding in an operand of a cancelling subtraction is
-// larger than the result's tolerance), on `in`.
-void expect_eager_results(const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
-  const auto [got, want] = tftest::frozen_fallback_and_eager(m, in);
+// `got` against eager's `want` on `in`, judged as compare_with_eager judges (allclose, else
+// against the float64 run of the module: a bf16 difference of one rounding in an operand of a
+// cancelling subtraction is larger than the result's tolerance).
+void expect_judged_against_float64(const torch::jit::Module& m, const std::vector<c10::IValue>& in,
+                                   const at::Tensor& got, const at::Tensor& want) {
   ASSERT_EQ(got.sizes(), want.sizes());
   ASSERT_EQ(got.scalar_type(), want.scalar_type());
   torch::jit::Module ref = m.clone();
   ref.to(torch::kDouble);
-  const at::Tensor reference = ref.forward({in[0].toTensor().to(torch::kDouble)}).toTensor();
+  std::vector<c10::IValue> in64;
+  for (const auto& v : in) in64.emplace_back(v.toTensor().to(torch::kDouble));
+  const at::Tensor reference = ref.forward(in64).toTensor();
   const auto report = torchfuse::compare_outputs_with_reference(want, got, reference);
   EXPECT_TRUE(report.passed()) << report.to_string();
+}
+
+// The module's frozen forward run with its groups on their ATen fallbacks, against the module
+// itself (eager), on `in`.
+void expect_eager_results(const torch::jit::Module& m, const std::vector<c10::IValue>& in) {
+  const auto [got, want] = tftest::frozen_fallback_and_eager(m, in);
+  expect_judged_against_float64(m, in, got, want);
 }
 
 struct NormCase {
@@ -161,9 +169,8 @@ TEST(DecomposeNorms, ParametersFromInputs) {
 
 // Group and instance norms whose weight and bias are inputs, in 16 bits: the parameters' float32
 // casts join the norm's kernel (one kernel, no ATen cast before it), and the results match eager
-// as compare_with_eager judges them (allclose, else against the float64 run: eager's CPU bf16
-// group norm differs from float32-then-round by several bf16 roundings on some inputs, which
-// allclose alone at bf16 tolerances refused on a CI machine's inputs).
+// as compare_with_eager judges them (eager's CPU bf16 group norm differs from float32-then-round
+// by several bf16 roundings on some inputs: allclose alone failed on a CI machine's).
 TEST(DecomposeNorms, SixteenBitParametersFromInputsCastInTheKernel) {
   const std::vector<std::pair<const char*, std::vector<int64_t>>> sources = {
       {"torch.silu(torch.group_norm(x, 4, w, b, 1e-5, True))", {2, 16, 6, 5}},
@@ -179,13 +186,7 @@ TEST(DecomposeNorms, SixteenBitParametersFromInputsCastInTheKernel) {
     ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << joined(e.refused);
     EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::to("), 0) << e.rewritten_graph;
     const auto [got, want] = tftest::fallback_and_eager(m, in);
-    ASSERT_EQ(got.scalar_type(), want.scalar_type());
-    std::vector<c10::IValue> in64;
-    for (const auto& v : in) in64.emplace_back(v.toTensor().to(torch::kDouble));
-    torch::jit::Module ref = m.clone();
-    const at::Tensor reference = ref.forward(in64).toTensor();
-    const auto report = torchfuse::compare_outputs_with_reference(want, got, reference);
-    EXPECT_TRUE(report.passed()) << report.to_string();
+    expect_judged_against_float64(m, in, got, want);
   }
 }
 

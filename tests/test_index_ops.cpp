@@ -40,17 +40,15 @@ const std::vector<IndexCase> kCases = {
      "aten::repeat_interleave"},
 };
 
-std::vector<c10::IValue> inputs(const IndexCase& c, c10::ScalarType dtype) {
+// Standard normal values; `tied`: with many ties (multiples of 1/2 in [-2, 2]), where the first
+// index of the extremum is what an argmax must pick.
+std::vector<c10::IValue> inputs(const IndexCase& c, c10::ScalarType dtype, bool tied = false) {
   std::vector<c10::IValue> in;
-  for (const auto& s : c.shapes) in.emplace_back(torch::randn(s).to(dtype));
-  return in;
-}
-
-// Values with many ties (multiples of 1/2 in [-2, 2]): the first index of the extremum is what
-// an argmax must pick.
-std::vector<c10::IValue> tied_inputs(const IndexCase& c, c10::ScalarType dtype) {
-  std::vector<c10::IValue> in;
-  for (const auto& s : c.shapes) in.emplace_back((torch::round(torch::randn(s) * 2.0).clamp(-4, 4) / 2.0).to(dtype));
+  for (const auto& s : c.shapes) {
+    at::Tensor t = torch::randn(s);
+    if (tied) t = torch::round(t * 2.0).clamp(-4, 4) / 2.0;
+    in.emplace_back(t.to(dtype));
+  }
   return in;
 }
 
@@ -92,7 +90,7 @@ TEST(IndexOps, ResultsAreEagersExactly) {
       SCOPED_TRACE(std::string(c.name) + " " + c10::toString(dtype));
       const auto m = tftest::module_returning(c.args, c.expr);
       expect_exact(m, inputs(c, dtype));
-      expect_exact(m, tied_inputs(c, dtype));
+      expect_exact(m, inputs(c, dtype, /*tied=*/true));
     }
   }
 }
