@@ -132,8 +132,8 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
   ReductionAnalysis a;
   const ir::Node* first = nullptr;
   for (const ir::Node* n : g.nodes)
-    if (ir::is_reduction(n->kind) && !first) first = n;
-  TORCHFUSE_INTERNAL_ASSERT(first != nullptr, "group ", g.id, " has no reduction");
+    if (ir::along_dims(n->kind) && !first) first = n;
+  TORCHFUSE_INTERNAL_ASSERT(first != nullptr, "group ", g.id, " has no reduction or scan");
   a.rd = ReductionDomain::of(*first);
 
   // Per-row values: reduction results and what is computed from per-row values alone. A group
@@ -155,6 +155,14 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
     int lvl = 0;
     for (const ir::Value* in : n->inputs) {
       if (!is_literal(in)) lvl = std::max(lvl, a.level_of(in));
+    }
+    if (ir::is_scan(n->kind)) {
+      // An element value, known a pass after its input's (the team scans the chunk totals).
+      TORCHFUSE_INTERNAL_ASSERT(!a.is_row(n->inputs[0]) && !is_literal(n->inputs[0]), "scan %", n->output()->id,
+                                " of a value that is not per element");
+      a.level[n->output()] = lvl + 1;
+      a.scans.push_back(n);
+      continue;
     }
     if (ir::is_reduction(n->kind)) {
       a.level[n->output()] = lvl + 1;
@@ -199,6 +207,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
     }
   }
   for (const ir::Node* r : a.reductions) a.passes = std::max(a.passes, a.accumulate_pass(r) + 1);
+  for (const ir::Node* s : a.scans) a.passes = std::max(a.passes, a.level_of(s->inputs[0]) + 1);
   for (const ir::Value* out : g.outputs)
     if (!a.is_row(out)) a.passes = std::max(a.passes, a.level_of(out) + 1);
   a.cached = a.cached_values(g, Reuse::Values);
@@ -209,6 +218,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
   for (const ir::Value* v : g.inputs)
     if (passes_reading[v] > 1) a.reread_inputs.insert(v);
   a.cache_needs = cache_needs_of(g, a);
+  a.cache_needs.scans = !a.scans.empty();
   return a;
 }
 
@@ -219,6 +229,8 @@ std::vector<const ir::Value*> ReductionAnalysis::pass_targets(const FusionGroup&
     // An online sum reads its max's input, which the max already targets.
     if (!online.count(r) && level_of(r->inputs[0]) == pass && !is_row(r->inputs[0])) t.push_back(r->inputs[0]);
   }
+  for (const ir::Node* s : scans)  // its chunk totals
+    if (level_of(s->inputs[0]) == pass) t.push_back(s->inputs[0]);
   for (const ir::Value* out : g.outputs)
     if (!is_row(out) && level_of(out) == pass) t.push_back(out);
   return t;

@@ -26,6 +26,9 @@ struct RowCacheNeeds {
   int first_pass_bytes = 0;           // keeping only the first pass's re-read values
   std::vector<size_t> reread_inputs;  // keeping only inputs: the group inputs several passes read
   bool costly_recompute = false;      // keeping only inputs recomputes a transcendental (exp, tanh...)
+  // The group scans (cumsum): its rows must stay in registers in one block (row_reduction.cpp
+  // scans a thread's chunks in order, then across the team).
+  bool scans = false;
 };
 // An online softmax sum (row schedules): sum(exp(f - m)) where m = max(f) over the same row, or
 // that max with infinities masked to 0 (logsumexp). Both accumulate in the pass that computes f,
@@ -42,6 +45,10 @@ struct ReductionAnalysis {
   std::map<const ir::Value*, int> level;
   std::set<const ir::Value*> per_row;          // inputs and nodes holding one value per row
   std::vector<const ir::Node*> reductions;     // in group order
+  // Scans (cumsum along the row), in group order. A scan adds up its input's chunks in the input's
+  // pass (level L), the team scans the chunk totals after it, and its output is an element value
+  // of level L + 1.
+  std::vector<const ir::Node*> scans;
   std::vector<const ir::Node*> row_nodes;      // pointwise nodes on per-row values, in order
   std::vector<const ir::Node*> element_nodes;  // pointwise nodes per element, in order
   int passes = 0;                              // element passes (levels 0 .. passes-1)

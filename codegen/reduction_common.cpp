@@ -75,6 +75,66 @@ std::string accumulator_functor(const ReductionAnalysis& a, const ir::Node* r) {
 }
 
 
+std::string scan_name(const ReductionAnalysis& a, const ir::Node* scan, const std::string& what) {
+  auto it = std::find(a.scans.begin(), a.scans.end(), scan);
+  TORCHFUSE_INTERNAL_ASSERT(it != a.scans.end(), "unknown scan");
+  return "scan_" + what + std::to_string(it - a.scans.begin());
+}
+
+c10::ScalarType scan_dtype(const ir::Node& scan) { return register_dtype(scan.output()->type.dtype); }
+
+const char* scan_prelude() {
+  return R"(// Team scans (cumsum along rows): each thread holds C chunk totals, the sums of its k-th
+// vector of the row; base[k] gets the sum of every element before that vector: all the team's
+// vectors of the chunks before k, and chunk k's vectors of the threads before it.
+template <int W, typename T> __device__ __forceinline__ T tf_scan_inclusive(T v, int lane) {
+#pragma unroll
+  for (int o = 1; o < W; o <<= 1) {
+    const T u = __shfl_up_sync(0xffffffffu, v, o, W);
+    if (lane >= o) v += u;
+  }
+  return v;
+}
+// A team of W <= 32 consecutive lanes; tl is the thread's lane in its team.
+template <int W, int C, typename T> __device__ __forceinline__ void tf_team_scan(const T (&tot)[C], T (&base)[C], int tl) {
+  T carry = T(0);
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    const T incl = tf_scan_inclusive<W>(tot[k], tl);
+    const T before = __shfl_up_sync(0xffffffffu, incl, 1, W);
+    base[k] = carry + (tl == 0 ? T(0) : before);
+    carry += __shfl_sync(0xffffffffu, incl, W - 1, W);
+  }
+}
+// A team of the whole block (WARPS warps); smem holds WARPS * C values.
+template <int WARPS, int C, typename T> __device__ __forceinline__ void tf_block_scan(const T (&tot)[C], T (&base)[C], T* smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T incl[C];
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    incl[k] = tf_scan_inclusive<32>(tot[k], lane);
+    if (lane == 31) smem[k * WARPS + warp] = incl[k];
+  }
+  __syncthreads();
+  T carry = T(0);
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    const T before_lane = __shfl_up_sync(0xffffffffu, incl[k], 1);
+    T before_warp = T(0), total = T(0);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const T s = smem[k * WARPS + w];
+      if (w < warp) before_warp += s;
+      total += s;
+    }
+    base[k] = carry + before_warp + (lane == 0 ? T(0) : before_lane);
+    carry += total;
+  }
+  __syncthreads();  // the next row's totals overwrite smem only after every thread read this row's
+}
+)";
+}
+
 bool chunkable_sum(const ir::Node& r) {
   return r.kind == ir::OpKind::ReduceSum && accumulator_dtype(r, true) == c10::ScalarType::Double &&
          register_dtype(r.output()->type.dtype) == c10::ScalarType::Float;
@@ -116,6 +176,8 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
       b.line(register_type(v->type.dtype) + " " + name + " = " + load(static_cast<size_t>(k)) + ";  // %" +
              std::to_string(v->id));
       names[v] = name;
+    } else if (ir::is_scan(v->producer->kind)) {
+      emit_scan_value(*v->producer);
     } else {
       emit_pointwise(b, *v->producer, names, fast_math, reciprocals);
     }
@@ -147,11 +209,27 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
     b.line(acc + " = " + reduction_functor(*r) + "(" + acc + ", " + operand(r->inputs[0], accumulator_dtype(*r, wide_sums), names) +
            ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));
   }
+  for (const ir::Node* s : a.scans) {
+    if (a.level_of(s->inputs[0]) != pass) continue;
+    b.line(scan_name(a, s, "tot") + "[k] += " + operand(s->inputs[0], scan_dtype(*s), names) + ";  // cumsum -> %" +
+           std::to_string(s->output()->id) + " (the chunk's total)");
+  }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const ir::Value* out = g.outputs[k];
     if (a.is_row(out) || a.level_of(out) != pass) continue;
     store(k, names.at(out));
   }
+}
+
+void PassEmitter::emit_scan_value(const ir::Node& s) {
+  const ir::Value* v = s.output();
+  const std::string run = scan_name(a, &s, "run");
+  b.line(run + " += " + operand(s.inputs[0], scan_dtype(s), names) + ";");
+  const std::string name = b.fresh("t");
+  const std::string sum = "(" + scan_name(a, &s, "base") + "[k] + " + run + ")";
+  b.line("const " + register_type(v->type.dtype) + " " + name + " = " + eager_rounded(v, sum, true, Rounding::Always) +
+         ";  // %" + std::to_string(v->id) + " = cumsum(%" + std::to_string(s.inputs[0]->id) + ")");
+  names[v] = name;
 }
 
 void PassEmitter::emit_row_reciprocals(int level) {

@@ -36,6 +36,14 @@ std::string result_name(const ReductionAnalysis& a, const ir::Node* reduction);
 // "ol<k>", the array an online sum's values are collected in.
 std::string online_values(const ReductionAnalysis& a, const ir::Node* sum);
 
+// Scans, named by their position s among the analysis' scans: "scan_tot<s>[chunk]" (a thread's
+// chunk totals), "scan_base<s>[chunk]" (the sum of every element before the chunk), "scan_run<s>"
+// (the running sum inside a chunk). A scan adds in its output's register dtype.
+std::string scan_name(const ReductionAnalysis& a, const ir::Node* scan, const std::string& what);
+c10::ScalarType scan_dtype(const ir::Node& scan);
+// Device functions the row schedule's team scans call (tf_team_scan, tf_block_scan).
+const char* scan_prelude();
+
 struct PassEmitter {
   SourceBuilder& b;
   const FusionGroup& g;
@@ -74,6 +82,8 @@ struct PassEmitter {
 
  private:
   void emit_row_reciprocals(int level);
+  // The scan's output for the current element: its running sum grows by the input's.
+  void emit_scan_value(const ir::Node& scan);
 };
 
 // Is `r` a sum that a wide schedule accumulates in double from float values (chunkable)?

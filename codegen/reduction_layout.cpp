@@ -314,7 +314,8 @@ bool rereads_16bit(const ReductionLayout& l, const RowCacheNeeds& needs) {
 bool staging_allowed(const ReductionLayout& l, const RowCacheNeeds& needs, const DeviceTarget& target,
                      const Tuning& tune) {
   const int knob = tune.row_stage;
-  if (knob == 0 || !rereads_stageable(l, needs, target.bulk_copies)) return false;
+  // (Scans keep their rows in registers: row_reduction.cpp.)
+  if (knob == 0 || needs.scans || !rereads_stageable(l, needs, target.bulk_copies)) return false;
   if (knob > 0) return true;
   if (tune.row_cache != RowCachePolicy::Auto) return false;  // a register cache asked for
   // Few rows stay in registers, their teams widened (H200, bf16 add + rms norm over 1024 rows of
@@ -422,7 +423,7 @@ bool plan_ring(ReductionLayout& r, int vectors, bool spare) {
 
 void choose_row_ring(ReductionLayout& l, const RowCacheNeeds& needs, bool bulk_copies, const Tuning& tune) {
   const int knob = tune.row_ring;
-  if (l.cached || l.cluster != 1 || knob == 0 || !rereads_stageable(l, needs, bulk_copies)) return;
+  if (l.cached || l.cluster != 1 || knob == 0 || needs.scans || !rereads_stageable(l, needs, bulk_copies)) return;
   if (knob < 0 && !rereads_16bit(l, needs)) return;
   ReductionLayout r = l;
   for (size_t k : needs.reread_inputs) r.inputs[k].staged = !r.inputs[k].shared;
@@ -582,7 +583,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // 176, bf16 129 -> 116).
     l.online = online_cache && l.reduced() >= tune.online_min_row;
     const RowCacheNeeds& needs = l.online ? *online_cache : cache;
-    choose_row_schedule(l, needs, target.max_cluster, tune);
+    choose_row_schedule(l, needs, needs.scans ? 1 : target.max_cluster, tune);
     choose_row_staging(l, needs, target, tune);  // may keep in shared memory a row too long for registers
     if (!l.cached) {
       l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target, tune);

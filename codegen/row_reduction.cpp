@@ -199,6 +199,11 @@ struct RowKernel {
       b.line("(void)k;");
     }
     emit_vector_loads(pass, "j0");
+    for (const ir::Node* s : a.scans) {
+      if (!evaluates_scan(s, pass)) continue;
+      const auto t = scan_dtype(*s);
+      b.line(register_type(t) + " " + scan_name(a, s, "run") + " = (" + register_type(t) + ")0;  // the chunk's running sum");
+    }
     for (size_t k : element_outputs) {
       b.line(register_type(g.outputs[k]->type.dtype) + " o" + str(static_cast<int64_t>(k)) + "[" + vec + "];");
     }
@@ -233,6 +238,24 @@ struct RowKernel {
              str(l.ring_slots) + "u, ring_chunks, ring_slot, &ring_bar[rq % " + str(l.ring_slots) + "u]);");
     }
     b.close();  // the loop over the chunks
+  }
+
+  // Does `pass` compute scan `s`'s output (rather than read it back from the register cache)?
+  bool evaluates_scan(const ir::Node* s, int pass) const {
+    const ir::Value* v = s->output();
+    const auto& values = values_of_pass.at(pass);
+    if (std::find(values.begin(), values.end(), v) == values.end()) return false;
+    return !(first_pass.at(v) < pass && a.reusable(v, reuse()));
+  }
+  // After the pass that adds up scan `s`'s chunks: each chunk's base, across the team.
+  void emit_team_scan(const ir::Node* s) {
+    const std::string args = scan_name(a, s, "tot") + ", " + scan_name(a, s, "base");
+    if (l.threads_per_row <= 32) {
+      b.line("tf_team_scan<" + str(l.threads_per_row) + ">(" + args + ", tl);  // cumsum -> %" + str(s->output()->id));
+      return;
+    }
+    b.line("tf_block_scan<" + str(l.block / 32) + ">(" + args + ", smem_" + scan_name(a, s, "tot") + ");  // cumsum -> %" +
+           str(s->output()->id));
   }
 
   // Ringed rows: does `pass` read a ringed input; the last pass that does (it frees the chunks).
@@ -410,6 +433,10 @@ struct RowKernel {
         b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(halves * l.block / 32) + "];");
         if (l.cluster > 1) b.line("__shared__ " + t + " slot_" + accumulator_name(a, r) + ";");
       }
+      for (const ir::Node* s : a.scans) {
+        b.line("__shared__ " + register_type(scan_dtype(*s)) + " smem_" + scan_name(a, s, "tot") + "[" +
+               str(int64_t{l.block / 32} * l.chunks_per_thread) + "];");
+      }
     }
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k].access == Access::Scalar) continue;
@@ -466,6 +493,11 @@ struct RowKernel {
              str(l.chunks_per_thread) + "];");
     }
     for (size_t k : early) b.line(vector_type(k) + " early" + str(static_cast<int64_t>(k)) + "[" + str(l.chunks_per_thread) + "];");
+    for (const ir::Node* s : a.scans) {
+      const std::string t = register_type(scan_dtype(*s)), c = "[" + str(l.chunks_per_thread) + "]";
+      b.line(t + " " + scan_name(a, s, "tot") + c + " = {};  // per chunk of the thread");
+      b.line(t + " " + scan_name(a, s, "base") + c + ";");
+    }
     for (int pass = 0; pass <= a.passes; ++pass) {
       emit_row_phase(pass);
       if (pass == a.passes) break;
@@ -492,6 +524,8 @@ struct RowKernel {
       for (const ir::Node* r : a.reductions) {
         if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
       }
+      for (const ir::Node* s : a.scans)
+        if (a.level_of(s->inputs[0]) == pass) emit_team_scan(s);
     }
     if (l.stages > 0) emit_staged_row_end();
     if (l.ring_chunk > 0) b.line("ring_q += ring_chunks;");
@@ -574,6 +608,13 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   emit_red_offset_helpers(b, g, l);
   emit_stage_function(b, g, l);
   emit_ring_function(b, g, l);
+  if (!a.scans.empty()) {
+    // (Scans keep their chunk totals in registers, one team in one block: the planner's promise.)
+    TORCHFUSE_INTERNAL_ASSERT(l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 &&
+                                  (l.threads_per_row <= 32 || l.threads_per_row == l.block),
+                              "a scan's row kernel must keep its rows in registers, one team per block or warp");
+    b.raw(scan_prelude());
+  }
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
   RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}, {}};

@@ -110,7 +110,14 @@ class PointwiseUnit : public ScheduleUnit {
 class RowUnit : public ScheduleUnit {
  public:
   Schedule schedule() const override { return Schedule::RowReduction; }
-  KernelLayout plan(const PlanRequest& r) const override { return plan_reduction(r); }
+  KernelLayout plan(const PlanRequest& r) const override {
+    ReductionLayout l = plan_reduction(r);
+    if (r.analysis.reduction->cache_needs.scans && !(l.cached && l.cluster == 1 && l.stages == 0 && l.chunks_per_thread <= 16)) {
+      throw PlanRefused("a cumsum's rows of " + std::to_string(l.reduced()) +
+                        " elements do not fit one block's registers with the values the group keeps");
+    }
+    return l;
+  }
   GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis& a, const KernelLayout& layout) const override {
     const auto& l = std::get<ReductionLayout>(layout);
     return generate_row_reduction(g, a.for_row_layout(l), l);

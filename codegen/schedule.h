@@ -22,9 +22,17 @@
 #include "codegen/reduction_layout.h"
 #include "codegen/tuning.h"
 #include "passes/fusion_plan.h"
+#include "src/error.h"
 
 namespace torchfuse {
 namespace codegen {
+
+// A call whose shapes no layout of the group's schedule can run (a scan's row too long to keep in
+// one block's registers): the runtime runs that call on the group's fallback.
+class PlanRefused : public Error {
+ public:
+  using Error::Error;
+};
 
 // Grid-stride loops never run more threads than this (the layouts' index-width bound).
 constexpr int64_t kMaxGridThreads = int64_t{1} << 26;

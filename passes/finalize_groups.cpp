@@ -79,7 +79,7 @@ void finalize_one(const ir::Graph& graph, FusionGroup& g) {
   std::vector<int64_t> domain;
   bool reduction_domain = false;
   for (const ir::Node* n : g.nodes) {
-    if (!ir::is_reduction(n->kind)) continue;
+    if (!ir::along_dims(n->kind)) continue;
     domain = n->inputs[0]->type.sizes;
     reduction_domain = true;
     break;

@@ -23,7 +23,7 @@ void fuse_pointwise(PassContext& ctx) {
   std::set<int> unfused_reduction_origins;
   for (const ir::Node* n : nodes) {
     if (elementwise(n) && set.group_of[n->id] == -1) by_origin[n->origin].push_back(n->id);
-    if (ir::is_reduction(n->kind) && set.group_of[n->id] == -1) unfused_reduction_origins.insert(n->origin);
+    if (ir::along_dims(n->kind) && set.group_of[n->id] == -1) unfused_reduction_origins.insert(n->origin);
   }
   for (auto& [origin, ids] : by_origin) {
     if (!unfused_reduction_origins.count(origin)) set.make_cluster(std::move(ids));
@@ -31,10 +31,10 @@ void fuse_pointwise(PassContext& ctx) {
   // Consumers last to first: each group grows towards its producers.
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node* consumer = nodes[i];
-    if (!elementwise(consumer) && !ir::is_reduction(consumer->kind)) continue;
+    if (!elementwise(consumer) && !ir::along_dims(consumer->kind)) continue;
     for (const ir::Value* v : consumer->inputs) {
       const ir::Node* producer = v->producer;
-      if (!producer || !(elementwise(producer) || ir::is_reduction(producer->kind))) continue;
+      if (!producer || !(elementwise(producer) || ir::along_dims(producer->kind))) continue;
       const int c = set.group_of[consumer->id];
       const int p = set.group_of[producer->id];
       if (p == c || p < 0 || c < 0) continue;

@@ -17,7 +17,20 @@ std::string node_name(const ir::Node* n) {
 
 // (A cat's pieces are views, which reduction groups do not take: the cat stays out with them.)
 bool fusible(const ir::Node* n) {
-  return (ir::is_pointwise(n->kind) && n->kind != ir::OpKind::Cat) || ir::is_reduction(n->kind);
+  return (ir::is_pointwise(n->kind) && n->kind != ir::OpKind::Cat) || ir::along_dims(n->kind);
+}
+
+// Why the row schedule cannot scan `rd` (a scan's dims and input shape), or nullopt. It scans
+// along rows, each kept in one block's registers (row_reduction.cpp), so rows up to kMaxScanRow
+// elements; a scan along another dim, or over longer rows, stays in ATen.
+std::optional<std::string> why_no_scan(const ReductionDomain& rd) {
+  const bool row = rd.schedule() == Schedule::RowReduction || rd.single_row();
+  if (!row) return std::string("the row schedule scans along the last dim only");
+  if (rd.domain.back() > kMaxScanRow) {
+    return "rows of " + std::to_string(rd.domain.back()) + " elements, over the " + std::to_string(kMaxScanRow) +
+           " one block keeps in registers";
+  }
+  return std::nullopt;
 }
 
 // A group being grown around its first reduction.
@@ -83,6 +96,14 @@ struct Growing {
   std::optional<std::string> why_not_node(const ir::Node* n, const std::set<int>& joining) const {
     const c10::Device device = set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
     if (n->output()->type.device != device) return std::string("it is on another device");
+    if (ir::is_scan(n->kind)) {
+      const ReductionDomain other = ReductionDomain::of(*n);
+      if (other.domain != rd.domain || other.dims != rd.dims) return "it scans " + other.str() + ", the group reduces " + rd.str();
+      if (schedule != Schedule::RowReduction) {
+        return std::string("only the row schedule scans; the group's is ") + schedule_name(schedule);
+      }
+      return why_no_scan(rd);
+    }
     if (ir::is_reduction(n->kind)) {
       const ReductionDomain other = ReductionDomain::of(*n);
       if (other.domain != rd.domain || other.dims != rd.dims) {
@@ -190,9 +211,16 @@ void fuse_reductions(PassContext& ctx) {
 
   std::set<std::pair<int, int>> refused;  // (seed, origin): log each refusal once
   for (const ir::Node* seed : ctx.graph.nodes()) {
-    if (!ir::is_reduction(seed->kind) || set.group_of[seed->id] != -1) continue;
+    if (!ir::along_dims(seed->kind) || set.group_of[seed->id] != -1) continue;
     const ReductionDomain rd = ReductionDomain::of(*seed);
     const auto schedule = rd.schedule();
+    const bool scan = ir::is_scan(seed->kind);
+    if (scan) {
+      if (auto why = why_no_scan(rd)) {
+        ctx.refuse("cannot fuse " + node_name(seed) + ": it scans " + rd.str() + ": " + *why, units.at(seed->origin));
+        continue;
+      }
+    }
     if (!schedule) {
       ctx.refuse("cannot fuse " + node_name(seed) + ": it reduces " + rd.str() +
                      ", which are not one contiguous block of dims",
@@ -202,7 +230,7 @@ void fuse_reductions(PassContext& ctx) {
     // A single row grows as a row (choose_schedule gives it the full-reduction schedule back
     // where nothing reads the reduction again).
     const bool one_row = rd.single_row() && seed->inputs[0]->type.numel() <= kMaxSingleRow;
-    Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row ? Schedule::RowReduction : *schedule, units};
+    Growing g{set, set.make_cluster(units.at(seed->origin)), rd, one_row || scan ? Schedule::RowReduction : *schedule, units};
     // Row and column schedules take several passes; one block or cluster reads a single row.
     const auto no_passes = g.why_no_passes();
     if (no_passes && g.needs_passes()) {

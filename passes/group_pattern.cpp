@@ -62,7 +62,7 @@ std::string group_pattern(const FusionGroup& g) {
   std::vector<std::string> reductions;
   for (const ir::Node* n : g.nodes) {
     add_distinct(all, part_of(n));
-    if (ir::is_reduction(n->kind)) add_distinct(reductions, part_of(n));
+    if (ir::along_dims(n->kind)) add_distinct(reductions, part_of(n));
   }
   if (!reductions.empty()) return join(reductions);
   if (all.size() <= kMaxParts) return join(all);

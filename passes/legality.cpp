@@ -77,7 +77,7 @@ std::vector<int64_t> ClusterSet::domain(int cluster) const {
 
 bool ClusterSet::has_reduction(int cluster) const {
   for (int id : members[cluster])
-    if (ir::is_reduction(graph.nodes()[id]->kind)) return true;
+    if (ir::along_dims(graph.nodes()[id]->kind)) return true;  // (scans too: fuse_reductions owns them)
   return false;
 }
 

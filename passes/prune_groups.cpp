@@ -90,7 +90,7 @@ void prune_groups(PassContext& ctx) {
       continue;
     // A reduction alone still gains: its prologue/epilogue may be trivial, but the schedule is ours.
     const bool has_reduction = std::any_of(g.nodes.begin(), g.nodes.end(),
-                                           [](const ir::Node* n) { return ir::is_reduction(n->kind); });
+                                           [](const ir::Node* n) { return ir::along_dims(n->kind); });
     // Views count for nothing: ATen's views cost no kernel (but its contiguous() of a computed
     // value in another layout is a copy).
     const auto ops = std::count_if(g.nodes.begin(), g.nodes.end(), costs_eager_a_kernel) + copies_after(g) +

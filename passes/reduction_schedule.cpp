@@ -8,7 +8,7 @@
 namespace torchfuse {
 
 ReductionDomain ReductionDomain::of(const ir::Node& reduction) {
-  TORCHFUSE_INTERNAL_ASSERT(ir::is_reduction(reduction.kind), "not a reduction: ", ir::op_name(reduction.kind));
+  TORCHFUSE_INTERNAL_ASSERT(ir::along_dims(reduction.kind), "not a reduction or scan: ", ir::op_name(reduction.kind));
   return {reduction.inputs[0]->type.sizes, reduction.dims};
 }
 
@@ -71,11 +71,11 @@ std::string ReductionDomain::str() const {
 
 namespace {
 
-// Is `v` computed in the group from one of its reductions?
+// Is `v` computed in the group from one of its reductions or scans (known after a pass)?
 bool derives_from_reduction(const ir::Value* v, const std::set<const ir::Node*>& inside) {
   const ir::Node* p = v->producer;
   if (!p || !inside.count(p)) return false;
-  if (ir::is_reduction(p->kind)) return true;
+  if (ir::along_dims(p->kind)) return true;
   for (const ir::Value* in : p->inputs)
     if (derives_from_reduction(in, inside)) return true;
   return false;
@@ -87,8 +87,9 @@ bool reads_own_reduction(const std::vector<const ir::Node*>& nodes) {
   const std::set<const ir::Node*> inside(nodes.begin(), nodes.end());
   std::vector<int64_t> domain;
   for (const ir::Node* n : nodes)
-    if (ir::is_reduction(n->kind)) domain = n->inputs[0]->type.sizes;
+    if (ir::along_dims(n->kind)) domain = n->inputs[0]->type.sizes;
   for (const ir::Node* n : nodes) {
+    if (ir::is_scan(n->kind)) return true;  // its output comes a pass after its input
     if (!ir::is_reduction(n->kind) && n->output()->type.sizes != domain) continue;
     for (const ir::Value* in : n->inputs)
       if (derives_from_reduction(in, inside)) return true;
@@ -97,6 +98,9 @@ bool reads_own_reduction(const std::vector<const ir::Node*>& nodes) {
 }
 
 Schedule choose_schedule(const FusionGroup& g) {
+  // Only the row schedule scans (fuse_reductions fuses a scan only along rows).
+  for (const ir::Node* n : g.nodes)
+    if (ir::is_scan(n->kind)) return Schedule::RowReduction;
   for (const ir::Node* n : g.nodes) {
     if (!ir::is_reduction(n->kind)) continue;
     const ReductionDomain rd = ReductionDomain::of(*n);

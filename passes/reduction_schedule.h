@@ -43,13 +43,19 @@ struct ReductionDomain {
 // 30.1 us).
 constexpr int64_t kMaxSingleRow = int64_t{1} << 15;
 
+// The longest rows a scan (cumsum) is fused along: a row stays in one block's registers while the
+// scan adds it up chunk by chunk (codegen/row_reduction.cpp; the planner refuses a call whose row
+// does not fit, which then runs on the group's fallback).
+constexpr int64_t kMaxScanRow = int64_t{1} << 14;
+
 // Which kernel schedule a group needs: pointwise when it holds no reduction; otherwise by the
 // position of the reduced dims: trailing (row), leading or middle (column), all (full); a single
 // row whose elements read its own reduction (a softmax over [1, N]), the row schedule.
 Schedule choose_schedule(const FusionGroup& g);
 // Does some element value or reduction among `nodes` (a group, or one growing) read a
-// reduction result computed among them? Such a group needs a second pass over its elements,
-// which only the row schedule has. (codegen/reduction_analysis.h refines this into passes.)
+// reduction result computed among them, or do they scan? Such a group needs a second pass over
+// its elements, which only the row schedule has. (codegen/reduction_analysis.h refines this
+// into passes.)
 bool reads_own_reduction(const std::vector<const ir::Node*>& nodes);
 
 }  // namespace torchfuse

@@ -8,6 +8,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
+#include "codegen/schedule.h"
 #include "runtime/driver_api.h"
 #include "runtime/hot_path_clock.h"
 #include "runtime/launch_util.h"
@@ -479,6 +480,12 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     fail(failure, "at run time");
     // Nothing was launched for this call (or only a first kernel whose outputs are dropped): the
     // fallback computes it from the same inputs.
+    for (auto& v : call.values) stack.push_back(std::move(v));
+    return run_fallback(stack);
+  } catch (const codegen::PlanRefused& refused) {
+    // No layout runs this call's shapes (a scan's rows too long): nothing was launched, and the
+    // next call's shapes may fit again.
+    check_can_fall_back(refused.what());
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   } catch (const c10::OutOfMemoryError& oom) {

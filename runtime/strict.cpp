@@ -14,7 +14,7 @@ namespace {
 
 // (Views and expand_as compute nothing: left to ATen, they stay views, which strict allows.)
 bool fusible(const ir::Node* n) {
-  return (ir::is_pointwise(n->kind) && !ir::computes_nothing(n->kind)) || ir::is_reduction(n->kind);
+  return (ir::is_pointwise(n->kind) && !ir::computes_nothing(n->kind)) || ir::along_dims(n->kind);
 }
 
 // The refusals naming any of `nodes`, each once, in the order they were made.

@@ -215,6 +215,24 @@ def repeat_interleave_heads(k):
     return torch.repeat_interleave(k * 1.0, 4, 1)
 
 
+# ---- scans (cumsum: the row schedule's team scans) ----
+
+def cumsum_position_ids(m):
+    # Position ids from a left-padded attention mask, as Hugging Face's generate() builds them.
+    return (m.cumsum(-1) - 1).masked_fill(m == 0, 1)
+
+
+def cumsum_scaled(x):
+    # A running sum with a prologue and an epilogue.
+    return torch.cumsum(torch.relu(x) * 0.5, -1) + 1.0
+
+
+def top_p_probs(x):
+    # A nucleus sampler's cumulative probabilities over sorted logits (the sort stays in ATen), over
+    # a vocabulary of 32000: longer rows than a scan keeps in one block, so left to ATen.
+    return torch.softmax(x / 0.7, -1).cumsum(-1) < 0.9
+
+
 def randn(*shape):
     return ("randn", shape)
 
@@ -263,6 +281,9 @@ CASES = [
     ("index_ops", "softmax_max_index", softmax_max_index, [randn(8192, 1000)]),
     ("index_ops", "triu_scores_softmax", triu_scores_softmax, [randn(8, 12, 512, 512)]),
     ("index_ops", "repeat_interleave_heads", repeat_interleave_heads, [randn(8, 8, 1024, 128)]),
+    ("scans", "cumsum_position_ids", cumsum_position_ids, [mask01(256, 4096)]),
+    ("scans", "cumsum_scaled", cumsum_scaled, [randn(4096, 4096)]),
+    ("scans", "top_p_probs", top_p_probs, [randn(64, 32000)]),
     ("norms", "batch_norm_relu", batch_norm_relu,
      [randn(32, 256, 56, 56), randn(256), randn(256), randn(256), positive(256)]),
     ("norms", "batch_norm_add_relu", batch_norm_add_relu,

@@ -555,6 +555,29 @@ bool convert_norm(ConvertContext& ctx, bool linalg) {
   return finish(ctx, pw(ctx, OpKind::Sqrt, {ss}, out));
 }
 
+// cumsum (self, dim, dtype): the running sum along dim, in the output dtype (eager's: the dtype
+// argument, else int64 for integral and bool inputs, else the input's), which it also adds in
+// (float for 16-bit floats, as every reduction here).
+bool convert_cumsum(ConvertContext& ctx) {
+  ir::Value* x = reducible_input(ctx);
+  if (!x) return false;  // declined there
+  if (ctx.num_inputs() != 3) return ctx.decline(ctx.op_with_arity() + ": expected (input, dim, dtype)");
+  const int64_t rank = x->type.rank();
+  if (rank == 0) return ctx.decline("cumsum of a 0-dim tensor (a copy)");
+  const auto dims = dims_arg(ctx, 1, rank, false);
+  if (!dims) return false;  // declined there
+  if (dims->size() != 1) return ctx.decline("cumsum's dim is not one int");
+  const auto out = ctx.out_type().dtype;
+  if (!is_kernel_dtype(out) || out == c10::ScalarType::Bool) {
+    return ctx.decline(std::string("cumsum with output dtype ") + ir::dtype_short_name(out) + ": not a number type the kernels add in");
+  }
+  ir::Value* v = x->type.dtype == out ? x : ctx.pointwise(OpKind::Cast, {x}, out, out);
+  ir::Node* n = ctx.emit(OpKind::CumSum, {v},
+                         ir::Type::tensor(out, x->type.sizes, ir::contiguous_strides(x->type.sizes), x->type.device), out);
+  n->dims = *dims;
+  return finish(ctx, n->output());
+}
+
 }  // namespace
 
 const std::unordered_map<std::string, Converter>& reduction_converters() {
@@ -570,6 +593,7 @@ const std::unordered_map<std::string, Converter>& reduction_converters() {
       {"aten::var", [](ConvertContext& c) { return convert_var_std(c, false); }},
       {"aten::std", [](ConvertContext& c) { return convert_var_std(c, true); }},
       {"aten::logsumexp", convert_logsumexp},
+      {"aten::cumsum", convert_cumsum},
       {"aten::softmax", [](ConvertContext& c) { return convert_softmax(c, false); }},
       {"aten::log_softmax", [](ConvertContext& c) { return convert_softmax(c, true); }},
       {"aten::layer_norm", convert_layer_norm},

@@ -363,11 +363,10 @@ Converter converter_for(const torch::jit::Node* n) {
 // attention: ATen's or cuBLASLt's by design).
 std::string unfused_op_reason(const torch::jit::Node* n) {
   static const std::map<std::string, std::string> reasons = {
-      {"aten::cumsum", "a prefix sum along a dim needs a scan schedule, which codegen does not have"},
-      {"aten::cumprod", "a prefix product along a dim needs a scan schedule, which codegen does not have"},
-      {"aten::logcumsumexp", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
-      {"aten::cummax", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
-      {"aten::cummin", "a prefix reduction along a dim needs a scan schedule, which codegen does not have"},
+      {"aten::cumprod", "a prefix product along a dim: the scan schedule adds (cumsum) only"},
+      {"aten::logcumsumexp", "a prefix reduction along a dim: the scan schedule adds (cumsum) only"},
+      {"aten::cummax", "a prefix reduction along a dim: the scan schedule adds (cumsum) only"},
+      {"aten::cummin", "a prefix reduction along a dim: the scan schedule adds (cumsum) only"},
       {"aten::sort", "sorting is no elementwise op or reduction"},
       {"aten::topk", "a selection of k elements is no elementwise op or reduction"},
   };

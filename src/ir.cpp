@@ -48,7 +48,8 @@ constexpr OpInfo kOps[] = {
     {OpKind::Fill, "fill", 2},         {OpKind::ExpandAs, "expand_as", 2},
     {OpKind::Where, "where", 3},       {OpKind::Cat, "cat", -1},
     {OpKind::ReduceSum, "reduce_sum", 1}, {OpKind::ReduceMax, "reduce_max", 1},
-    {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::Permute, "permute", 1},
+    {OpKind::ReduceMin, "reduce_min", 1}, {OpKind::CumSum, "cumsum", 1},
+    {OpKind::Permute, "permute", 1},
     {OpKind::Unsqueeze, "unsqueeze", 1}, {OpKind::Squeeze, "squeeze", 1},
     {OpKind::Flatten, "flatten", 1},   {OpKind::Reshape, "view", 1},
     {OpKind::Slice, "slice", 1},
@@ -97,7 +98,7 @@ const char* op_name(OpKind kind) { return info(kind).name; }
 int op_arity(OpKind kind) { return info(kind).arity; }
 
 bool is_pointwise(OpKind kind) {
-  return kind != OpKind::Opaque && !is_reduction(kind) && !is_view(kind);
+  return kind != OpKind::Opaque && !is_reduction(kind) && !is_view(kind) && !is_scan(kind);
 }
 bool is_view(OpKind kind) {
   switch (kind) {
@@ -114,6 +115,8 @@ bool computes_nothing(OpKind kind) { return is_view(kind) || kind == OpKind::Exp
 bool is_reduction(OpKind kind) {
   return kind == OpKind::ReduceSum || kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
 }
+bool is_scan(OpKind kind) { return kind == OpKind::CumSum; }
+bool along_dims(OpKind kind) { return is_reduction(kind) || is_scan(kind); }
 bool exact_on_16bit_operands(OpKind kind) {
   switch (kind) {
     case OpKind::Neg: case OpKind::Abs: case OpKind::Relu: case OpKind::Maximum: case OpKind::Minimum:
@@ -343,7 +346,7 @@ std::string to_string(const Node& node) {
   }
   os << " = " << (node.kind == OpKind::Opaque ? node.opaque_name : op_name(node.kind));
   std::vector<std::string> attrs;
-  if (is_reduction(node.kind) || is_view(node.kind) || node.kind == OpKind::Cat) {
+  if (along_dims(node.kind) || is_view(node.kind) || node.kind == OpKind::Cat) {
     attrs.push_back("dims=[" + dims_str(node) + "]");
     if (node.keepdim) attrs.push_back("keepdim");
   }
@@ -438,6 +441,17 @@ void verify_reduction_types(const Node& n, std::vector<std::string>& problems) {
   if (expected != out.sizes) problems.push_back(to_string(n) + ": output shape does not match the reduced dims");
 }
 
+void verify_scan_types(const Node& n, std::vector<std::string>& problems) {
+  const Type& in = n.inputs.at(0)->type;
+  const Type& out = n.output()->type;
+  if (!in.is_tensor() || !out.is_tensor()) {
+    problems.push_back(to_string(n) + ": scan of a non-tensor");
+    return;
+  }
+  if (n.dims.size() != 1 || n.dims[0] < 0 || n.dims[0] >= in.rank()) problems.push_back(to_string(n) + ": scans one dim in range");
+  if (out.sizes != in.sizes) problems.push_back(to_string(n) + ": output shape is not the input's");
+}
+
 void verify_view_types(const Node& n, std::vector<std::string>& problems) {
   const Type& in = n.inputs.at(0)->type;
   const Type& out = n.output()->type;
@@ -493,6 +507,7 @@ std::vector<std::string> verify(const Graph& graph) {
     }
     if (is_pointwise(n->kind)) verify_pointwise_types(*n, problems);
     else if (is_view(n->kind)) verify_view_types(*n, problems);
+    else if (is_scan(n->kind)) verify_scan_types(*n, problems);
     else verify_reduction_types(*n, problems);
   }
   for (const Value* v : graph.values()) {

@@ -41,6 +41,9 @@ enum class OpKind {
   Cat,
   // reductions over `dims` (keepdim as attribute)
   ReduceSum, ReduceMax, ReduceMin,
+  // CumSum(x): the inclusive running sum of x along dims[0] (aten::cumsum), the shape of x. Only
+  // the row schedule computes it, along its rows (a scan: passes/fuse_reductions.cpp).
+  CumSum,
   // views (pointwise groups read them as index maps; see passes/view_steps.h), `dims` says how:
   // Permute: output dim i is input dim dims[i]. Unsqueeze: size-1 dims inserted at the output
   // positions `dims` (sorted). Squeeze: the input's size-1 dims `dims` (sorted) removed.
@@ -76,6 +79,12 @@ enum class OpKind {
 const char* op_name(OpKind kind);
 bool is_pointwise(OpKind kind);
 bool is_reduction(OpKind kind);
+// CumSum: each element depends on the elements before it along a dim (neither pointwise nor a
+// reduction).
+bool is_scan(OpKind kind);
+// Reductions and scans: the node iterates over its input's elements along dims, so that only a
+// reduction schedule computes it.
+bool along_dims(OpKind kind);
 bool is_comparison(OpKind kind);
 // The op's result is exact when its operands are 16-bit values (an eager op's operands are, and a
 // number clamped to or selected beside one is rounded to its dtype): rounding it again changes

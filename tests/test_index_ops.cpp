@@ -172,13 +172,12 @@ TEST(IndexOps, LeavesWhatItCannotSpell) {
   }
 }
 
-// A prefix sum is not spelled (no scan schedule): it stays in ATen and explain() says why.
-TEST(IndexOps, PrefixSumsStayInAtenWithTheReason) {
-  const auto m = tftest::module_returning("x", "torch.cumsum(torch.relu(x * 2.0), -1) + 1.0");
+// A prefix product has no scan (the row schedule's scans add): it stays in ATen and explain() says why.
+TEST(IndexOps, PrefixProductsStayInAtenWithTheReason) {
+  const auto m = tftest::module_returning("x", "torch.cumprod(torch.relu(x * 2.0), -1) + 1.0");
   const auto e = tftest::explain(m, {torch::randn({8, 100})});
-  EXPECT_TRUE(tftest::any_line_has(e.refused, "stays in ATen: a prefix sum along a dim needs a scan schedule"))
-      << joined(e.refused);
-  EXPECT_NE(e.rewritten_graph.find("aten::cumsum"), std::string::npos) << e.rewritten_graph;
+  EXPECT_TRUE(tftest::any_line_has(e.refused, "stays in ATen: a prefix product along a dim")) << joined(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::cumprod"), std::string::npos) << e.rewritten_graph;
   expect_exact(m, {torch::randn({8, 100})});
 }
 

@@ -576,12 +576,13 @@ class Generator {
     return s;
   }
 
-  // Ops that depend on an element's index (passes/spell_index_ops.h). argmax and argmin read a
+  // Ops that depend on an element's index (passes/spell_index_ops.h) or on the elements before it
+  // (cumsum: the row schedule's scans). argmax and argmin read a
   // program input: an index is exact only where the values are eager's bit for bit (a computed
   // value one rounding off can move it to another element, as right as eager's).
   std::optional<Statement> index_op() {
     Statement s;
-    const int kind = pick(5);
+    const int kind = pick(6);
     if (kind <= 1) {
       std::vector<const Value*> inputs;
       for (const Value& v : live_)
@@ -619,6 +620,12 @@ class Generator {
       return s;
     }
     if (r == 0) return std::nullopt;
+    if (kind == 5) {  // a scan, mostly along the last dim (the one the row schedule scans)
+      const int64_t d = chance(0.7) ? r - 1 : pick(static_cast<int>(r));
+      s.expr = "torch.cumsum(" + a.name + ", " + std::to_string(chance(0.5) ? d - r : d) + ")";
+      s.ops = {"cumsum"};
+      return s;
+    }
     if (kind == 3) {
       std::string reps;
       std::vector<int64_t> sizes;

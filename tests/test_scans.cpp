@@ -1,0 +1,120 @@
+// cumsum fused by the row schedule's scans (passes/fuse_reductions.cpp, codegen/row_reduction.cpp),
+// on the CPU: the plans (one kernel with its neighbours, the op gone from the graph), the printed
+// IR, NVRTC builds of the kernels, eager's results through the groups' ATen fallbacks, and the
+// scans left to ATen with their reasons. The GPU runs the kernels in tests/test_scans_gpu.cpp.
+#include "tests/fallback_util.h"
+#include "tests/view_test_util.h"
+
+namespace {
+
+using tftest::joined;
+
+struct ScanCase {
+  const char* name;
+  const char* args;
+  const char* expr;
+  std::vector<std::vector<int64_t>> shapes;
+  bool integer_input;  // the first input holds 0s and 1s as int64 (an attention mask)
+};
+
+// Where cumsum sits in models: position ids from a padding mask, cumulative probabilities of a
+// sampler (after a sort, which stays in ATen), a running mean, a bool mask counted.
+const std::vector<ScanCase> kCases = {
+    {"plain", "x", "torch.cumsum(x, -1)", {{8, 100}}, false},
+    {"chain", "x", "torch.cumsum(torch.relu(x * 2.0), -1) + 1.0", {{8, 100}}, false},
+    {"position_ids", "m", "(m.cumsum(-1) - 1).masked_fill(m == 0, 1)", {{4, 128}}, true},
+    {"top_p", "x", "torch.softmax(x, -1).cumsum(-1) > 0.9", {{16, 1000}}, false},
+    {"running_mean", "x", "x.cumsum(2) / (torch.arange(50) + 1.0)", {{4, 6, 50}}, false},
+    {"count_positive", "x", "(x > 0).cumsum(-1) * 2", {{8, 64}}, false},
+    {"float_dtype", "x", "torch.cumsum(x * 2.0, -1, dtype=6)"  /* 6: float32 */, {{8, 64}}, false},
+    {"scan_then_sum", "x", "torch.cumsum(x, -1).sum(-1) * 2.0", {{8, 33}}, false},
+    {"one_row", "x", "torch.cumsum(torch.exp(x), 0)", {{300}}, false},
+};
+
+std::vector<c10::IValue> inputs(const ScanCase& c, c10::ScalarType dtype) {
+  std::vector<c10::IValue> in;
+  for (size_t i = 0; i < c.shapes.size(); ++i) {
+    if (i == 0 && c.integer_input) {
+      in.emplace_back(torch::randint(0, 2, c.shapes[i], torch::kLong));
+      continue;
+    }
+    in.emplace_back(torch::randn(c.shapes[i]).to(dtype));
+  }
+  return in;
+}
+
+TEST(Scans, CumsumFusesWithItsNeighbours) {
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const auto m = tftest::module_returning(c.args, c.expr);
+    const auto e = tftest::explain(m, inputs(c, c10::kFloat));
+    EXPECT_EQ(e.kernels.size(), 1u) << tftest::refusals(e) << e.ir_after;
+    EXPECT_EQ(e.rewritten_graph.find("aten::cumsum"), std::string::npos) << e.rewritten_graph;
+    EXPECT_NE(e.ir_before.find(" = cumsum[dims=["), std::string::npos) << e.ir_before;
+  }
+}
+
+TEST(Scans, KernelsCompileInEveryDtype) {
+  for (const auto& c : kCases) {
+    for (const auto dtype : {c10::kFloat, c10::kBFloat16, c10::kDouble}) {
+      SCOPED_TRACE(std::string(c.name) + " " + c10::toString(dtype));
+      const auto e = tftest::explain(tftest::module_returning(c.args, c.expr), inputs(c, dtype), /*compile=*/true);
+      ASSERT_EQ(e.kernels.size(), 1u) << tftest::refusals(e);
+      ASSERT_EQ(e.cubin_bytes.size(), 1u);
+      for (size_t b : e.cubin_bytes) EXPECT_GT(b, 0u);
+      bool scans = false;
+      for (const auto& k : e.kernels) scans = scans || k.source.find("tf_team_scan<") != std::string::npos ||
+                                                 k.source.find("tf_block_scan<") != std::string::npos;
+      EXPECT_TRUE(scans) << "no team scan in the kernels";
+    }
+  }
+}
+
+// Long rows take a block-wide team (tf_block_scan), short ones part of a warp (tf_team_scan).
+TEST(Scans, TeamsByRowLength) {
+  const auto m = tftest::module_returning("x", "torch.cumsum(x * 2.0, -1)");
+  for (const auto& [cols, block] : std::vector<std::pair<int64_t, bool>>{{24, false}, {4096, true}}) {
+    SCOPED_TRACE(cols);
+    const auto e = tftest::explain(m, {torch::randn({16, cols})}, /*compile=*/true);
+    ASSERT_EQ(e.kernels.size(), 1u) << tftest::refusals(e);
+    EXPECT_NE(e.kernels[0].source.find(block ? "tf_block_scan<" : "tf_team_scan<"), std::string::npos) << e.kernels[0].source;
+  }
+}
+
+// The fused graphs' results through the groups' fallbacks are eager's own ops: the same values.
+TEST(Scans, FallbacksGiveEagersResults) {
+  for (const auto& c : kCases) {
+    for (const auto dtype : {c10::kFloat, c10::kBFloat16}) {
+      SCOPED_TRACE(std::string(c.name) + " " + c10::toString(dtype));
+      const auto [got, want] = tftest::fallback_and_eager(tftest::module_returning(c.args, c.expr), inputs(c, dtype));
+      ASSERT_EQ(got.scalar_type(), want.scalar_type());
+      EXPECT_TRUE(torch::equal(got, want));
+    }
+  }
+}
+
+// Scans the row schedule does not take stay in ATen, and explain() says why.
+TEST(Scans, RefusedWithTheReason) {
+  struct Refused {
+    const char* expr;
+    std::vector<int64_t> shape;
+    const char* reason;
+  };
+  const std::vector<Refused> cases = {
+      {"torch.cumsum(x * 2.0, 0)", {64, 100}, "the row schedule scans along the last dim only"},
+      {"torch.cumsum(x * 2.0, 1)", {4, 100, 8}, "the row schedule scans along the last dim only"},
+      {"torch.cumsum(x * 2.0, -1)", {4, 20000}, "rows of 20000 elements, over the 16384"},
+      {"torch.cumprod(x * 2.0, -1)", {4, 100}, "a prefix product along a dim: the scan schedule adds (cumsum) only"},
+      {"torch.cumsum(x, -1) + x.sum(0)", {16, 100}, "it reduces dims [0] of [16, 100], the group reduces dims [1] of [16, 100]"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.expr);
+    const auto m = tftest::module_returning("x", c.expr);
+    const auto e = tftest::explain(m, {torch::randn(c.shape)});
+    EXPECT_TRUE(tftest::any_line_has(e.refused, c.reason)) << joined(e.refused);
+    const auto [got, want] = tftest::fallback_and_eager(m, {torch::randn(c.shape)});
+    EXPECT_TRUE(torch::allclose(got, want));
+  }
+}
+
+}  // namespace
