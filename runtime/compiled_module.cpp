@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <set>
 
 #include <ATen/Context.h>
@@ -12,7 +11,6 @@
 
 #include "codegen/nvrtc.h"
 #include "codegen/device_target.h"
-#include "codegen/schedule.h"
 #include "passes/pass_list.h"
 #include "runtime/driver_api.h"
 #include "runtime/fallback_graph.h"
@@ -24,6 +22,7 @@
 #include "runtime/process_tuning.h"
 #include "runtime/reference.h"
 #include "runtime/strict.h"
+#include "runtime/unplannable_groups.h"
 #include "src/error.h"
 #include "src/prepare_graph.h"
 
@@ -40,27 +39,6 @@ Specialization::~Specialization() {
 // ---- CompiledModuleImpl ----
 
 namespace {
-
-// Groups that scan (cumsum) keep their rows in one block's registers: where the profiled shapes
-// leave no such layout (the planner's PlanRefused from `probe`), the group's ops stay in ATen and
-// explain() says why. The others keep their order; ids are renumbered.
-void drop_unplannable_groups(FusionPlan& plan, const std::function<void(const FusionGroup&)>& probe) {
-  std::vector<FusionGroup> kept;
-  for (auto& g : plan.groups) {
-    const bool scans = std::any_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node* n) { return ir::is_scan(n->kind); });
-    try {
-      if (scans) probe(g);
-    } catch (const codegen::PlanRefused& e) {
-      const std::string why = "cannot fuse the group " + g.describe() + ": " + e.what() + " (its ops stay in ATen)";
-      plan.refusals.push_back(why);
-      for (const ir::Node* n : g.nodes) plan.refusals_by_node[n->id].push_back(why);
-      continue;
-    }
-    kept.push_back(std::move(g));
-  }
-  for (size_t i = 0; i < kept.size(); ++i) kept[i].id = static_cast<int>(i);
-  plan.groups = std::move(kept);
-}
 
 // Runs a rewritten graph. A torchfuse::Error of a fusion node reaches the caller as itself,
 // not as the std::runtime_error the interpreter wraps it in.
@@ -417,7 +395,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
   launch.tuning = tuning_;
   std::shared_ptr<const void> owner = spec->conversion;
-  drop_unplannable_groups(spec->plan, [&](const FusionGroup& g) {
+  runtime::drop_unplannable_groups(spec->plan, [&](const FusionGroup& g) {
     const runtime::FusedKernel probe(owner, g, launch, counters_, target);
     (void)probe;
   });

@@ -130,6 +130,9 @@ inline std::vector<ReplayCase> replay_cases() {
   c.push_back(tensors("logsumexp_3d", forward("x", "    return torch.logsumexp(x, dim=-1)\n"), {{8, 64, 512}}));
   c.push_back(tensors("row_mask_softmax_3d", forward("s, mask", "    return torch.softmax(s + mask, dim=-1)\n"),
                       {{4, 12, 128, 128}, {4, 1, 1, 128}}));
+  // Scans: short rows (a warp's team, shuffles) and long ones after a softmax (a block's team).
+  c.push_back(tensors("cumsum_short_rows", forward("x", "    return torch.cumsum(torch.relu(x), -1) * 0.5\n"), {{1024, 100}}));
+  c.push_back(tensors("softmax_cumsum", forward("x", "    return torch.softmax(x, -1).cumsum(-1)\n"), {{64, 8192}}));
   c.push_back({"row_transposed_input", forward("x", "    return torch.softmax(x * 2.0, dim=-1)\n"),
                [](c10::ScalarType d) { return std::vector<c10::IValue>{randn({512, 256}, d).t()}; }});
 

@@ -117,4 +117,20 @@ TEST(Scans, RefusedWithTheReason) {
   }
 }
 
+// A group no layout runs on its profiled shapes stays in ATen from the start, with the reason:
+// here a register budget of one register a thread (a tuning knob) leaves a scan's row of 4096
+// no layout that keeps it in one block.
+TEST(Scans, UnplannableGroupsStayInAtenWithTheReason) {
+  auto options = tftest::quiet_options();
+  options.offline_arch = "sm_90";
+  options.tune = "row_cache_registers=1";
+  const auto m = tftest::module_returning("x", "torch.cumsum(x * 2.0, -1) + 1.0");
+  const auto e = torchfuse::compile(m, options).explain({torch::randn({16, 4096})});
+  EXPECT_EQ(e.kernels.size(), 0u);
+  EXPECT_TRUE(tftest::any_line_has(e.refused, "elements do not fit one block's registers")) << joined(e.refused);
+  EXPECT_NE(e.rewritten_graph.find("aten::cumsum"), std::string::npos) << e.rewritten_graph;
+  // The default budget keeps the same rows in one block.
+  EXPECT_EQ(tftest::explain(m, {torch::randn({16, 4096})}).kernels.size(), 1u);
+}
+
 }  // namespace

@@ -1,0 +1,129 @@
+// torchfuse replay corpus (tests/test_replay.cpp): cumsum_short_rows, f32
+// inputs: [1024, 100] strides [100, 1]
+// regenerate with scripts/update_replay.sh
+// ==== sm_80: tf_cumsum_20d12da2 (relu -> cumsum -> mul)
+// <prelude.cu>
+
+// torchfuse fusion group 0 (row reduction): relu -> cumsum -> mul
+// cached mode: 32 threads per row, block 256, vector width 4, 1 vectors per thread (first-pass values kept, later ones recomputed); 2 pass(es) over each row; 32-bit indices
+// each block takes 1 row team(s) in turn
+// in0 = %0 f32, inner_contiguous
+// out0 = %6 f32, per element
+typedef int tf_index;
+
+struct tf_cumsum_20d12da2_params {
+  long long rows;
+  long long cols;
+  long long outer_size[1];
+  unsigned long long outer_div[1];  // tf_fast_div of each outer size
+  long long red_size[1];
+  const float* in0;
+  long long in0_outer_stride[1];
+  long long in0_red_stride[1];
+  float* out0;
+};
+
+// Team scans (cumsum along rows): each thread holds C chunk totals, the sums of its k-th
+// vector of the row; base[k] gets the sum of every element before that vector: all the team's
+// vectors of the chunks before k, and chunk k's vectors of the threads before it.
+template <int W, typename T> __device__ __forceinline__ T tf_scan_inclusive(T v, int lane) {
+#pragma unroll
+  for (int o = 1; o < W; o <<= 1) {
+    const T u = __shfl_up_sync(0xffffffffu, v, o, W);
+    if (lane >= o) v += u;
+  }
+  return v;
+}
+// A team of W <= 32 consecutive lanes; tl is the thread's lane in its team.
+template <int W, int C, typename T> __device__ __forceinline__ void tf_team_scan(const T (&tot)[C], T (&base)[C], int tl) {
+  T carry = T(0);
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    const T incl = tf_scan_inclusive<W>(tot[k], tl);
+    const T before = __shfl_up_sync(0xffffffffu, incl, 1, W);
+    base[k] = carry + (tl == 0 ? T(0) : before);
+    carry += __shfl_sync(0xffffffffu, incl, W - 1, W);
+  }
+}
+// A team of the whole block (WARPS warps); smem holds WARPS * C values.
+template <int WARPS, int C, typename T> __device__ __forceinline__ void tf_block_scan(const T (&tot)[C], T (&base)[C], T* smem) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T incl[C];
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    incl[k] = tf_scan_inclusive<32>(tot[k], lane);
+    if (lane == 31) smem[k * WARPS + warp] = incl[k];
+  }
+  __syncthreads();
+  T carry = T(0);
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    const T before_lane = __shfl_up_sync(0xffffffffu, incl[k], 1);
+    T before_warp = T(0), total = T(0);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      const T s = smem[k * WARPS + w];
+      if (w < warp) before_warp += s;
+      total += s;
+    }
+    base[k] = carry + before_warp + (lane == 0 ? T(0) : before_lane);
+    carry += total;
+  }
+  __syncthreads();  // the next row's totals overwrite smem only after every thread read this row's
+}
+extern "C" __global__ void __launch_bounds__(256) tf_cumsum_20d12da2(const tf_cumsum_20d12da2_params p) {
+  const int team = threadIdx.x / 32;
+  const int tl = threadIdx.x % 32;
+  (void)team;
+  const float* __restrict__ in0 = p.in0;
+  float* __restrict__ out0 = p.out0;
+  for (tf_index row0 = (tf_index)blockIdx.x * 8; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 8) {
+    const tf_index row = row0 + team;
+    const bool row_ok = row < (tf_index)p.rows;
+    tf_index rem = row_ok ? row : 0;
+    const tf_index a0 = rem;
+    const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
+    float cache1[4];
+    float scan_tot0[1] = {};  // per chunk of the thread
+    float scan_base0[1];
+    #pragma unroll
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        const tf_vec<float, 4> v0 = *reinterpret_cast<const tf_vec<float, 4>*>(in0 + ro0 + j0);
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          float x0 = v0.v[lane];  // %0
+          float t0 = (x0 < 0.0f ? 0.0f : x0);  // %4 = relu(%0)
+          cache1[k * 4 + lane] = t0;
+          scan_tot0[k] += t0;  // cumsum -> %5 (the chunk's total)
+        }
+      }
+    }
+    tf_team_scan<32>(scan_tot0, scan_base0, tl);  // cumsum -> %5
+    #pragma unroll
+    for (int k = 0; k < 1; ++k) {
+      const tf_index j0 = ((tf_index)k * 32 + tl) * 4;
+      if (row_ok && j0 < (tf_index)p.cols) {
+        float scan_run0 = (float)0;  // the chunk's running sum
+        float o0[4];
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+          const tf_index j = j0 + lane;
+          (void)j;
+          scan_run0 += cache1[k * 4 + lane];
+          const float t1 = (scan_base0[k] + scan_run0);  // %5 = cumsum(%4)
+          float t2 = (t1 * 0.5f);  // %6 = mul(%5, 0.5)
+          o0[lane] = t2;
+        }
+        tf_vec<float, 4> s0;
+        #pragma unroll
+        for (int lane = 0; lane < 4; ++lane) s0.v[lane] = o0[lane];
+        *reinterpret_cast<tf_vec<float, 4>*>(out0 + row * (tf_index)p.cols + j0) = s0;
+      }
+    }
+  }
+}
+// ==== sm_90: the same kernels as sm_80
