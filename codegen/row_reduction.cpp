@@ -596,6 +596,11 @@ struct RowKernel {
 
 }  // namespace
 
+bool scans_fit(const ReductionLayout& l) {
+  return l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 && l.chunks_per_thread <= 16 &&
+         (l.threads_per_row <= 32 || l.threads_per_row == l.block);
+}
+
 GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   SourceBuilder b;
   b.raw(prelude());
@@ -609,10 +614,8 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   emit_stage_function(b, g, l);
   emit_ring_function(b, g, l);
   if (!a.scans.empty()) {
-    // (Scans keep their chunk totals in registers, one team in one block: the planner's promise.)
-    TORCHFUSE_INTERNAL_ASSERT(l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 &&
-                                  (l.threads_per_row <= 32 || l.threads_per_row == l.block),
-                              "a scan's row kernel must keep its rows in registers, one team per block or warp");
+    // (The planner refuses other layouts: RowUnit::plan.)
+    TORCHFUSE_INTERNAL_ASSERT(scans_fit(l), "a scan's row kernel must keep its rows in registers, one team per block or warp");
     b.raw(scan_prelude());
   }
   std::set<const ir::Value*> cached;

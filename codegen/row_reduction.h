@@ -11,6 +11,10 @@
 namespace torchfuse {
 namespace codegen {
 
+// Can the kernel of `layout` scan (cumsum)? Its rows stay in registers, each in one team of one
+// block or warp, a few chunks a thread: the scan keeps a total per chunk and scans the team.
+bool scans_fit(const ReductionLayout& layout);
+
 // `analysis`: the group's, with online sums where layout.online (GroupAnalysis::for_row_layout).
 GeneratedKernel generate_row_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
                                        const ReductionLayout& layout);

@@ -112,7 +112,7 @@ class RowUnit : public ScheduleUnit {
   Schedule schedule() const override { return Schedule::RowReduction; }
   KernelLayout plan(const PlanRequest& r) const override {
     ReductionLayout l = plan_reduction(r);
-    if (r.analysis.reduction->cache_needs.scans && !(l.cached && l.cluster == 1 && l.stages == 0 && l.chunks_per_thread <= 16)) {
+    if (r.analysis.reduction->cache_needs.scans && !scans_fit(l)) {
       throw PlanRefused("a cumsum's rows of " + std::to_string(l.reduced()) +
                         " elements do not fit one block's registers with the values the group keeps");
     }
