@@ -143,6 +143,7 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
   // how they are used decides). The shape decides, as it decides the output's shape: a per-row
   // value computed per element would be written over the whole domain.
   std::set<const ir::Value*> derived;  // computed from a reduction result
+  std::set<const ir::Value*> scanned;  // computed from a scan's output
   for (const ir::Value* v : g.inputs) {
     a.level[v] = 0;
     // (A 0-dim tensor is one value for every row, also where a row is one element.)
@@ -153,10 +154,14 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
   const auto squeezed = a.rd.squeezed_shape();
   for (const ir::Node* n : g.nodes) {
     int lvl = 0;
+    bool from_scan = false;
     for (const ir::Value* in : n->inputs) {
       if (!is_literal(in)) lvl = std::max(lvl, a.level_of(in));
+      from_scan = from_scan || scanned.count(in) > 0;
     }
+    if (from_scan || ir::is_scan(n->kind)) scanned.insert(n->output());
     if (ir::is_scan(n->kind)) {
+      a.scan_of_scan = a.scan_of_scan || from_scan;
       // An element value, known a pass after its input's (the team scans the chunk totals).
       TORCHFUSE_INTERNAL_ASSERT(!a.is_row(n->inputs[0]) && !is_literal(n->inputs[0]), "scan %", n->output()->id,
                                 " of a value that is not per element");

@@ -49,6 +49,7 @@ struct ReductionAnalysis {
   // pass (level L), the team scans the chunk totals after it, and its output is an element value
   // of level L + 1.
   std::vector<const ir::Node*> scans;
+  bool scan_of_scan = false;  // some scan's input is computed from another scan's output
   std::vector<const ir::Node*> row_nodes;      // pointwise nodes on per-row values, in order
   std::vector<const ir::Node*> element_nodes;  // pointwise nodes per element, in order
   int passes = 0;                              // element passes (levels 0 .. passes-1)

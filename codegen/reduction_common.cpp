@@ -132,6 +132,29 @@ template <int WARPS, int C, typename T> __device__ __forceinline__ void tf_block
   }
   __syncthreads();  // the next row's totals overwrite smem only after every thread read this row's
 }
+// Looped rows: one step of a block-wide team over the row, a vector a thread. Returns the sum of
+// the elements before this thread's vector (carry, then the threads before it) and adds the
+// team's total to carry. smem holds 2 * WARPS values; consecutive steps of the block use
+// alternate halves (step's parity), so one barrier a step suffices: a half is written again
+// only after the next step's barrier, which every thread passes after reading it.
+template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step(T tot, T& carry, T* smem, unsigned step) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T* const half = smem + (step & 1u) * WARPS;
+  const T incl = tf_scan_inclusive<32>(tot, lane);
+  if (lane == 31) half[warp] = incl;
+  __syncthreads();
+  const T before_lane = __shfl_up_sync(0xffffffffu, incl, 1);
+  T before_warp = T(0), total = T(0);
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    const T s = half[w];
+    if (w < warp) before_warp += s;
+    total += s;
+  }
+  const T base = carry + before_warp + (lane == 0 ? T(0) : before_lane);
+  carry += total;
+  return base;
+}
 )";
 }
 
@@ -160,7 +183,36 @@ int input_index(const FusionGroup& g, const ir::Value* v) {
 }
 
 
+void PassEmitter::emit_scan_totals(int pass) {
+  std::set<const ir::Value*> after_scan;  // values some scan's output feeds
+  for (const ir::Value* v : a.pass_values(g, pass, reuse)) {
+    const int k = input_index(g, v);
+    if (k >= 0) {
+      const std::string name = b.fresh("x");
+      b.line(register_type(v->type.dtype) + " " + name + " = " + load(static_cast<size_t>(k)) + ";  // %" + std::to_string(v->id));
+      names[v] = name;
+      continue;
+    }
+    bool fed = ir::is_scan(v->producer->kind);
+    for (const ir::Value* in : v->producer->inputs) fed = fed || after_scan.count(in) > 0;
+    if (fed) {
+      after_scan.insert(v);
+      continue;
+    }
+    emit_pointwise(b, *v->producer, names, fast_math, reciprocals);
+  }
+  for (const ir::Node* s : totals_only) {
+    TORCHFUSE_INTERNAL_ASSERT(!after_scan.count(s->inputs[0]), "a looped scan's input is fed by another scan");
+    b.line(scan_name(a, s, "vt") + " += " + operand(s->inputs[0], scan_dtype(*s), names) + ";  // cumsum -> %" +
+           std::to_string(s->output()->id) + " (the vector's total)");
+  }
+}
+
 void PassEmitter::emit(int pass, const std::function<void(size_t, const std::string&)>& store) {
+  if (!totals_only.empty()) {
+    emit_scan_totals(pass);
+    return;
+  }
   const auto first = a.first_passes(g, reuse);
   for (const ir::Value* v : a.pass_values(g, pass, reuse)) {
     const bool from_cache = first.at(v) < pass && a.reusable(v, reuse);
@@ -210,7 +262,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
            ");  // " + ir::op_name(r->kind) + " -> %" + std::to_string(r->output()->id));
   }
   for (const ir::Node* s : a.scans) {
-    if (a.level_of(s->inputs[0]) != pass) continue;
+    if (!scan_chunk_totals || a.level_of(s->inputs[0]) != pass) continue;
     b.line(scan_name(a, s, "tot") + "[k] += " + operand(s->inputs[0], scan_dtype(*s), names) + ";  // cumsum -> %" +
            std::to_string(s->output()->id) + " (the chunk's total)");
   }

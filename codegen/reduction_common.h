@@ -38,7 +38,9 @@ std::string online_values(const ReductionAnalysis& a, const ir::Node* sum);
 
 // Scans, named by their position s among the analysis' scans: "scan_tot<s>[chunk]" (a thread's
 // chunk totals), "scan_base<s>[chunk]" (the sum of every element before the chunk), "scan_run<s>"
-// (the running sum inside a chunk). A scan adds in its output's register dtype.
+// (the running sum inside a chunk); looped rows: "scan_vt<s>" (a thread's vector total) and
+// "scan_carry<s>" (the row's sum before the team's current vectors). A scan adds in its output's
+// register dtype.
 std::string scan_name(const ReductionAnalysis& a, const ir::Node* scan, const std::string& what);
 c10::ScalarType scan_dtype(const ir::Node& scan);
 // Device functions the row schedule's team scans call (tf_team_scan, tf_block_scan).
@@ -70,6 +72,14 @@ struct PassEmitter {
   // other online sums in the schedule's per-vector arrays (online_values(sum)[lane]), which the
   // schedule folds in after each vector (tf_online_add).
   std::set<const ir::Node*> online_after_pass = {};
+  // Cached rows: the pass computing a scan's input adds it into the chunk's total
+  // (scan_tot<s>[k]). Looped rows scan a vector of the team at a time (row_reduction.cpp) and do
+  // not.
+  bool scan_chunk_totals = true;
+  // Looped rows, before a pass evaluates these scans: emit() evaluates only the element values
+  // that no scan's output feeds and adds each scan's input into its vector total (scan_vt<s>);
+  // no accumulation, no cache writes, no stores.
+  std::vector<const ir::Node*> totals_only = {};
 
   // Element values of pass `pass`, accumulation into the pass's reductions, and for each
   // element output of the pass a call of `store(k, expr)`.
@@ -84,6 +94,8 @@ struct PassEmitter {
   void emit_row_reciprocals(int level);
   // The scan's output for the current element: its running sum grows by the input's.
   void emit_scan_value(const ir::Node& scan);
+  // totals_only: the values of `pass` no scan output feeds, and the scans' vector totals.
+  void emit_scan_totals(int pass);
 };
 
 // Is `r` a sum that a wide schedule accumulates in double from float values (chunkable)?

@@ -158,7 +158,7 @@ struct RowKernel {
     return load_convert(input_name(k) + "[ro" + kk + " + " + red_offset(l, k, "j") + "]", in.dtype);
   }
 
-  void emit_pass(int pass) {
+  PassEmitter pass_emitter() {
     PassEmitter pe{b, g, a, names, l.fast_math, [this](size_t k) { return load(k); },
                    [this](const ir::Value* v) -> std::string {
                      if (!cached.count(v)) return "";
@@ -168,6 +168,12 @@ struct RowKernel {
     pe.wide_sums = !l.cached;
     pe.chunk_sums = l.chunk_sums;
     pe.reciprocals = &reciprocals;
+    pe.scan_chunk_totals = l.cached;
+    return pe;
+  }
+
+  void emit_pass(int pass) {
+    PassEmitter pe = pass_emitter();
     for (const ir::Node* r : online_sums(pass, /*from_cache=*/true)) pe.online_after_pass.insert(r);
     std::vector<size_t> element_outputs;
     for (size_t k = 0; k < g.outputs.size(); ++k)
@@ -176,6 +182,7 @@ struct RowKernel {
     const std::string step = str(static_cast<int64_t>(l.threads_per_row) * l.vec);
     std::string loop;
     const bool ringed = l.ring_chunk > 0;  // the row's vectors inside a loop over its chunks
+    const std::vector<const ir::Node*> scans = looped_scans(pass);
     if (l.cached) {
       b.line("#pragma unroll");
       loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
@@ -184,6 +191,12 @@ struct RowKernel {
       loop = "for (tf_index j0 = ring_j + (tf_index)tl * " + vec + "; j0 < ring_end; j0 += " + step + ")";
     } else if (l.unroll > 1) {
       loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
+    } else if (!scans.empty()) {  // every thread of the team takes every step (tf_block_scan_step)
+      for (const ir::Node* s : scans) {
+        const std::string t = register_type(scan_dtype(*s));
+        b.line(t + " " + scan_name(a, s, "carry") + " = (" + t + ")0;  // the row's sum before the team's vectors");
+      }
+      loop = "for (tf_index jb = 0; jb < (tf_index)p.cols; jb += " + step + ")";
     } else {
       loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " + step + ")";
     }
@@ -192,13 +205,16 @@ struct RowKernel {
     if (l.cached) {
       b.line("const tf_index j0 = " + chunk_start() + ";");
       b.open(chunk_guard());
+    } else if (!scans.empty()) {
+      emit_looped_scan_bases(pass, scans);
+      b.open("if (row_ok && j0 < (tf_index)p.cols)");
     } else {
       b.open("if (row_ok)");
       if (l.unroll > 1) scopes += open_looped_step(pass, step);
       b.line("const int k = 0;");
       b.line("(void)k;");
     }
-    emit_vector_loads(pass, "j0");
+    if (scans.empty()) emit_vector_loads(pass, "j0");  // (looped scans: loaded before their totals)
     for (const ir::Node* s : a.scans) {
       if (!evaluates_scan(s, pass)) continue;
       const auto t = scan_dtype(*s);
@@ -238,6 +254,54 @@ struct RowKernel {
              str(l.ring_slots) + "u, ring_chunks, ring_slot, &ring_bar[rq % " + str(l.ring_slots) + "u]);");
     }
     b.close();  // the loop over the chunks
+  }
+
+  // Looped rows: the scans `pass` evaluates. Each step of the pass's loop over the row first adds
+  // up each thread's vector of their inputs, then scans the team's totals onto the row's carry.
+  std::vector<const ir::Node*> looped_scans(int pass) const {
+    std::vector<const ir::Node*> scans;
+    if (l.cached) return scans;
+    for (const ir::Node* s : a.scans)
+      if (evaluates_scan(s, pass)) scans.push_back(s);
+    return scans;
+  }
+  // Opens the step: its vectors are loaded once for the totals and the step's lanes; a thread past
+  // the row's end loads the row's first vector (every thread takes the team's scan step) and
+  // adds nothing.
+  void emit_looped_scan_bases(int pass, const std::vector<const ir::Node*>& scans) {
+    b.line("const tf_index j0 = jb + (tf_index)tl * " + str(l.vec) + ";");
+    b.line("const tf_index jc = j0 < (tf_index)p.cols ? j0 : 0;  // where this thread's vectors load from");
+    b.line("const int k = 0;");
+    b.line("(void)k;");
+    emit_vector_loads(pass, "jc");
+    for (const ir::Node* s : scans) {
+      const std::string t = register_type(scan_dtype(*s));
+      b.line(t + " " + scan_name(a, s, "vt") + " = (" + t + ")0;");
+    }
+    {
+      auto in_row = b.scope("if (row_ok && j0 < (tf_index)p.cols)");
+      PassEmitter pe = pass_emitter();
+      pe.totals_only = scans;
+      b.line("#pragma unroll");
+      auto lanes = b.scope("for (int lane = 0; lane < " + str(l.vec) + "; ++lane)");
+      b.line("const tf_index j = j0 + lane;");
+      b.line("(void)j;");
+      pe.emit(pass, [](size_t, const std::string&) {});
+    }
+    for (const ir::Node* s : scans) {
+      b.line(scan_name(a, s, "base") + "[0] = tf_block_scan_step<" + str(l.block / 32) + ">(" + scan_name(a, s, "vt") + ", " +
+             scan_name(a, s, "carry") + ", smem_" + scan_name(a, s, "tot") + ", scan_step++);  // cumsum -> %" +
+             str(s->output()->id));
+    }
+  }
+  // Looped rows: a pass whose only work was a scan's chunk totals (its input's pass) has none.
+  bool idle_pass(int pass) const {
+    if (l.cached || a.scans.empty() || !looped_scans(pass).empty()) return false;
+    for (const ir::Node* r : a.reductions)
+      if (a.accumulate_pass(r) == pass) return false;
+    for (const ir::Value* out : g.outputs)
+      if (!a.is_row(out) && a.level_of(out) == pass) return false;
+    return true;
   }
 
   // Does `pass` compute scan `s`'s output (rather than read it back from the register cache)?
@@ -433,9 +497,10 @@ struct RowKernel {
         b.line("__shared__ " + t + " smem_" + accumulator_name(a, r) + "[" + str(halves * l.block / 32) + "];");
         if (l.cluster > 1) b.line("__shared__ " + t + " slot_" + accumulator_name(a, r) + ";");
       }
+      // (Looped rows: two halves, tf_block_scan_step.)
+      const int64_t slots = int64_t{l.block / 32} * (l.cached ? l.chunks_per_thread : 2);
       for (const ir::Node* s : a.scans) {
-        b.line("__shared__ " + register_type(scan_dtype(*s)) + " smem_" + scan_name(a, s, "tot") + "[" +
-               str(int64_t{l.block / 32} * l.chunks_per_thread) + "];");
+        b.line("__shared__ " + register_type(scan_dtype(*s)) + " smem_" + scan_name(a, s, "tot") + "[" + str(slots) + "];");
       }
     }
     for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -458,6 +523,7 @@ struct RowKernel {
     if (l.stages > 0) emit_staging_start(first_row, row_step);
     if (l.ring_chunk > 0) emit_ring_start();
     if (l.shared_rounds) b.line("unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)");
+    if (!l.cached && !a.scans.empty()) b.line("unsigned scan_step = 0;  // the block's team scan steps (their parity picks a half)");
     auto rows = b.scope("for (tf_index row0 = " + first_row + "; row0 < (tf_index)p.rows; row0 += " + row_step +
                         (l.shared_rounds ? ", ++row_it)" : ")"));
     if (l.shared_rounds) b.line("const int red_half = (int)(row_it & 1u) * " + str(l.block / 32) + ";");
@@ -494,7 +560,12 @@ struct RowKernel {
     }
     for (size_t k : early) b.line(vector_type(k) + " early" + str(static_cast<int64_t>(k)) + "[" + str(l.chunks_per_thread) + "];");
     for (const ir::Node* s : a.scans) {
-      const std::string t = register_type(scan_dtype(*s)), c = "[" + str(l.chunks_per_thread) + "]";
+      const std::string t = register_type(scan_dtype(*s));
+      if (!l.cached) {
+        b.line(t + " " + scan_name(a, s, "base") + "[1];  // before this thread's vector");
+        continue;
+      }
+      const std::string c = "[" + str(l.chunks_per_thread) + "]";
       b.line(t + " " + scan_name(a, s, "tot") + c + " = {};  // per chunk of the thread");
       b.line(t + " " + scan_name(a, s, "base") + c + ";");
     }
@@ -505,7 +576,7 @@ struct RowKernel {
         if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
         b.line(accumulator_type(a, r, !l.cached) + " " + accumulator_name(a, r) + " = " + accumulator_identity(a, r, !l.cached) + ";");
       }
-      emit_pass(pass);
+      if (!idle_pass(pass)) emit_pass(pass);
       add_online_exps_from_cache(pass);
       emit_shared_round(pass);
       for (const ir::Node* r : a.reductions) {
@@ -525,7 +596,7 @@ struct RowKernel {
         if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
       }
       for (const ir::Node* s : a.scans)
-        if (a.level_of(s->inputs[0]) == pass) emit_team_scan(s);
+        if (l.cached && a.level_of(s->inputs[0]) == pass) emit_team_scan(s);
     }
     if (l.stages > 0) emit_staged_row_end();
     if (l.ring_chunk > 0) b.line("ring_q += ring_chunks;");
@@ -596,9 +667,10 @@ struct RowKernel {
 
 }  // namespace
 
-bool scans_fit(const ReductionLayout& l) {
-  return l.cached && l.cluster == 1 && l.stages == 0 && l.ring_chunk == 0 && l.chunks_per_thread <= 16 &&
-         (l.threads_per_row <= 32 || l.threads_per_row == l.block);
+bool scans_fit(const ReductionLayout& l, const ReductionAnalysis& a) {
+  if (l.cluster != 1 || l.stages != 0 || l.ring_chunk != 0) return false;
+  if (l.cached) return l.chunks_per_thread <= 16 && (l.threads_per_row <= 32 || l.threads_per_row == l.block);
+  return l.threads_per_row == l.block && l.unroll == 1 && !a.scan_of_scan;
 }
 
 GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
@@ -615,7 +687,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   emit_ring_function(b, g, l);
   if (!a.scans.empty()) {
     // (The planner refuses other layouts: RowUnit::plan.)
-    TORCHFUSE_INTERNAL_ASSERT(scans_fit(l), "a scan's row kernel must keep its rows in registers, one team per block or warp");
+    TORCHFUSE_INTERNAL_ASSERT(scans_fit(l, a), "a scan's row kernel needs a team of one block or warp (rows in registers) or of one block (looped rows)");
     b.raw(scan_prelude());
   }
   std::set<const ir::Value*> cached;

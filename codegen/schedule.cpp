@@ -112,9 +112,11 @@ class RowUnit : public ScheduleUnit {
   Schedule schedule() const override { return Schedule::RowReduction; }
   KernelLayout plan(const PlanRequest& r) const override {
     ReductionLayout l = plan_reduction(r);
-    if (r.analysis.reduction->cache_needs.scans && !scans_fit(l)) {
-      throw PlanRefused("a cumsum's rows of " + std::to_string(l.reduced()) +
-                        " elements do not fit one block's registers with the values the group keeps");
+    const ReductionAnalysis& a = *r.analysis.reduction;
+    if (a.cache_needs.scans && !scans_fit(l, a)) {
+      throw PlanRefused("a cumsum's rows of " + std::to_string(l.reduced()) + " elements " +
+                        (l.cached ? std::string("do not fit one block's registers with the values the group keeps")
+                                  : std::string("are too long for registers, and a looped row scans no cumsum of a cumsum")));
     }
     return l;
   }

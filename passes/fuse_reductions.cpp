@@ -21,14 +21,14 @@ bool fusible(const ir::Node* n) {
 }
 
 // Why the row schedule cannot scan `rd` (a scan's dims and input shape), or nullopt. It scans
-// along rows, each kept in one block's registers (row_reduction.cpp), so rows up to kMaxScanRow
-// elements; a scan along another dim, or over longer rows, stays in ATen.
+// along rows of up to kMaxScanRow elements, each in one block (row_reduction.cpp); a scan along
+// another dim, or over longer rows, stays in ATen.
 std::optional<std::string> why_no_scan(const ReductionDomain& rd) {
   const bool row = rd.schedule() == Schedule::RowReduction || rd.single_row();
   if (!row) return std::string("the row schedule scans along the last dim only");
   if (rd.domain.back() > kMaxScanRow) {
     return "rows of " + std::to_string(rd.domain.back()) + " elements, over the " + std::to_string(kMaxScanRow) +
-           " one block keeps in registers";
+           " one block scans";
   }
   return std::nullopt;
 }

@@ -43,10 +43,13 @@ struct ReductionDomain {
 // 30.1 us).
 constexpr int64_t kMaxSingleRow = int64_t{1} << 15;
 
-// The longest rows a scan (cumsum) is fused along: a row stays in one block's registers while the
-// scan adds it up chunk by chunk (codegen/row_reduction.cpp; the planner refuses a call whose row
-// does not fit, which then runs on the group's fallback).
-constexpr int64_t kMaxScanRow = int64_t{1} << 14;
+// The longest rows a scan (cumsum) is fused along. Rows that fit stay in one block's registers
+// while the scan adds them up chunk by chunk; longer ones are scanned by a block in steps of a
+// vector a thread, carrying the row's sum (codegen/row_reduction.cpp), one barrier a step, so a
+// block's time grows with the row: a vocabulary of up to 256K entries, not a million-element
+// sequence (where one block a row would idle the device; ATen's scan splits a row over blocks).
+// The planner refuses a call no layout can scan, which runs on the group's fallback.
+constexpr int64_t kMaxScanRow = int64_t{1} << 18;
 
 // Which kernel schedule a group needs: pointwise when it holds no reduction; otherwise by the
 // position of the reduced dims: trailing (row), leading or middle (column), all (full); a single

@@ -229,7 +229,7 @@ def cumsum_scaled(x):
 
 def top_p_probs(x):
     # A nucleus sampler's cumulative probabilities over sorted logits (the sort stays in ATen), over
-    # a vocabulary of 32000: longer rows than a scan keeps in one block, so left to ATen.
+    # a vocabulary: rows longer than registers keep, scanned in steps of a block.
     return torch.softmax(x / 0.7, -1).cumsum(-1) < 0.9
 
 
@@ -284,6 +284,8 @@ CASES = [
     ("scans", "cumsum_position_ids", cumsum_position_ids, [mask01(256, 4096)]),
     ("scans", "cumsum_scaled", cumsum_scaled, [randn(4096, 4096)]),
     ("scans", "top_p_probs", top_p_probs, [randn(64, 32000)]),
+    # A decoding step's sampler: one row of a Llama 3 vocabulary.
+    ("scans", "top_p_probs_one_row", top_p_probs, [randn(1, 128256)]),
     ("norms", "batch_norm_relu", batch_norm_relu,
      [randn(32, 256, 56, 56), randn(256), randn(256), randn(256), positive(256)]),
     ("norms", "batch_norm_add_relu", batch_norm_add_relu,

@@ -81,6 +81,43 @@ TEST(Scans, TeamsByRowLength) {
   }
 }
 
+// Rows too long for registers are scanned in steps of a block (tf_block_scan_step), carrying the
+// row's sum; the pass that computed the scan's input for its chunk totals is gone. NVRTC builds
+// the kernels in f32, bf16 and f64.
+TEST(Scans, LongRowsScanInStepsOfABlock) {
+  struct Long {
+    const char* expr;
+    std::vector<int64_t> shape;
+    int loops;      // loops over the row: one per pass (the scan's input's pass is skipped)
+    int loops_f64;  // the same in float64 (no online softmax sums: the max and the sum take a pass each)
+  };
+  const std::vector<Long> cases = {
+      {"torch.cumsum(x * 2.0, -1)", {4, 40000}, 1, 1},
+      {"torch.softmax(x / 0.7, -1).cumsum(-1) < 0.9", {8, 32000}, 2, 3},  // the softmax's sums, then the scan
+      {"torch.cumsum(torch.relu(x), -1) / x.sum(-1, keepdim=True)", {2, 100000}, 2, 2},
+      {"torch.cumsum(x, -1) + torch.cumsum(x * x, -1)", {2, 50000}, 1, 1},  // two scans in one step
+  };
+  for (const auto& c : cases) {
+    for (const auto dtype : {c10::kFloat, c10::kBFloat16, c10::kDouble}) {
+      SCOPED_TRACE(std::string(c.expr) + " " + c10::toString(dtype));
+      const auto e =
+          tftest::explain(tftest::module_returning("x", c.expr), {torch::randn(c.shape).to(dtype)}, /*compile=*/true);
+      ASSERT_EQ(e.kernels.size(), 1u) << tftest::refusals(e);
+      ASSERT_EQ(e.cubin_bytes.size(), 1u);
+      EXPECT_GT(e.cubin_bytes[0], 0u);
+      const std::string& src = e.kernels[0].source;
+      EXPECT_NE(src.find("tf_block_scan_step<"), std::string::npos) << src;
+      EXPECT_EQ(src.find("scan_tot0[k]"), std::string::npos) << "looped rows keep no chunk totals\n" << src;
+      size_t loops = 0;
+      for (size_t at = src.find("for (tf_index jb = 0;"); at != std::string::npos; at = src.find("for (tf_index jb = 0;", at + 1)) ++loops;
+      size_t plain = 0;
+      for (size_t at = src.find("for (tf_index j0 = "); at != std::string::npos; at = src.find("for (tf_index j0 = ", at + 1)) ++plain;
+      EXPECT_EQ(loops + plain, static_cast<size_t>(dtype == c10::kDouble ? c.loops_f64 : c.loops)) << src;
+      EXPECT_GE(loops, 1u) << src;
+    }
+  }
+}
+
 // The fused graphs' results through the groups' fallbacks are eager's own ops: the same values.
 TEST(Scans, FallbacksGiveEagersResults) {
   for (const auto& c : kCases) {
@@ -103,7 +140,7 @@ TEST(Scans, RefusedWithTheReason) {
   const std::vector<Refused> cases = {
       {"torch.cumsum(x * 2.0, 0)", {64, 100}, "the row schedule scans along the last dim only"},
       {"torch.cumsum(x * 2.0, 1)", {4, 100, 8}, "the row schedule scans along the last dim only"},
-      {"torch.cumsum(x * 2.0, -1)", {4, 20000}, "rows of 20000 elements, over the 16384"},
+      {"torch.cumsum(x * 2.0, -1)", {2, 300000}, "rows of 300000 elements, over the 262144 one block scans"},
       {"torch.cumprod(x * 2.0, -1)", {4, 100}, "a prefix product along a dim: the scan schedule adds (cumsum) only"},
       {"torch.cumsum(x, -1) + x.sum(0)", {16, 100}, "it reduces dims [0] of [16, 100], the group reduces dims [1] of [16, 100]"},
   };
@@ -118,19 +155,24 @@ TEST(Scans, RefusedWithTheReason) {
 }
 
 // A group no layout runs on its profiled shapes stays in ATen from the start, with the reason:
-// here a register budget of one register a thread (a tuning knob) leaves a scan's row of 4096
-// no layout that keeps it in one block.
+// here a register budget of one register a thread (a tuning knob) leaves the rows of 4096 of a
+// cumsum of a cumsum only a looped layout, which scans no scan's output.
 TEST(Scans, UnplannableGroupsStayInAtenWithTheReason) {
   auto options = tftest::quiet_options();
   options.offline_arch = "sm_90";
   options.tune = "row_cache_registers=1";
-  const auto m = tftest::module_returning("x", "torch.cumsum(x * 2.0, -1) + 1.0");
+  const auto m = tftest::module_returning("x", "torch.cumsum(torch.cumsum(x * 2.0, -1), -1) + 1.0");
   const auto e = torchfuse::compile(m, options).explain({torch::randn({16, 4096})});
   EXPECT_EQ(e.kernels.size(), 0u);
-  EXPECT_TRUE(tftest::any_line_has(e.refused, "elements do not fit one block's registers")) << joined(e.refused);
+  EXPECT_TRUE(tftest::any_line_has(e.refused, "a looped row scans no cumsum of a cumsum")) << joined(e.refused);
   EXPECT_NE(e.rewritten_graph.find("aten::cumsum"), std::string::npos) << e.rewritten_graph;
-  // The default budget keeps the same rows in one block.
+  // The default budget keeps the same rows in one block's registers.
   EXPECT_EQ(tftest::explain(m, {torch::randn({16, 4096})}).kernels.size(), 1u);
+  // A single cumsum under the same budget is scanned in looped steps.
+  const auto single = tftest::module_returning("x", "torch.cumsum(x * 2.0, -1) + 1.0");
+  const auto looped = torchfuse::compile(single, options).explain({torch::randn({16, 4096})});
+  ASSERT_EQ(looped.kernels.size(), 1u) << joined(looped.refused);
+  EXPECT_NE(looped.kernels[0].source.find("tf_block_scan_step<"), std::string::npos);
 }
 
 }  // namespace

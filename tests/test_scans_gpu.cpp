@@ -33,6 +33,12 @@ const std::vector<GpuScanCase> kCases = {
     {"count_positive", "x", "(x > 0).cumsum(-1)", {16, 777}, {2, 64}, false},
     {"scan_then_sum", "x", "torch.cumsum(x, -1).sum(-1) * 0.5", {256, 512}, {9, 40}, false},
     {"one_row", "x", "torch.cumsum(torch.tanh(x), 0)", {8192}, {100}, false},
+    // Rows too long for registers, scanned in steps of a block; and a kernel compiled for short
+    // rows called with long ones (a looped layout of its own).
+    {"top_p_vocab", "x", "torch.softmax(x * 1.5, -1).cumsum(-1)", {16, 32000}, {3, 50257}, false},
+    {"long_rows", "x", "torch.cumsum(torch.relu(x), -1) / x.abs().sum(-1, keepdim=True)", {4, 100000}, {9, 20001}, false},
+    {"short_then_long", "x", "torch.cumsum(x * 0.5, -1) + x", {32, 512}, {2, 131072}, false},
+    {"long_position_ids", "m", "(m.cumsum(-1) - 1).masked_fill(m == 0, 1)", {2, 65536}, {8, 128}, true},
 };
 
 std::vector<c10::IValue> cuda_inputs(const GpuScanCase& c, const std::vector<int64_t>& shape, c10::ScalarType dtype) {
@@ -65,24 +71,29 @@ TEST(ScansGpu, OneKernelMatchingEagerInEveryDtype) {
   }
 }
 
-// Integers add exactly: a long row of int64 counts matches eager bit for bit.
+// Integers add exactly: rows of int64 counts match eager bit for bit, in registers and looped.
+// (Each shape is a specialization of its own: one kernel each.)
 TEST(ScansGpu, IntegerScansAreExact) {
   if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device";
   auto compiled = torchfuse::compile(tftest::module_returning("x", "(x * 3 - 1).cumsum(-1)"), tftest::quiet_options());
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 5000}, {3, 17}}) {
+  size_t shapes = 0;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 5000}, {3, 17}, {4, 70000}}) {
     const auto x = torch::randint(-1000, 1000, shape, torch::kLong).to(torch::kCUDA);
     const auto got = compiled.forward({x}).toTensor();
     const auto want = (x * 3 - 1).cumsum(-1);
     EXPECT_TRUE(torch::equal(got, want));
+    EXPECT_EQ(compiled.kernels().size(), ++shapes);
   }
-  EXPECT_EQ(compiled.kernels().size(), 1u);
+  EXPECT_EQ(compiled.stats().fallback_calls, 0);
 }
 
-// A call whose rows are too long for one block's registers (the compiled rows were short) runs
-// the group's ATen ops for that call alone; the next short call runs fused again.
-TEST(ScansGpu, RowsTooLongForABlockRunOnTheFallback) {
+// A call no layout can scan (a cumsum of a cumsum over rows too long for one block's registers:
+// looped rows scan no scan's output; the compiled rows were short) runs the group's ATen ops for
+// that call alone; the next short call runs fused again.
+TEST(ScansGpu, RowsNoLayoutScansRunOnTheFallback) {
   if (!tftest::have_gpu()) GTEST_SKIP() << "no CUDA device";
-  auto compiled = torchfuse::compile(tftest::module_returning("x", "torch.cumsum(x * 2.0, -1) + 1.0"), tftest::quiet_options());
+  auto compiled = torchfuse::compile(tftest::module_returning("x", "torch.cumsum(torch.cumsum(x * 2.0, -1), -1) + 1.0"),
+                                     tftest::quiet_options());
   const auto small = torch::randn({8, 1000}, torch::kCUDA);
   tftest::expect_matches_eager(compiled, {small});
   const auto fused_before = compiled.stats().fused_calls;
