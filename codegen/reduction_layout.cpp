@@ -587,7 +587,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     choose_row_staging(l, needs, target, tune);  // may keep in shared memory a row too long for registers
     if (!l.cached) {
       l.looped_blocks_per_sm = choose_looped_blocks_per_sm(l, target, tune);
-      l.unroll = needs.scans ? 1 : choose_looped_unroll(l, tune);  // (a scan's steps are one vector a thread)
+      l.unroll = choose_looped_unroll(l, tune);
       choose_row_ring(l, needs, target.bulk_copies, tune);
     }
     // (Few rows widen their teams: each block then takes one row group, with no rounds and no

@@ -31,6 +31,8 @@ struct RowKernel {
   // (ReductionAnalysis::pass_values / first_passes), computed once for the whole kernel.
   std::vector<std::vector<const ir::Value*>> values_of_pass;
   std::map<const ir::Value*, int> first_pass;
+  // Looped rows: this pass loads l.unroll vectors a thread ahead (open_looped_step).
+  bool unrolled = false;
   // Vector inputs no pass before the last reads whose vectors the first pass loads into
   // registers (early<k>[chunk]) for the passes that read them (choose_early_inputs).
   std::set<size_t> early;
@@ -136,7 +138,7 @@ struct RowKernel {
         b.line("const " + vt + " v" + kk + " = *reinterpret_cast<const " + vt + "*>(stage" + kk + " + " + at + ");");
         continue;
       }
-      if (l.unroll > 1) {  // looped rows: loaded ahead (open_looped_step)
+      if (unrolled) {  // looped rows: loaded ahead (open_looped_step)
         b.line("const " + vt + " v" + kk + " = ahead" + kk + "[u];");
         continue;
       }
@@ -183,20 +185,26 @@ struct RowKernel {
     std::string loop;
     const bool ringed = l.ring_chunk > 0;  // the row's vectors inside a loop over its chunks
     const std::vector<const ir::Node*> scans = looped_scans(pass);
+    unrolled = !l.cached && !ringed && l.unroll > 1 && scans.empty();  // (a scan's steps prefetch instead)
     if (l.cached) {
       b.line("#pragma unroll");
       loop = "for (int k = 0; k < " + str(l.chunks_per_thread) + "; ++k)";
     } else if (ringed) {
       open_ring_chunk(pass);
       loop = "for (tf_index j0 = ring_j + (tf_index)tl * " + vec + "; j0 < ring_end; j0 += " + step + ")";
-    } else if (l.unroll > 1) {
-      loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
     } else if (!scans.empty()) {  // every thread of the team takes every step (tf_block_scan_step)
       for (const ir::Node* s : scans) {
         const std::string t = register_type(scan_dtype(*s));
         b.line(t + " " + scan_name(a, s, "carry") + " = (" + t + ")0;  // the row's sum before the team's vectors");
       }
+      for (size_t k : step_vector_inputs(pass)) {
+        const std::string next = "next" + str(static_cast<int64_t>(k));
+        b.line(vector_type(k) + " " + next + " = {};  // the first step's vector");
+        b.line("if ((tf_index)tl * " + vec + " < (tf_index)p.cols) " + next + " = " + load_from_memory(k, pass, "(tf_index)tl * " + vec) + ";");
+      }
       loop = "for (tf_index jb = 0; jb < (tf_index)p.cols; jb += " + step + ")";
+    } else if (unrolled) {
+      loop = "for (tf_index jb = (tf_index)tl * " + vec + "; jb < (tf_index)p.cols; jb += " + step + " * " + str(l.unroll) + ")";
     } else {
       loop = "for (tf_index j0 = (tf_index)tl * " + vec + "; j0 < (tf_index)p.cols; j0 += " + step + ")";
     }
@@ -210,7 +218,7 @@ struct RowKernel {
       b.open("if (row_ok && j0 < (tf_index)p.cols)");
     } else {
       b.open("if (row_ok)");
-      if (l.unroll > 1) scopes += open_looped_step(pass, step);
+      if (unrolled) scopes += open_looped_step(pass, step);
       b.line("const int k = 0;");
       b.line("(void)k;");
     }
@@ -265,15 +273,28 @@ struct RowKernel {
       if (evaluates_scan(s, pass)) scans.push_back(s);
     return scans;
   }
-  // Opens the step: its vectors are loaded once for the totals and the step's lanes; a thread past
-  // the row's end loads the row's first vector (every thread takes the team's scan step) and
-  // adds nothing.
+  // The vector inputs a looped scan pass reads: each step takes the vectors the step before loaded
+  // (next<k>) and loads the next step's, so that a load is in flight across the step's barrier.
+  std::vector<size_t> step_vector_inputs(int pass) const {
+    std::vector<size_t> ks;
+    for (size_t k = 0; k < g.inputs.size(); ++k)
+      if (reads_vectors(k, pass)) ks.push_back(k);
+    return ks;
+  }
+  // Opens the step: its vectors serve the totals and the step's lanes; a thread past the row's end
+  // loads the row's first vector (every thread takes the team's scan step) and adds nothing.
   void emit_looped_scan_bases(int pass, const std::vector<const ir::Node*>& scans) {
-    b.line("const tf_index j0 = jb + (tf_index)tl * " + str(l.vec) + ";");
-    b.line("const tf_index jc = j0 < (tf_index)p.cols ? j0 : 0;  // where this thread's vectors load from");
+    const std::string vec = str(l.vec);
+    b.line("const tf_index j0 = jb + (tf_index)tl * " + vec + ";");
+    b.line("const tf_index jn = j0 + " + str(int64_t{l.threads_per_row} * l.vec) + " < (tf_index)p.cols ? j0 + " +
+           str(int64_t{l.threads_per_row} * l.vec) + " : 0;  // where the next step's vectors load from");
     b.line("const int k = 0;");
     b.line("(void)k;");
-    emit_vector_loads(pass, "jc");
+    for (size_t k : step_vector_inputs(pass)) {
+      const std::string kk = str(static_cast<int64_t>(k));
+      b.line("const " + vector_type(k) + " v" + kk + " = next" + kk + ";");
+      b.line("next" + kk + " = " + load_from_memory(k, pass, "jn") + ";");
+    }
     for (const ir::Node* s : scans) {
       const std::string t = register_type(scan_dtype(*s));
       b.line(t + " " + scan_name(a, s, "vt") + " = (" + t + ")0;");
@@ -670,7 +691,7 @@ struct RowKernel {
 bool scans_fit(const ReductionLayout& l, const ReductionAnalysis& a) {
   if (l.cluster != 1 || l.stages != 0 || l.ring_chunk != 0) return false;
   if (l.cached) return l.chunks_per_thread <= 16 && (l.threads_per_row <= 32 || l.threads_per_row == l.block);
-  return l.threads_per_row == l.block && l.unroll == 1 && !a.scan_of_scan;
+  return l.threads_per_row == l.block && !a.scan_of_scan;
 }
 
 GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {

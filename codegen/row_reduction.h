@@ -13,8 +13,8 @@ namespace codegen {
 
 // Can the kernel of `layout` scan (cumsum)? Rows in registers: each in one team of one block or
 // warp, a few chunks a thread (the scan keeps a total per chunk and scans the team). Looped rows:
-// a team of one block (each step scans the team's vectors onto the row's carry), no unrolled
-// steps, and no scan of another scan's output (each scan's step evaluates its input alone).
+// a team of one block (each step scans the team's vectors onto the row's carry), and no scan of
+// another scan's output (each scan's step evaluates its input alone).
 bool scans_fit(const ReductionLayout& layout, const ReductionAnalysis& analysis);
 
 // `analysis`: the group's, with online sums where layout.online (GroupAnalysis::for_row_layout).

@@ -229,8 +229,10 @@ def cumsum_scaled(x):
 
 def top_p_probs(x):
     # A nucleus sampler's cumulative probabilities over sorted logits (the sort stays in ATen), over
-    # a vocabulary: rows longer than registers keep, scanned in steps of a block.
-    return torch.softmax(x / 0.7, -1).cumsum(-1) < 0.9
+    # a vocabulary: rows longer than registers keep, scanned in steps of a block. (Not compared with
+    # top_p here: a comparison at the threshold compares two orders of rounding, and an element a
+    # rounding from 0.9 flips.)
+    return torch.softmax(x / 0.7, -1).cumsum(-1)
 
 
 def randn(*shape):

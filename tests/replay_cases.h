@@ -133,6 +133,8 @@ inline std::vector<ReplayCase> replay_cases() {
   // Scans: short rows (a warp's team, shuffles) and long ones after a softmax (a block's team).
   c.push_back(tensors("cumsum_short_rows", forward("x", "    return torch.cumsum(torch.relu(x), -1) * 0.5\n"), {{1024, 100}}));
   c.push_back(tensors("softmax_cumsum", forward("x", "    return torch.softmax(x, -1).cumsum(-1)\n"), {{64, 8192}}));
+  // Rows too long for registers: a block's looped steps.
+  c.push_back(tensors("softmax_cumsum_vocab", forward("x", "    return torch.softmax(x * 1.5, -1).cumsum(-1)\n"), {{8, 50257}}));
   c.push_back({"row_transposed_input", forward("x", "    return torch.softmax(x * 2.0, dim=-1)\n"),
                [](c10::ScalarType d) { return std::vector<c10::IValue>{randn({512, 256}, d).t()}; }});
 

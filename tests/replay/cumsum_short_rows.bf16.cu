@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): cumsum_short_rows, bf16
 // inputs: [1024, 100] strides [100, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_cumsum_1421d282 (relu -> cumsum -> mul)
+// ==== sm_80: tf_cumsum_a6b38a5d (relu -> cumsum -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): relu -> cumsum -> mul
@@ -12,7 +12,7 @@
 // out0 = %6 bf16, per element
 typedef int tf_index;
 
-struct tf_cumsum_1421d282_params {
+struct tf_cumsum_a6b38a5d_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -72,7 +72,30 @@ template <int WARPS, int C, typename T> __device__ __forceinline__ void tf_block
   }
   __syncthreads();  // the next row's totals overwrite smem only after every thread read this row's
 }
-extern "C" __global__ void __launch_bounds__(128) tf_cumsum_1421d282(const tf_cumsum_1421d282_params p) {
+// Looped rows: one step of a block-wide team over the row, a vector a thread. Returns the sum of
+// the elements before this thread's vector (carry, then the threads before it) and adds the
+// team's total to carry. smem holds 2 * WARPS values; consecutive steps of the block use
+// alternate halves (step's parity), so one barrier a step suffices: a half is written again
+// only after the next step's barrier, which every thread passes after reading it.
+template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step(T tot, T& carry, T* smem, unsigned step) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T* const half = smem + (step & 1u) * WARPS;
+  const T incl = tf_scan_inclusive<32>(tot, lane);
+  if (lane == 31) half[warp] = incl;
+  __syncthreads();
+  const T before_lane = __shfl_up_sync(0xffffffffu, incl, 1);
+  T before_warp = T(0), total = T(0);
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    const T s = half[w];
+    if (w < warp) before_warp += s;
+    total += s;
+  }
+  const T base = carry + before_warp + (lane == 0 ? T(0) : before_lane);
+  carry += total;
+  return base;
+}
+extern "C" __global__ void __launch_bounds__(128) tf_cumsum_a6b38a5d(const tf_cumsum_a6b38a5d_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_cumsum, f32
 // inputs: [64, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_cumsum_a988c996 (reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
+// ==== sm_80: tf_softmax_cumsum_aea589fc (reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum
@@ -13,7 +13,7 @@
 // out0 = %8 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_cumsum_a988c996_params {
+struct tf_softmax_cumsum_aea589fc_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -73,7 +73,30 @@ template <int WARPS, int C, typename T> __device__ __forceinline__ void tf_block
   }
   __syncthreads();  // the next row's totals overwrite smem only after every thread read this row's
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_a988c996(const tf_softmax_cumsum_a988c996_params p) {
+// Looped rows: one step of a block-wide team over the row, a vector a thread. Returns the sum of
+// the elements before this thread's vector (carry, then the threads before it) and adds the
+// team's total to carry. smem holds 2 * WARPS values; consecutive steps of the block use
+// alternate halves (step's parity), so one barrier a step suffices: a half is written again
+// only after the next step's barrier, which every thread passes after reading it.
+template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step(T tot, T& carry, T* smem, unsigned step) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T* const half = smem + (step & 1u) * WARPS;
+  const T incl = tf_scan_inclusive<32>(tot, lane);
+  if (lane == 31) half[warp] = incl;
+  __syncthreads();
+  const T before_lane = __shfl_up_sync(0xffffffffu, incl, 1);
+  T before_warp = T(0), total = T(0);
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    const T s = half[w];
+    if (w < warp) before_warp += s;
+    total += s;
+  }
+  const T base = carry + before_warp + (lane == 0 ? T(0) : before_lane);
+  carry += total;
+  return base;
+}
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_aea589fc(const tf_softmax_cumsum_aea589fc_params p) {
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
