@@ -183,14 +183,18 @@ int input_index(const FusionGroup& g, const ir::Value* v) {
 }
 
 
+void PassEmitter::emit_input(const ir::Value* v, size_t k) {
+  const std::string name = b.fresh("x");
+  b.line(register_type(v->type.dtype) + " " + name + " = " + load(k) + ";  // %" + std::to_string(v->id));
+  names[v] = name;
+}
+
 void PassEmitter::emit_scan_totals(int pass) {
   std::set<const ir::Value*> after_scan;  // values some scan's output feeds
   for (const ir::Value* v : a.pass_values(g, pass, reuse)) {
     const int k = input_index(g, v);
     if (k >= 0) {
-      const std::string name = b.fresh("x");
-      b.line(register_type(v->type.dtype) + " " + name + " = " + load(static_cast<size_t>(k)) + ";  // %" + std::to_string(v->id));
-      names[v] = name;
+      emit_input(v, static_cast<size_t>(k));
       continue;
     }
     bool fed = ir::is_scan(v->producer->kind);
@@ -224,10 +228,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
     }
     const int k = input_index(g, v);
     if (k >= 0) {
-      const std::string name = b.fresh("x");
-      b.line(register_type(v->type.dtype) + " " + name + " = " + load(static_cast<size_t>(k)) + ";  // %" +
-             std::to_string(v->id));
-      names[v] = name;
+      emit_input(v, static_cast<size_t>(k));
     } else if (ir::is_scan(v->producer->kind)) {
       emit_scan_value(*v->producer);
     } else {

@@ -94,6 +94,8 @@ struct PassEmitter {
   void emit_row_reciprocals(int level);
   // The scan's output for the current element: its running sum grows by the input's.
   void emit_scan_value(const ir::Node& scan);
+  // Group input `v` (input k) for the current element, in a fresh register.
+  void emit_input(const ir::Value* v, size_t k);
   // totals_only: the values of `pass` no scan output feeds, and the scans' vector totals.
   void emit_scan_totals(int pass);
 };

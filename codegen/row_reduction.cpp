@@ -284,10 +284,9 @@ struct RowKernel {
   // Opens the step: its vectors serve the totals and the step's lanes; a thread past the row's end
   // loads the row's first vector (every thread takes the team's scan step) and adds nothing.
   void emit_looped_scan_bases(int pass, const std::vector<const ir::Node*>& scans) {
-    const std::string vec = str(l.vec);
-    b.line("const tf_index j0 = jb + (tf_index)tl * " + vec + ";");
-    b.line("const tf_index jn = j0 + " + str(int64_t{l.threads_per_row} * l.vec) + " < (tf_index)p.cols ? j0 + " +
-           str(int64_t{l.threads_per_row} * l.vec) + " : 0;  // where the next step's vectors load from");
+    const std::string step = str(int64_t{l.threads_per_row} * l.vec);
+    b.line("const tf_index j0 = jb + (tf_index)tl * " + str(l.vec) + ";");
+    b.line("const tf_index jn = j0 + " + step + " < (tf_index)p.cols ? j0 + " + step + " : 0;  // where the next step's vectors load from");
     b.line("const int k = 0;");
     b.line("(void)k;");
     for (size_t k : step_vector_inputs(pass)) {
