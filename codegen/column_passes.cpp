@@ -12,6 +12,16 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// A thread takes ReductionLayout::vec adjacent columns (lanes). Per-column values of lane j carry
+// the suffix lane_suffix (none with one column a thread), its accumulator element is
+// lane_element, and lane_offset adds it to the thread's first column i.
+std::string lane_suffix(const ReductionLayout& l, int j) { return l.vec == 1 ? "" : "_l" + str(j); }
+std::string lane_element(const ReductionLayout& l, int j) { return l.vec == 1 ? "" : "[" + str(j) + "]"; }
+std::string lane_offset(const ReductionLayout& l, int j) { return l.vec == 1 ? "" : " + " + str(j); }
+
+// Per lane: the names of the per-column values (reduction results, row inputs and row nodes).
+using LaneNames = std::vector<ValueNames>;
+
 // The barrier of a split tile's blocks (generate_column_normalization with a split layout):
 // each block's thread 0 counts the block in after the block's partial results are written
 // (tf_count_arrival releases them) and waits until `target` arrivals, acquiring the other
@@ -38,26 +48,32 @@ void emit_tile_barrier(SourceBuilder& b) {
 // into its totals. After the last barrier each block counts itself out once more; the last one
 // out puts the counter back to zero for the stream's next launch (every block has passed every
 // wait by then).
-void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, int pass, int round, bool last_round) {
+void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, int round,
+                         bool last_round) {
   std::vector<const ir::Node*> rs;
   for (const ir::Node* r : a.reductions)
     if (a.accumulate_pass(r) == pass && a.has_accumulator(r)) rs.push_back(r);
   const std::string at = "((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i";
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    b.line("if (ty == 0 && ok) p.part_" + acc + "[" + at + "] = total_" + acc + ";");
+    for (int j = 0; j < l.vec; ++j) {
+      b.line("if (ty == 0 && ok) p.part_" + acc + "[" + at + lane_offset(l, j) + "] = total_" + acc + lane_suffix(l, j) + ";");
+    }
   }
   b.line(kNamePlaceholder + "_tile_barrier(tile_counter, (unsigned)p.split * " + str(round) + "u);");
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    b.line("total_" + acc + " = " + reduction_identity(*r, true) + ";");
+    for (int j = 0; j < l.vec; ++j) b.line("total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
   }
   {
     auto blocks = b.scope("for (tf_index s = 0; ok && s < (tf_index)p.split; ++s)");
     for (const ir::Node* r : rs) {
       const std::string acc = accumulator_name(a, r);
-      b.line("total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", __ldcg(p.part_" + acc +
-             " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));");
+      for (int j = 0; j < l.vec; ++j) {
+        const std::string total = "total_" + acc + lane_suffix(l, j);
+        b.line(total + " = " + reduction_functor(*r) + "(" + total + ", __ldcg(p.part_" + acc +
+               " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" + lane_offset(l, j) + "));");
+      }
     }
   }
   if (!last_round) return;
@@ -65,21 +81,61 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, int pass,
          "u - 1u) *tile_counter = 0u;");
 }
 
+// The element values of `pass` for the thread's columns at row `r`: one column, or each lane in
+// a scope of its own (`lane`, the accumulators' index) with that lane's names. With lanes the
+// pass's element outputs collect into a vector each, stored whole. `load(k)`: group input k.
+template <typename Load>
+void emit_lanes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
+                const LaneNames& names, int pass, const Load& load) {
+  const std::string at = "(o * (tf_index)p.red + r) * (tf_index)p.inner + i";
+  if (l.vec == 1) {
+    ValueNames pass_names = names[0];  // element values of this pass stay in the loop's scope
+    PassEmitter pe{b, g, a, pass_names, l.fast_math, load, nullptr, Reuse::None, "", true};
+    pe.emit(pass, [&](size_t k, const std::string& e) {
+      b.line(output_name(k) + "[" + at + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+    return;
+  }
+  const auto vector_type = [&](size_t k) { return "tf_vec<" + storage_type(g.outputs[k]->type.dtype) + ", " + str(l.vec) + ">"; };
+  // The pass's element outputs (PassEmitter::emit stores these).
+  std::vector<size_t> stored;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (!a.is_row(g.outputs[k]) && a.level_of(g.outputs[k]) == pass) stored.push_back(k);
+  }
+  for (size_t k : stored) b.line(vector_type(k) + " s" + str(static_cast<int64_t>(k)) + ";");
+  for (int j = 0; j < l.vec; ++j) {
+    auto lane = b.scope("/* column i + " + str(j) + " */");
+    b.line("const int lane = " + str(j) + ";");
+    ValueNames pass_names = names[static_cast<size_t>(j)];
+    PassEmitter pe{b, g, a, pass_names, l.fast_math, load, nullptr, Reuse::None, "[lane]", true};
+    pe.emit(pass, [&](size_t k, const std::string& e) {
+      TORCHFUSE_INTERNAL_ASSERT(std::count(stored.begin(), stored.end(), k) == 1, "column pass ", pass, " of group ", g.id,
+                                " stores output ", k, ", which is not an element output of that pass");
+      b.line("s" + str(static_cast<int64_t>(k)) + ".v[lane] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+    });
+  }
+  for (size_t k : stored) b.line(vector_store(vector_type(k), output_name(k) + " + " + at, "s" + str(static_cast<int64_t>(k)), false));
+}
+
 // One pass of a looped split layout over the block's rows [r0, r1): steps of `unroll` rows a
 // thread, each step's loads issued first (at rows clamped into the range, so that no branch
 // separates them), then the pass computed from them. Odd passes go from r1 down, so that they
-// start on the rows the pass before read last.
-template <typename Load, typename Store>
+// start on the rows the pass before read last. With lanes, inputs whose inner dim is contiguous
+// load a vector a row.
+template <typename Load>
 void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
-                            const ValueNames& names, int pass, const Load& cached_load, const Store& store) {
+                            const LaneNames& names, int pass, const Load& cached_load) {
   const std::string RY = str(l.block / 32);
   const std::string U = str(l.unroll);
   const bool backwards = pass % 2 == 1;
   auto step = b.scope(backwards ? "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= " + str(l.block / 32 * l.unroll) + ")"
                                 : "for (tf_index rb = r0 + ty; ok && rb < r1; rb += " + str(l.block / 32 * l.unroll) + ")");
   const std::string row = backwards ? "rb - (tf_index)u * " + RY : "rb + (tf_index)u * " + RY;
+  const auto vector_type = [&](size_t k) { return "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">"; };
   for (size_t k = 0; k < l.inputs.size(); ++k) {
-    if (column_element_input(l, k)) b.line(register_type(l.inputs[k].dtype) + " c" + str(static_cast<int64_t>(k)) + "[" + U + "];");
+    if (!column_element_input(l, k)) continue;
+    const std::string type = column_vector_input(l, k) ? vector_type(k) : register_type(l.inputs[k].dtype);
+    b.line(type + " c" + str(static_cast<int64_t>(k)) + "[" + U + "];");
   }
   {
     b.line("#pragma unroll");
@@ -87,33 +143,68 @@ void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const Reduct
     b.line("const tf_index r = " + std::string(backwards ? "max(" + row + ", r0);" : "min(" + row + ", r1 - 1);"));
     emit_segment(b, l, l.red_sizes, "red", "r", "r");
     for (size_t k = 0; k < l.inputs.size(); ++k) {
-      if (column_element_input(l, k)) b.line("c" + str(static_cast<int64_t>(k)) + "[u] = " + column_load(l, k, "") + ";");
+      if (!column_element_input(l, k)) continue;
+      const std::string kk = str(static_cast<int64_t>(k));
+      if (column_vector_input(l, k)) {
+        b.line("c" + kk + "[u] = " + vector_load(vector_type(k), input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk, LoadHint::None) + ";");
+        continue;
+      }
+      // (With lanes, an element input not contiguous along the inner dim is the same for every
+      // lane: its inner stride is 0, column_pass_vector.)
+      b.line("c" + kk + "[u] = " + load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + "]", l.inputs[k].dtype) + ";");
     }
   }
   b.line("#pragma unroll");
   auto rows = b.scope("for (int u = 0; u < " + U + "; ++u)");
   b.line("const tf_index r = " + row + ";");
   auto in_range = b.scope(backwards ? "if (r >= r0)" : "if (r < r1)");
-  ValueNames pass_names = names;
-  PassEmitter pe{b, g, a, pass_names, l.fast_math, cached_load, nullptr, Reuse::None, "", true};
-  pe.emit(pass, store);
+  emit_lanes(b, g, a, l, names, pass, cached_load);
 }
 
-// Several passes over each column, in the blocks of a tile of 32 columns (vec 1),
-// block / 32 threads along the reduced dim: each pass goes over the column's rows, the block
-// combines the pass's reductions in shared memory in a fixed order, and every thread takes the
-// totals into the next pass; the last pass writes the full-size outputs. Cached layouts
-// (ReductionLayout::cached) load each thread's rows once into registers (chunks_per_thread rows
-// of every element input) and take the later passes from there; the others loop over the rows
-// from global memory in every pass (L2 holding the block's tile for the later passes). Softmax,
-// log_softmax and variance normalizations over a leading or middle dim.
+// The block's totals of the reductions accumulated in `pass`: each warp row's accumulators in
+// shared memory, added in row order by every thread for its columns (total_acc<k><lane>).
+void emit_block_totals(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass) {
+  const std::string RY = str(l.block / 32);
+  const std::string W = str(32 * l.vec);
+  const std::string column = l.vec == 1 ? "tx" : "tx * " + str(l.vec);
+  for (const ir::Node* r : a.reductions) {
+    if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+    const std::string acc = accumulator_name(a, r);
+    b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + RY + "][" + W + "];");
+    for (int j = 0; j < l.vec; ++j) {
+      b.line("smem_" + acc + "[ty][" + column + lane_offset(l, j) + "] = " + acc + lane_element(l, j) + ";");
+    }
+  }
+  b.line("__syncthreads();");
+  for (const ir::Node* r : a.reductions) {
+    if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+    const std::string acc = accumulator_name(a, r);
+    for (int j = 0; j < l.vec; ++j) {
+      const std::string total = "total_" + acc + lane_suffix(l, j);
+      const std::string slot = "[" + column + lane_offset(l, j) + "]";
+      b.line(register_type(accumulator_dtype(*r, true)) + " " + total + " = smem_" + acc + "[0]" + slot + ";");
+      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc +
+             "[y]" + slot + ");");
+    }
+  }
+}
+
+// Several passes over each column, in the blocks of a tile of 32 x vec columns (vec adjacent
+// columns a thread, the lanes), block / 32 threads along the reduced dim: each pass goes over the
+// column's rows, the block combines the pass's reductions in shared memory in a fixed order, and
+// every thread takes the totals into the next pass; the last pass writes the full-size outputs.
+// Cached layouts (ReductionLayout::cached, one column a thread) load each thread's rows once into
+// registers (chunks_per_thread rows of every element input) and take the later passes from
+// there; the others loop over the rows from global memory in every pass (L2 holding the block's
+// tile for the later passes), a vector of columns a row where the inner dim is contiguous.
+// Softmax, log_softmax and variance normalizations over a leading or middle dim.
 // Split layouts (ReductionLayout::split > 1): block y of a tile takes rows [r0, r1); after each
 // pass with reductions it writes its totals as partials, waits at the tile's barrier, and adds
 // every block's partials in block order (so every block gets the same totals). Looped passes
 // alternate their direction over the rows, so that each pass starts on the rows the last one
 // read most recently (still in L2).
 void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
-                        ValueNames& names) {
+                        LaneNames& names) {
   const std::string RY = str(l.block / 32);
   const std::string N = str(l.chunks_per_thread);
   const bool split = l.split > 1;
@@ -136,27 +227,36 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
   // expanded inputs built kernels NVRTC rejected).
   const auto cached_load = [&](size_t k) {
     const std::string kk = str(static_cast<int64_t>(k));
-    if (column_element_input(l, k)) return "c" + kk + "[u]";
+    if (column_element_input(l, k)) {
+      return column_vector_input(l, k) ? load_convert("c" + kk + "[u].v[lane]", l.inputs[k].dtype) : "c" + kk + "[u]";
+    }
     if (l.inputs[k].access == Access::InnerBroadcast) {
-      return load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + "]", l.inputs[k].dtype);
+      std::string lane;
+      if (l.vec > 1 && !l.inputs[k].inner_strides.empty()) lane = " + lane * (tf_index)p." + input_name(k) + "_inner_stride[0]";
+      return load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + lane + "]", l.inputs[k].dtype);
     }
     return column_load(l, k, "");
   };
-  const auto store = [&](size_t k, const std::string& e) {
-    b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
-  };
   for (int pass = 0; pass <= a.passes; ++pass) {
-    {
-      PassEmitter pe{b, g, a, names, l.fast_math, nullptr, nullptr, Reuse::None};
+    for (int j = 0; j < l.vec; ++j) {
+      PassEmitter pe{b, g, a, names[static_cast<size_t>(j)], l.fast_math, nullptr, nullptr, Reuse::None};
       pe.emit_row_phase(pass, [&](size_t k, const std::string& e) {
         b.line(std::string(split ? "if (ty == 0 && blockIdx.y == 0 && ok) " : "if (ty == 0 && ok) ") + output_name(k) +
-               "[o * (tf_index)p.inner + i] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+               "[o * (tf_index)p.inner + i" + lane_offset(l, j) + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
       });
     }
     if (pass == a.passes) return;
     for (const ir::Node* r : a.reductions) {
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
-      b.line(register_type(accumulator_dtype(*r, true)) + " " + accumulator_name(a, r) + " = " + reduction_identity(*r, true) + ";");
+      const std::string type = register_type(accumulator_dtype(*r, true));
+      const std::string acc = accumulator_name(a, r);
+      if (l.vec == 1) {
+        b.line(type + " " + acc + " = " + reduction_identity(*r, true) + ";");
+        continue;
+      }
+      b.line(type + " " + acc + "[" + str(l.vec) + "];");
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + str(l.vec) + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
     }
     if (l.cached && pass == 0) {
       // Every load first, back to back: rows past the column's end load its last row (unused).
@@ -174,46 +274,38 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       auto loop = b.scope("for (int u = 0; u < " + N + "; ++u)");
       b.line("const tf_index r = " + first + "ty + (tf_index)u * " + RY + ";");
       auto in_range = b.scope("if (ok && r < " + end + ")");
-      ValueNames pass_names = names;
-      PassEmitter pe{b, g, a, pass_names, l.fast_math, cached_load, nullptr, Reuse::None, "", true};
-      pe.emit(pass, store);
+      emit_lanes(b, g, a, l, names, pass, cached_load);
     } else if (split) {
-      emit_split_looped_pass(b, g, a, l, names, pass, cached_load, store);
+      emit_split_looped_pass(b, g, a, l, names, pass, cached_load);
     } else {
       b.line("#pragma unroll 4");
-      const bool backwards = split && pass % 2 == 1;
-      auto loop = b.scope(backwards ? "for (tf_index r = r1 - 1 - ty; ok && r >= r0; r -= " + RY + ")"
-                                     : "for (tf_index r = " + first + "ty; ok && r < " + end + "; r += " + RY + ")");
+      auto loop = b.scope("for (tf_index r = " + first + "ty; ok && r < " + end + "; r += " + RY + ")");
       emit_segment(b, l, l.red_sizes, "red", "r", "r");
-      ValueNames pass_names = names;  // element values of this pass stay in the loop's scope
-      PassEmitter pe{b, g, a, pass_names, l.fast_math, [&](size_t k) { return column_load(l, k, ""); }, nullptr, Reuse::None, "", true};
-      pe.emit(pass, store);
+      for (size_t k = 0; k < l.inputs.size(); ++k) {
+        if (!column_vector_input(l, k)) continue;
+        const std::string kk = str(static_cast<int64_t>(k));
+        const std::string vt = "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">";
+        b.line("const " + vt + " v" + kk + " = " + vector_load(vt, input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk, LoadHint::None) + ";");
+      }
+      emit_lanes(b, g, a, l, names, pass, [&](size_t k) { return column_load(l, k, ""); });
     }
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
-      const std::string acc = accumulator_name(a, r);
-      b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + RY + "][32];");
-      b.line("smem_" + acc + "[ty][tx] = " + acc + ";");
-    }
-    b.line("__syncthreads();");
+    emit_block_totals(b, a, l, pass);
     bool any_accumulator = false;
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
-      const std::string acc = accumulator_name(a, r);
-      b.line(register_type(accumulator_dtype(*r, true)) + " total_" + acc + " = smem_" + acc + "[0][tx];");
-      b.line("for (int y = 1; y < " + RY + "; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc + "[y][tx]);");
-      any_accumulator = true;
-    }
+    for (const ir::Node* r : a.reductions) any_accumulator = any_accumulator || (a.accumulate_pass(r) == pass && a.has_accumulator(r));
     if (split && any_accumulator) {
       ++round_now;
-      emit_split_exchange(b, a, pass, round_now, round_now == rounds);
+      emit_split_exchange(b, a, l, pass, round_now, round_now == rounds);
     }
     for (const ir::Node* r : a.reductions) {
       if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
-      names[r->output()] = result_in_register_type(b, *r, "total_" + accumulator_name(a, r));
+      for (int j = 0; j < l.vec; ++j) {
+        names[static_cast<size_t>(j)][r->output()] =
+            result_in_register_type(b, *r, "total_" + accumulator_name(a, r) + lane_suffix(l, j));
+      }
     }
     for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) == pass && a.duplicate_of(r)) names[r->output()] = names.at(a.duplicate_of(r)->output());
+      if (a.accumulate_pass(r) != pass || !a.duplicate_of(r)) continue;
+      for (auto& lane : names) lane[r->output()] = lane.at(a.duplicate_of(r)->output());
     }
   }
 }
@@ -221,14 +313,17 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
 }  // namespace
 
 GeneratedKernel generate_column_normalization(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
-  TORCHFUSE_INTERNAL_ASSERT(l.vec == 1 && (l.unroll == 1 || (l.split > 1 && !l.cached)), "column passes of group ", g.id,
-                            " need vec 1, and no unroll unless looped over a split");
+  TORCHFUSE_INTERNAL_ASSERT(l.unroll == 1 || (l.split > 1 && !l.cached), "column passes of group ", g.id,
+                            " unroll only where looped over a split");
+  TORCHFUSE_INTERNAL_ASSERT(l.vec == 1 || !l.cached, "column passes of group ", g.id, " keep one column a thread in registers");
   const bool split = l.split > 1;
+  const std::string W = str(32 * l.vec);
   SourceBuilder b;
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction, " + str(a.passes) + " passes): " + g.describe());
-  b.line("// 32 columns along the kept inner dims, " + str(l.block / 32) + " threads along the reduced dim; " +
+  b.line("// " + (l.vec == 1 ? std::string("32 columns") : "32 x " + str(l.vec) + " columns (" + str(l.vec) + " a thread)") +
+         " along the kept inner dims, " + str(l.block / 32) + " threads along the reduced dim; " +
          (split ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier"
                 : "one block per tile") +
          (l.cached ? "; each thread keeps its " + str(l.chunks_per_thread) + " rows of the element inputs in registers" : "") + ";");
@@ -249,9 +344,9 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
-    b.line("const tf_index tiles = ((tf_index)p.inner + 31) / 32;");
+    b.line("const tf_index tiles = ((tf_index)p.inner + " + str(32 * l.vec - 1) + ") / " + W + ";");
     b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
-    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;");
+    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + W + " + tx" + (l.vec == 1 ? "" : " * " + str(l.vec)) + ";");
     b.line("const bool ok = i < (tf_index)p.inner;");
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
@@ -261,18 +356,24 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
       b.line("const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);");
       b.line("unsigned* const tile_counter = p.counters + blockIdx.x;");
     }
-    ValueNames names;
-    names[nullptr] = "(double)p.red";  // N
-    for (size_t k = 0; k < g.inputs.size(); ++k) {
-      if (!a.is_row(g.inputs[k])) continue;
-      const auto& in = l.inputs[k];
-      const std::string kk = str(static_cast<int64_t>(k));
-      const std::string e = in.access == Access::Scalar    ? "p." + input_name(k)
-                            : in.access == Access::Uniform ? load_convert(input_name(k) + "[0]", in.dtype)
-                                                           : load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + "]", in.dtype);
-      b.line(register_type(g.inputs[k]->type.dtype) + " rin" + kk + " = ok ? " + e + " : (" +
-             register_type(g.inputs[k]->type.dtype) + ")0;");
-      names[g.inputs[k]] = "rin" + kk;
+    LaneNames names(static_cast<size_t>(l.vec));
+    for (int j = 0; j < l.vec; ++j) {
+      ValueNames& lane = names[static_cast<size_t>(j)];
+      lane[nullptr] = "(double)p.red";  // N
+      for (size_t k = 0; k < g.inputs.size(); ++k) {
+        if (!a.is_row(g.inputs[k])) continue;
+        const auto& in = l.inputs[k];
+        const std::string kk = str(static_cast<int64_t>(k));
+        std::string at = "ooff" + kk + " + ioff" + kk;
+        if (j > 0 && !in.inner_strides.empty()) at += " + " + str(j) + " * (tf_index)p." + input_name(k) + "_inner_stride[0]";
+        const std::string e = in.access == Access::Scalar    ? "p." + input_name(k)
+                              : in.access == Access::Uniform ? load_convert(input_name(k) + "[0]", in.dtype)
+                                                             : load_convert(input_name(k) + "[" + at + "]", in.dtype);
+        const std::string name = "rin" + kk + lane_suffix(l, j);
+        b.line(register_type(g.inputs[k]->type.dtype) + " " + name + " = ok ? " + e + " : (" +
+               register_type(g.inputs[k]->type.dtype) + ")0;");
+        lane[g.inputs[k]] = name;
+      }
     }
     emit_column_passes(b, g, a, l, names);
   }

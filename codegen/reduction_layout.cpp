@@ -501,9 +501,16 @@ void choose_column_cache(ReductionLayout& l, const Tuning& tune) {
   }
 }
 
+int column_pass_vector(const ReductionLayout& l, const Tuning& tune) {
+  if (tune.column_pass_vectors == 0) return 1;
+  int vec = l.vec;
+  while (vec > 1 && l.inner() < 32 * vec) vec /= 2;
+  return vec;
+}
+
 int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
   if (!target.cooperative_launch || tune.column_pass_blocks == 0) return 1;
-  const int64_t tiles = (l.inner() + 31) / 32 * l.outer();
+  const int64_t tiles = (l.inner() + 32 * l.vec - 1) / (32 * l.vec) * l.outer();
   if (tiles == 0) return 1;
   // A layout that keeps a tile's column in registers reads it once in one block, no barrier; a
   // looped one splits while half the device would idle. (The split's rows may then fit the

@@ -126,8 +126,14 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 // split, ceil(reduced / split).
 void choose_column_cache(ReductionLayout& l, const Tuning& tune);
 
+// The vector of columns a thread of looped column passes takes: the layout's vec (16 bytes of a
+// contiguous inner dim, 1 where an input's inner dim is not contiguous or the call's pointers are
+// not aligned), narrowed until 32 threads still cover the inner dim; 1 under
+// Tuning::column_pass_vectors = 0.
+int column_pass_vector(const ReductionLayout& l, const Tuning& tune);
+
 // Column groups of several passes whose columns do not fit registers (choose_column_cache), with
-// fewer tiles of 32 columns than fill the device: the blocks a tile's rows are split over (1: no
+// fewer tiles of 32 columns (or vectors of columns) than fill the device: the blocks a tile's rows are split over (1: no
 // split). Each split block runs every pass over its rows and the blocks of a tile exchange each
 // pass's partial results through a barrier of their own, so the launch must keep them all
 // resident (a cooperative launch, DeviceTarget::cooperative_launch). Aims for

@@ -135,14 +135,22 @@ class ColumnUnit : public ScheduleUnit {
     // (generate_column_normalization): one block per tile, or the tile's rows split over several
     // blocks where the tiles alone leave the device idle.
     if (r.analysis.reduction && r.analysis.reduction->passes > 1) {
+      const int vec = column_pass_vector(l, r.tuning);
       l.vec = 1;
       l.unroll = 1;
       l.split = 1;
       choose_column_cache(l, r.tuning);
       l.split = choose_column_pass_split(l, r.target, r.tuning);
       if (l.split > 1) choose_column_cache(l, r.tuning);
-      // A looped split loads Tuning::column_pass_unroll rows a thread before computing them.
-      if (l.split > 1 && !l.cached) l.unroll = r.tuning.column_pass_unroll;
+      // Columns read again in every pass take a vector of columns a thread; fewer, wider tiles
+      // split their rows again.
+      if (!l.cached && vec > 1) {
+        l.vec = vec;
+        l.split = choose_column_pass_split(l, r.target, r.tuning);
+      }
+      // A looped split loads Tuning::column_pass_unroll rows a thread (vectors:
+      // column_pass_vector_unroll) before computing them.
+      if (l.split > 1 && !l.cached) l.unroll = l.vec > 1 ? r.tuning.column_pass_vector_unroll : r.tuning.column_pass_unroll;
     }
     return l;
   }

@@ -96,6 +96,13 @@ struct Tuning {
   // x - x.mean(0) on [16384, 4096], f32 / bf16: 191.9 / 127.4 and 297.2 / 173.6 with 8; 191.6 /
   // 121.2 and 290.9 / 163.3 with 12; 191.0 / 117.4 and 291.6 / 170.2 with 16 (62 registers).
   int column_pass_unroll = 12;
+  // Looped column passes over a contiguous inner dim take 16-byte vectors of adjacent columns a
+  // thread (a warp reads 512 bytes of a row, not 64 or 128), tiles of 32 vectors (0: one column
+  // a thread). Cached column passes keep one column a thread.
+  int column_pass_vectors = 1;
+  // Split column passes with vectors: rows each thread loads (all loads first) before computing
+  // them (a row is a vector a thread, so fewer than column_pass_unroll's single columns).
+  int column_pass_vector_unroll = 4;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

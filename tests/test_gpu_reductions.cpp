@@ -169,6 +169,53 @@ TEST(GpuReductions, SplitColumnPassesMatchEager) {
   EXPECT_TRUE(c.stats().cuda_graph_refusals.empty()) << ::testing::PrintToString(c.stats().cuda_graph_refusals);
 }
 
+// Column passes taking vectors of adjacent columns a thread (column_pass_vector): split and
+// unsplit looped passes, a column weight per lane, an element input broadcast along the columns,
+// an outer dim, a last tile part-filled, columns narrowed to vectors of 2, a pointer one element
+// off (no vectors for that call), each with the vectors' knobs off or narrowed, against eager and
+// float64 in every dtype, one kernel per call.
+TEST(GpuReductions, VectorColumnPassesMatchEager) {
+  REQUIRE_GPU();
+  struct Case {
+    std::string args, expr;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  const std::string norm = "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5) * w";
+  const std::vector<Case> cases = {
+      {"x", "x - x.mean(0, keepdim=True)", {{16384, 1024}}},
+      {"x", "torch.softmax(x, 0)", {{12289, 1000}}},
+      {"x", "torch.log_softmax(x * 0.5, 1)", {{3, 6001, 264}}},
+      {"x, w", norm, {{16384, 512}, {512}}},
+      {"x, y", "torch.softmax(x + y, 0)", {{9000, 768}, {9000, 1}}},
+      {"x", "torch.logsumexp(x, 0, keepdim=True) - x", {{20000, 64}}},
+  };
+  for (const char* spec : {"", "column_pass_blocks=0,column_cache=0", "column_pass_vector_unroll=1,column_cache=0",
+                           "column_pass_vectors=0"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (const auto& c : cases) {
+        const std::string tag = c.expr + " " + ::testing::PrintToString(c.shapes[0]) + " " + c10::toString(dtype) + " [" + spec + "]";
+        const auto make = [&] {
+          std::vector<c10::IValue> in;
+          for (const auto& shape : c.shapes) in.emplace_back(rnd(shape, dtype));
+          return in;
+        };
+        expect_matches_eager(module_returning(c.args, c.expr), make, tag, 1);
+        if (std::string(spec).empty() && c.shapes[0].back() >= 256) {
+          // The kernel takes vectors of columns (the unknobbed plan of the wide cases).
+          const auto e = torchfuse::compile(module_returning(c.args, c.expr), tftest::quiet_options()).explain(make());
+          ASSERT_EQ(e.kernels.size(), 1u) << tag;
+          EXPECT_NE(e.kernels[0].source.find(" a thread)"), std::string::npos) << tag << "\n" << e.kernels[0].source;
+        }
+      }
+      // x[:, 1:]: its rows start one element past a vector, so the call reads one column a thread.
+      expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                           [&] { return std::vector<c10::IValue>{rnd({12288, 1025}, dtype).narrow(1, 1, 1024)}; },
+                           std::string("softmax of a misaligned input ") + c10::toString(dtype) + " [" + spec + "]", 1);
+    }
+  }
+}
+
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
   REQUIRE_GPU();
   for (auto dtype : kDtypes) {

@@ -2,7 +2,9 @@
 // patterns into one kernel each, refusals, and every reduction kernel through NVRTC for sm_90.
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include "codegen/tuning.h"
 #include "passes/reduction_schedule.h"
+#include "runtime/process_tuning.h"
 #include "tests/suite_modules.h"
 #include "tests/test_util.h"
 
@@ -137,6 +139,64 @@ TEST(Reductions, FewLongColumnsSplitTheirPasses) {
   EXPECT_NE(e.kernels[0].source.find("_tile_barrier(tile_counter"), std::string::npos) << e.kernels[0].source;
   EXPECT_EQ(tftest::fusion_nodes(e.rewritten_graph), 1) << e.rewritten_graph;
   EXPECT_TRUE(e.refused.empty()) << ::testing::PrintToString(e.refused);
+}
+
+// Column passes that read their columns again in every pass take 16-byte vectors of adjacent
+// columns a thread where the inner dim is contiguous (column_pass_vector): vector loads and
+// stores, per-lane accumulators and row values (a column's weight, rin<k>_l<j>), an element
+// input broadcast along the columns loaded once a row, the vector narrowed until a warp still
+// covers the columns; transposed inputs, cached columns and column_pass_vectors=0 keep one
+// column a thread. Every kernel builds for sm_90.
+TEST(Reductions, LongColumnsTakeVectorsOfColumns) {
+  struct Case {
+    std::string expr, args;
+    std::vector<torch::Tensor> in;
+    const char* spec;
+    int vec;
+  };
+  const auto f = c10::kFloat, h = c10::kBFloat16;
+  auto r = [](std::vector<int64_t> s, c10::ScalarType t) { return torch::randn(s).to(t); };
+  const std::string norm = "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5) * w";
+  const std::vector<Case> cases = {
+      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, f)}, "", 4},
+      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, h)}, "", 8},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1000}, h)}, "", 8},
+      {"torch.softmax(x, 1)", "x", {r({2, 8192, 264}, f)}, "", 4},
+      {norm, "x, w", {r({16384, 512}, h), r({512}, h)}, "", 8},
+      {"torch.softmax(x + y, 0)", "x, y", {r({8192, 512}, f), r({8192, 1}, f)}, "", 4},
+      {"torch.softmax(x, 0)", "x", {r({8192, 64}, h)}, "column_cache=0", 2},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "column_pass_blocks=0,column_cache=0", 8},
+      {"torch.softmax(x, 0)", "x", {r({1024, 8192}, h).t()}, "", 1},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "column_pass_vectors=0", 1},
+      {"torch.softmax(x, 0)", "x", {r({2048, 1024}, f)}, "", 1},  // cached: 32 rows a thread
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.expr + " " + ::testing::PrintToString(c.in[0].sizes()) + " " + c10::toString(c.in[0].scalar_type()) + " [" +
+                 c.spec + "]");
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(c.spec));
+    std::vector<c10::IValue> in(c.in.begin(), c.in.end());
+    const auto e = explain(module_returning(c.args, c.expr), in, /*compile=*/true);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+    const std::string& src = e.kernels[0].source;
+    EXPECT_NE(src.find("passes)"), std::string::npos) << src;
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    if (c.vec == 1) {
+      EXPECT_NE(src.find("// 32 columns along"), std::string::npos) << src;
+      EXPECT_EQ(src.find("/* column i + "), std::string::npos) << src;
+      continue;
+    }
+    const std::string v = std::to_string(c.vec);
+    EXPECT_NE(src.find("32 x " + v + " columns (" + v + " a thread)"), std::string::npos) << src;
+    EXPECT_NE(src.find("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + std::to_string(32 * c.vec) + " + tx * " + v), std::string::npos) << src;
+    EXPECT_NE(src.find("/* column i + " + std::to_string(c.vec - 1) + " */"), std::string::npos) << src;
+    EXPECT_EQ(src.find("/* column i + " + v + " */"), std::string::npos) << src;
+    const std::string storage = c.in[0].scalar_type() == h ? "tf_bf16" : "float";
+    EXPECT_NE(src.find("*reinterpret_cast<const tf_vec<" + storage + ", " + v + ">*>(in0 + "), std::string::npos) << src;
+    EXPECT_NE(src.find("*reinterpret_cast<tf_vec<" + storage + ", " + v + ">*>(out0 + "), std::string::npos) << src;
+    if (c.args == "x, w") EXPECT_NE(src.find("rin1_l" + std::to_string(c.vec - 1) + " = ok ? "), std::string::npos) << src;
+    // y is [8192, 1]: one load a row, the same value in every lane.
+    if (c.args == "x, y") EXPECT_NE(src.find("c1[u] = in1[ooff1 + ioff1 + roff1];"), std::string::npos) << src;
+  }
 }
 
 // Full reductions still take one pass: over every dim of more than one block's row, the mean
