@@ -44,15 +44,18 @@ void emit_tile_barrier(SourceBuilder& b) {
 }
 
 // Split layouts, after pass `pass`'s block totals: ty 0 writes them as block y's partials, the
-// tile's blocks meet at barrier `round`, and every thread adds the tile's partials in block order
-// into its totals. After the last barrier each block counts itself out once more; the last one
-// out puts the counter back to zero for the stream's next launch (every block has passed every
-// wait by then).
+// tile's blocks meet at barrier `round`, then the block adds the tile's partials: thread (ty, tx)
+// those of blocks ty, ty + RY, ... in order, and the RY sums combine in ty order through shared
+// memory, so every block gets the same totals (and no block reads each partial once a warp).
+// After the last barrier each block counts itself out once more; the last one out puts the
+// counter back to zero for the stream's next launch (every block has passed every wait by then).
 void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, int round,
                          bool last_round) {
   std::vector<const ir::Node*> rs;
   for (const ir::Node* r : a.reductions)
     if (a.accumulate_pass(r) == pass && a.has_accumulator(r)) rs.push_back(r);
+  const std::string RY = str(l.block / 32);
+  const std::string column = l.vec == 1 ? "tx" : "tx * " + str(l.vec);
   const std::string at = "((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i";
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
@@ -66,7 +69,7 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
     for (int j = 0; j < l.vec; ++j) b.line("total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
   }
   {
-    auto blocks = b.scope("for (tf_index s = 0; ok && s < (tf_index)p.split; ++s)");
+    auto blocks = b.scope("for (tf_index s = ty; ok && s < (tf_index)p.split; s += " + RY + ")");
     for (const ir::Node* r : rs) {
       const std::string acc = accumulator_name(a, r);
       for (int j = 0; j < l.vec; ++j) {
@@ -74,6 +77,21 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
         b.line(total + " = " + reduction_functor(*r) + "(" + total + ", __ldcg(p.part_" + acc +
                " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" + lane_offset(l, j) + "));");
       }
+    }
+  }
+  // (The barrier's last __syncthreads came after every thread had read the block totals.)
+  for (const ir::Node* r : rs) {
+    const std::string acc = accumulator_name(a, r);
+    for (int j = 0; j < l.vec; ++j) b.line("smem_" + acc + "[ty][" + column + lane_offset(l, j) + "] = total_" + acc + lane_suffix(l, j) + ";");
+  }
+  b.line("__syncthreads();");
+  for (const ir::Node* r : rs) {
+    const std::string acc = accumulator_name(a, r);
+    for (int j = 0; j < l.vec; ++j) {
+      const std::string total = "total_" + acc + lane_suffix(l, j);
+      const std::string slot = "[" + column + lane_offset(l, j) + "]";
+      b.line(total + " = smem_" + acc + "[0]" + slot + ";");
+      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc + "[y]" + slot + ");");
     }
   }
   if (!last_round) return;

@@ -986,9 +986,11 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
 // puts the tile's counter back to zero. Looped passes load column_pass_unroll rows a thread before
 // computing them and alternate their direction; a split whose rows fit the registers keeps them
 // there. column_pass_blocks=0, or columns enough to fill the
-// device, keep a block per tile. NVRTC compiles each form.
+// device, keep a block per tile. NVRTC compiles each form. (One column a thread: vectors of
+// columns, LongColumnsTakeVectorsOfColumns, make the tiles fewer.)
 TEST(ColumnPasses, FewTilesSplitTheirRows) {
   const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
+  torchfuse::runtime::ScopedTuning scalar(with("column_pass_vectors=0"));
   for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
     SCOPED_TRACE(c10::toString(dtype));
     // [4096, 2048]: 64 tiles, 8 blocks each (4 a multiprocessor on 132), 512 rows a block: looped.
@@ -1000,7 +1002,9 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
                                                 "const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);", "c0[u] = ",
                                                 "const tf_index r = rb + (tf_index)u * 8;", "if (r < r1)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 1u);",
-                                                "for (tf_index s = 0; ok && s < (tf_index)p.split; ++s)",
+                                                "for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8)",
+                                                "smem_acc0[ty][tx] = total_acc0;", "__syncthreads();",
+                                                "total_acc0 = smem_acc0[0][tx];",
                                                 "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96)",
                                                 "const tf_index r = max(rb - (tf_index)u * 8, r0);", "if (r >= r0)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 2u);",
@@ -1019,7 +1023,7 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
   // asked for: a block per tile, no barrier.
   const std::string wide = body(kernel_source(softmax, {torch::randn({1100, 9000})}));
   EXPECT_EQ(wide.find("tile_barrier"), std::string::npos) << wide;
-  torchfuse::runtime::ScopedTuning off(with("column_pass_blocks=0"));
+  torchfuse::runtime::ScopedTuning off(with("column_pass_blocks=0,column_pass_vectors=0"));
   const std::string unsplit = kernel_source(softmax, {torch::randn({4096, 2048})});
   EXPECT_EQ(unsplit.find("tile_barrier"), std::string::npos) << unsplit;
   EXPECT_NE(unsplit.find("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)"), std::string::npos) << unsplit;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_vectors, bf16
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_b46750c1 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_0f55c030 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_b46750c1_params {
+struct tf_softmax_0f55c030_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,7 +26,7 @@ struct tf_softmax_b46750c1_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_b46750c1_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_0f55c030_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -40,7 +40,7 @@ __device__ __forceinline__ void tf_softmax_b46750c1_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const tf_softmax_b46750c1_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_0f55c030(const tf_softmax_0f55c030_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -160,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 5] = total_acc0_l5;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6] = total_acc0_l6;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7] = total_acc0_l7;
-  tf_softmax_b46750c1_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+  tf_softmax_0f55c030_tile_barrier(tile_counter, (unsigned)p.split * 1u);
   total_acc0_l0 = __int_as_float(0xff800000);
   total_acc0_l1 = __int_as_float(0xff800000);
   total_acc0_l2 = __int_as_float(0xff800000);
@@ -169,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
   total_acc0_l5 = __int_as_float(0xff800000);
   total_acc0_l6 = __int_as_float(0xff800000);
   total_acc0_l7 = __int_as_float(0xff800000);
-  for (tf_index s = 0; ok && s < (tf_index)p.split; ++s) {
+  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
     total_acc0_l0 = tf_max_op()(total_acc0_l0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 0));
     total_acc0_l1 = tf_max_op()(total_acc0_l1, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1));
     total_acc0_l2 = tf_max_op()(total_acc0_l2, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2));
@@ -179,6 +179,31 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
     total_acc0_l6 = tf_max_op()(total_acc0_l6, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6));
     total_acc0_l7 = tf_max_op()(total_acc0_l7, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7));
   }
+  smem_acc0[ty][tx * 8 + 0] = total_acc0_l0;
+  smem_acc0[ty][tx * 8 + 1] = total_acc0_l1;
+  smem_acc0[ty][tx * 8 + 2] = total_acc0_l2;
+  smem_acc0[ty][tx * 8 + 3] = total_acc0_l3;
+  smem_acc0[ty][tx * 8 + 4] = total_acc0_l4;
+  smem_acc0[ty][tx * 8 + 5] = total_acc0_l5;
+  smem_acc0[ty][tx * 8 + 6] = total_acc0_l6;
+  smem_acc0[ty][tx * 8 + 7] = total_acc0_l7;
+  __syncthreads();
+  total_acc0_l0 = smem_acc0[0][tx * 8 + 0];
+  for (int y = 1; y < 8; ++y) total_acc0_l0 = tf_max_op()(total_acc0_l0, smem_acc0[y][tx * 8 + 0]);
+  total_acc0_l1 = smem_acc0[0][tx * 8 + 1];
+  for (int y = 1; y < 8; ++y) total_acc0_l1 = tf_max_op()(total_acc0_l1, smem_acc0[y][tx * 8 + 1]);
+  total_acc0_l2 = smem_acc0[0][tx * 8 + 2];
+  for (int y = 1; y < 8; ++y) total_acc0_l2 = tf_max_op()(total_acc0_l2, smem_acc0[y][tx * 8 + 2]);
+  total_acc0_l3 = smem_acc0[0][tx * 8 + 3];
+  for (int y = 1; y < 8; ++y) total_acc0_l3 = tf_max_op()(total_acc0_l3, smem_acc0[y][tx * 8 + 3]);
+  total_acc0_l4 = smem_acc0[0][tx * 8 + 4];
+  for (int y = 1; y < 8; ++y) total_acc0_l4 = tf_max_op()(total_acc0_l4, smem_acc0[y][tx * 8 + 4]);
+  total_acc0_l5 = smem_acc0[0][tx * 8 + 5];
+  for (int y = 1; y < 8; ++y) total_acc0_l5 = tf_max_op()(total_acc0_l5, smem_acc0[y][tx * 8 + 5]);
+  total_acc0_l6 = smem_acc0[0][tx * 8 + 6];
+  for (int y = 1; y < 8; ++y) total_acc0_l6 = tf_max_op()(total_acc0_l6, smem_acc0[y][tx * 8 + 6]);
+  total_acc0_l7 = smem_acc0[0][tx * 8 + 7];
+  for (int y = 1; y < 8; ++y) total_acc0_l7 = tf_max_op()(total_acc0_l7, smem_acc0[y][tx * 8 + 7]);
   float acc1[8];
   #pragma unroll
   for (int lane = 0; lane < 8; ++lane) acc1[lane] = 0.0f;
@@ -297,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 5] = total_acc1_l5;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6] = total_acc1_l6;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7] = total_acc1_l7;
-  tf_softmax_b46750c1_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+  tf_softmax_0f55c030_tile_barrier(tile_counter, (unsigned)p.split * 2u);
   total_acc1_l0 = 0.0f;
   total_acc1_l1 = 0.0f;
   total_acc1_l2 = 0.0f;
@@ -306,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
   total_acc1_l5 = 0.0f;
   total_acc1_l6 = 0.0f;
   total_acc1_l7 = 0.0f;
-  for (tf_index s = 0; ok && s < (tf_index)p.split; ++s) {
+  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
     total_acc1_l0 = tf_sum_op()(total_acc1_l0, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 0));
     total_acc1_l1 = tf_sum_op()(total_acc1_l1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1));
     total_acc1_l2 = tf_sum_op()(total_acc1_l2, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2));
@@ -316,6 +341,31 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b46750c1(const t
     total_acc1_l6 = tf_sum_op()(total_acc1_l6, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6));
     total_acc1_l7 = tf_sum_op()(total_acc1_l7, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7));
   }
+  smem_acc1[ty][tx * 8 + 0] = total_acc1_l0;
+  smem_acc1[ty][tx * 8 + 1] = total_acc1_l1;
+  smem_acc1[ty][tx * 8 + 2] = total_acc1_l2;
+  smem_acc1[ty][tx * 8 + 3] = total_acc1_l3;
+  smem_acc1[ty][tx * 8 + 4] = total_acc1_l4;
+  smem_acc1[ty][tx * 8 + 5] = total_acc1_l5;
+  smem_acc1[ty][tx * 8 + 6] = total_acc1_l6;
+  smem_acc1[ty][tx * 8 + 7] = total_acc1_l7;
+  __syncthreads();
+  total_acc1_l0 = smem_acc1[0][tx * 8 + 0];
+  for (int y = 1; y < 8; ++y) total_acc1_l0 = tf_sum_op()(total_acc1_l0, smem_acc1[y][tx * 8 + 0]);
+  total_acc1_l1 = smem_acc1[0][tx * 8 + 1];
+  for (int y = 1; y < 8; ++y) total_acc1_l1 = tf_sum_op()(total_acc1_l1, smem_acc1[y][tx * 8 + 1]);
+  total_acc1_l2 = smem_acc1[0][tx * 8 + 2];
+  for (int y = 1; y < 8; ++y) total_acc1_l2 = tf_sum_op()(total_acc1_l2, smem_acc1[y][tx * 8 + 2]);
+  total_acc1_l3 = smem_acc1[0][tx * 8 + 3];
+  for (int y = 1; y < 8; ++y) total_acc1_l3 = tf_sum_op()(total_acc1_l3, smem_acc1[y][tx * 8 + 3]);
+  total_acc1_l4 = smem_acc1[0][tx * 8 + 4];
+  for (int y = 1; y < 8; ++y) total_acc1_l4 = tf_sum_op()(total_acc1_l4, smem_acc1[y][tx * 8 + 4]);
+  total_acc1_l5 = smem_acc1[0][tx * 8 + 5];
+  for (int y = 1; y < 8; ++y) total_acc1_l5 = tf_sum_op()(total_acc1_l5, smem_acc1[y][tx * 8 + 5]);
+  total_acc1_l6 = smem_acc1[0][tx * 8 + 6];
+  for (int y = 1; y < 8; ++y) total_acc1_l6 = tf_sum_op()(total_acc1_l6, smem_acc1[y][tx * 8 + 6]);
+  total_acc1_l7 = smem_acc1[0][tx * 8 + 7];
+  for (int y = 1; y < 8; ++y) total_acc1_l7 = tf_sum_op()(total_acc1_l7, smem_acc1[y][tx * 8 + 7]);
   if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;
   for (tf_index rb = r0 + ty; ok && rb < r1; rb += 32) {
     tf_vec<tf_bf16, 8> c0[4];

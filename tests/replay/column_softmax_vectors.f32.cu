@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_vectors, f32
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_4c987c98 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_87d7354c (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_4c987c98_params {
+struct tf_softmax_87d7354c_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,7 +26,7 @@ struct tf_softmax_4c987c98_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_4c987c98_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_87d7354c_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -40,7 +40,7 @@ __device__ __forceinline__ void tf_softmax_4c987c98_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_4c987c98(const tf_softmax_4c987c98_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_87d7354c(const tf_softmax_87d7354c_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -120,17 +120,30 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_4c987c98(const t
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1] = total_acc0_l1;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2] = total_acc0_l2;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3] = total_acc0_l3;
-  tf_softmax_4c987c98_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+  tf_softmax_87d7354c_tile_barrier(tile_counter, (unsigned)p.split * 1u);
   total_acc0_l0 = __int_as_float(0xff800000);
   total_acc0_l1 = __int_as_float(0xff800000);
   total_acc0_l2 = __int_as_float(0xff800000);
   total_acc0_l3 = __int_as_float(0xff800000);
-  for (tf_index s = 0; ok && s < (tf_index)p.split; ++s) {
+  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
     total_acc0_l0 = tf_max_op()(total_acc0_l0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 0));
     total_acc0_l1 = tf_max_op()(total_acc0_l1, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1));
     total_acc0_l2 = tf_max_op()(total_acc0_l2, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2));
     total_acc0_l3 = tf_max_op()(total_acc0_l3, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3));
   }
+  smem_acc0[ty][tx * 4 + 0] = total_acc0_l0;
+  smem_acc0[ty][tx * 4 + 1] = total_acc0_l1;
+  smem_acc0[ty][tx * 4 + 2] = total_acc0_l2;
+  smem_acc0[ty][tx * 4 + 3] = total_acc0_l3;
+  __syncthreads();
+  total_acc0_l0 = smem_acc0[0][tx * 4 + 0];
+  for (int y = 1; y < 8; ++y) total_acc0_l0 = tf_max_op()(total_acc0_l0, smem_acc0[y][tx * 4 + 0]);
+  total_acc0_l1 = smem_acc0[0][tx * 4 + 1];
+  for (int y = 1; y < 8; ++y) total_acc0_l1 = tf_max_op()(total_acc0_l1, smem_acc0[y][tx * 4 + 1]);
+  total_acc0_l2 = smem_acc0[0][tx * 4 + 2];
+  for (int y = 1; y < 8; ++y) total_acc0_l2 = tf_max_op()(total_acc0_l2, smem_acc0[y][tx * 4 + 2]);
+  total_acc0_l3 = smem_acc0[0][tx * 4 + 3];
+  for (int y = 1; y < 8; ++y) total_acc0_l3 = tf_max_op()(total_acc0_l3, smem_acc0[y][tx * 4 + 3]);
   double acc1[4];
   #pragma unroll
   for (int lane = 0; lane < 4; ++lane) acc1[lane] = 0.0;
@@ -201,17 +214,30 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_4c987c98(const t
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1] = total_acc1_l1;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2] = total_acc1_l2;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3] = total_acc1_l3;
-  tf_softmax_4c987c98_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+  tf_softmax_87d7354c_tile_barrier(tile_counter, (unsigned)p.split * 2u);
   total_acc1_l0 = 0.0;
   total_acc1_l1 = 0.0;
   total_acc1_l2 = 0.0;
   total_acc1_l3 = 0.0;
-  for (tf_index s = 0; ok && s < (tf_index)p.split; ++s) {
+  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
     total_acc1_l0 = tf_sum_op()(total_acc1_l0, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 0));
     total_acc1_l1 = tf_sum_op()(total_acc1_l1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1));
     total_acc1_l2 = tf_sum_op()(total_acc1_l2, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2));
     total_acc1_l3 = tf_sum_op()(total_acc1_l3, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3));
   }
+  smem_acc1[ty][tx * 4 + 0] = total_acc1_l0;
+  smem_acc1[ty][tx * 4 + 1] = total_acc1_l1;
+  smem_acc1[ty][tx * 4 + 2] = total_acc1_l2;
+  smem_acc1[ty][tx * 4 + 3] = total_acc1_l3;
+  __syncthreads();
+  total_acc1_l0 = smem_acc1[0][tx * 4 + 0];
+  for (int y = 1; y < 8; ++y) total_acc1_l0 = tf_sum_op()(total_acc1_l0, smem_acc1[y][tx * 4 + 0]);
+  total_acc1_l1 = smem_acc1[0][tx * 4 + 1];
+  for (int y = 1; y < 8; ++y) total_acc1_l1 = tf_sum_op()(total_acc1_l1, smem_acc1[y][tx * 4 + 1]);
+  total_acc1_l2 = smem_acc1[0][tx * 4 + 2];
+  for (int y = 1; y < 8; ++y) total_acc1_l2 = tf_sum_op()(total_acc1_l2, smem_acc1[y][tx * 4 + 2]);
+  total_acc1_l3 = smem_acc1[0][tx * 4 + 3];
+  for (int y = 1; y < 8; ++y) total_acc1_l3 = tf_sum_op()(total_acc1_l3, smem_acc1[y][tx * 4 + 3]);
   if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;
   const float total_acc1_l0_out = (float)total_acc1_l0;
   const float total_acc1_l1_out = (float)total_acc1_l1;
