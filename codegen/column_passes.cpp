@@ -22,8 +22,11 @@ std::string lane_offset(const ReductionLayout& l, int j) { return l.vec == 1 ? "
 // Per lane: the names of the per-column values (reduction results, row inputs and row nodes).
 using LaneNames = std::vector<ValueNames>;
 
-// The barrier of a split tile's blocks (generate_column_normalization with a split layout):
-// each block's thread 0 counts the block in after the block's partial results are written
+// The barrier of a split tile's blocks (generate_column_normalization with a split layout). Each
+// tile's counter sits on a 128-byte line of its own and the waits back off from 32 to 512 ns, so
+// that the tens of blocks of a tile (vectors of columns make the tiles few) spinning on one line
+// crowd the arrivals they wait for less (not measured apart from the vectors).
+// Each block's thread 0 counts the block in after the block's partial results are written
 // (tf_count_arrival releases them) and waits until `target` arrivals, acquiring the other
 // blocks' partials for its block's threads (the __syncthreads after it). Every block of the
 // grid is resident (a cooperative launch), so the wait ends.
@@ -35,10 +38,12 @@ void emit_tile_barrier(SourceBuilder& b) {
     auto t0 = b.scope("if (threadIdx.x == 0)");
     b.line("tf_count_arrival(counter);");
     b.line("unsigned seen;");
+    b.line("unsigned wait = 32;");
     auto spin = b.scope("for (;;)");
     b.line("asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(seen) : \"l\"(counter) : \"memory\");");
     b.line("if (seen >= target) break;");
-    b.line("__nanosleep(32);");
+    b.line("__nanosleep(wait);");
+    b.line("if (wait < 512) wait *= 2;");
   }
   b.line("__syncthreads();");
 }
@@ -372,7 +377,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
       b.line("const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;");
       b.line("const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;");
       b.line("const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);");
-      b.line("unsigned* const tile_counter = p.counters + blockIdx.x;");
+      b.line("unsigned* const tile_counter = p.counters + blockIdx.x * " + str(kTileCounterStride) + ";");
     }
     LaneNames names(static_cast<size_t>(l.vec));
     for (int j = 0; j < l.vec; ++j) {

@@ -141,6 +141,9 @@ int column_pass_vector(const ReductionLayout& l, const Tuning& tune);
 // rows a block.
 int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
 constexpr int64_t kMinSplitPassRows = 64;
+// Split column passes: a tile's barrier counter is element tile * kTileCounterStride of the
+// launch's counters (a 128-byte line a tile).
+constexpr int kTileCounterStride = 32;
 
 }  // namespace codegen
 }  // namespace torchfuse

@@ -313,7 +313,7 @@ class ColumnLauncher : public ScheduleLauncher {
     }
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
-    p.ptr(l.split > 1 ? stream_counters(c.device, tiles) : nullptr);
+    p.ptr(l.split > 1 ? stream_counters(c.device, cooperative ? tiles * codegen::kTileCounterStride : tiles) : nullptr);
     // (A split of 1 waits for no other block: a plain launch.)
     if (cooperative && split > 1) {
       launch_cooperative(x.kernel, c.device, tiles, split, l.block, p, x.fk.counters());

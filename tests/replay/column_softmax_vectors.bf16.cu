@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_vectors, bf16
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_0f55c030 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_75b9afe1 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_0f55c030_params {
+struct tf_softmax_75b9afe1_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,21 +26,23 @@ struct tf_softmax_0f55c030_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_0f55c030_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_75b9afe1_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
     unsigned seen;
+    unsigned wait = 32;
     for (;;) {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
       if (seen >= target) break;
-      __nanosleep(32);
+      __nanosleep(wait);
+      if (wait < 512) wait *= 2;
     }
   }
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_0f55c030(const tf_softmax_0f55c030_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_75b9afe1(const tf_softmax_75b9afe1_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -57,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_0f55c030(const t
   const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;
   const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
   const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
-  unsigned* const tile_counter = p.counters + blockIdx.x;
+  unsigned* const tile_counter = p.counters + blockIdx.x * 32;
   float acc0[8];
   #pragma unroll
   for (int lane = 0; lane < 8; ++lane) acc0[lane] = __int_as_float(0xff800000);
@@ -160,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_0f55c030(const t
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 5] = total_acc0_l5;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6] = total_acc0_l6;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7] = total_acc0_l7;
-  tf_softmax_0f55c030_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+  tf_softmax_75b9afe1_tile_barrier(tile_counter, (unsigned)p.split * 1u);
   total_acc0_l0 = __int_as_float(0xff800000);
   total_acc0_l1 = __int_as_float(0xff800000);
   total_acc0_l2 = __int_as_float(0xff800000);
@@ -322,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_0f55c030(const t
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 5] = total_acc1_l5;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 6] = total_acc1_l6;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 7] = total_acc1_l7;
-  tf_softmax_0f55c030_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+  tf_softmax_75b9afe1_tile_barrier(tile_counter, (unsigned)p.split * 2u);
   total_acc1_l0 = 0.0f;
   total_acc1_l1 = 0.0f;
   total_acc1_l2 = 0.0f;

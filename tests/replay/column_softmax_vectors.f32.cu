@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_vectors, f32
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_87d7354c (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_832b2be0 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_87d7354c_params {
+struct tf_softmax_832b2be0_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,21 +26,23 @@ struct tf_softmax_87d7354c_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_87d7354c_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_832b2be0_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
     unsigned seen;
+    unsigned wait = 32;
     for (;;) {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
       if (seen >= target) break;
-      __nanosleep(32);
+      __nanosleep(wait);
+      if (wait < 512) wait *= 2;
     }
   }
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_87d7354c(const tf_softmax_87d7354c_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_832b2be0(const tf_softmax_832b2be0_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -57,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_87d7354c(const t
   const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;
   const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
   const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
-  unsigned* const tile_counter = p.counters + blockIdx.x;
+  unsigned* const tile_counter = p.counters + blockIdx.x * 32;
   float acc0[4];
   #pragma unroll
   for (int lane = 0; lane < 4; ++lane) acc0[lane] = __int_as_float(0xff800000);
@@ -120,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_87d7354c(const t
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1] = total_acc0_l1;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2] = total_acc0_l2;
   if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3] = total_acc0_l3;
-  tf_softmax_87d7354c_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+  tf_softmax_832b2be0_tile_barrier(tile_counter, (unsigned)p.split * 1u);
   total_acc0_l0 = __int_as_float(0xff800000);
   total_acc0_l1 = __int_as_float(0xff800000);
   total_acc0_l2 = __int_as_float(0xff800000);
@@ -214,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_87d7354c(const t
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 1] = total_acc1_l1;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 2] = total_acc1_l2;
   if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + 3] = total_acc1_l3;
-  tf_softmax_87d7354c_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+  tf_softmax_832b2be0_tile_barrier(tile_counter, (unsigned)p.split * 2u);
   total_acc1_l0 = 0.0;
   total_acc1_l1 = 0.0;
   total_acc1_l2 = 0.0;
