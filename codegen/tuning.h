@@ -96,10 +96,13 @@ struct Tuning {
   // x - x.mean(0) on [16384, 4096], f32 / bf16: 191.9 / 127.4 and 297.2 / 173.6 with 8; 191.6 /
   // 121.2 and 290.9 / 163.3 with 12; 191.0 / 117.4 and 291.6 / 170.2 with 16 (62 registers).
   int column_pass_unroll = 12;
-  // Looped column passes over a contiguous inner dim take 16-byte vectors of adjacent columns a
-  // thread (a warp reads 512 bytes of a row, not 64 or 128), tiles of 32 vectors (0: one column
-  // a thread). Cached column passes keep one column a thread.
-  int column_pass_vectors = 1;
+  // 1: looped column passes over a contiguous inner dim take 16-byte vectors of adjacent columns
+  // a thread (a warp reads 512 bytes of a row, not 64 or 128), tiles of 32 vectors; cached column
+  // passes keep one column a thread. Off by default: measured H200 (before the split exchange
+  // took a warp row at a time), softmax over dim 0 of [16384, 2048] f32 / bf16 246 / 715 us with
+  // vectors against 143 / 110 without, x - x.mean(0) on [16384, 4096] 233 / 236 against 213 / 134;
+  // the shorter column cases moved by under 10% either way.
+  int column_pass_vectors = 0;
   // Split column passes with vectors: rows each thread loads (all loads first) before computing
   // them (a row is a vector a thread, so fewer than column_pass_unroll's single columns).
   int column_pass_vector_unroll = 4;

@@ -172,8 +172,9 @@ TEST(GpuReductions, SplitColumnPassesMatchEager) {
 // Column passes taking vectors of adjacent columns a thread (column_pass_vector): split and
 // unsplit looped passes, a column weight per lane, an element input broadcast along the columns,
 // an outer dim, a last tile part-filled, columns narrowed to vectors of 2, a pointer one element
-// off (no vectors for that call), each with the vectors' knobs off or narrowed, against eager and
-// float64 in every dtype, one kernel per call.
+// off (no vectors for that call), under column_pass_vectors=1 with the other knobs narrowed and
+// under the default (one column a thread), against eager and float64 in every dtype, one kernel
+// per call.
 TEST(GpuReductions, VectorColumnPassesMatchEager) {
   REQUIRE_GPU();
   struct Case {
@@ -189,8 +190,8 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
       {"x, y", "torch.softmax(x + y, 0)", {{9000, 768}, {9000, 1}}},
       {"x", "torch.logsumexp(x, 0, keepdim=True) - x", {{20000, 64}}},
   };
-  for (const char* spec : {"", "column_pass_blocks=0,column_cache=0", "column_pass_vector_unroll=1,column_cache=0",
-                           "column_pass_vectors=0"}) {
+  for (const char* spec : {"column_pass_vectors=1", "column_pass_vectors=1,column_pass_blocks=0,column_cache=0",
+                           "column_pass_vectors=1,column_pass_vector_unroll=1,column_cache=0", ""}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       for (const auto& c : cases) {
@@ -201,8 +202,8 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
           return in;
         };
         expect_matches_eager(module_returning(c.args, c.expr), make, tag, 1);
-        if (std::string(spec).empty() && c.shapes[0].back() >= 256) {
-          // The kernel takes vectors of columns (the unknobbed plan of the wide cases).
+        if (std::string(spec) == "column_pass_vectors=1" && c.shapes[0].back() >= 256) {
+          // The kernel takes vectors of columns (the wide cases' plan under vectors alone).
           const auto e = torchfuse::compile(module_returning(c.args, c.expr), tftest::quiet_options()).explain(make());
           ASSERT_EQ(e.kernels.size(), 1u) << tag;
           EXPECT_NE(e.kernels[0].source.find(" a thread)"), std::string::npos) << tag << "\n" << e.kernels[0].source;

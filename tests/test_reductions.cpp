@@ -145,8 +145,8 @@ TEST(Reductions, FewLongColumnsSplitTheirPasses) {
 // columns a thread where the inner dim is contiguous (column_pass_vector): vector loads and
 // stores, per-lane accumulators and row values (a column's weight, rin<k>_l<j>), an element
 // input broadcast along the columns loaded once a row, the vector narrowed until a warp still
-// covers the columns; transposed inputs, cached columns and column_pass_vectors=0 keep one
-// column a thread. Every kernel builds for sm_90.
+// covers the columns (under column_pass_vectors=1); transposed inputs, cached columns and the
+// default (column_pass_vectors=0) keep one column a thread. Every kernel builds for sm_90.
 TEST(Reductions, LongColumnsTakeVectorsOfColumns) {
   struct Case {
     std::string expr, args;
@@ -158,17 +158,17 @@ TEST(Reductions, LongColumnsTakeVectorsOfColumns) {
   auto r = [](std::vector<int64_t> s, c10::ScalarType t) { return torch::randn(s).to(t); };
   const std::string norm = "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5) * w";
   const std::vector<Case> cases = {
-      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, f)}, "", 4},
-      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, h)}, "", 8},
-      {"torch.softmax(x, 0)", "x", {r({8192, 1000}, h)}, "", 8},
-      {"torch.softmax(x, 1)", "x", {r({2, 8192, 264}, f)}, "", 4},
-      {norm, "x, w", {r({16384, 512}, h), r({512}, h)}, "", 8},
-      {"torch.softmax(x + y, 0)", "x, y", {r({8192, 512}, f), r({8192, 1}, f)}, "", 4},
-      {"torch.softmax(x, 0)", "x", {r({8192, 64}, h)}, "column_cache=0", 2},
-      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "column_pass_blocks=0,column_cache=0", 8},
-      {"torch.softmax(x, 0)", "x", {r({1024, 8192}, h).t()}, "", 1},
-      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "column_pass_vectors=0", 1},
-      {"torch.softmax(x, 0)", "x", {r({2048, 1024}, f)}, "", 1},  // cached: 32 rows a thread
+      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, f)}, "column_pass_vectors=1", 4},
+      {"x - x.mean(0, keepdim=True)", "x", {r({8192, 1024}, h)}, "column_pass_vectors=1", 8},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1000}, h)}, "column_pass_vectors=1", 8},
+      {"torch.softmax(x, 1)", "x", {r({2, 8192, 264}, f)}, "column_pass_vectors=1", 4},
+      {norm, "x, w", {r({16384, 512}, h), r({512}, h)}, "column_pass_vectors=1", 8},
+      {"torch.softmax(x + y, 0)", "x, y", {r({8192, 512}, f), r({8192, 1}, f)}, "column_pass_vectors=1", 4},
+      {"torch.softmax(x, 0)", "x", {r({8192, 64}, h)}, "column_pass_vectors=1,column_cache=0", 2},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "column_pass_vectors=1,column_pass_blocks=0,column_cache=0", 8},
+      {"torch.softmax(x, 0)", "x", {r({1024, 8192}, h).t()}, "column_pass_vectors=1", 1},
+      {"torch.softmax(x, 0)", "x", {r({8192, 1024}, h)}, "", 1},  // the default: off
+      {"torch.softmax(x, 0)", "x", {r({2048, 1024}, f)}, "column_pass_vectors=1", 1},  // cached: 32 rows a thread
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expr + " " + ::testing::PrintToString(c.in[0].sizes()) + " " + c10::toString(c.in[0].scalar_type()) + " [" +

@@ -69,12 +69,12 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.column_cache, 64);
   EXPECT_EQ(d.column_pass_blocks, 4);
   EXPECT_EQ(d.column_pass_unroll, 12);
-  EXPECT_EQ(d.column_pass_vectors, 1);
+  EXPECT_EQ(d.column_pass_vectors, 0);
   EXPECT_EQ(d.column_pass_vector_unroll, 4);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
       "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0,"
-      "column_pass_blocks=2,column_pass_unroll=16,column_pass_vectors=0,column_pass_vector_unroll=8");
+      "column_pass_blocks=2,column_pass_unroll=16,column_pass_vectors=1,column_pass_vector_unroll=8");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -91,7 +91,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.column_cache, 0);
   EXPECT_EQ(t.column_pass_blocks, 2);
   EXPECT_EQ(t.column_pass_unroll, 16);
-  EXPECT_EQ(t.column_pass_vectors, 0);
+  EXPECT_EQ(t.column_pass_vectors, 1);
   EXPECT_EQ(t.column_pass_vector_unroll, 8);
 }
 
