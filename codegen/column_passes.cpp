@@ -22,6 +22,35 @@ std::string lane_offset(const ReductionLayout& l, int j) { return l.vec == 1 ? "
 // Per lane: the names of the per-column values (reduction results, row inputs and row nodes).
 using LaneNames = std::vector<ValueNames>;
 
+// The reductions pass `pass` accumulates into accumulators of their own.
+std::vector<const ir::Node*> pass_accumulators(const ReductionAnalysis& a, int pass) {
+  std::vector<const ir::Node*> rs;
+  for (const ir::Node* r : a.reductions)
+    if (a.accumulate_pass(r) == pass && a.has_accumulator(r)) rs.push_back(r);
+  return rs;
+}
+
+// The thread's first column in its tile's shared-memory rows.
+std::string thread_column(const ReductionLayout& l) { return l.vec == 1 ? "tx" : "tx * " + str(l.vec); }
+
+// Each lane's total of reductions `rs` from the block's rows of smem_acc<k>, added in row (ty)
+// order; `declare` declares the totals.
+void emit_rows_in_order(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l,
+                        const std::vector<const ir::Node*>& rs, bool declare) {
+  const std::string RY = str(l.block / 32);
+  for (const ir::Node* r : rs) {
+    const std::string acc = accumulator_name(a, r);
+    const std::string type = declare ? register_type(accumulator_dtype(*r, true)) + " " : "";
+    for (int j = 0; j < l.vec; ++j) {
+      const std::string total = "total_" + acc + lane_suffix(l, j);
+      const std::string slot = "[" + thread_column(l) + lane_offset(l, j) + "]";
+      b.line(type + total + " = smem_" + acc + "[0]" + slot + ";");
+      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc +
+             "[y]" + slot + ");");
+    }
+  }
+}
+
 // The barrier of a split tile's blocks (generate_column_normalization with a split layout). Each
 // tile's counter sits on a 128-byte line of its own and the waits back off from 32 to 512 ns, so
 // that the tens of blocks of a tile (vectors of columns make the tiles few) spinning on one line
@@ -56,11 +85,8 @@ void emit_tile_barrier(SourceBuilder& b) {
 // counter back to zero for the stream's next launch (every block has passed every wait by then).
 void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, int round,
                          bool last_round) {
-  std::vector<const ir::Node*> rs;
-  for (const ir::Node* r : a.reductions)
-    if (a.accumulate_pass(r) == pass && a.has_accumulator(r)) rs.push_back(r);
+  const std::vector<const ir::Node*> rs = pass_accumulators(a, pass);
   const std::string RY = str(l.block / 32);
-  const std::string column = l.vec == 1 ? "tx" : "tx * " + str(l.vec);
   const std::string at = "((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i";
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
@@ -87,18 +113,12 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
   // (The barrier's last __syncthreads came after every thread had read the block totals.)
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    for (int j = 0; j < l.vec; ++j) b.line("smem_" + acc + "[ty][" + column + lane_offset(l, j) + "] = total_" + acc + lane_suffix(l, j) + ";");
-  }
-  b.line("__syncthreads();");
-  for (const ir::Node* r : rs) {
-    const std::string acc = accumulator_name(a, r);
     for (int j = 0; j < l.vec; ++j) {
-      const std::string total = "total_" + acc + lane_suffix(l, j);
-      const std::string slot = "[" + column + lane_offset(l, j) + "]";
-      b.line(total + " = smem_" + acc + "[0]" + slot + ";");
-      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc + "[y]" + slot + ");");
+      b.line("smem_" + acc + "[ty][" + thread_column(l) + lane_offset(l, j) + "] = total_" + acc + lane_suffix(l, j) + ";");
     }
   }
+  b.line("__syncthreads();");
+  emit_rows_in_order(b, a, l, rs, false);
   if (!last_round) return;
   b.line("if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * " + str(round + 1) +
          "u - 1u) *tile_counter = 0u;");
@@ -187,29 +207,17 @@ void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const Reduct
 // The block's totals of the reductions accumulated in `pass`: each warp row's accumulators in
 // shared memory, added in row order by every thread for its columns (total_acc<k><lane>).
 void emit_block_totals(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass) {
-  const std::string RY = str(l.block / 32);
-  const std::string W = str(32 * l.vec);
-  const std::string column = l.vec == 1 ? "tx" : "tx * " + str(l.vec);
-  for (const ir::Node* r : a.reductions) {
-    if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+  const std::vector<const ir::Node*> rs = pass_accumulators(a, pass);
+  for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + RY + "][" + W + "];");
+    b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + str(l.block / 32) + "][" +
+           str(32 * l.vec) + "];");
     for (int j = 0; j < l.vec; ++j) {
-      b.line("smem_" + acc + "[ty][" + column + lane_offset(l, j) + "] = " + acc + lane_element(l, j) + ";");
+      b.line("smem_" + acc + "[ty][" + thread_column(l) + lane_offset(l, j) + "] = " + acc + lane_element(l, j) + ";");
     }
   }
   b.line("__syncthreads();");
-  for (const ir::Node* r : a.reductions) {
-    if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
-    const std::string acc = accumulator_name(a, r);
-    for (int j = 0; j < l.vec; ++j) {
-      const std::string total = "total_" + acc + lane_suffix(l, j);
-      const std::string slot = "[" + column + lane_offset(l, j) + "]";
-      b.line(register_type(accumulator_dtype(*r, true)) + " " + total + " = smem_" + acc + "[0]" + slot + ";");
-      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc +
-             "[y]" + slot + ");");
-    }
-  }
+  emit_rows_in_order(b, a, l, rs, true);
 }
 
 // Several passes over each column, in the blocks of a tile of 32 x vec columns (vec adjacent
@@ -236,8 +244,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
   // Split: the passes that meet at a barrier (those with accumulators), and how many have so far.
   int rounds = 0, round_now = 0;
   for (int pass = 0; pass < a.passes; ++pass) {
-    rounds += std::any_of(a.reductions.begin(), a.reductions.end(),
-                          [&](const ir::Node* r) { return a.accumulate_pass(r) == pass && a.has_accumulator(r); });
+    rounds += !pass_accumulators(a, pass).empty();
   }
   if (l.cached) {
     for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -269,8 +276,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       });
     }
     if (pass == a.passes) return;
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+    for (const ir::Node* r : pass_accumulators(a, pass)) {
       const std::string type = register_type(accumulator_dtype(*r, true));
       const std::string acc = accumulator_name(a, r);
       if (l.vec == 1) {
@@ -313,14 +319,11 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       emit_lanes(b, g, a, l, names, pass, [&](size_t k) { return column_load(l, k, ""); });
     }
     emit_block_totals(b, a, l, pass);
-    bool any_accumulator = false;
-    for (const ir::Node* r : a.reductions) any_accumulator = any_accumulator || (a.accumulate_pass(r) == pass && a.has_accumulator(r));
-    if (split && any_accumulator) {
+    if (split && !pass_accumulators(a, pass).empty()) {
       ++round_now;
       emit_split_exchange(b, a, l, pass, round_now, round_now == rounds);
     }
-    for (const ir::Node* r : a.reductions) {
-      if (a.accumulate_pass(r) != pass || !a.has_accumulator(r)) continue;
+    for (const ir::Node* r : pass_accumulators(a, pass)) {
       for (int j = 0; j < l.vec; ++j) {
         names[static_cast<size_t>(j)][r->output()] =
             result_in_register_type(b, *r, "total_" + accumulator_name(a, r) + lane_suffix(l, j));
