@@ -1,6 +1,7 @@
 #include "codegen/column_passes.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "codegen/column_common.h"
 #include "codegen/kernel_name.h"
@@ -49,6 +50,17 @@ void emit_rows_in_order(SourceBuilder& b, const ReductionAnalysis& a, const Redu
              "[y]" + slot + ");");
     }
   }
+}
+
+// The element of `ptr` at `offset`, through the hinted loads where `hint` asks.
+std::string scalar_load(const std::string& ptr, const std::string& offset, LoadHint hint) {
+  switch (hint) {
+    case LoadHint::EvictFirst: return "tf_load_once(" + ptr + " + " + offset + ")";
+    case LoadHint::EvictLast: return "tf_load_keep(" + ptr + " + " + offset + ")";
+    case LoadHint::KeepShared: return "tf_load_shared(" + ptr + " + " + offset + ")";
+    case LoadHint::None: break;
+  }
+  return ptr + "[" + offset + "]";
 }
 
 // The barrier of a split tile's blocks (generate_column_normalization with a split layout). Each
@@ -135,7 +147,12 @@ void emit_lanes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis&
     ValueNames pass_names = names[0];  // element values of this pass stay in the loop's scope
     PassEmitter pe{b, g, a, pass_names, l.fast_math, load, nullptr, Reuse::None, "", true};
     pe.emit(pass, [&](size_t k, const std::string& e) {
-      b.line(output_name(k) + "[" + at + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+      const auto dtype = g.outputs[k]->type.dtype;
+      if (l.hints.evict_stores) {
+        b.line("tf_store_once<" + storage_type(dtype) + ">(" + output_name(k) + " + " + at + ", " + store_convert(e, dtype) + ");");
+        return;
+      }
+      b.line(output_name(k) + "[" + at + "] = " + store_convert(e, dtype) + ";");
     });
     return;
   }
@@ -157,7 +174,9 @@ void emit_lanes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis&
       b.line("s" + str(static_cast<int64_t>(k)) + ".v[lane] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
     });
   }
-  for (size_t k : stored) b.line(vector_store(vector_type(k), output_name(k) + " + " + at, "s" + str(static_cast<int64_t>(k)), false));
+  for (size_t k : stored) {
+    b.line(vector_store(vector_type(k), output_name(k) + " + " + at, "s" + str(static_cast<int64_t>(k)), l.hints.evict_stores));
+  }
 }
 
 // One pass of a looped split layout over the block's rows [r0, r1): steps of `unroll` rows a
@@ -175,6 +194,10 @@ void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const Reduct
                                 : "for (tf_index rb = r0 + ty; ok && rb < r1; rb += " + str(l.block / 32 * l.unroll) + ")");
   const std::string row = backwards ? "rb - (tf_index)u * " + RY : "rb + (tf_index)u * " + RY;
   const auto vector_type = [&](size_t k) { return "tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + str(l.vec) + ">"; };
+  // (Waves: the first pass's rows stay in L2 for the later passes; the last pass's go first.)
+  const LoadHint hint = l.hints.keep_loads && pass + 1 < a.passes  ? LoadHint::EvictLast
+                        : l.hints.evict_loads && pass + 1 == a.passes ? LoadHint::EvictFirst
+                                                                      : LoadHint::None;
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!column_element_input(l, k)) continue;
     const std::string type = column_vector_input(l, k) ? vector_type(k) : register_type(l.inputs[k].dtype);
@@ -189,12 +212,12 @@ void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const Reduct
       if (!column_element_input(l, k)) continue;
       const std::string kk = str(static_cast<int64_t>(k));
       if (column_vector_input(l, k)) {
-        b.line("c" + kk + "[u] = " + vector_load(vector_type(k), input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk, LoadHint::None) + ";");
+        b.line("c" + kk + "[u] = " + vector_load(vector_type(k), input_name(k) + " + ooff" + kk + " + ioff" + kk + " + roff" + kk, hint) + ";");
         continue;
       }
       // (With lanes, an element input not contiguous along the inner dim is the same for every
       // lane: its inner stride is 0, column_pass_vector.)
-      b.line("c" + kk + "[u] = " + load_convert(input_name(k) + "[ooff" + kk + " + ioff" + kk + " + roff" + kk + "]", l.inputs[k].dtype) + ";");
+      b.line("c" + kk + "[u] = " + load_convert(scalar_load(input_name(k), "ooff" + kk + " + ioff" + kk + " + roff" + kk, hint), l.inputs[k].dtype) + ";");
     }
   }
   b.line("#pragma unroll");
@@ -371,8 +394,13 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");
     b.line("const tf_index tiles = ((tf_index)p.inner + " + str(32 * l.vec - 1) + ") / " + W + ";");
-    b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
-    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + W + " + tx" + (l.vec == 1 ? "" : " * " + str(l.vec)) + ";");
+    // Split: the grid's blocks along x take the tiles in waves (ReductionLayout::wave_tiles), the
+    // blocks of one x taking the same tiles in the same order.
+    std::optional<SourceBuilder::Scope> waves;
+    if (split) waves.emplace(b, "for (tf_index tile = blockIdx.x; tile < tiles * (tf_index)p.outer; tile += gridDim.x)");
+    const std::string tile = split ? "tile" : "(tf_index)blockIdx.x";
+    b.line("const tf_index o = " + tile + " / tiles;");
+    b.line("const tf_index i = (" + tile + " % tiles) * " + W + " + tx" + (l.vec == 1 ? "" : " * " + str(l.vec)) + ";");
     b.line("const bool ok = i < (tf_index)p.inner;");
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
@@ -380,7 +408,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
       b.line("const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;");
       b.line("const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;");
       b.line("const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);");
-      b.line("unsigned* const tile_counter = p.counters + blockIdx.x * " + str(kTileCounterStride) + ";");
+      b.line("unsigned* const tile_counter = p.counters + tile * " + str(kTileCounterStride) + ";");
     }
     LaneNames names(static_cast<size_t>(l.vec));
     for (int j = 0; j < l.vec; ++j) {
@@ -402,6 +430,9 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
       }
     }
     emit_column_passes(b, g, a, l, names);
+    // (The next tile's block totals overwrite the shared rows this one's last exchange read; a
+    // last pass without reductions ended on emit_block_totals' barrier after those reads.)
+    if (split && !pass_accumulators(a, a.passes - 1).empty()) b.line("__syncthreads();");
   }
   GeneratedKernel k = name_kernel(b.str(), g.pattern, l.block);
   k.fmad = false;

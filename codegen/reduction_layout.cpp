@@ -508,17 +508,54 @@ int column_pass_vector(const ReductionLayout& l, const Tuning& tune) {
   return vec;
 }
 
-int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
-  if (!target.cooperative_launch || tune.column_pass_blocks == 0) return 1;
+namespace {
+
+// Bytes one row of a tile of 32 x vec columns reads of the element inputs: contiguous columns
+// their elements, columns broadcast one element, others a 32-byte sector an element.
+int64_t tile_row_bytes(const ReductionLayout& l) {
+  int64_t bytes = 0;
+  for (const auto& in : l.inputs) {
+    if (in.access != Access::InnerContig && in.access != Access::Strided) continue;
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(in.dtype));
+    const int64_t stride = in.inner_strides.size() == 1 ? in.inner_strides[0] : -1;
+    bytes += stride == 1 ? elem * 32 * l.vec : stride == 0 ? elem : int64_t{32} * 32 * l.vec;
+  }
+  return bytes;
+}
+
+// The tiles a wave of split column passes takes at once: all of them where their element inputs
+// fit L2 (or Tuning::column_pass_wave_kb where set), else as many as fit the wave's budget
+// (three quarters of L2, or column_pass_wave_kb), evened out over the waves (so that the last
+// wave is not a few tiles alone).
+int64_t column_pass_wave_tiles(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune, int64_t tiles) {
+  if (tune.column_pass_wave_kb == 0) return tiles;
+  const bool automatic = tune.column_pass_wave_kb < 0;
+  const int64_t budget = automatic ? target.l2_bytes / 4 * 3 : int64_t{tune.column_pass_wave_kb} * 1024;
+  const int64_t tile_bytes = tile_row_bytes(l) * l.reduced();
+  if (tile_bytes == 0 || tile_bytes * tiles <= (automatic ? target.l2_bytes : budget)) return tiles;
+  const int64_t fit = std::max<int64_t>(1, budget / tile_bytes);
+  const int64_t waves = (tiles + fit - 1) / fit;
+  return (tiles + waves - 1) / waves;
+}
+
+}  // namespace
+
+void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  l.split = 1;
+  l.wave_tiles = 0;
+  if (!target.cooperative_launch || tune.column_pass_blocks == 0) return;
   const int64_t tiles = (l.inner() + 32 * l.vec - 1) / (32 * l.vec) * l.outer();
-  if (tiles == 0) return 1;
+  if (tiles == 0) return;
   // A layout that keeps a tile's column in registers reads it once in one block, no barrier; a
-  // looped one splits while half the device would idle. (The split's rows may then fit the
-  // registers: ScheduleUnit::plan asks choose_column_cache again.)
+  // looped one splits while half the device would idle, counting the tiles of one wave. (The
+  // split's rows may then fit the registers: ScheduleUnit::plan asks choose_column_cache again.)
   const int64_t want = static_cast<int64_t>(std::min(tune.column_pass_blocks, kColumnBlocksPerSm)) * target.sm_count;
-  if (l.cached || tiles * 2 > want) return 1;
-  const int64_t split = std::min<int64_t>({want / tiles, l.reduced() / kMinSplitPassRows, 65535});
-  return split >= 2 ? static_cast<int>(split) : 1;
+  const int64_t wave = column_pass_wave_tiles(l, target, tune, tiles);
+  if (l.cached || wave * 2 > want) return;
+  const int64_t split = std::min<int64_t>({want / wave, l.reduced() / kMinSplitPassRows, 65535});
+  if (split < 2) return;
+  l.split = static_cast<int>(split);
+  l.wave_tiles = wave < tiles ? wave : 0;
 }
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,

@@ -48,6 +48,9 @@ struct ReductionLayout {
   bool cache_first_pass = false;  // cached mode keeps only first-pass values (Reuse::FirstPass)
   int cluster = 1;            // row schedule: blocks of a thread-block cluster sharing each row
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
+  // Split column passes: the tiles the grid takes at once, each block looping over its tiles in
+  // waves (0: every tile at once). The launch's grid, not the source.
+  int64_t wave_tiles = 0;
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together;
                               // looped rows: vectors each thread loads ahead per step
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
@@ -138,8 +141,10 @@ int column_pass_vector(const ReductionLayout& l, const Tuning& tune);
 // pass's partial results through a barrier of their own, so the launch must keep them all
 // resident (a cooperative launch, DeviceTarget::cooperative_launch). Aims for
 // Tuning::column_pass_blocks blocks of 256 threads per multiprocessor, at least kMinSplitPassRows
-// rows a block.
-int choose_column_pass_split(const ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
+// rows a block. Where the tiles' element inputs outgrow Tuning::column_pass_wave_kb, the grid
+// takes ReductionLayout::wave_tiles tiles at once (split over more blocks each) and loops over
+// the rest in waves. Sets ReductionLayout::split and wave_tiles.
+void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
 constexpr int64_t kMinSplitPassRows = 64;
 // Split column passes: a tile's barrier counter is element tile * kTileCounterStride of the
 // launch's counters (a 128-byte line a tile).

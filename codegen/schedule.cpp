@@ -140,17 +140,24 @@ class ColumnUnit : public ScheduleUnit {
       l.unroll = 1;
       l.split = 1;
       choose_column_cache(l, r.tuning);
-      l.split = choose_column_pass_split(l, r.target, r.tuning);
+      choose_column_pass_split(l, r.target, r.tuning);
       if (l.split > 1) choose_column_cache(l, r.tuning);
       // Columns read again in every pass take a vector of columns a thread; fewer, wider tiles
       // split their rows again.
       if (!l.cached && vec > 1) {
         l.vec = vec;
-        l.split = choose_column_pass_split(l, r.target, r.tuning);
+        choose_column_pass_split(l, r.target, r.tuning);
       }
       // A looped split loads Tuning::column_pass_unroll rows a thread (vectors:
       // column_pass_vector_unroll) before computing them.
       if (l.split > 1 && !l.cached) l.unroll = l.vec > 1 ? r.tuning.column_pass_vector_unroll : r.tuning.column_pass_unroll;
+      // Waves of a looped split keep their first pass's rows in L2 for the later passes and let
+      // the last pass's rows and outputs go first.
+      if (l.split > 1 && !l.cached && l.wave_tiles > 0 && r.tuning.column_pass_wave_hints != 0 && r.tuning.cache_hints != 0) {
+        l.hints.keep_loads = true;
+        l.hints.evict_loads = true;
+        l.hints.evict_stores = true;
+      }
     }
     return l;
   }

@@ -106,6 +106,16 @@ struct Tuning {
   // Split column passes with vectors: rows each thread loads (all loads first) before computing
   // them (a row is a vector a thread, so fewer than column_pass_unroll's single columns).
   int column_pass_vector_unroll = 4;
+  // Split column passes whose element inputs outgrow L2 (x - x.mean(0) on [16384, 4096]): KiB of
+  // them one wave of tiles may hold between its passes; the grid takes that many tiles at once
+  // and each block loops over its tiles in waves, so that the later passes re-read a wave's
+  // columns from L2, not memory (-1: three quarters of the device's L2, for inputs larger than
+  // L2; 0: every tile at once, each pass reading the columns from memory again). See
+  // choose_column_pass_split.
+  int column_pass_wave_kb = -1;
+  // 1: split column passes taken in waves load their first pass's rows asking L2 to evict them
+  // last, their last pass's rows and element outputs first (under cache_hints other than 0).
+  int column_pass_wave_hints = 1;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

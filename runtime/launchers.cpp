@@ -291,7 +291,9 @@ class ColumnLauncher : public ScheduleLauncher {
     const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
     // Split column passes wait for each other between passes: every block resident at once.
     const bool cooperative = a.passes > 1 && l.split > 1;
-    const int64_t split = cooperative ? pass_split(x, l, tiles) : l.split;
+    // (A cooperative grid takes the tiles in waves of l.wave_tiles: the kernel loops over the rest.)
+    const int64_t grid_x = cooperative && l.wave_tiles > 0 ? std::min(l.wave_tiles, tiles) : tiles;
+    const int64_t split = cooperative ? pass_split(x, l, grid_x) : l.split;
     std::vector<at::Tensor> parts;
     for (const ir::Node* r : a.reductions) {
       if (l.split > 1) parts.push_back(partials(*r, split * O * I, c.device));
@@ -316,15 +318,16 @@ class ColumnLauncher : public ScheduleLauncher {
     p.ptr(l.split > 1 ? stream_counters(c.device, cooperative ? tiles * codegen::kTileCounterStride : tiles) : nullptr);
     // (A split of 1 waits for no other block: a plain launch.)
     if (cooperative && split > 1) {
-      launch_cooperative(x.kernel, c.device, tiles, split, l.block, p, x.fk.counters());
+      launch_cooperative(x.kernel, c.device, grid_x, split, l.block, p, x.fk.counters());
       return;
     }
     runtime::launch(x.kernel, x.kernel.name, c.device, tiles, split, l.block, p, x.fk.counters());
   }
 
  private:
-  // The planned split of a tile's rows, at most what the device keeps resident with the tiles
-  // (the kernel's occupancy, read off the driver); 1 still runs a looped split kernel correctly.
+  // The planned split of a tile's rows, at most what the device keeps resident with the grid's
+  // tiles (those of one wave; the kernel's occupancy, read off the driver); 1 still runs a looped
+  // split kernel correctly.
   // A cached layout holds the rows of the planned split in each thread's registers: with fewer
   // blocks some rows would go unread, so the group runs its ATen ops instead (the kernel's launch
   // bounds ask for the planned blocks per multiprocessor, so this is not expected).

@@ -217,6 +217,54 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
   }
 }
 
+// Split column passes taking their tiles in waves (choose_column_pass_split's wave_tiles): the
+// model-sized inputs of the categories benchmark under the default budget (x - x.mean(0) on
+// [16384, 4096] in f32: 8 waves; softmax over dim 0 of [16384, 2048] in bf16: 2), then small
+// inputs under budgets small enough for a tile or two a wave: looped and cached rows, with and
+// without the L2 hints, vectors of columns, an outer dim, a transposed input, several rounds;
+// against eager and float64, one kernel each; and under CUDA graphs.
+TEST(GpuReductions, WavesOfColumnPassesMatchEager) {
+  REQUIRE_GPU();
+  expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
+                       [&] { return std::vector<c10::IValue>{rnd({16384, 4096}, c10::kFloat)}; }, "center [16384, 4096] f32", 1);
+  expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                       [&] { return std::vector<c10::IValue>{rnd({16384, 2048}, c10::kBFloat16)}; }, "softmax [16384, 2048] bf16", 1);
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> cases = {
+      {"torch.softmax(x, 0)", {6001, 300}},
+      {"torch.log_softmax(x * 0.5, 1)", {3, 5003, 70}},
+      {"x - x.mean(0, keepdim=True)", {8192, 200}},
+      {"(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5)", {6000, 130}},
+      {"torch.logsumexp(x, 0, keepdim=True) - x", {20000, 97}},
+  };
+  for (const char* spec : {"column_pass_wave_kb=256", "column_pass_wave_kb=256,column_cache=0",
+                           "column_pass_wave_kb=1024,column_cache=0,column_pass_wave_hints=0",
+                           "column_pass_wave_kb=1024,column_cache=0,column_pass_vectors=1"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (const auto& [expr, shape] : cases) {
+        const std::string tag = std::string(expr) + " " + ::testing::PrintToString(shape) + " " + c10::toString(dtype) + " [" + spec + "]";
+        expect_matches_eager(module_returning("x", expr), [&] { return std::vector<c10::IValue>{rnd(shape, dtype)}; }, tag, 1);
+      }
+      expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                           [&] { return std::vector<c10::IValue>{rnd({300, 6000}, dtype).t()}; },
+                           std::string("softmax of a transposed input ") + c10::toString(dtype) + " [" + spec + "]", 1);
+    }
+  }
+  torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_wave_kb=256,column_cache=0"));
+  auto o = tftest::quiet_options();
+  o.cuda_graphs = true;
+  o.cuda_graph_warmup_calls = 1;
+  auto c = torchfuse::compile(module_returning("x", "torch.softmax(x * 2.0, 0)"), o);
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<c10::IValue> in = {rnd({6001, 300}, c10::kFloat)};
+    const c10::IValue got = c.forward(in);
+    const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), got, c.forward_reference(in));
+    EXPECT_TRUE(report.passed()) << "call " << i << "\n" << report.to_string();
+  }
+  EXPECT_EQ(c.stats().cuda_graph_captures, 1);
+  EXPECT_EQ(c.stats().cuda_graph_replays, 3);
+}
+
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
   REQUIRE_GPU();
   for (auto dtype : kDtypes) {

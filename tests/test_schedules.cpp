@@ -1,6 +1,8 @@
 // Schedule choices on the CPU side: the tuning knobs and their parsing, which values a cached
 // row schedule keeps, unrolled loads in pointwise, column and full kernels, and every suite
 // kernel through NVRTC under each choice.
+#include "codegen/device_target.h"
+#include "codegen/reduction_layout.h"
 #include "codegen/tuning.h"
 #include "runtime/process_tuning.h"
 #include "tests/suite_modules.h"
@@ -71,10 +73,13 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.column_pass_unroll, 12);
   EXPECT_EQ(d.column_pass_vectors, 0);
   EXPECT_EQ(d.column_pass_vector_unroll, 4);
+  EXPECT_EQ(d.column_pass_wave_kb, -1);
+  EXPECT_EQ(d.column_pass_wave_hints, 1);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
       "cache_hints=0,looped_unroll=4,row_cache_registers=32,shared_hold=1,column_blocks=3,pointwise_tile=16,column_cache=0,"
-      "column_pass_blocks=2,column_pass_unroll=16,column_pass_vectors=1,column_pass_vector_unroll=8");
+      "column_pass_blocks=2,column_pass_unroll=16,column_pass_vectors=1,column_pass_vector_unroll=8,"
+      "column_pass_wave_kb=4096,column_pass_wave_hints=0");
   EXPECT_EQ(t.pointwise_unroll, 4);
   EXPECT_EQ(t.row_cache, cg::RowCachePolicy::Values);
   EXPECT_EQ(t.column_unroll, 1);
@@ -93,6 +98,8 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(t.column_pass_unroll, 16);
   EXPECT_EQ(t.column_pass_vectors, 1);
   EXPECT_EQ(t.column_pass_vector_unroll, 8);
+  EXPECT_EQ(t.column_pass_wave_kb, 4096);
+  EXPECT_EQ(t.column_pass_wave_hints, 0);
 }
 
 TEST(Tuning, MalformedOverridesNameTheProblem) {
@@ -1027,6 +1034,108 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
   const std::string unsplit = kernel_source(softmax, {torch::randn({4096, 2048})});
   EXPECT_EQ(unsplit.find("tile_barrier"), std::string::npos) << unsplit;
   EXPECT_NE(unsplit.find("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)"), std::string::npos) << unsplit;
+}
+
+// The split choose_column_pass_split plans for column passes over `sizes` (reducing dim 0, one
+// looped column a thread, as ColumnUnit::plan asks first), for the offline sm_90 target (132
+// multiprocessors, 50 MB of L2): {split, wave_tiles}.
+std::pair<int, int64_t> pass_split(const std::vector<cg::OperandShape>& inputs, const std::vector<int64_t>& domain,
+                                   const std::string& spec) {
+  const cg::Tuning tune = with(spec);
+  const cg::DeviceTarget target = cg::offline_target("sm_90", tune);
+  cg::ReductionLayout l = cg::plan_reduction_layout(torchfuse::Schedule::ColumnReduction, domain, {0}, inputs, {}, nullptr,
+                                                    target, tune, true);
+  l.vec = 1;
+  l.cached = false;
+  cg::choose_column_pass_split(l, target, tune);
+  return {l.split, l.wave_tiles};
+}
+
+// Split column passes whose tiles' element inputs outgrow L2 take the tiles in waves: the grid
+// holds as many tiles as fit three quarters of L2 (evened out over the waves), each split over
+// more blocks; inputs that fit L2, or column_pass_wave_kb=0, keep every tile at once. A tile's row counts
+// 32 elements of a contiguous input, one of an input broadcast along the columns and a 32-byte
+// sector an element of a strided one.
+TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
+  const auto f = c10::kFloat, h = c10::kBFloat16;
+  const auto x = [](std::vector<int64_t> sizes, c10::ScalarType t) {
+    return cg::OperandShape{true, t, sizes, {sizes[1], 1}};
+  };
+  // [16384, 4096] f32: 128 tiles of 2 MB, 18 fit 37.5 MB: 8 waves of 16 tiles, 528 / 16 blocks each.
+  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, ""), std::make_pair(33, int64_t{16}));
+  // bf16: 128 tiles of 1 MB, 37 fit: 4 waves of 32.
+  EXPECT_EQ(pass_split({x({16384, 4096}, h)}, {16384, 4096}, ""), std::make_pair(16, int64_t{32}));
+  // [16384, 2048] bf16: 64 tiles, 2 waves of 32.
+  EXPECT_EQ(pass_split({x({16384, 2048}, h)}, {16384, 2048}, ""), std::make_pair(16, int64_t{32}));
+  // [4096, 2048] f32: 32 MB fit; every tile at once (64 tiles, 8 blocks each). Likewise with waves off.
+  EXPECT_EQ(pass_split({x({4096, 2048}, f)}, {4096, 2048}, ""), std::make_pair(8, int64_t{0}));
+  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, "column_pass_wave_kb=0"), std::make_pair(4, int64_t{0}));
+  // A budget of 4 MB: 2 tiles of 2 MB a wave, split at most 16384 / 64 rows.
+  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, "column_pass_wave_kb=4096"), std::make_pair(256, int64_t{2}));
+  // x + y with y [16384, 1] (one element a tile row, read once a row): [16384, 4352], 136 tiles
+  // of about 2 MB, 18 fit: 8 waves of 17, 31 blocks each.
+  const cg::OperandShape y{true, f, {16384, 1}, {1, 0}};
+  EXPECT_EQ(pass_split({x({16384, 4352}, f), y}, {16384, 4352}, ""), std::make_pair(31, int64_t{17}));
+  // A transposed input: 1 KB a tile row, [4096, 1024] 32 tiles of 4 MB: 9 fit, 4 waves of 8.
+  const cg::OperandShape t{true, f, {4096, 1024}, {1, 4096}};
+  EXPECT_EQ(pass_split({t}, {4096, 1024}, ""), std::make_pair(64, int64_t{8}));
+  // [1100, 9000] f32 (39.7 MB) fits L2: 282 tiles at once, too many to split.
+  EXPECT_EQ(pass_split({x({1100, 9000}, f)}, {1100, 9000}, ""), std::make_pair(1, int64_t{0}));
+  // [2200, 9000] does not: 139 tiles of 0.28 MB fit, 3 waves of 94, 5 blocks each.
+  EXPECT_EQ(pass_split({x({2200, 9000}, f)}, {2200, 9000}, ""), std::make_pair(5, int64_t{94}));
+}
+
+// The kernel of a split layout loops over the grid's tiles (blockIdx.x, then gridDim.x on), so a
+// grid of one wave's tiles covers them all; a tile's counter is its own. With waves the first
+// pass's loads ask L2 to keep their lines (tf_load_keep), the last pass's loads and the element
+// outputs' stores to evict them first; column_pass_wave_hints=0 or cache_hints=0 leave plain
+// accesses. A layout of one wave (the tiles fit) has the loop and no hints. NVRTC builds each.
+TEST(ColumnPasses, WavesLoopOverTilesWithHints) {
+  const auto center = module_returning("x", "x - x.mean(0, keepdim=True)");
+  const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
+  const std::vector<std::string> loop = {"for (tf_index tile = blockIdx.x; tile < tiles * (tf_index)p.outer; tile += gridDim.x)",
+                                         "const tf_index o = tile / tiles;", "const tf_index i = (tile % tiles) * 32 + tx;",
+                                         "unsigned* const tile_counter = p.counters + tile * 32;"};
+  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const std::string storage = dtype == c10::kFloat ? "float" : "tf_bf16";
+    // [8192, 256] under a 256 KB budget: several waves, rows looped (column_cache=0).
+    torchfuse::runtime::ScopedTuning waves(with("column_pass_wave_kb=256,column_cache=0"));
+    const std::string c = body(compiled(center, {torch::randn({8192, 256}).to(dtype)}));
+    EXPECT_TRUE(tftest::contains_in_order(c, loop)) << c;
+    EXPECT_TRUE(tftest::contains_in_order(c, {"c0[u] = ", "tf_load_keep(in0 + ooff0 + ioff0 + roff0)", "_tile_barrier(tile_counter",
+                                              "tf_load_once(in0 + ooff0 + ioff0 + roff0)",
+                                              "tf_store_once<" + storage + ">(out0 + (o * (tf_index)p.red + r) * (tf_index)p.inner + i, "}))
+        << c;
+    // Softmax: the middle pass keeps its rows too; the last pass ends on a barrier (no extra one).
+    const std::string sm = body(compiled(softmax, {torch::randn({8192, 256}).to(dtype)}));
+    EXPECT_EQ(tftest::count_occurrences(sm, "tf_load_keep("), 2) << sm;
+    EXPECT_EQ(tftest::count_occurrences(sm, "tf_load_once("), 1) << sm;
+    EXPECT_TRUE(tftest::contains_in_order(sm, loop)) << sm;
+    {
+      torchfuse::runtime::ScopedTuning plain(with("column_pass_wave_kb=256,column_cache=0,column_pass_wave_hints=0"));
+      const std::string p = body(compiled(center, {torch::randn({8192, 256}).to(dtype)}));
+      EXPECT_TRUE(tftest::contains_in_order(p, loop)) << p;
+      EXPECT_EQ(p.find("tf_load_"), std::string::npos) << p;
+      EXPECT_EQ(p.find("tf_store_once"), std::string::npos) << p;
+    }
+    {
+      torchfuse::runtime::ScopedTuning none(with("column_pass_wave_kb=256,column_cache=0,cache_hints=0"));
+      const std::string p = body(kernel_source(center, {torch::randn({8192, 256}).to(dtype)}));
+      EXPECT_EQ(p.find("tf_load_"), std::string::npos) << p;
+    }
+    // Cached rows in waves (64 rows a block, 8 a thread in registers): the loop, no hints.
+    torchfuse::runtime::ScopedTuning cached(with("column_pass_wave_kb=256"));
+    const std::string k = body(compiled(center, {torch::randn({8192, 256}).to(dtype)}));
+    EXPECT_TRUE(tftest::contains_in_order(k, loop)) << k;
+    EXPECT_NE(k.find("c0[8];"), std::string::npos) << k;
+    EXPECT_EQ(k.find("tf_load_"), std::string::npos) << k;
+  }
+  // One wave (the default budget holds [8192, 256]): the loop, plain accesses.
+  torchfuse::runtime::ScopedTuning one(with("column_cache=0"));
+  const std::string w = body(compiled(center, {torch::randn({8192, 256})}));
+  EXPECT_TRUE(tftest::contains_in_order(w, loop)) << w;
+  EXPECT_EQ(w.find("tf_load_"), std::string::npos) << w;
 }
 
 TEST(Unroll, EverySuiteKernelCompilesUnderEveryChoice) {

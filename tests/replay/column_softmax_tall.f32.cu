@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_tall, f32
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_de9fff71 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_5a10f424 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_de9fff71_params {
+struct tf_softmax_5a10f424_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,7 +26,7 @@ struct tf_softmax_de9fff71_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_de9fff71_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_5a10f424_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -42,123 +42,125 @@ __device__ __forceinline__ void tf_softmax_de9fff71_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_de9fff71(const tf_softmax_de9fff71_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_5a10f424(const tf_softmax_5a10f424_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
   const int ty = threadIdx.x >> 5;
   const tf_index tiles = ((tf_index)p.inner + 31) / 32;
-  const tf_index o = (tf_index)blockIdx.x / tiles;
-  const tf_index i = ((tf_index)blockIdx.x % tiles) * 32 + tx;
-  const bool ok = i < (tf_index)p.inner;
-  tf_index orem = o;
-  const tf_index ooff0 = 0;
-  tf_index irem = ok ? i : 0;
-  const tf_index ic0 = irem;
-  const tf_index ioff0 = 0 + ic0 * (tf_index)p.in0_inner_stride[0];
-  const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;
-  const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
-  const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
-  unsigned* const tile_counter = p.counters + blockIdx.x * 32;
-  float acc0 = __int_as_float(0xff800000);
-  for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
-    float c0[12];
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);
-      tf_index rrem = r;
-      const tf_index rc0 = rrem;
-      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-      c0[u] = in0[ooff0 + ioff0 + roff0];
-    }
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = rb + (tf_index)u * 8;
-      if (r < r1) {
-        float x0 = c0[u];  // %0
-        float t0 = __fmul_rn(x0, 0.5f);  // %4 = mul(%0, 0.5)
-        acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
+  for (tf_index tile = blockIdx.x; tile < tiles * (tf_index)p.outer; tile += gridDim.x) {
+    const tf_index o = tile / tiles;
+    const tf_index i = (tile % tiles) * 32 + tx;
+    const bool ok = i < (tf_index)p.inner;
+    tf_index orem = o;
+    const tf_index ooff0 = 0;
+    tf_index irem = ok ? i : 0;
+    const tf_index ic0 = irem;
+    const tf_index ioff0 = 0 + ic0 * (tf_index)p.in0_inner_stride[0];
+    const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;
+    const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
+    const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
+    unsigned* const tile_counter = p.counters + tile * 32;
+    float acc0 = __int_as_float(0xff800000);
+    for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
+      float c0[12];
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);
+        tf_index rrem = r;
+        const tf_index rc0 = rrem;
+        const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
+        c0[u] = in0[ooff0 + ioff0 + roff0];
+      }
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = rb + (tf_index)u * 8;
+        if (r < r1) {
+          float x0 = c0[u];  // %0
+          float t0 = __fmul_rn(x0, 0.5f);  // %4 = mul(%0, 0.5)
+          acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
+        }
       }
     }
-  }
-  __shared__ float smem_acc0[8][32];
-  smem_acc0[ty][tx] = acc0;
-  __syncthreads();
-  float total_acc0 = smem_acc0[0][tx];
-  for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
-  if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
-  tf_softmax_de9fff71_tile_barrier(tile_counter, (unsigned)p.split * 1u);
-  total_acc0 = __int_as_float(0xff800000);
-  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
-    total_acc0 = tf_max_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
-  }
-  smem_acc0[ty][tx] = total_acc0;
-  __syncthreads();
-  total_acc0 = smem_acc0[0][tx];
-  for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
-  double acc1 = 0.0;
-  for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96) {
-    float c0[12];
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = max(rb - (tf_index)u * 8, r0);
-      tf_index rrem = r;
-      const tf_index rc0 = rrem;
-      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-      c0[u] = in0[ooff0 + ioff0 + roff0];
+    __shared__ float smem_acc0[8][32];
+    smem_acc0[ty][tx] = acc0;
+    __syncthreads();
+    float total_acc0 = smem_acc0[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
+    if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
+    tf_softmax_5a10f424_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+    total_acc0 = __int_as_float(0xff800000);
+    for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
+      total_acc0 = tf_max_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
     }
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = rb - (tf_index)u * 8;
-      if (r >= r0) {
-        float x1 = c0[u];  // %0
-        float t1 = __fmul_rn(x1, 0.5f);  // %4 = mul(%0, 0.5)
-        float t2 = (t1 - total_acc0);  // %6 = sub(%4, %5)
-        float t3 = tf_exp_shifted(t2);  // %7 = exp(%6)
-        acc1 = tf_sum_op()(acc1, (double)(t3));  // reduce_sum -> %8
+    smem_acc0[ty][tx] = total_acc0;
+    __syncthreads();
+    total_acc0 = smem_acc0[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
+    double acc1 = 0.0;
+    for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96) {
+      float c0[12];
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = max(rb - (tf_index)u * 8, r0);
+        tf_index rrem = r;
+        const tf_index rc0 = rrem;
+        const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
+        c0[u] = in0[ooff0 + ioff0 + roff0];
+      }
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = rb - (tf_index)u * 8;
+        if (r >= r0) {
+          float x1 = c0[u];  // %0
+          float t1 = __fmul_rn(x1, 0.5f);  // %4 = mul(%0, 0.5)
+          float t2 = (t1 - total_acc0);  // %6 = sub(%4, %5)
+          float t3 = tf_exp_shifted(t2);  // %7 = exp(%6)
+          acc1 = tf_sum_op()(acc1, (double)(t3));  // reduce_sum -> %8
+        }
       }
     }
-  }
-  __shared__ double smem_acc1[8][32];
-  smem_acc1[ty][tx] = acc1;
-  __syncthreads();
-  double total_acc1 = smem_acc1[0][tx];
-  for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
-  if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
-  tf_softmax_de9fff71_tile_barrier(tile_counter, (unsigned)p.split * 2u);
-  total_acc1 = 0.0;
-  for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
-    total_acc1 = tf_sum_op()(total_acc1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
-  }
-  smem_acc1[ty][tx] = total_acc1;
-  __syncthreads();
-  total_acc1 = smem_acc1[0][tx];
-  for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
-  if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;
-  const float total_acc1_out = (float)total_acc1;
-  for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
-    float c0[12];
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);
-      tf_index rrem = r;
-      const tf_index rc0 = rrem;
-      const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-      c0[u] = in0[ooff0 + ioff0 + roff0];
+    __shared__ double smem_acc1[8][32];
+    smem_acc1[ty][tx] = acc1;
+    __syncthreads();
+    double total_acc1 = smem_acc1[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
+    if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
+    tf_softmax_5a10f424_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+    total_acc1 = 0.0;
+    for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
+      total_acc1 = tf_sum_op()(total_acc1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
     }
-    #pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const tf_index r = rb + (tf_index)u * 8;
-      if (r < r1) {
-        float x2 = c0[u];  // %0
-        float t4 = __fmul_rn(x2, 0.5f);  // %4 = mul(%0, 0.5)
-        float t5 = (t4 - total_acc0);  // %6 = sub(%4, %5)
-        float t6 = tf_exp_shifted(t5);  // %7 = exp(%6)
-        float t7 = (t6 / total_acc1_out);  // %9 = div(%7, %8)
-        out0[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = t7;
+    smem_acc1[ty][tx] = total_acc1;
+    __syncthreads();
+    total_acc1 = smem_acc1[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
+    if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;
+    const float total_acc1_out = (float)total_acc1;
+    for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
+      float c0[12];
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);
+        tf_index rrem = r;
+        const tf_index rc0 = rrem;
+        const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
+        c0[u] = in0[ooff0 + ioff0 + roff0];
+      }
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) {
+        const tf_index r = rb + (tf_index)u * 8;
+        if (r < r1) {
+          float x2 = c0[u];  // %0
+          float t4 = __fmul_rn(x2, 0.5f);  // %4 = mul(%0, 0.5)
+          float t5 = (t4 - total_acc0);  // %6 = sub(%4, %5)
+          float t6 = tf_exp_shifted(t5);  // %7 = exp(%6)
+          float t7 = (t6 / total_acc1_out);  // %9 = div(%7, %8)
+          out0[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = t7;
+        }
       }
     }
+    __syncthreads();
   }
-  __syncthreads();
 }
 // ==== sm_90: the same kernels as sm_80
