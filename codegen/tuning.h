@@ -111,8 +111,9 @@ struct Tuning {
   // and each block loops over its tiles in waves, so that the later passes re-read a wave's
   // columns from L2, not memory (-1: three quarters of the device's L2, for inputs larger than
   // L2; 0: every tile at once, each pass reading the columns from memory again). See
-  // choose_column_pass_split.
-  int column_pass_wave_kb = -1;
+  // choose_column_pass_split. Off by default: measured H200 (docs/performance.md), the waves
+  // made the tall cases 0-15% slower (x - x.mean(0) on [16384, 4096] bf16 151.3 us against 131.5).
+  int column_pass_wave_kb = 0;
   // 1: split column passes taken in waves load their first pass's rows asking L2 to evict them
   // last, their last pass's rows and element outputs first (under cache_hints other than 0).
   int column_pass_wave_hints = 1;

@@ -142,8 +142,6 @@ inline std::vector<ReplayCase> replay_cases() {
   c.push_back(tensors("column_mean_broadcast", forward("x", "    return x - x.mean(0, keepdim=True)\n"), {{4096, 96}}));
   // Column passes over long columns: rows split over blocks meeting at barriers.
   c.push_back(tensors("column_softmax_tall", forward("x", "    return torch.softmax(x * 0.5, 0)\n"), {{16384, 768}}));
-  // Columns outgrowing L2 (64 MB): the tiles in waves, with L2 hints.
-  c.push_back(tensors("column_center_waves", forward("x", "    return x - x.mean(0, keepdim=True)\n"), {{16384, 1024}}));
   c.push_back(tensors("middle_dim_sum", forward("x", "    return torch.relu(x).sum(1)\n"), {{8, 512, 64}}));
   c.push_back(tensors("column_max_odd", forward("x", "    return (x * 3.0).amax(0)\n"), {{1000, 77}}));
   c.push_back({"full_sum_transposed", forward("x", "    return (x * x + 1.0).sum()\n"),

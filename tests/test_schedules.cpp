@@ -73,7 +73,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.column_pass_unroll, 12);
   EXPECT_EQ(d.column_pass_vectors, 0);
   EXPECT_EQ(d.column_pass_vector_unroll, 4);
-  EXPECT_EQ(d.column_pass_wave_kb, -1);
+  EXPECT_EQ(d.column_pass_wave_kb, 0);
   EXPECT_EQ(d.column_pass_wave_hints, 1);
   const cg::Tuning t = cg::parse_tuning(
       "pointwise_unroll=4,row_cache=values,column_unroll=1,full_unroll=8,row_rounds=3,row_min_blocks=16,fast_math=0,"
@@ -990,7 +990,8 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
 // Column groups of several passes over fewer tiles of 32 columns than fill the device split each
 // tile's rows over blocks (choose_column_pass_split) that meet at a barrier after every pass with
 // reductions: softmax takes two rounds (max, then sum), x - x.mean(0) one; the last block out
-// puts the tile's counter back to zero. Looped passes load column_pass_unroll rows a thread before
+// puts the tile's counter back to zero; a thread loads 8 partials of the exchange before adding
+// them in order. Looped passes load column_pass_unroll rows a thread before
 // computing them and alternate their direction; a split whose rows fit the registers keeps them
 // there. column_pass_blocks=0, or columns enough to fill the
 // device, keep a block per tile. NVRTC compiles each form. (One column a thread: vectors of
@@ -1009,7 +1010,9 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
                                                 "const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);", "c0[u] = ",
                                                 "const tf_index r = rb + (tf_index)u * 8;", "if (r < r1)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 1u);",
-                                                "for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8)",
+                                                "for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 64)",
+                                                "const tf_index s = s0 + (tf_index)k * 8;", "pv_acc0[k][0] = __ldcg(p.part_acc0 + ",
+                                                "total_acc0 = tf_max_op()(total_acc0, pv_acc0[k][0]);",
                                                 "smem_acc0[ty][tx] = total_acc0;", "__syncthreads();",
                                                 "total_acc0 = smem_acc0[0][tx];",
                                                 "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96)",
@@ -1051,9 +1054,10 @@ std::pair<int, int64_t> pass_split(const std::vector<cg::OperandShape>& inputs, 
   return {l.split, l.wave_tiles};
 }
 
-// Split column passes whose tiles' element inputs outgrow L2 take the tiles in waves: the grid
-// holds as many tiles as fit three quarters of L2 (evened out over the waves), each split over
-// more blocks; inputs that fit L2, or column_pass_wave_kb=0, keep every tile at once. A tile's row counts
+// Under column_pass_wave_kb=-1, split column passes whose tiles' element inputs outgrow L2 take
+// the tiles in waves: the grid holds as many tiles as fit three quarters of L2 (evened out over
+// the waves), each split over more blocks; inputs that fit L2, and the default (0), keep every
+// tile at once. A tile's row counts
 // 32 elements of a contiguous input, one of an input broadcast along the columns and a 32-byte
 // sector an element of a strided one.
 TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
@@ -1062,27 +1066,27 @@ TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
     return cg::OperandShape{true, t, sizes, {sizes[1], 1}};
   };
   // [16384, 4096] f32: 128 tiles of 2 MB, 18 fit 37.5 MB: 8 waves of 16 tiles, 528 / 16 blocks each.
-  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, ""), std::make_pair(33, int64_t{16}));
+  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, "column_pass_wave_kb=-1"), std::make_pair(33, int64_t{16}));
   // bf16: 128 tiles of 1 MB, 37 fit: 4 waves of 32.
-  EXPECT_EQ(pass_split({x({16384, 4096}, h)}, {16384, 4096}, ""), std::make_pair(16, int64_t{32}));
+  EXPECT_EQ(pass_split({x({16384, 4096}, h)}, {16384, 4096}, "column_pass_wave_kb=-1"), std::make_pair(16, int64_t{32}));
   // [16384, 2048] bf16: 64 tiles, 2 waves of 32.
-  EXPECT_EQ(pass_split({x({16384, 2048}, h)}, {16384, 2048}, ""), std::make_pair(16, int64_t{32}));
+  EXPECT_EQ(pass_split({x({16384, 2048}, h)}, {16384, 2048}, "column_pass_wave_kb=-1"), std::make_pair(16, int64_t{32}));
   // [4096, 2048] f32: 32 MB fit; every tile at once (64 tiles, 8 blocks each). Likewise with waves off.
-  EXPECT_EQ(pass_split({x({4096, 2048}, f)}, {4096, 2048}, ""), std::make_pair(8, int64_t{0}));
-  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, "column_pass_wave_kb=0"), std::make_pair(4, int64_t{0}));
+  EXPECT_EQ(pass_split({x({4096, 2048}, f)}, {4096, 2048}, "column_pass_wave_kb=-1"), std::make_pair(8, int64_t{0}));
+  EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, ""), std::make_pair(4, int64_t{0}));  // the default: off
   // A budget of 4 MB: 2 tiles of 2 MB a wave, split at most 16384 / 64 rows.
   EXPECT_EQ(pass_split({x({16384, 4096}, f)}, {16384, 4096}, "column_pass_wave_kb=4096"), std::make_pair(256, int64_t{2}));
   // x + y with y [16384, 1] (one element a tile row, read once a row): [16384, 4352], 136 tiles
   // of about 2 MB, 18 fit: 8 waves of 17, 31 blocks each.
   const cg::OperandShape y{true, f, {16384, 1}, {1, 0}};
-  EXPECT_EQ(pass_split({x({16384, 4352}, f), y}, {16384, 4352}, ""), std::make_pair(31, int64_t{17}));
+  EXPECT_EQ(pass_split({x({16384, 4352}, f), y}, {16384, 4352}, "column_pass_wave_kb=-1"), std::make_pair(31, int64_t{17}));
   // A transposed input: 1 KB a tile row, [4096, 1024] 32 tiles of 4 MB: 9 fit, 4 waves of 8.
   const cg::OperandShape t{true, f, {4096, 1024}, {1, 4096}};
-  EXPECT_EQ(pass_split({t}, {4096, 1024}, ""), std::make_pair(64, int64_t{8}));
+  EXPECT_EQ(pass_split({t}, {4096, 1024}, "column_pass_wave_kb=-1"), std::make_pair(64, int64_t{8}));
   // [1100, 9000] f32 (39.7 MB) fits L2: 282 tiles at once, too many to split.
-  EXPECT_EQ(pass_split({x({1100, 9000}, f)}, {1100, 9000}, ""), std::make_pair(1, int64_t{0}));
+  EXPECT_EQ(pass_split({x({1100, 9000}, f)}, {1100, 9000}, "column_pass_wave_kb=-1"), std::make_pair(1, int64_t{0}));
   // [2200, 9000] does not: 139 tiles of 0.28 MB fit, 3 waves of 94, 5 blocks each.
-  EXPECT_EQ(pass_split({x({2200, 9000}, f)}, {2200, 9000}, ""), std::make_pair(5, int64_t{94}));
+  EXPECT_EQ(pass_split({x({2200, 9000}, f)}, {2200, 9000}, "column_pass_wave_kb=-1"), std::make_pair(5, int64_t{94}));
 }
 
 // The kernel of a split layout loops over the grid's tiles (blockIdx.x, then gridDim.x on), so a
@@ -1131,8 +1135,8 @@ TEST(ColumnPasses, WavesLoopOverTilesWithHints) {
     EXPECT_NE(k.find("c0[8];"), std::string::npos) << k;
     EXPECT_EQ(k.find("tf_load_"), std::string::npos) << k;
   }
-  // One wave (the default budget holds [8192, 256]): the loop, plain accesses.
-  torchfuse::runtime::ScopedTuning one(with("column_cache=0"));
+  // One wave (L2 holds [8192, 256]): the loop, plain accesses.
+  torchfuse::runtime::ScopedTuning one(with("column_cache=0,column_pass_wave_kb=-1"));
   const std::string w = body(compiled(center, {torch::randn({8192, 256})}));
   EXPECT_TRUE(tftest::contains_in_order(w, loop)) << w;
   EXPECT_EQ(w.find("tf_load_"), std::string::npos) << w;
