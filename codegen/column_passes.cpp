@@ -1,7 +1,6 @@
 #include "codegen/column_passes.h"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
 
 #include "codegen/column_common.h"
@@ -13,10 +12,6 @@ namespace codegen {
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-// Partials a thread of a split exchange loads before adding them (lanes count; see
-// emit_split_exchange).
-constexpr int kExchangeLoads = 8;
 
 // A thread takes ReductionLayout::vec adjacent columns (lanes). Per-column values of lane j carry
 // the suffix lane_suffix (none with one column a thread), its accumulator element is
@@ -117,40 +112,15 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
     for (int j = 0; j < l.vec; ++j) b.line("total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
   }
   {
-    // kExchangeLoads partials a thread in flight (a lane's loads count), loaded first, then added
-    // in the same order: block ty, ty + RY, ... (large splits, many waves' or vectors', waited
-    // for each partial in turn).
-    const int ahead = std::max(1, kExchangeLoads / l.vec);
-    const std::string U = str(ahead);
-    auto blocks = b.scope("for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += " + str(l.block / 32 * ahead) + ")");
+    auto blocks = b.scope("for (tf_index s = ty; ok && s < (tf_index)p.split; s += " + RY + ")");
     for (const ir::Node* r : rs) {
-      b.line(register_type(accumulator_dtype(*r, true)) + " pv_" + accumulator_name(a, r) + "[" + U + "][" + str(l.vec) + "];");
+      const std::string acc = accumulator_name(a, r);
+      for (int j = 0; j < l.vec; ++j) {
+        const std::string total = "total_" + acc + lane_suffix(l, j);
+        b.line(total + " = " + reduction_functor(*r) + "(" + total + ", __ldcg(p.part_" + acc +
+               " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" + lane_offset(l, j) + "));");
+      }
     }
-    const auto each_partial = [&](const std::function<void()>& body) {
-      b.line("#pragma unroll");
-      auto k = b.scope("for (int k = 0; k < " + U + "; ++k)");
-      b.line("const tf_index s = s0 + (tf_index)k * " + RY + ";");
-      b.line("if (s >= (tf_index)p.split) break;");
-      body();
-    };
-    each_partial([&] {
-      for (const ir::Node* r : rs) {
-        const std::string acc = accumulator_name(a, r);
-        for (int j = 0; j < l.vec; ++j) {
-          b.line("pv_" + acc + "[k][" + str(j) + "] = __ldcg(p.part_" + acc + " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" +
-                 lane_offset(l, j) + ");");
-        }
-      }
-    });
-    each_partial([&] {
-      for (const ir::Node* r : rs) {
-        const std::string acc = accumulator_name(a, r);
-        for (int j = 0; j < l.vec; ++j) {
-          const std::string total = "total_" + acc + lane_suffix(l, j);
-          b.line(total + " = " + reduction_functor(*r) + "(" + total + ", pv_" + acc + "[k][" + str(j) + "]);");
-        }
-      }
-    });
   }
   // (The barrier's last __syncthreads came after every thread had read the block totals.)
   for (const ir::Node* r : rs) {

@@ -990,8 +990,7 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
 // Column groups of several passes over fewer tiles of 32 columns than fill the device split each
 // tile's rows over blocks (choose_column_pass_split) that meet at a barrier after every pass with
 // reductions: softmax takes two rounds (max, then sum), x - x.mean(0) one; the last block out
-// puts the tile's counter back to zero; a thread loads 8 partials of the exchange before adding
-// them in order. Looped passes load column_pass_unroll rows a thread before
+// puts the tile's counter back to zero. Looped passes load column_pass_unroll rows a thread before
 // computing them and alternate their direction; a split whose rows fit the registers keeps them
 // there. column_pass_blocks=0, or columns enough to fill the
 // device, keep a block per tile. NVRTC compiles each form. (One column a thread: vectors of
@@ -1010,9 +1009,7 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
                                                 "const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);", "c0[u] = ",
                                                 "const tf_index r = rb + (tf_index)u * 8;", "if (r < r1)",
                                                 "tf_K_tile_barrier(tile_counter, (unsigned)p.split * 1u);",
-                                                "for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 64)",
-                                                "const tf_index s = s0 + (tf_index)k * 8;", "pv_acc0[k][0] = __ldcg(p.part_acc0 + ",
-                                                "total_acc0 = tf_max_op()(total_acc0, pv_acc0[k][0]);",
+                                                "for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8)",
                                                 "smem_acc0[ty][tx] = total_acc0;", "__syncthreads();",
                                                 "total_acc0 = smem_acc0[0][tx];",
                                                 "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96)",

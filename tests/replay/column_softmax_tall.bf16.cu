@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_tall, bf16
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_b8dde953 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_59237cbd (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_b8dde953_params {
+struct tf_softmax_59237cbd_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,7 +26,7 @@ struct tf_softmax_b8dde953_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_b8dde953_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_59237cbd_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -42,7 +42,7 @@ __device__ __forceinline__ void tf_softmax_b8dde953_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b8dde953(const tf_softmax_b8dde953_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_59237cbd(const tf_softmax_59237cbd_params p) {
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -88,22 +88,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b8dde953(const t
     float total_acc0 = smem_acc0[0][tx];
     for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
     if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
-    tf_softmax_b8dde953_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+    tf_softmax_59237cbd_tile_barrier(tile_counter, (unsigned)p.split * 1u);
     total_acc0 = __int_as_float(0xff800000);
-    for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 64) {
-      float pv_acc0[8][1];
-      #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const tf_index s = s0 + (tf_index)k * 8;
-        if (s >= (tf_index)p.split) break;
-        pv_acc0[k][0] = __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i);
-      }
-      #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const tf_index s = s0 + (tf_index)k * 8;
-        if (s >= (tf_index)p.split) break;
-        total_acc0 = tf_max_op()(total_acc0, pv_acc0[k][0]);
-      }
+    for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
+      total_acc0 = tf_max_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
     }
     smem_acc0[ty][tx] = total_acc0;
     __syncthreads();
@@ -138,22 +126,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_b8dde953(const t
     float total_acc1 = smem_acc1[0][tx];
     for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
     if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
-    tf_softmax_b8dde953_tile_barrier(tile_counter, (unsigned)p.split * 2u);
+    tf_softmax_59237cbd_tile_barrier(tile_counter, (unsigned)p.split * 2u);
     total_acc1 = 0.0f;
-    for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 64) {
-      float pv_acc1[8][1];
-      #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const tf_index s = s0 + (tf_index)k * 8;
-        if (s >= (tf_index)p.split) break;
-        pv_acc1[k][0] = __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i);
-      }
-      #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const tf_index s = s0 + (tf_index)k * 8;
-        if (s >= (tf_index)p.split) break;
-        total_acc1 = tf_sum_op()(total_acc1, pv_acc1[k][0]);
-      }
+    for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
+      total_acc1 = tf_sum_op()(total_acc1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
     }
     smem_acc1[ty][tx] = total_acc1;
     __syncthreads();
