@@ -124,6 +124,24 @@ TEST(GpuReductions, MultiPassColumnsMatchEager) {
   }
 }
 
+// softmax(x * 2, 0) on f32 `shape` under CUDA graphs (one warm-up call), five calls with fresh
+// inputs, each against eager and float64: one capture, three replays, nothing refused.
+void expect_split_softmax_replays_match(const std::vector<int64_t>& shape) {
+  auto o = tftest::quiet_options();
+  o.cuda_graphs = true;
+  o.cuda_graph_warmup_calls = 1;
+  auto c = torchfuse::compile(module_returning("x", "torch.softmax(x * 2.0, 0)"), o);
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<c10::IValue> in = {rnd(shape, c10::kFloat)};
+    const c10::IValue got = c.forward(in);
+    const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), got, c.forward_reference(in));
+    EXPECT_TRUE(report.passed()) << "call " << i << "\n" << report.to_string();
+  }
+  EXPECT_EQ(c.stats().cuda_graph_captures, 1);
+  EXPECT_EQ(c.stats().cuda_graph_replays, 3);
+  EXPECT_TRUE(c.stats().cuda_graph_refusals.empty()) << ::testing::PrintToString(c.stats().cuda_graph_refusals);
+}
+
 // Column passes whose tiles' rows split over blocks meeting at a barrier between passes
 // (choose_column_pass_split): looped and cached splits, several rounds (softmax, a mean/var
 // normalization), odd sizes that leave the last block of a tile short or empty, an outer dim,
@@ -154,19 +172,7 @@ TEST(GpuReductions, SplitColumnPassesMatchEager) {
     }
   }
   // Under CUDA graphs: the split kernel's cooperative launch is captured and replayed.
-  auto o = tftest::quiet_options();
-  o.cuda_graphs = true;
-  o.cuda_graph_warmup_calls = 1;
-  auto c = torchfuse::compile(module_returning("x", "torch.softmax(x * 2.0, 0)"), o);
-  for (int i = 0; i < 5; ++i) {
-    const std::vector<c10::IValue> in = {rnd({6001, 100}, c10::kFloat)};
-    const c10::IValue got = c.forward(in);
-    const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), got, c.forward_reference(in));
-    EXPECT_TRUE(report.passed()) << "call " << i << "\n" << report.to_string();
-  }
-  EXPECT_EQ(c.stats().cuda_graph_captures, 1);
-  EXPECT_EQ(c.stats().cuda_graph_replays, 3);
-  EXPECT_TRUE(c.stats().cuda_graph_refusals.empty()) << ::testing::PrintToString(c.stats().cuda_graph_refusals);
+  expect_split_softmax_replays_match({6001, 100});
 }
 
 // Column passes taking vectors of adjacent columns a thread (column_pass_vector): split and
@@ -254,18 +260,7 @@ TEST(GpuReductions, WavesOfColumnPassesMatchEager) {
     }
   }
   torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_wave_kb=256,column_cache=0"));
-  auto o = tftest::quiet_options();
-  o.cuda_graphs = true;
-  o.cuda_graph_warmup_calls = 1;
-  auto c = torchfuse::compile(module_returning("x", "torch.softmax(x * 2.0, 0)"), o);
-  for (int i = 0; i < 5; ++i) {
-    const std::vector<c10::IValue> in = {rnd({6001, 300}, c10::kFloat)};
-    const c10::IValue got = c.forward(in);
-    const auto report = torchfuse::compare_outputs_with_reference(c.forward_eager(in), got, c.forward_reference(in));
-    EXPECT_TRUE(report.passed()) << "call " << i << "\n" << report.to_string();
-  }
-  EXPECT_EQ(c.stats().cuda_graph_captures, 1);
-  EXPECT_EQ(c.stats().cuda_graph_replays, 3);
+  expect_split_softmax_replays_match({6001, 300});
 }
 
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
