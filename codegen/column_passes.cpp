@@ -54,13 +54,7 @@ void emit_rows_in_order(SourceBuilder& b, const ReductionAnalysis& a, const Redu
 
 // The element of `ptr` at `offset`, through the hinted loads where `hint` asks.
 std::string scalar_load(const std::string& ptr, const std::string& offset, LoadHint hint) {
-  switch (hint) {
-    case LoadHint::EvictFirst: return "tf_load_once(" + ptr + " + " + offset + ")";
-    case LoadHint::EvictLast: return "tf_load_keep(" + ptr + " + " + offset + ")";
-    case LoadHint::KeepShared: return "tf_load_shared(" + ptr + " + " + offset + ")";
-    case LoadHint::None: break;
-  }
-  return ptr + "[" + offset + "]";
+  return hint == LoadHint::None ? ptr + "[" + offset + "]" : hinted_load(ptr + " + " + offset, hint);
 }
 
 // The barrier of a split tile's blocks (generate_column_normalization with a split layout). Each

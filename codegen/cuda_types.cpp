@@ -60,7 +60,10 @@ std::string store_convert(const std::string& expr, c10::ScalarType dtype) {
 }
 
 std::string vector_load(const std::string& vt, const std::string& addr, LoadHint hint) {
-  const std::string ptr = "reinterpret_cast<const " + vt + "*>(" + addr + ")";
+  return hinted_load("reinterpret_cast<const " + vt + "*>(" + addr + ")", hint);
+}
+
+std::string hinted_load(const std::string& ptr, LoadHint hint) {
   switch (hint) {
     case LoadHint::EvictFirst: return "tf_load_once(" + ptr + ")";
     case LoadHint::EvictLast: return "tf_load_keep(" + ptr + ")";

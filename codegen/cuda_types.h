@@ -30,6 +30,9 @@ std::string store_convert(const std::string& expr, c10::ScalarType dtype);
 // KeepShared: evict last from L2, kept in L1 (tf_load_shared: inputs several rows read).
 enum class LoadHint { None, EvictFirst, EvictLast, KeepShared };
 std::string vector_load(const std::string& vt, const std::string& addr, LoadHint hint);
+// The element pointer expression `ptr` points to, loaded through the hinted loads `hint` names
+// (tf_load_once, tf_load_keep, tf_load_shared; None: a plain dereference).
+std::string hinted_load(const std::string& ptr, LoadHint hint);
 std::string vector_store(const std::string& vt, const std::string& addr, const std::string& value, bool evict_first);
 // Statements declaring `var`, a tf_vec of `vec` lanes of `dtype`, from the register array `regs`
 // (16-bit types convert two lanes per instruction).
