@@ -648,11 +648,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // block-wide one.)
     share_team_blocks(l, tune);
     l.early_registers = l.cached ? (tune.row_early_loads < 0 ? kAutoEarlyRegisters : tune.row_early_loads) : 0;
-    // (A team of one warp reduces with shuffles and no barrier: every 16-bit input loads early
-    // there. Measured H200, bf16 add + layer norm over rows of 768, a warp a row: 1024 rows 2.72
-    // -> 2.59 us, 128 rows 2.21 -> 2.02, 4096 rows 4.67 -> 4.58; rows of 1024: 3.14 -> 3.04.
+    // (Teams of at least a warp load every 16-bit input early. A warp a row, bf16 add + layer
+    // norm over rows of 768, H200: 1024 rows 2.72 -> 2.59 us, 128 rows 2.21 -> 2.02, 4096 rows
+    // 4.67 -> 4.58; rows of 1024: 3.14 -> 3.04. A block of 128 a row (BERT's rows of 768 since
+    // the even teams), `row_early_loads=64`: 128 rows 1.82 -> 1.66, 1024 rows 2.66 -> 2.62.
     // Teams of a few threads stay as they were: rows of 64 lost, above.)
-    l.early_narrow_inputs = tune.row_early_loads >= 0 || l.threads_per_row == 32 ? -1 : kAutoEarlyNarrowInputs;
+    l.early_narrow_inputs = tune.row_early_loads >= 0 || l.threads_per_row >= 32 ? -1 : kAutoEarlyNarrowInputs;
     l.shared_rounds = tune.row_shared_rounds != 0 && l.threads_per_row > 32 && l.cluster == 1;
     // Guarded loads sit in a branch each, and NVRTC issues each one after the previous chunk's
     // arithmetic: a cached pass waited for memory once per chunk. Measured on H200 (bf16, warm

@@ -1242,10 +1242,10 @@ TEST(EvenTeams, RowsSplitEvenlyWhereATeamCan) {
   EXPECT_NE(uneven.find("cached mode: 128 threads per row, block 128, vector width 8, 3 vectors"), std::string::npos) << uneven;
 }
 
-// A team of one warp reduces without a barrier, and loads every 16-bit input a later pass reads
-// with the first pass's loads while their registers fit (a layer norm's weight; its bias, at 3
-// vectors a thread, would pass the 16 registers); block-wide teams load at most one such input early.
-TEST(EarlyLoads, WarpTeamsLoadSixteenBitInputsEarly) {
+// Teams of a warp or more load every 16-bit input a later pass reads with the first pass's loads
+// while their registers fit (a layer norm's weight; its bias, at 3 vectors a thread, would pass
+// the 16 registers); teams of a few threads load at most one such input early.
+TEST(EarlyLoads, TeamsOfAWarpOrMoreLoadSixteenBitInputsEarly) {
   const auto ln = module_returning("x, w, b", "torch.layer_norm(x, [x.size(-1)], w, b, 1e-6)");
   const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
   std::string src = kernel_source(ln, {b16({4096, 768}), b16({768}), b16({768})});
@@ -1254,9 +1254,15 @@ TEST(EarlyLoads, WarpTeamsLoadSixteenBitInputsEarly) {
   EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<tf_bf16, 8> early1[3];", "early1[k] = ", "const tf_vec<tf_bf16, 8> v1 = early1[k];"}))
       << src;
   EXPECT_EQ(src.find("early2["), std::string::npos) << src;
-  // 128 threads a row (1024 rows of 1024): the weight and the bias, both 16-bit, load late.
+  // 128 threads a row (1024 rows of 1024): the weight and the bias, a vector each, load early.
   src = kernel_source(ln, {b16({1024, 1024}), b16({1024}), b16({1024})});
   EXPECT_NE(src.find("cached mode: 128 threads per row"), std::string::npos) << src;
+  EXPECT_TRUE(tftest::contains_in_order(body(src), {"tf_vec<tf_bf16, 8> early1[1];", "tf_vec<tf_bf16, 8> early2[1];", "early1[k] = ",
+                                                    "early2[k] = ", "tf_block_publish(acc0", "= early1[k];", "= early2[k];"}))
+      << src;
+  // Rows of 64 take teams of a few threads: the two 16-bit inputs load late.
+  src = kernel_source(ln, {b16({16384, 64}), b16({64}), b16({64})});
+  EXPECT_EQ(src.find("cached mode: 32 threads per row"), std::string::npos) << src;
   EXPECT_EQ(body(src).find("early"), std::string::npos) << src;
 }
 
@@ -1318,9 +1324,8 @@ TEST(SharedRounds, APassesReductionsShareOneBarrier) {
 
 // Early loads: inputs only a later pass reads (a layer norm's weight and bias) load with the first
 // pass's inputs into registers, within the knob's registers a thread, in input order; inputs the
-// first pass reads never do. By default at most one 16-bit input does (a bf16 layer norm's two
-// lost): an f32 layer norm's weight and bias and a bf16 rms norm's weight do, a bf16 layer
-// norm's not unless asked.
+// first pass reads never do. An f32 layer norm's weight and bias, a bf16 rms norm's weight and,
+// in teams of a warp or more, a bf16 layer norm's weight and bias do.
 TEST(EarlyLoads, WeightsLoadWithTheFirstPass) {
   const auto add_ln = module_from(tftest::with_row_length(tftest::suite_pattern("add_layernorm").source, 768));
   const auto b16 = [](std::vector<int64_t> s) { return torch::randn(s).to(c10::kBFloat16); };
@@ -1338,13 +1343,13 @@ TEST(EarlyLoads, WeightsLoadWithTheFirstPass) {
   EXPECT_EQ(tftest::count_occurrences(src, "in2 + ro2"), 1) << src;
   const std::vector<c10::IValue> in{b16({1, 128, 768}), b16({1, 128, 768}), b16({768}), b16({768})};
   src = body(kernel_source(add_ln, in));
-  EXPECT_EQ(src.find("early"), std::string::npos) << src;
-  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_block_publish(acc0", "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);"}))
-      << src;
+  EXPECT_TRUE(tftest::contains_in_order(src, {"early2[k] = ", "early3[k] = ", "tf_block_publish(acc0"})) << src;
   {
-    torchfuse::runtime::ScopedTuning asked(cg::parse_tuning("row_early_loads=16"));
+    torchfuse::runtime::ScopedTuning off(cg::parse_tuning("row_early_loads=0"));
     src = body(kernel_source(add_ln, in));
-    EXPECT_TRUE(tftest::contains_in_order(src, {"early2[k] = ", "early3[k] = ", "tf_block_publish(acc0"})) << src;
+    EXPECT_EQ(src.find("early"), std::string::npos) << src;
+    EXPECT_TRUE(tftest::contains_in_order(src, {"tf_block_publish(acc0", "*reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);"}))
+        << src;
   }
   const auto rms = module_returning("x, w", "w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))");
   src = body(kernel_source(rms, {b16({128, 4096}), b16({4096})}));

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_88599612 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_63243ebb (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_88599612_params {
+struct tf_mean_63243ebb_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,7 @@ struct tf_mean_88599612_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean_88599612_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_63243ebb(const tf_mean_63243ebb_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -53,6 +53,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
     tf_vec<tf_bf16, 8> kept0[4];
+    tf_vec<tf_bf16, 8> early1[4];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -60,6 +61,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean
       /* every chunk holds columns */ {
         kept0[k] = tf_load_keep(reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in0 + ro0 + j0));
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
+        early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -101,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       /* every chunk holds columns */ {
         const tf_vec<tf_bf16, 8> v0 = kept0[k];
-        const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
+        const tf_vec<tf_bf16, 8> v1 = early1[k];
         const tf_vec<tf_bf16, 8> v2 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);
         float o0[8];
         #pragma unroll
@@ -123,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_12884a44 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_90: tf_mean_c260cde4 (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -136,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_88599612(const tf_mean
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_12884a44_params {
+struct tf_mean_c260cde4_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -154,7 +156,7 @@ struct tf_mean_12884a44_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mean_12884a44_stage(const tf_mean_12884a44_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_c260cde4_stage(const tf_mean_c260cde4_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -169,7 +171,7 @@ __device__ __forceinline__ void tf_mean_12884a44_stage(const tf_mean_12884a44_pa
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_mean_12884a44(const tf_mean_12884a44_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_c260cde4(const tf_mean_c260cde4_params p) {
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -196,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_12884a44(const tf_mean
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_12884a44_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_c260cde4_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);
@@ -205,12 +207,14 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_12884a44(const tf_mean
     const tf_index ro0 = a0 * (tf_index)p.in0_outer_stride[0];
     const tf_index ro1 = a0 * (tf_index)p.in1_outer_stride[0];
     const tf_index ro2 = a0 * (tf_index)p.in2_outer_stride[0];
+    tf_vec<tf_bf16, 8> early1[4];
     float acc0 = 0.0f;
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
+        early1[k] = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);  // read by a later pass
         #pragma unroll
         for (int lane = 0; lane < 8; ++lane) {
           const tf_index j = j0 + lane;
@@ -252,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_12884a44(const tf_mean
       const tf_index j0 = ((tf_index)k * 128 + tl) * 8;
       if (row_ok && j0 < (tf_index)p.cols) {
         const tf_vec<tf_bf16, 8> v0 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(stage0 + j0);
-        const tf_vec<tf_bf16, 8> v1 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in1 + ro1 + j0);
+        const tf_vec<tf_bf16, 8> v1 = early1[k];
         const tf_vec<tf_bf16, 8> v2 = *reinterpret_cast<const tf_vec<tf_bf16, 8>*>(in2 + ro2 + j0);
         float o0[8];
         #pragma unroll
