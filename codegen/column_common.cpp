@@ -47,6 +47,8 @@ void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionL
     b.line("long long " + input_name(k) + "_inner_stride[" + rank(l.inner_sizes) + "];");
   }
   emit_outputs_and_partials(b, g, a);
+  // (Split column passes launched once per pass: which launch this is.)
+  if (l.split > 1 && l.phased_blocks > 0) b.line("long long phase;");
   b.close(";");
 }
 

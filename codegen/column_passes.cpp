@@ -83,27 +83,30 @@ void emit_tile_barrier(SourceBuilder& b) {
   b.line("__syncthreads();");
 }
 
-// Split layouts, after pass `pass`'s block totals: ty 0 writes them as block y's partials, the
-// tile's blocks meet at barrier `round`, then the block adds the tile's partials: thread (ty, tx)
-// those of blocks ty, ty + RY, ... in order, and the RY sums combine in ty order through shared
-// memory, so every block gets the same totals (and no block reads each partial once a warp).
-// After the last barrier each block counts itself out once more; the last one out puts the
-// counter back to zero for the stream's next launch (every block has passed every wait by then).
-void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, int round,
-                         bool last_round) {
-  const std::vector<const ir::Node*> rs = pass_accumulators(a, pass);
-  const std::string RY = str(l.block / 32);
+// Split layouts, after pass `pass`'s block totals: ty 0 writes them as block y's partials.
+void emit_partials_write(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass) {
   const std::string at = "((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i";
-  for (const ir::Node* r : rs) {
+  for (const ir::Node* r : pass_accumulators(a, pass)) {
     const std::string acc = accumulator_name(a, r);
     for (int j = 0; j < l.vec; ++j) {
       b.line("if (ty == 0 && ok) p.part_" + acc + "[" + at + lane_offset(l, j) + "] = total_" + acc + lane_suffix(l, j) + ";");
     }
   }
-  b.line(kNamePlaceholder + "_tile_barrier(tile_counter, (unsigned)p.split * " + str(round) + "u);");
+}
+
+// The tile's totals of pass `pass` from every block's partials, in block order (see
+// emit_split_exchange). `declare`: the totals and their shared rows are declared here (a launch
+// after the one that wrote the partials), else emit_block_totals declared them.
+void emit_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, bool declare) {
+  const std::vector<const ir::Node*> rs = pass_accumulators(a, pass);
+  const std::string RY = str(l.block / 32);
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    for (int j = 0; j < l.vec; ++j) b.line("total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
+    const std::string type = register_type(accumulator_dtype(*r, true));
+    if (declare) b.line("__shared__ " + type + " smem_" + acc + "[" + RY + "][" + str(32 * l.vec) + "];");
+    for (int j = 0; j < l.vec; ++j) {
+      b.line((declare ? type + " " : "") + "total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
+    }
   }
   {
     auto blocks = b.scope("for (tf_index s = ty; ok && s < (tf_index)p.split; s += " + RY + ")");
@@ -125,6 +128,19 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
   }
   b.line("__syncthreads();");
   emit_rows_in_order(b, a, l, rs, false);
+}
+
+// One launch: the block writes its partials, the tile's blocks meet at barrier `round`, then the
+// block adds the tile's partials: thread (ty, tx) those of blocks ty, ty + RY, ... in order, and
+// the RY sums combine in ty order through shared memory, so every block gets the same totals (and
+// no block reads each partial once a warp). After the last barrier each block counts itself out
+// once more; the last one out puts the counter back to zero for the stream's next launch (every
+// block has passed every wait by then).
+void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l, int pass, int round,
+                         bool last_round) {
+  emit_partials_write(b, a, l, pass);
+  b.line(kNamePlaceholder + "_tile_barrier(tile_counter, (unsigned)p.split * " + str(round) + "u);");
+  emit_partials_sum(b, a, l, pass, false);
   if (!last_round) return;
   b.line("if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * " + str(round + 1) +
          "u - 1u) *tile_counter = 0u;");
@@ -256,6 +272,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
   const std::string RY = str(l.block / 32);
   const std::string N = str(l.chunks_per_thread);
   const bool split = l.split > 1;
+  const bool phased = split && l.phased_blocks > 0;
   const std::string first = split ? "r0 + " : "";
   const std::string end = split ? "r1" : "(tf_index)p.red";
   // Split: the passes that meet at a barrier (those with accumulators), and how many have so far.
@@ -284,15 +301,24 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
     }
     return column_load(l, k, "");
   };
+  // A launch per pass (phased): launch p.phase runs the pass after `phase` exchanges, the ones
+  // before it taking their totals from the partials the earlier launches wrote.
+  const auto this_launch = [&] { return "p.phase == " + str(round_now); };
   for (int pass = 0; pass <= a.passes; ++pass) {
     for (int j = 0; j < l.vec; ++j) {
       PassEmitter pe{b, g, a, names[static_cast<size_t>(j)], l.fast_math, nullptr, nullptr, Reuse::None};
       pe.emit_row_phase(pass, [&](size_t k, const std::string& e) {
-        b.line(std::string(split ? "if (ty == 0 && blockIdx.y == 0 && ok) " : "if (ty == 0 && ok) ") + output_name(k) +
-               "[o * (tf_index)p.inner + i" + lane_offset(l, j) + "] = " + store_convert(e, g.outputs[k]->type.dtype) + ";");
+        const std::string who = phased ? "if (" + this_launch() + " && ty == 0 && blockIdx.y == 0 && ok) "
+                                : split ? "if (ty == 0 && blockIdx.y == 0 && ok) "
+                                        : "if (ty == 0 && ok) ";
+        b.line(who + output_name(k) + "[o * (tf_index)p.inner + i" + lane_offset(l, j) + "] = " +
+               store_convert(e, g.outputs[k]->type.dtype) + ";");
       });
     }
     if (pass == a.passes) return;
+    const bool exchanges = split && !pass_accumulators(a, pass).empty();
+    std::optional<SourceBuilder::Scope> launch;
+    if (phased) launch.emplace(b, "if (" + this_launch() + ")");
     for (const ir::Node* r : pass_accumulators(a, pass)) {
       const std::string type = register_type(accumulator_dtype(*r, true));
       const std::string acc = accumulator_name(a, r);
@@ -336,10 +362,19 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       emit_lanes(b, g, a, l, names, pass, [&](size_t k) { return column_load(l, k, ""); });
     }
     emit_block_totals(b, a, l, pass);
-    if (split && !pass_accumulators(a, pass).empty()) {
+    if (phased && exchanges) {
+      // (The next tile's block totals overwrite the shared rows read above.)
+      emit_partials_write(b, a, l, pass);
+      b.line("__syncthreads();");
+      b.line("continue;");
+      launch.reset();
+      ++round_now;
+      emit_partials_sum(b, a, l, pass, true);
+    } else if (exchanges) {
       ++round_now;
       emit_split_exchange(b, a, l, pass, round_now, round_now == rounds);
     }
+    launch.reset();
     for (const ir::Node* r : pass_accumulators(a, pass)) {
       for (int j = 0; j < l.vec; ++j) {
         names[static_cast<size_t>(j)][r->output()] =
@@ -355,11 +390,19 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
 
 }  // namespace
 
+int column_pass_launches(const ReductionAnalysis& a) {
+  int rounds = 0;
+  for (int pass = 0; pass < a.passes; ++pass) rounds += !pass_accumulators(a, pass).empty();
+  return rounds + 1;
+}
+
 GeneratedKernel generate_column_normalization(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   TORCHFUSE_INTERNAL_ASSERT(l.unroll == 1 || (l.split > 1 && !l.cached), "column passes of group ", g.id,
                             " unroll only where looped over a split");
   TORCHFUSE_INTERNAL_ASSERT(l.vec == 1 || !l.cached, "column passes of group ", g.id, " keep one column a thread in registers");
   const bool split = l.split > 1;
+  const bool phased = split && l.phased_blocks > 0;
+  TORCHFUSE_INTERNAL_ASSERT(!phased || !l.cached, "column passes of group ", g.id, " keep no registers across launches");
   const std::string W = str(32 * l.vec);
   SourceBuilder b;
   b.raw(prelude());
@@ -367,21 +410,23 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction, " + str(a.passes) + " passes): " + g.describe());
   b.line("// " + (l.vec == 1 ? std::string("32 columns") : "32 x " + str(l.vec) + " columns (" + str(l.vec) + " a thread)") +
          " along the kept inner dims, " + str(l.block / 32) + " threads along the reduced dim; " +
-         (split ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier"
-                : "one block per tile") +
+         (phased  ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials through a launch per pass (p.phase)"
+          : split ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier"
+                  : "one block per tile") +
          (l.cached ? "; each thread keeps its " + str(l.chunks_per_thread) + " rows of the element inputs in registers" : "") + ";");
   b.line("// compiled with --fmad=false: every pass computes the element values the same way");
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");
   emit_column_params(b, g, l, a);
   b.line("");
-  if (split) {
+  if (split && !phased) {
     emit_tile_barrier(b);
     b.line("");
   }
   {
-    // (Split: registers for kColumnBlocksPerSm blocks a multiprocessor, the most the split asks for.)
-    const std::string bounds = split ? str(l.block) + ", " + str(kColumnBlocksPerSm) : str(l.block);
+    // (Split: registers for kColumnBlocksPerSm blocks a multiprocessor, the most the split asks
+    // for; a launch per pass: the blocks it aims at.)
+    const std::string bounds = split ? str(l.block) + ", " + str(phased ? l.phased_blocks : kColumnBlocksPerSm) : str(l.block);
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + kNamePlaceholder + "(const " +
                      kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
@@ -402,7 +447,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
       b.line("const tf_index rows_per_block = ((tf_index)p.red + (tf_index)p.split - 1) / (tf_index)p.split;");
       b.line("const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;");
       b.line("const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);");
-      b.line("unsigned* const tile_counter = p.counters + tile * " + str(kTileCounterStride) + ";");
+      if (!phased) b.line("unsigned* const tile_counter = p.counters + tile * " + str(kTileCounterStride) + ";");
     }
     LaneNames names(static_cast<size_t>(l.vec));
     for (int j = 0; j < l.vec; ++j) {

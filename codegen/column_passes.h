@@ -16,5 +16,9 @@ namespace codegen {
 GeneratedKernel generate_column_normalization(const FusionGroup& group, const ReductionAnalysis& analysis,
                                               const ReductionLayout& layout);
 
+// A split layout launched once per pass (ReductionLayout::phased_blocks): the launches a call
+// takes, p.phase 0 to this - 1 (the passes with reductions to exchange, and the last).
+int column_pass_launches(const ReductionAnalysis& analysis);
+
 }  // namespace codegen
 }  // namespace torchfuse

@@ -461,7 +461,7 @@ std::string ReductionLayout::key() const {
                   ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
                   ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) +
                   ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
-                  ";split=" + std::to_string(split > 1) + ";unroll=" + std::to_string(unroll) +
+                  ";split=" + std::to_string(split > 1) + ";phased=" + std::to_string(phased_blocks) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
                   ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";minb=" + std::to_string(min_blocks) +
                   ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";early=" + std::to_string(early_registers) + "/" + std::to_string(early_narrow_inputs) +
@@ -543,9 +543,21 @@ int64_t column_pass_wave_tiles(const ReductionLayout& l, const DeviceTarget& tar
 void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
   l.split = 1;
   l.wave_tiles = 0;
-  if (!target.cooperative_launch || tune.column_pass_blocks == 0) return;
+  l.phased_blocks = 0;
   const int64_t tiles = (l.inner() + 32 * l.vec - 1) / (32 * l.vec) * l.outer();
-  if (tiles == 0) return;
+  if (tiles == 0 || tune.column_pass_blocks == 0) return;
+  // A launch per pass: no blocks wait for others, so neither residency nor waves bound the split.
+  if (tune.column_pass_launches > 0) {
+    if (l.cached) return;
+    const int64_t want = int64_t{tune.column_pass_launches} * target.sm_count;
+    if (tiles * 2 > want) return;
+    const int64_t split = std::min<int64_t>({want / tiles, l.reduced() / kMinSplitPassRows, 65535});
+    if (split < 2) return;
+    l.split = static_cast<int>(split);
+    l.phased_blocks = tune.column_pass_launches;
+    return;
+  }
+  if (!target.cooperative_launch) return;
   // A layout that keeps a tile's column in registers reads it once in one block, no barrier; a
   // looped one splits while half the device would idle, counting the tiles of one wave. (The
   // split's rows may then fit the registers: ScheduleUnit::plan asks choose_column_cache again.)

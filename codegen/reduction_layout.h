@@ -51,6 +51,9 @@ struct ReductionLayout {
   // Split column passes: the tiles the grid takes at once, each block looping over its tiles in
   // waves (0: every tile at once). The launch's grid, not the source.
   int64_t wave_tiles = 0;
+  // Split column passes: a launch per pass (Tuning::column_pass_launches), the blocks of 256 per
+  // multiprocessor it aims at (__launch_bounds__); 0: one cooperative launch.
+  int phased_blocks = 0;
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together;
                               // looped rows: vectors each thread loads ahead per step
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
@@ -143,7 +146,9 @@ int column_pass_vector(const ReductionLayout& l, const Tuning& tune);
 // Tuning::column_pass_blocks blocks of 256 threads per multiprocessor, at least kMinSplitPassRows
 // rows a block. Where the tiles' element inputs outgrow Tuning::column_pass_wave_kb, the grid
 // takes ReductionLayout::wave_tiles tiles at once (split over more blocks each) and loops over
-// the rest in waves. Sets ReductionLayout::split and wave_tiles.
+// the rest in waves. Under Tuning::column_pass_launches a looped layout splits as far as that
+// many blocks a multiprocessor, each pass a launch of its own (no barrier, no residency cap, no
+// waves). Sets ReductionLayout::split, wave_tiles and phased_blocks.
 void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune);
 constexpr int64_t kMinSplitPassRows = 64;
 // Split column passes: a tile's barrier counter is element tile * kTileCounterStride of the

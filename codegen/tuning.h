@@ -117,6 +117,12 @@ struct Tuning {
   // 1: split column passes taken in waves load their first pass's rows asking L2 to evict them
   // last, their last pass's rows and element outputs first (under cache_hints other than 0).
   int column_pass_wave_hints = 1;
+  // Split column passes, n > 0: a launch per pass, the kernel's end in place of the tiles'
+  // barriers, aiming at n blocks of 256 threads per multiprocessor (no cooperative launch, so
+  // no residency cap), the rows looped from memory in every pass (never kept in registers across
+  // launches); 0: one cooperative launch whose blocks meet at each tile's barrier. See
+  // choose_column_pass_split.
+  int column_pass_launches = 0;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

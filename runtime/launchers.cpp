@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "codegen/column_passes.h"
 #include "codegen/cuda_types.h"
 #include "codegen/reduction_common.h"
 #include "codegen/schedule.h"
@@ -289,8 +290,10 @@ class ColumnLauncher : public ScheduleLauncher {
     const auto& a = *x.fk.analysis();
     const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
     const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
-    // Split column passes wait for each other between passes: every block resident at once.
-    const bool cooperative = a.passes > 1 && l.split > 1;
+    // Split column passes wait for each other between passes: every block resident at once, or
+    // a launch per pass (phased).
+    const bool phased = a.passes > 1 && l.split > 1 && l.phased_blocks > 0;
+    const bool cooperative = a.passes > 1 && l.split > 1 && !phased;
     // (A cooperative grid takes the tiles in waves of l.wave_tiles: the kernel loops over the rest.)
     const int64_t grid_x = cooperative && l.wave_tiles > 0 ? std::min(l.wave_tiles, tiles) : tiles;
     const int64_t split = cooperative ? pass_split(x, l, grid_x) : l.split;
@@ -315,7 +318,19 @@ class ColumnLauncher : public ScheduleLauncher {
     }
     for (const auto& t : x.out) p.ptr(t.data_ptr());
     for (size_t r = 0; r < a.reductions.size(); ++r) p.ptr(l.split > 1 ? parts[r].data_ptr() : nullptr);
-    p.ptr(l.split > 1 ? stream_counters(c.device, cooperative ? tiles * codegen::kTileCounterStride : tiles) : nullptr);
+    // (A launch per pass counts no blocks.)
+    p.ptr(l.split > 1 && !phased ? stream_counters(c.device, cooperative ? tiles * codegen::kTileCounterStride : tiles) : nullptr);
+    if (phased) {
+      // (The phase is the last argument word.)
+      p.i64(0);
+      const int launches = codegen::column_pass_launches(a);
+      for (int phase = 0; phase < launches; ++phase) {
+        static_cast<int64_t*>(p.data())[p.size() - 1] = phase;
+        runtime::launch(x.kernel, x.kernel.name, c.device, tiles, split, l.block, p, x.fk.counters());
+      }
+      x.fk.count_launches(launches - 1);  // (launch_group counts one)
+      return;
+    }
     // (A split of 1 waits for no other block: a plain launch.)
     if (cooperative && split > 1) {
       launch_cooperative(x.kernel, c.device, grid_x, split, l.block, p, x.fk.counters());

@@ -263,6 +263,55 @@ TEST(GpuReductions, WavesOfColumnPassesMatchEager) {
   expect_split_softmax_replays_match({6001, 300});
 }
 
+// Split column passes taking a launch per pass (column_pass_launches): the model-sized inputs of
+// the categories benchmark, then small inputs with odd sizes (a tile's last block short or
+// empty), one, two and three launches' worth of exchanges, an outer dim, vectors of columns, a
+// transposed input, a row output beside the element one, blocks aimed at 4 and 8 a
+// multiprocessor; against eager and float64 in every dtype, the launches a call takes counted;
+// the same module called again, and under CUDA graphs.
+TEST(GpuReductions, ALaunchPerColumnPassMatchesEager) {
+  REQUIRE_GPU();
+  {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_launches=8"));
+    expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
+                         [&] { return std::vector<c10::IValue>{rnd({16384, 4096}, c10::kBFloat16)}; }, "center [16384, 4096] bf16", 2);
+    expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                         [&] { return std::vector<c10::IValue>{rnd({16384, 2048}, c10::kFloat)}; }, "softmax [16384, 2048] f32", 3);
+  }
+  struct Case {
+    const char* expr;
+    std::vector<int64_t> shape;
+    int launches;
+  };
+  const std::string norm = "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5)";
+  const std::vector<Case> cases = {
+      {"torch.softmax(x, 0)", {6001, 300}, 3},
+      {"torch.log_softmax(x * 0.5, 1)", {3, 5003, 70}, 3},
+      {"x - x.mean(0, keepdim=True)", {8193, 200}, 2},
+      {"x - x.mean(0, keepdim=True)", {4096, 64}, 2},
+      {"torch.logsumexp(x, 0, keepdim=True) - x", {20000, 97}, 3},
+  };
+  for (const char* spec : {"column_pass_launches=8", "column_pass_launches=4,column_pass_unroll=3",
+                           "column_pass_launches=8,column_pass_vectors=1"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    for (auto dtype : kDtypes) {
+      for (const auto& c : cases) {
+        const std::string tag = std::string(c.expr) + " " + ::testing::PrintToString(c.shape) + " " + c10::toString(dtype) + " [" + spec + "]";
+        expect_matches_eager(module_returning("x", c.expr), [&] { return std::vector<c10::IValue>{rnd(c.shape, dtype)}; }, tag, c.launches);
+      }
+      // A mean/var normalization (three launches) returning the variance beside it.
+      expect_matches_eager(module_returning("x", norm + ", x.var(0, keepdim=True, unbiased=False)"),
+                           [&] { return std::vector<c10::IValue>{rnd({6000, 130}, dtype)}; },
+                           std::string("normalization and its variance ") + c10::toString(dtype) + " [" + spec + "]");
+      expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
+                           [&] { return std::vector<c10::IValue>{rnd({300, 6000}, dtype).t()}; },
+                           std::string("softmax of a transposed input ") + c10::toString(dtype) + " [" + spec + "]");
+    }
+  }
+  torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_launches=8"));
+  expect_split_softmax_replays_match({6001, 300});
+}
+
 TEST(GpuReductions, LayerNormWithWeightAndBiasAndRmsNorm) {
   REQUIRE_GPU();
   for (auto dtype : kDtypes) {

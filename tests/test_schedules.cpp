@@ -1086,6 +1086,65 @@ TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
   EXPECT_EQ(pass_split({x({2200, 9000}, f)}, {2200, 9000}, "column_pass_wave_kb=-1"), std::make_pair(5, int64_t{94}));
 }
 
+// Under column_pass_launches=n a looped split takes a launch per pass (p.phase): launch k runs the
+// pass after k exchanges, ending on its partials' writes; the passes before take their totals
+// from the partials the earlier launches wrote. No tile barrier, no counters, launch bounds of n
+// blocks a multiprocessor, and a split not capped by residency; rows never stay in registers
+// across launches. NVRTC builds each form.
+TEST(ColumnPasses, ALaunchPerPassExchangesAtTheKernelsEnd) {
+  const auto f = c10::kFloat, h = c10::kBFloat16;
+  const auto plan = [](int64_t rows, int64_t cols, c10::ScalarType t, const std::string& spec) {
+    const cg::Tuning tune = with(spec);
+    const cg::DeviceTarget target = cg::offline_target("sm_90", tune);
+    const cg::OperandShape x{true, t, {rows, cols}, {cols, 1}};
+    cg::ReductionLayout l = cg::plan_reduction_layout(torchfuse::Schedule::ColumnReduction, {rows, cols}, {0}, {x}, {}, nullptr,
+                                                      target, tune, true);
+    l.vec = 1;
+    l.cached = false;
+    cg::choose_column_pass_split(l, target, tune);
+    return std::make_pair(l.split, l.phased_blocks);
+  };
+  // [16384, 4096]: 128 tiles; 8 blocks a multiprocessor on 132 take 8 blocks a tile (4 cooperatively).
+  EXPECT_EQ(plan(16384, 4096, h, "column_pass_launches=8"), std::make_pair(8, 8));
+  EXPECT_EQ(plan(16384, 4096, f, "column_pass_launches=4"), std::make_pair(4, 4));
+  EXPECT_EQ(plan(16384, 4096, f, ""), std::make_pair(4, 0));
+  // [1100, 9000]: 282 tiles, too many to split cooperatively, split 3 ways at 8 a multiprocessor.
+  EXPECT_EQ(plan(1100, 9000, f, "column_pass_launches=8"), std::make_pair(3, 8));
+  EXPECT_EQ(plan(1100, 9000, f, ""), std::make_pair(1, 0));
+  // Waves do not apply to launches per pass.
+  EXPECT_EQ(plan(16384, 4096, f, "column_pass_launches=8,column_pass_wave_kb=-1"), std::make_pair(8, 8));
+
+  const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
+  torchfuse::runtime::ScopedTuning phased(with("column_pass_launches=8"));
+  for (auto dtype : {f, h}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const std::string src = compiled(softmax, {torch::randn({4096, 2048}).to(dtype)});
+    EXPECT_TRUE(tftest::contains_in_order(src, {"long long phase;", "__launch_bounds__(256, 8)", "if (p.phase == 0)",
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96)", "p.part_acc0[", "__syncthreads();",
+                                                "continue;", "__shared__ float smem_acc0[8][32];", "float total_acc0 = ",
+                                                "for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8)", "if (p.phase == 1)",
+                                                "p.part_acc1[", "continue;", " smem_acc1[8][32];", "if (p.phase == 2)",
+                                                "for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96)"}))
+        << src;
+    EXPECT_EQ(src.find("tile_barrier"), std::string::npos) << src;
+    EXPECT_EQ(src.find("tile_counter"), std::string::npos) << src;
+    EXPECT_EQ(src.find("if (p.phase == 3)"), std::string::npos) << src;
+  }
+  // x - x.mean(0) on [8192, 64]: split cooperatively, its rows fit registers (8 a thread); a launch
+  // per pass loops over them in both.
+  const auto center = module_returning("x", "x - x.mean(0, keepdim=True)");
+  const std::string c = compiled(center, {torch::randn({8192, 64})});
+  EXPECT_TRUE(tftest::contains_in_order(c, {"if (p.phase == 0)", "continue;", "if (p.phase == 1)", "for (tf_index rb = r1 - 1 - ty; ok && rb >= r0;"}))
+      << c;
+  EXPECT_EQ(c.find("c0[8];"), std::string::npos) << c;
+  // A mean/var normalization returning the variance too: the row output written by the launch
+  // that runs the pass after it.
+  const auto norm = module_returning("x", "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5), x.var(0, keepdim=True, unbiased=False)");
+  const std::string n = compiled(norm, {torch::randn({16384, 256})});
+  EXPECT_TRUE(tftest::contains_in_order(n, {"if (p.phase == 0)", "if (p.phase == 1)", "if (p.phase == 2 && ty == 0 && blockIdx.y == 0 && ok) out"}))
+      << n;
+}
+
 // The kernel of a split layout loops over the grid's tiles (blockIdx.x, then gridDim.x on), so a
 // grid of one wave's tiles covers them all; a tile's counter is its own. With waves the first
 // pass's loads ask L2 to keep their lines (tf_load_keep), the last pass's loads and the element
