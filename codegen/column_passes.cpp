@@ -31,6 +31,13 @@ std::vector<const ir::Node*> pass_accumulators(const ReductionAnalysis& a, int p
   return rs;
 }
 
+// Split layouts: the passes whose partials the tile's blocks exchange (those with accumulators).
+int exchange_rounds(const ReductionAnalysis& a) {
+  int rounds = 0;
+  for (int pass = 0; pass < a.passes; ++pass) rounds += !pass_accumulators(a, pass).empty();
+  return rounds;
+}
+
 // The thread's first column in its tile's shared-memory rows.
 std::string thread_column(const ReductionLayout& l) { return l.vec == 1 ? "tx" : "tx * " + str(l.vec); }
 
@@ -275,11 +282,9 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
   const bool phased = split && l.phased_blocks > 0;
   const std::string first = split ? "r0 + " : "";
   const std::string end = split ? "r1" : "(tf_index)p.red";
-  // Split: the passes that meet at a barrier (those with accumulators), and how many have so far.
-  int rounds = 0, round_now = 0;
-  for (int pass = 0; pass < a.passes; ++pass) {
-    rounds += !pass_accumulators(a, pass).empty();
-  }
+  // Split: the passes that meet at a barrier, and how many have so far.
+  const int rounds = exchange_rounds(a);
+  int round_now = 0;
   if (l.cached) {
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (column_element_input(l, k)) b.line(register_type(l.inputs[k].dtype) + " c" + str(static_cast<int64_t>(k)) + "[" + N + "];");
@@ -390,11 +395,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
 
 }  // namespace
 
-int column_pass_launches(const ReductionAnalysis& a) {
-  int rounds = 0;
-  for (int pass = 0; pass < a.passes; ++pass) rounds += !pass_accumulators(a, pass).empty();
-  return rounds + 1;
-}
+int column_pass_launches(const ReductionAnalysis& a) { return exchange_rounds(a) + 1; }
 
 GeneratedKernel generate_column_normalization(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   TORCHFUSE_INTERNAL_ASSERT(l.unroll == 1 || (l.split > 1 && !l.cached), "column passes of group ", g.id,

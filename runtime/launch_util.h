@@ -25,6 +25,8 @@ class ParamPacker {
  public:
   ParamPacker() { words_.reserve(32); }  // most kernels' arguments: one allocation per launch
   void i64(int64_t v) { words_.push_back(v); }
+  // Word `word`, packed by i64 before, becomes `v` (a kernel launched again with one argument changed).
+  void set_i64(size_t word, int64_t v) { words_.at(word) = v; }
   void f64(double v) {
     int64_t w;
     std::memcpy(&w, &v, sizeof w);

@@ -321,11 +321,11 @@ class ColumnLauncher : public ScheduleLauncher {
     // (A launch per pass counts no blocks.)
     p.ptr(l.split > 1 && !phased ? stream_counters(c.device, cooperative ? tiles * codegen::kTileCounterStride : tiles) : nullptr);
     if (phased) {
-      // (The phase is the last argument word.)
+      const size_t phase_word = p.size();
       p.i64(0);
       const int launches = codegen::column_pass_launches(a);
       for (int phase = 0; phase < launches; ++phase) {
-        static_cast<int64_t*>(p.data())[p.size() - 1] = phase;
+        p.set_i64(phase_word, phase);
         runtime::launch(x.kernel, x.kernel.name, c.device, tiles, split, l.block, p, x.fk.counters());
       }
       x.fk.count_launches(launches - 1);  // (launch_group counts one)

@@ -1036,11 +1036,11 @@ TEST(ColumnPasses, FewTilesSplitTheirRows) {
   EXPECT_NE(unsplit.find("for (tf_index r = ty; ok && r < (tf_index)p.red; r += 8)"), std::string::npos) << unsplit;
 }
 
-// The split choose_column_pass_split plans for column passes over `sizes` (reducing dim 0, one
+// The layout choose_column_pass_split plans for column passes over `sizes` (reducing dim 0, one
 // looped column a thread, as ColumnUnit::plan asks first), for the offline sm_90 target (132
-// multiprocessors, 50 MB of L2): {split, wave_tiles}.
-std::pair<int, int64_t> pass_split(const std::vector<cg::OperandShape>& inputs, const std::vector<int64_t>& domain,
-                                   const std::string& spec) {
+// multiprocessors, 50 MB of L2).
+cg::ReductionLayout split_layout(const std::vector<cg::OperandShape>& inputs, const std::vector<int64_t>& domain,
+                                 const std::string& spec) {
   const cg::Tuning tune = with(spec);
   const cg::DeviceTarget target = cg::offline_target("sm_90", tune);
   cg::ReductionLayout l = cg::plan_reduction_layout(torchfuse::Schedule::ColumnReduction, domain, {0}, inputs, {}, nullptr,
@@ -1048,6 +1048,13 @@ std::pair<int, int64_t> pass_split(const std::vector<cg::OperandShape>& inputs, 
   l.vec = 1;
   l.cached = false;
   cg::choose_column_pass_split(l, target, tune);
+  return l;
+}
+
+// split_layout's {split, wave_tiles}.
+std::pair<int, int64_t> pass_split(const std::vector<cg::OperandShape>& inputs, const std::vector<int64_t>& domain,
+                                   const std::string& spec) {
+  const cg::ReductionLayout l = split_layout(inputs, domain, spec);
   return {l.split, l.wave_tiles};
 }
 
@@ -1094,14 +1101,7 @@ TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
 TEST(ColumnPasses, ALaunchPerPassExchangesAtTheKernelsEnd) {
   const auto f = c10::kFloat, h = c10::kBFloat16;
   const auto plan = [](int64_t rows, int64_t cols, c10::ScalarType t, const std::string& spec) {
-    const cg::Tuning tune = with(spec);
-    const cg::DeviceTarget target = cg::offline_target("sm_90", tune);
-    const cg::OperandShape x{true, t, {rows, cols}, {cols, 1}};
-    cg::ReductionLayout l = cg::plan_reduction_layout(torchfuse::Schedule::ColumnReduction, {rows, cols}, {0}, {x}, {}, nullptr,
-                                                      target, tune, true);
-    l.vec = 1;
-    l.cached = false;
-    cg::choose_column_pass_split(l, target, tune);
+    const cg::ReductionLayout l = split_layout({cg::OperandShape{true, t, {rows, cols}, {cols, 1}}}, {rows, cols}, spec);
     return std::make_pair(l.split, l.phased_blocks);
   };
   // [16384, 4096]: 128 tiles; 8 blocks a multiprocessor on 132 take 8 blocks a tile (4 cooperatively).
