@@ -392,6 +392,17 @@ void widen_teams_for_few_rows(ReductionLayout& l, const DeviceTarget& target, co
   }
 }
 
+// Few rows whose widened teams hold one vector a thread with threads to spare (bf16 rows of 768:
+// 96 vectors, a team of 128) take a team of one thread a vector where those make whole warps, so
+// no warp idles and the row fills its team exactly (tuning().row_whole_warps).
+void fit_teams_to_whole_warps(ReductionLayout& l, const Tuning& tune) {
+  if (tune.row_whole_warps == 0 || !l.cached || l.cluster != 1 || l.stages > 0 || l.ring_chunk > 0) return;
+  const int64_t chunks = (l.reduced() + l.vec - 1) / l.vec;
+  if (l.chunks_per_thread != 1 || l.threads_per_row <= chunks || chunks <= 32 || chunks % 32 != 0) return;
+  l.threads_per_row = static_cast<int>(chunks);
+  l.block = l.threads_per_row;
+}
+
 // Cached teams of a warp or less share blocks of tuning().row_team_block threads (planned at 256).
 void share_team_blocks(ReductionLayout& l, const Tuning& tune) {
   if (!l.cached || l.cluster != 1 || l.stages > 0 || l.threads_per_row > 32) return;
@@ -650,6 +661,7 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     // prefetch of a next row, which trade blocks for work a block.)
     const bool few = few_rows(l, target, tune);
     widen_teams_for_few_rows(l, target, tune);
+    if (few) fit_teams_to_whole_warps(l, tune);
     l.min_blocks = tune.row_min_blocks;
     l.chunk_sums = !l.cached && tune.chunk_sums != 0;
     // Staged rows read their rows from shared memory: no L2 prefetch, and the launch picks the

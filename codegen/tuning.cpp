@@ -99,6 +99,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "row_hold") t.row_hold = parse_int(name, value, -1, 1);
     else if (name == "shared_hold") t.shared_hold = parse_int(name, value, -1, 1);
     else if (name == "row_exact") t.row_exact = parse_int(name, value, 0, 1);
+    else if (name == "row_whole_warps") t.row_whole_warps = parse_int(name, value, 0, 1);
     else TORCHFUSE_CHECK(false, "torchfuse: ", origin, ": unknown knob '", name, "'");
   }
   return t;

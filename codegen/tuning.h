@@ -173,6 +173,11 @@ struct Tuning {
   // thread x vector width): the kernel takes the length as a constant and loads with no column
   // bounds checks, so a pass's loads issue back to back (see plan_reduction_layout); 0: never.
   int row_exact = 1;
+  // Few cached rows (see row_fill) whose widened teams keep one vector a thread and leave threads
+  // idle, where the row's vectors make whole warps (bf16 rows of 768: 96 vectors in teams of 128):
+  // 1 gives the team exactly one thread a vector (96, three warps), so the row fills it exactly
+  // (row_exact); 0: teams stay a power of two (see fit_teams_to_whole_warps in reduction_layout.cpp).
+  int row_whole_warps = 0;
 };
 
 // Parses "name=value,..." over `base`; a malformed entry is an Error naming `origin` (where the

@@ -586,12 +586,16 @@ TEST(GpuReductions, FewRowsMatchEager) {
       "def forward(self, x, r, w):\n    h = x + r\n    hf = h.float()\n"
       "    y = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + 1e-5)\n    return w * y.to(x.dtype), h\n");
   const auto softmax = module_returning("x", "torch.softmax(x * 0.125, -1)");
-  for (const char* spec : {"", "row_fill=2048", "row_fill=0"}) {
+  for (const char* spec : {"", "row_fill=2048", "row_fill=0", "row_whole_warps=1"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
+    // (Whole-warp teams: rows of 768 and 1536 at both batches, 96 to 384 threads a team.)
+    const bool whole = std::string(spec) == "row_whole_warps=1";
     for (auto dtype : kDtypes) {
       for (int64_t batch : {1, 8}) {
         const std::string tag = c10::toString(dtype) + std::string(" batch ") + std::to_string(batch) + " [" + spec + "]";
-        for (int64_t c : {batch == 1 ? int64_t{1000} : int64_t{768}, int64_t{2048}}) {
+        const std::vector<int64_t> cols = whole ? std::vector<int64_t>{768, 1536}
+                                                : std::vector<int64_t>{batch == 1 ? 1000 : 768, 2048};
+        for (int64_t c : cols) {
           expect_matches_eager(add_ln, [&] {
             return std::vector<c10::IValue>{rnd({batch, 128, c}, dtype), rnd({batch, 128, c}, dtype), rnd({c}, dtype), rnd({c}, dtype)};
           }, "add + layer norm " + std::to_string(c) + " " + tag, 1);

@@ -1245,6 +1245,40 @@ TEST(FewRows, TeamsWidenToFillTheDevice) {
             std::string::npos);
 }
 
+// row_whole_warps=1: few bf16 rows of 768 (96 vectors) take teams of 96 threads, one vector each,
+// and fill them exactly; f32 rows (192 vectors, 3 a thread in teams of 64), rows of 1024 and many
+// rows keep their plans.
+TEST(FewRows, WholeWarpTeamsFillTheRow) {
+  const auto add_ln = module_from(
+      "def forward(self, x, r, w, b):\n    h = x + r\n    return torch.layer_norm(h, [x.size(-1)], w, b, 1e-12), h\n");
+  auto in = [](int64_t batch, int64_t cols, c10::ScalarType t) {
+    return std::vector<c10::IValue>{torch::randn({batch, 128, cols}).to(t), torch::randn({batch, 128, cols}).to(t),
+                                    torch::randn({cols}).to(t), torch::randn({cols}).to(t)};
+  };
+  // Kept as planned: f32 rows of 768 (3 vectors a thread), rows of 1024 (whole teams already),
+  // many rows.
+  const std::vector<std::vector<c10::IValue>> kept = {in(8, 768, c10::kFloat), in(8, 1024, c10::kBFloat16),
+                                                       in(64, 768, c10::kBFloat16)};
+  std::vector<std::string> before;
+  {
+    torchfuse::runtime::ScopedTuning defaults(cg::parse_tuning(""));
+    for (const auto& inputs : kept) before.push_back(kernel_source(add_ln, inputs));
+  }
+  // (The defaults' few-rows widening, which with() leaves out.)
+  torchfuse::runtime::ScopedTuning whole(cg::parse_tuning("row_whole_warps=1"));
+  for (int64_t batch : {1, 8}) {
+    const std::string src = kernel_source(add_ln, in(batch, 768, c10::kBFloat16));
+    EXPECT_TRUE(tftest::contains_in_order(src, {"__launch_bounds__(96)", "const int tl = threadIdx.x % 96;"})) << batch << src;
+    EXPECT_NE(src.find("cached mode: 96 threads per row, block 96, vector width 8, 1 vectors per thread"), std::string::npos)
+        << src;
+    // Exact: no column bounds check on the loads.
+    EXPECT_EQ(body(src).find("< (tf_index)p.cols"), std::string::npos) << src;
+  }
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kernel_source(add_ln, kept[i]), before[i]) << i;
+  EXPECT_EQ(cg::parse_tuning("").row_whole_warps, 0);
+  EXPECT_THROW(cg::parse_tuning("row_whole_warps=2"), torchfuse::Error);
+}
+
 TEST(FewRows, StayInRegistersInsteadOfStaging) {
   // bf16 rows of 2048 are staged in shared memory when they are many; 1024 of them are not.
   const auto add_rms = module_from(

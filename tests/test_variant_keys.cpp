@@ -28,7 +28,7 @@ const char* const kKnobs[] = {
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
     "fast_math=0", "cache_hints=0", "cache_hints=1", "row_stage=0", "row_stage=2", "row_ring=0", "row_ring=1",
     "row_ring_vectors=1", "row_hold=0", "row_hold=1", "shared_hold=0", "shared_hold=1",
-    "row_early_loads=0", "row_early_loads=64", "row_shared_rounds=0", "row_exact=0",
+    "row_early_loads=0", "row_early_loads=64", "row_shared_rounds=0", "row_exact=0", "row_whole_warps=1",
 };
 
 struct Case {
@@ -50,6 +50,9 @@ std::vector<Case> cases() {
     c.push_back({"def forward(self, s, m):\n    return torch.softmax(s * 0.125 + m, dim=-1)\n",
                  {r({2, 4, 64, 1024}, t), r({1, 1, 64, 1024}, t)}});
     c.push_back({"def forward(self, x):\n    return torch.tanh(x).sum(0)\n", {r({4096, 256}, t)}});
+    // Few rows of 768 (row_fill, row_whole_warps).
+    c.push_back({"def forward(self, x, w, b):\n    return torch.layer_norm(x, [768], w, b, 1e-12)\n",
+                 {r({1024, 768}, t), r({768}, t), r({768}, t)}});
     // Short rows (row_min_threads, row_team_block).
     c.push_back({"def forward(self, x, w, b):\n    return torch.layer_norm(x, [64], w, b, 1e-5)\n",
                  {r({4096, 64}, t), r({64}, t), r({64}, t)}});
