@@ -48,7 +48,7 @@ void emit_column_params(SourceBuilder& b, const FusionGroup& g, const ReductionL
   }
   emit_outputs_and_partials(b, g, a);
   // (Split column passes launched once per pass: which launch this is.)
-  if (l.split > 1 && l.phased_blocks > 0) b.line("long long phase;");
+  if (l.phased()) b.line("long long phase;");
   b.close(";");
 }
 

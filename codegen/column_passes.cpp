@@ -279,7 +279,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
   const std::string RY = str(l.block / 32);
   const std::string N = str(l.chunks_per_thread);
   const bool split = l.split > 1;
-  const bool phased = split && l.phased_blocks > 0;
+  const bool phased = l.phased();
   const std::string first = split ? "r0 + " : "";
   const std::string end = split ? "r1" : "(tf_index)p.red";
   // Split: the passes that meet at a barrier, and how many have so far.
@@ -402,7 +402,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
                             " unroll only where looped over a split");
   TORCHFUSE_INTERNAL_ASSERT(l.vec == 1 || !l.cached, "column passes of group ", g.id, " keep one column a thread in registers");
   const bool split = l.split > 1;
-  const bool phased = split && l.phased_blocks > 0;
+  const bool phased = l.phased();
   TORCHFUSE_INTERNAL_ASSERT(!phased || !l.cached, "column passes of group ", g.id, " keep no registers across launches");
   const std::string W = str(32 * l.vec);
   SourceBuilder b;

@@ -93,6 +93,8 @@ struct ReductionLayout {
   // Row schedule: reduced blocks of several dims, decomposed per column by tf_fast_div (32-bit
   // indices); the kernel's parameters then carry red_div.
   bool fast_red_offsets() const { return !index64 && red_sizes.size() > 1; }
+  // Column schedule: split over blocks and launched once per pass (phased_blocks).
+  bool phased() const { return split > 1 && phased_blocks > 0; }
   std::string key() const;
   // Staged rows: per column of a row, the shared-memory bytes of the staged inputs before input k
   // (where input k's row starts in a team's buffer) and of all of them; one team's row; the

@@ -142,7 +142,7 @@ class ColumnUnit : public ScheduleUnit {
       choose_column_cache(l, r.tuning);
       choose_column_pass_split(l, r.target, r.tuning);
       // (Not across a launch per pass: registers do not outlive a launch.)
-      if (l.split > 1 && l.phased_blocks == 0) choose_column_cache(l, r.tuning);
+      if (l.split > 1 && !l.phased()) choose_column_cache(l, r.tuning);
       // Columns read again in every pass take a vector of columns a thread; fewer, wider tiles
       // split their rows again.
       if (!l.cached && vec > 1) {

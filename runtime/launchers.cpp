@@ -292,7 +292,7 @@ class ColumnLauncher : public ScheduleLauncher {
     const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
     // Split column passes wait for each other between passes: every block resident at once, or
     // a launch per pass (phased).
-    const bool phased = a.passes > 1 && l.split > 1 && l.phased_blocks > 0;
+    const bool phased = a.passes > 1 && l.phased();
     const bool cooperative = a.passes > 1 && l.split > 1 && !phased;
     // (A cooperative grid takes the tiles in waves of l.wave_tiles: the kernel loops over the rest.)
     const int64_t grid_x = cooperative && l.wave_tiles > 0 ? std::min(l.wave_tiles, tiles) : tiles;
