@@ -390,6 +390,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   runtime::LaunchOptions launch;
   launch.poison_outputs = options_.debug_poison_outputs;
   launch.record_launches = options_.record_launches;
+  launch.outputs_in_place = options_.outputs_in_place;
   launch.strict = options_.strict;
   launch.profile = options_.profile_kernels;
   launch.fail = runtime::FailureInjection::parse(options_.debug_fail_kernels);
@@ -692,6 +693,7 @@ Stats CompiledModuleImpl::stats() const {
         s.fallback_calls += g.fallback_calls;
         s.oom_calls += g.oom_calls;
         s.recorded_calls += g.recorded_calls;
+        s.outputs_in_place += g.outputs_in_place;
         s.groups.push_back(std::move(g));
       }
     }

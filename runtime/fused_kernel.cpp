@@ -11,6 +11,7 @@
 #include "codegen/schedule.h"
 #include "runtime/driver_api.h"
 #include "runtime/hot_path_clock.h"
+#include "runtime/in_place_outputs.h"
 #include "runtime/launch_util.h"
 #include "runtime/launchers.h"
 #include "src/error.h"
@@ -125,6 +126,11 @@ FusedKernel::FusedKernel(std::shared_ptr<const void> owner, FusionGroup group, L
                   return v->type.is_tensor() && !ir::is_host_scalar(v->type, device);
                 });
   for (const codegen::OperandShape& s : profiled_operands(group_)) profiled_view_sizes_.push_back(s.sizes);
+  // (Poisoned outputs would overwrite the input before the kernel reads it.)
+  if (options_.outputs_in_place && device.is_cuda() && !options_.poison_outputs) {
+    in_place_ = in_place_candidates(group_, analysis_);
+    if (std::all_of(in_place_.begin(), in_place_.end(), [](int j) { return j < 0; })) in_place_.clear();
+  }
 }
 
 void FusedKernel::shape_operands(CallInputs& call) const {
@@ -313,6 +319,7 @@ GroupStats FusedKernel::stats() const {
   s.fallback_calls = fallback_calls_;
   s.oom_calls = oom_calls_;
   s.recorded_calls = recorded_calls_;
+  s.outputs_in_place = outputs_in_place_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.fell_back = fell_back_;
@@ -465,6 +472,14 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     return run_fallback(stack);
   }
   shape_operands(call);
+  // Not on a recording call (its pointers must tell inputs from outputs) nor under a probe (which
+  // runs the group's ops on the same inputs after the kernel).
+  if (!in_place_.empty() && !record && GroupProbe::current() == nullptr) {
+    const auto sizes = output_sizes(group_, analysis(), call.domain);
+    call.taken = take_over(
+        in_place_, call.values.data(), [&](size_t k) { return c10::IntArrayRef(sizes[k]); },
+        [&](size_t k) { return group_.outputs[k]->type.dtype; });
+  }
   const OnDevice on_device(call.device);
   HotPathClock::mark(HotPhase::inputs);
   std::vector<at::Tensor> outputs;
@@ -495,6 +510,7 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
     for (auto& v : call.values) stack.push_back(std::move(v));
     return run_fallback(stack);
   }
+  for (int j : call.taken) outputs_in_place_ += j >= 0 ? 1 : 0;
   after_kernel(call, outputs);
   for (auto& t : outputs) stack.emplace_back(std::move(t));
 }
@@ -511,7 +527,9 @@ bool FusedKernel::run_recorded(std::vector<c10::IValue>& stack) {
   HotPathClock::mark(HotPhase::recorded);
   std::vector<at::Tensor> outputs;
   try {
-    if (!launch_recorded(*record, inputs, outputs)) return false;
+    int taken = 0;
+    if (!launch_recorded(*record, inputs, in_place_, outputs, taken)) return false;
+    outputs_in_place_ += taken;
   } catch (const c10::OutOfMemoryError&) {
     return false;  // the planned path allocates again, and falls back where it must
   }

@@ -81,6 +81,7 @@ struct LaunchOptions {
   bool strict = false;   // a kernel failure is an Error, not a fallback
   bool profile = false;  // time every call with CUDA events
   bool record_launches = true;  // CompileOptions::record_launches
+  bool outputs_in_place = false;  // CompileOptions::outputs_in_place
   FailureInjection fail;
   codegen::Tuning tuning;  // the module's knobs (resolve_tuning), for planning and launching
 };
@@ -94,6 +95,9 @@ struct CallInputs {
   // dim on this call (place_cat_pieces).
   std::vector<std::vector<int64_t>> cat_starts;
   c10::Device device{c10::DeviceType::CUDA, 0};
+  // Per output, the input whose memory it takes on this call (in_place_outputs.h), or -1; empty
+  // where none does.
+  c10::SmallVector<int, 4> taken;
 };
 
 class FusedKernel {
@@ -206,6 +210,9 @@ class FusedKernel {
   bool recordable_ = false;
   LaunchRecords records_;
   std::atomic<int64_t> recorded_calls_{0};
+  // Per output, the input whose memory it may take (in_place_candidates); empty where none may.
+  std::vector<int> in_place_;
+  std::atomic<int64_t> outputs_in_place_{0};
   std::atomic<int64_t> launches_{0};
   std::atomic<int64_t> calls_{0};
   // Fallback state; the reason is written once, before fell_back_ turns true.

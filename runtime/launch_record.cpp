@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/hot_path_clock.h"
+#include "runtime/in_place_outputs.h"
 #include "runtime/launch_util.h"
 
 namespace torchfuse {
@@ -134,11 +135,26 @@ void LaunchRecords::add(std::unique_ptr<LaunchRecord> record) {
   used_.store(used + 1, std::memory_order_relaxed);
 }
 
-bool launch_recorded(const LaunchRecord& r, const c10::IValue* inputs, std::vector<at::Tensor>& outputs) {
+bool launch_recorded(const LaunchRecord& r, const c10::IValue* inputs, const std::vector<int>& in_place,
+                     std::vector<at::Tensor>& outputs, int& taken) {
   const OnDevice on_device(r.device);
   outputs.clear();
   outputs.reserve(r.outputs.size());
-  for (const LaunchRecord::Output& o : r.outputs) outputs.push_back(new_output(o.sizes, o.dtype, r.device, false));
+  taken = 0;
+  const c10::SmallVector<int, 4> over = in_place.empty()
+      ? c10::SmallVector<int, 4>()
+      : take_over(
+            in_place, inputs, [&](size_t k) { return c10::IntArrayRef(r.outputs[k].sizes); },
+            [&](size_t k) { return r.outputs[k].dtype; });
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    const LaunchRecord::Output& o = r.outputs[k];
+    if (!over.empty() && over[k] >= 0) {
+      outputs.push_back(inputs[over[k]].toTensor());
+      ++taken;
+      continue;
+    }
+    outputs.push_back(new_output(o.sizes, o.dtype, r.device, false));
+  }
   HotPathClock::mark(HotPhase::allocate);
   for (const at::Tensor& t : outputs) {
     if (reinterpret_cast<uintptr_t>(t.data_ptr()) % kAlignment == 0) continue;

@@ -121,6 +121,11 @@ std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs
   if (fk.inject_oom()) new_output({kImpossibleElements}, c10::ScalarType::Float, c.device, false);
   std::vector<at::Tensor> out;
   for (size_t k = 0; k < sizes.size(); ++k) {
+    // (An output over a dying input: that input's tensor, which this call holds alone.)
+    if (!c.taken.empty() && c.taken[k] >= 0) {
+      out.push_back(c.values[c.taken[k]].toTensor());
+      continue;
+    }
     out.push_back(new_output(sizes[k], fk.group().outputs[k]->type.dtype, c.device, fk.poison_outputs()));
   }
   return out;

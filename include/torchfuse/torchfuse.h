@@ -53,6 +53,14 @@ struct CompileOptions {
   // strides, pointer alignment), patching only the pointers: the launch-bound call's shortcut
   // (docs/architecture.md, "Recorded launches"). Off: every call plans, looks up and packs.
   bool record_launches = true;
+  // A fused group's output may take the memory of an input that dies at the group (an
+  // intermediate the call holds the only reference to, with no view of it anywhere: never a
+  // graph input or a value read later), as Inductor's in_out_ptr does: the kernel writes over
+  // elements it has read, into lines the producer just left in L2, and one allocation fewer
+  // (docs/architecture.md, "Outputs in place"). Off by default: measured no faster in BERT
+  // (docs/performance.md), and not yet through the stress and fuzz runs. Off: every output is a
+  // fresh tensor.
+  bool outputs_in_place = false;
   // Architecture NVRTC targets when no GPU is present (explain() and offline checks), e.g. "sm_90".
   std::string offline_arch = "sm_90";
   // Every op torchfuse can fuse must run fused. A specialization that leaves an elementwise op or
@@ -205,6 +213,7 @@ struct GroupStats {
   int64_t calls = 0;          // times the group ran (fused or on its fallback)
   int64_t launches = 0;       // kernels launched: one per fused call (split reductions combine their partials in it)
   int64_t recorded_calls = 0; // ... of the fused calls, those that repeated a recorded launch (record_launches)
+  int64_t outputs_in_place = 0; // outputs written over a dying input's memory (CompileOptions::outputs_in_place)
   // Its kernel failed to compile, load or launch: it runs its TorchScript ops through ATen for good.
   bool fell_back = false;
   std::string fallback_reason;  // the failure, when fell_back
@@ -232,6 +241,7 @@ struct Stats {
   int64_t kernel_disk_hits = 0;     // ... on disk ($TORCHFUSE_CACHE_DIR)
   int64_t kernel_launches = 0;      // fused kernels launched
   int64_t recorded_calls = 0;       // group calls that repeated a recorded launch (every group's recorded_calls)
+  int64_t outputs_in_place = 0;     // outputs written over a dying input (every group's outputs_in_place)
   int64_t kernel_variants = 0;      // kernel sources generated (one per group and compile-time layout)
   double nvrtc_seconds = 0.0;       // time spent in NVRTC
   int64_t fallback_groups = 0;      // groups whose kernel failed and that run through ATen
