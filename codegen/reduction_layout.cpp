@@ -14,9 +14,10 @@ namespace {
 
 // Tuning::row_early_loads = -1: registers per thread for inputs loaded early: four 16-byte
 // vectors (a layer norm's weight and bias at up to two vectors a thread), and, in teams of a few
-// threads, at most one 16-bit input among them (see plan_reduction_layout). Measured H200 (kernel time, early / not): rms norm's weight and f32 layer
-// norm's weight and bias won (bf16 add + rms norm [8, 128, 2048] 3.36-3.39 / 3.49-3.58 us, f32
-// add + layer norm [1, 128, 768] 1.95 / 2.05, f32 rms norm [8192, 2048] 31.9-33.6 / 33.8-34.0);
+// threads, at most one 16-bit input among them (see plan_reduction_layout). Measured H200 (kernel
+// time, early / not): rms norm's weight and f32 layer norm's weight and bias won (bf16 add + rms
+// norm [8, 128, 2048] 3.36-3.39 / 3.49-3.58 us, f32 add + layer norm [1, 128, 768] 1.95 / 2.05,
+// f32 rms norm [8192, 2048] 31.9-33.6 / 33.8-34.0);
 // a bf16 layer norm's two lost (add + layer norm [8, 128, 768] 2.88-2.91 / 2.78, rows of 64
 // 26.4 / 25.5; the cause not found: 39 registers against 32, occupancy unchanged).
 constexpr int kAutoEarlyRegisters = 16;

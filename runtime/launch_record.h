@@ -110,13 +110,11 @@ class LaunchRecords {
   std::vector<std::unique_ptr<LaunchRecord>> owned_;
 };
 
-// Launches `record` for inputs of its geometry on the current stream, into fresh outputs (or a
-// dying input's memory, below). False
-// (nothing launched, `outputs` empty) when an output's pointer lacks the recorded alignment or the
-// driver refuses the launch: the planned path then runs the call and reports any error. Throws
-// the caching allocator's c10::OutOfMemoryError.
-// `in_place`: per output, the input whose memory it may take (in_place_candidates; empty: none);
-// `taken` counts the outputs that took one.
+// Launches `record` for inputs of its geometry on the current stream, into fresh outputs or, per
+// output, the memory of the input `in_place` names (in_place_candidates; empty: none) where the
+// call can take it over; `taken` counts those. False (nothing launched, `outputs` empty) when an
+// output's pointer lacks the recorded alignment or the driver refuses the launch: the planned path
+// then runs the call and reports any error. Throws the caching allocator's c10::OutOfMemoryError.
 bool launch_recorded(const LaunchRecord& record, const c10::IValue* inputs, const std::vector<int>& in_place,
                      std::vector<at::Tensor>& outputs, int& taken);
 
