@@ -102,6 +102,13 @@ struct Growing {
       if (schedule != Schedule::RowReduction) {
         return std::string("only the row schedule scans; the group's is ") + schedule_name(schedule);
       }
+      // (Rows of one element reduced and scanned along the same dim: the scan's input has the
+      // reduced shape, which the schedules read per row, where the scan reads elements; fuzz
+      // seed 37, program 2005.)
+      const auto& in = n->inputs[0]->type.sizes;
+      if ((in == rd.keep_shape() || in == rd.squeezed_shape()) && after_reduction(n->inputs[0], joining)) {
+        return "it scans %" + std::to_string(n->inputs[0]->id) + ", a reduced value: the row schedule scans element values";
+      }
       return why_no_scan(rd);
     }
     if (ir::is_reduction(n->kind)) {

@@ -74,13 +74,33 @@ class Speller {
     if (d < 0) d += *rank;
     if (d < 0 || d >= *rank) return;  // eager raises: left to it
     torch::jit::WithInsertPoint point(n);
-    const std::optional<std::vector<Value*>> middle = list_entries(g_, n->input(2));
+    std::optional<std::vector<Value*>> middle = list_entries(g_, n->input(2));
     if (!middle) return;
+    resolve_inferred(*middle, n->input(0), d);
     std::vector<Value*> entries = sizes_of(ctx_, g_, n->input(0), 0, d);
     entries.insert(entries.end(), middle->begin(), middle->end());
     const std::vector<Value*> after = sizes_of(ctx_, g_, n->input(0), d + 1, *rank);
     entries.insert(entries.end(), after.begin(), after.end());
     replace(n, c10::aten::view, entries, "dim " + std::to_string(d) + " of a rank-" + std::to_string(*rank) + " tensor");
+  }
+
+  // unflatten infers a -1 from size(d) alone, where view infers it from the element count, which
+  // leaves it ambiguous when another dim is 0 (unflatten(-4, [2, -1]) of [128, 5, 64, 0]). With
+  // the other entries constants whose product p is not 0, the -1 becomes size(d) // p, read per
+  // call; otherwise it stays. (A size(d) that p does not divide: view raises as unflatten does,
+  // but for a tensor of no elements, which eager's unflatten refuses and the view takes.)
+  void resolve_inferred(std::vector<Value*>& middle, Value* x, int64_t d) {
+    int64_t product = 1;
+    Value** inferred = nullptr;
+    for (Value*& v : middle) {
+      const std::optional<c10::IValue> iv = constant_value(v);
+      if (!iv || !iv->isInt()) return;
+      if (iv->toInt() == -1 && inferred == nullptr) inferred = &v;
+      else product *= iv->toInt();
+    }
+    if (inferred == nullptr || product <= 0) return;
+    Value* size = sizes_of(ctx_, g_, x, d, d + 1).front();
+    *inferred = g_.insert(c10::aten::floordiv, {size, product});
   }
 
   // x.view_as(y) / x.reshape_as(y): y's sizes, each read from y per call.

@@ -81,11 +81,13 @@ CompileOptions validated(CompileOptions o) {
   return o;
 }
 
-// The options with what the environment adds: profiling, injected failures.
+// The options with what the environment adds: profiling, CUDA graphs, async compile, outputs in
+// place, injected failures.
 CompileOptions resolve_env(CompileOptions o) {
   o.profile_kernels = o.profile_kernels || env_flag("TORCHFUSE_PROFILE_KERNELS");
   o.cuda_graphs = o.cuda_graphs || env_flag("TORCHFUSE_CUDA_GRAPHS");
   o.async_compile = o.async_compile || env_flag("TORCHFUSE_ASYNC_COMPILE");
+  o.outputs_in_place = o.outputs_in_place || env_flag("TORCHFUSE_OUTPUTS_IN_PLACE");
   o.debug_fail_kernels = runtime::FailureInjection::spec_from(o.debug_fail_kernels);
   return o;
 }

@@ -217,6 +217,7 @@ def main():
                     "no_channels_last (convolutions and their neighbours NCHW), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
                     "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
                     "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
+                    "in_place (CompileOptions::outputs_in_place), "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
@@ -302,6 +303,7 @@ def main():
                                     ("torchfuse_attention_autotune", {"attention_autotune": True}),
                                     ("torchfuse_graphs_no_attention_autotune", {"attention_autotune": False,
                                                                                 "cuda_graphs": True}),
+                                    ("torchfuse_in_place", {"outputs_in_place": True}),
                                     ("torchfuse_no_conv_bias", {"split_conv_bias": False}),
                                     ("torchfuse_no_channels_last", {"channels_last_convs": False}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,

@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
             << s.over_limit_calls << "), fallback groups " << s.fallback_groups << ", oom calls " << s.oom_calls << "\n"
             << "  cuda graphs: " << (args.cuda_graphs ? "on" : "off") << ", captured " << s.cuda_graph_captures
             << ", replays " << s.cuda_graph_replays << ", uncaptured signatures " << s.cuda_graph_refusals.size() << "\n"
+            << "  outputs in place: " << s.outputs_in_place << "\n"
             << "  forward() latency, first call of a new shape:                 " << summary(latencies.cold) << "\n"
             << "  forward() latency, known shape, a first call in flight:       " << summary(latencies.warm_busy) << "\n"
             << "  forward() latency, known shape, no first call in flight:      " << summary(latencies.warm_quiet) << "\n";

@@ -146,6 +146,9 @@ TEST(Scans, RefusedWithTheReason) {
       {"torch.cumsum(x * 2.0, -1)", {2, 300000}, "rows of 300000 elements, over the 262144 one block scans"},
       {"torch.cumprod(x * 2.0, -1)", {4, 100}, "a prefix product along a dim: the scan schedule adds (cumsum) only"},
       {"torch.cumsum(x, -1) + x.sum(0)", {16, 100}, "it reduces dims [0] of [16, 100], the group reduces dims [1] of [16, 100]"},
+      // A reduced row of one element scanned along the dim it was reduced over (fuzz seed 37, program 2005).
+      {"torch.cumsum(x.mean(-1, keepdim=True), 0)", {1}, "a reduced value: the row schedule scans element values"},
+      {"torch.cumsum(x.sum(-1, keepdim=True) * 2.0, -1)", {4, 1}, "a reduced value: the row schedule scans element values"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.expr);

@@ -168,7 +168,7 @@ TEST(Views, ViewLikesAreSpelledWithSizesReadPerCall) {
     std::vector<std::vector<int64_t>> shapes, other;
   };
   const std::vector<Case> cases = {
-      {"x, y", "torch.relu(x * 2.0).unflatten(-1, [4, -1]) * y", "aten::unflatten (", "aten::size(%x", 2,
+      {"x, y", "torch.relu(x * 2.0).unflatten(-1, [4, -1]) * y", "aten::unflatten (", "aten::size(%x", 3,
        {{4, 8, 16}, {4, 8, 4, 4}}, {{3, 5, 12}, {3, 5, 4, 3}}},
       {"x, y", "torch.relu(x * 2.0).view_as(y) * y", "aten::view_as (", "aten::size(%y", 2, {{4, 8, 16}, {4, 128}},
        {{2, 3, 7}, {2, 21}}},
@@ -194,6 +194,22 @@ TEST(Views, ViewLikesAreSpelledWithSizesReadPerCall) {
       EXPECT_EQ(got.sizes(), want.sizes());
     }
   }
+}
+
+// unflatten's -1 is size(d) divided by the other sizes, not the element count's share: a tensor
+// with a dim of 0 elsewhere unflattens as eager does (fuzz, seed 36, programs 352 and 2859).
+TEST(Views, UnflattenInfersFromItsDimWhenAnotherDimIsZero) {
+  const auto m = module_returning("x", "torch.relu(x * 1.5).unflatten(0, [2, -1]) * 1.5");
+  auto impl = tftest::on_cpu_fallbacks(m);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{128, 5, 64, 0}, {4, 6, 3}, {6, 0, 2}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    const std::vector<c10::IValue> in{torch::randn(shape)};
+    const at::Tensor got = impl->forward(in).toTensor(), want = impl->forward_eager(in).toTensor();
+    EXPECT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5));
+  }
+  const auto e = explain(m, {torch::randn({4, 6, 3})});
+  EXPECT_NE(e.rewritten_graph.find("aten::floordiv("), std::string::npos) << e.rewritten_graph;
 }
 
 TEST(Views, ViewOfAnInputUsedOutsideStaysInATen) {
