@@ -99,6 +99,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         d["groups"] = static_cast<int64_t>(s.groups.size());
         d["cuda_graph_captures"] = s.cuda_graph_captures;
         d["cuda_graph_replays"] = s.cuda_graph_replays;
+        d["recorded_calls"] = s.recorded_calls;
+        d["outputs_in_place"] = s.outputs_in_place;
         pybind11::list refusals;
         for (const auto& r : s.cuda_graph_refusals) refusals.append(r);
         d["cuda_graph_refusals"] = refusals;

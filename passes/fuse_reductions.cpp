@@ -93,6 +93,36 @@ struct Growing {
     return std::nullopt;
   }
 
+  // Why `n`, which reads a reduction and has the reduced shape without keepdim, cannot mix its
+  // inputs, or nullopt.
+  std::optional<std::string> mixes_reduced(const ir::Node* n, const std::set<int>& joining) const {
+    const auto& shape = n->output()->type.sizes;
+    for (const ir::Value* in : n->inputs) {
+      if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
+        return "it mixes a reduced value " + ir::shape_str(shape) + " with " + ir::shape_str(in->type.sizes);
+      }
+      // A value of the reduced shape computed per element in the group (not from a reduction)
+      // is an element value to the schedules: mixed in, the result would be one too, written
+      // over the whole domain (fuzz seed 5, program 3220: a variance over a size-1 leading dim;
+      // seed 38, program 373: the element value joining after the node that mixes it).
+      const bool computed_here = in->producer && (set.group_of[in->producer->id] == cluster || joining.count(in->producer->id));
+      if (computed_here && in->type.is_tensor() && in->type.rank() != 0 && !after_reduction(in, joining)) {
+        return "it mixes a reduced value " + ir::shape_str(shape) + " with %" + std::to_string(in->id) +
+               ", computed per element in the group";
+      }
+    }
+    return std::nullopt;
+  }
+
+  // `n` of the group reads a reduction and has the reduced shape without keepdim.
+  bool reduced_without_keepdim(const ir::Node* n, const std::set<int>& joining) const {
+    const auto& shape = n->output()->type.sizes;
+    if (shape != rd.squeezed_shape() || shape == rd.keep_shape() || ir::is_reduction(n->kind) || ir::is_scan(n->kind)) return false;
+    for (const ir::Value* in : n->inputs)
+      if (after_reduction(in, joining)) return true;
+    return false;
+  }
+
   std::optional<std::string> why_not_node(const ir::Node* n, const std::set<int>& joining) const {
     const c10::Device device = set.graph.nodes()[set.members[cluster].front()]->output()->type.device;
     if (n->output()->type.device != device) return std::string("it is on another device");
@@ -128,22 +158,7 @@ struct Growing {
     bool reads_reduction = false;
     for (const ir::Value* in : n->inputs) reads_reduction = reads_reduction || after_reduction(in, joining);
     if (auto why = broadcasts_squeezed_rows(n, joining)) return why;
-    if (reads_reduction && shape == rd.squeezed_shape() && shape != rd.keep_shape()) {
-      for (const ir::Value* in : n->inputs) {
-        if (in->type.is_tensor() && in->type.sizes != shape && in->type.rank() != 0) {
-          return "it mixes a reduced value " + ir::shape_str(shape) + " with " + ir::shape_str(in->type.sizes);
-        }
-        // A value of the reduced shape computed per element in the group (not from a reduction)
-        // is an element value to the schedules: mixed in, the result would be one too, written
-        // over the whole domain (fuzz seed 5, program 3220: a variance over a size-1 leading dim).
-        const bool computed_here = in->producer && (set.group_of[in->producer->id] == cluster || joining.count(in->producer->id));
-        if (computed_here && in->type.is_tensor() && in->type.rank() != 0 && !after_reduction(in, joining)) {
-          return "it mixes a reduced value " + ir::shape_str(shape) + " with %" + std::to_string(in->id) +
-                 ", computed per element in the group";
-        }
-      }
-      return std::nullopt;
-    }
+    if (reads_reduction && shape == rd.squeezed_shape() && shape != rd.keep_shape()) return mixes_reduced(n, joining);
     auto b = ir::broadcast_shapes(shape, rd.domain);
     if (!b || *b != rd.domain) {
       return "its shape " + ir::shape_str(shape) + " does not broadcast to the domain " + ir::shape_str(rd.domain);
@@ -182,7 +197,11 @@ struct Growing {
     // A reduction joining after its users: a user already in the group that broadcast this
     // unit's squeezed result as a plain input would now read it per row.
     for (int id : set.members[cluster]) {
-      if (auto why = broadcasts_squeezed_rows(set.graph.nodes()[id], joining)) return why;
+      const ir::Node* member = set.graph.nodes()[id];
+      if (auto why = broadcasts_squeezed_rows(member, joining)) return why;
+      // An element value joining after the member that mixes it with a reduced value.
+      if (!reduced_without_keepdim(member, joining)) continue;
+      if (auto why = mixes_reduced(member, joining)) return "%" + std::to_string(member->output()->id) + " would read it: " + *why;
     }
     const int trial = set.make_cluster(ids);
     for (int id : ids) {

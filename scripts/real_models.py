@@ -318,6 +318,7 @@ def main():
                             ta(*inputs)
                         row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
                         row[key + "_kernels"] = kernels_per_call(ta, inputs)
+                        row[key + "_stats"] = ta.stats()
                         del ta
                     if args.graphs:
                         tg = tfpy.compile_file(path, cuda_graphs=True)

@@ -276,6 +276,16 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = torch.group_norm(x0, 1, None, None, 1e-05, True)\n"
        "    f = x0.float() * 2.0\n"
        "    return t0, torch.layer_norm(f, [36, 128, 8]), f\n"},
+      // A reduced row of one element scanned along the dim it was reduced over: the scan stays
+      // out of the reduction's group (an internal error before).
+      {"fuzz_s37_2005_f32_scan_of_reduced_row", f32, {{{100}}, {{1}, L::Offset}, {{1}}},
+       "    t3 = x2.mean(-1, keepdim=True)\n"
+       "    return torch.cumsum(t3, 0)\n"},
+      // A column max over a size-1 dim without keepdim, mixed with an element value of the
+      // reduced shape that joined the group after the node mixing it (an internal error before).
+      {"fuzz_s38_373_bf16_reduced_row_mixed_with_late_element", bf16, {{{1, 3, 17}}, {{1, 3, 17}}, {{3, 17}}},
+       "    t4 = torch.max(x1, -3)[0] - torch.max(x1, -3)[1].to(x1.dtype)\n"
+       "    return torch.where(x2 > 0.0, t4, 0.0)\n"},
   };
 }
 
