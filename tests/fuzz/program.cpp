@@ -560,9 +560,10 @@ class Generator {
     std::string scores = scale == 2 ? "torch.matmul(" + a.name + " * 0.25, " + key_t + ")"
                                     : "torch.matmul(" + a.name + ", " + key_t + ")" + (scale == 0 ? " * 0.125" : " / 8.0");
     // Masked attention over special values is drawn unmasked (the draw kept, so that the programs
-    // after it stay the same): where a masked-out key or value holds NaN or inf, eager's matmuls
-    // spread it (0 x NaN) over rows the mask leaves it out of, and ATen's fused kernels, which
-    // skip what the mask excludes, do not (seed 37, program 1361; docs/architecture.md).
+    // after it stay the same): where the value holds NaN or inf at a masked-out position, eager's
+    // second matmul spreads it (0 x NaN) over rows the mask leaves it out of, and ATen's fused
+    // kernels, which skip what the mask excludes, do not (seed 37, program 1361;
+    // docs/architecture.md).
     int mask = pick(3);
     if (special_) mask = 0;
     if (mask == 1) {
