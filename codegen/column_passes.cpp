@@ -425,9 +425,10 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     b.line("");
   }
   {
-    // (Split: registers for kColumnBlocksPerSm blocks a multiprocessor, the most the split asks
-    // for; a launch per pass: the blocks it aims at.)
-    const std::string bounds = split ? str(l.block) + ", " + str(phased ? l.phased_blocks : kColumnBlocksPerSm) : str(l.block);
+    // (Split: registers for the blocks a multiprocessor the split aims at, at least
+    // kColumnBlocksPerSm; a launch per pass: the blocks it aims at.)
+    const int split_blocks = std::max(l.split_blocks, kColumnBlocksPerSm);
+    const std::string bounds = split ? str(l.block) + ", " + str(phased ? l.phased_blocks : split_blocks) : str(l.block);
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + kNamePlaceholder + "(const " +
                      kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);

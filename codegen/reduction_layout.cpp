@@ -558,6 +558,7 @@ void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, co
   l.split = 1;
   l.wave_tiles = 0;
   l.phased_blocks = 0;
+  l.split_blocks = 0;
   const int64_t tiles = (l.inner() + 32 * l.vec - 1) / (32 * l.vec) * l.outer();
   if (tiles == 0 || tune.column_pass_blocks == 0) return;
   // A launch per pass: no blocks wait for others, so neither residency nor waves bound the split.
@@ -575,13 +576,15 @@ void choose_column_pass_split(ReductionLayout& l, const DeviceTarget& target, co
   // A layout that keeps a tile's column in registers reads it once in one block, no barrier; a
   // looped one splits while half the device would idle, counting the tiles of one wave. (The
   // split's rows may then fit the registers: ScheduleUnit::plan asks choose_column_cache again.)
-  const int64_t want = static_cast<int64_t>(std::min(tune.column_pass_blocks, kColumnBlocksPerSm)) * target.sm_count;
+  const int blocks = std::min(tune.column_pass_blocks, kColumnPassMaxBlocksPerSm);
+  const int64_t want = static_cast<int64_t>(blocks) * target.sm_count;
   const int64_t wave = column_pass_wave_tiles(l, target, tune, tiles);
   if (l.cached || wave * 2 > want) return;
   const int64_t split = std::min<int64_t>({want / wave, l.reduced() / kMinSplitPassRows, 65535});
   if (split < 2) return;
   l.split = static_cast<int>(split);
   l.wave_tiles = wave < tiles ? wave : 0;
+  l.split_blocks = blocks;
 }
 
 ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64_t>& domain,

@@ -19,6 +19,10 @@ namespace codegen {
 // Column schedule: blocks of 256 threads that fit one multiprocessor (the kernel's launch bounds
 // hold it to 64 registers per thread) and the most the split aims for (Tuning::column_blocks).
 constexpr int kColumnBlocksPerSm = 4;
+// Split column passes launched cooperatively: the most blocks of 256 a multiprocessor the split
+// may aim for (Tuning::column_pass_blocks; the kernel's launch bounds hold it to 32 registers
+// per thread at 8).
+constexpr int kColumnPassMaxBlocksPerSm = 8;
 // Row schedule with clusters: threads per block (two blocks fit one multiprocessor).
 constexpr int kClusterBlock = 512;
 
@@ -54,6 +58,9 @@ struct ReductionLayout {
   // Split column passes: a launch per pass (Tuning::column_pass_launches), the blocks of 256 per
   // multiprocessor it aims at (__launch_bounds__); 0: one cooperative launch.
   int phased_blocks = 0;
+  // Split column passes in one cooperative launch: the blocks of 256 per multiprocessor the split
+  // aims at (Tuning::column_pass_blocks), which the kernel's __launch_bounds__ name.
+  int split_blocks = 0;
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together;
                               // looped rows: vectors each thread loads ahead per step
   bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)

@@ -1093,6 +1093,34 @@ TEST(ColumnPasses, TilesOutgrowingL2TakeWaves) {
   EXPECT_EQ(pass_split({x({2200, 9000}, f)}, {2200, 9000}, "column_pass_wave_kb=-1"), std::make_pair(5, int64_t{94}));
 }
 
+// column_pass_blocks above kColumnBlocksPerSm (up to 8): the cooperative split aims at that many
+// blocks of 256 a multiprocessor, and the kernel's launch bounds say so (holding its registers
+// to what that many blocks leave); at the default (4) and below, the bounds stay at 4.
+TEST(ColumnPasses, SplitPassesAimAtMoreBlocksAMultiprocessor) {
+  const auto f = c10::kFloat;
+  const auto plan = [](const std::string& spec) {
+    const cg::ReductionLayout l = split_layout({cg::OperandShape{true, c10::kFloat, {16384, 4096}, {4096, 1}}}, {16384, 4096}, spec);
+    return std::make_pair(l.split, l.split_blocks);
+  };
+  // 128 tiles: 4 a multiprocessor on 132 take 4 blocks a tile, 8 take 8, 2 take 2.
+  EXPECT_EQ(plan(""), std::make_pair(4, 4));
+  EXPECT_EQ(plan("column_pass_blocks=8"), std::make_pair(8, 8));
+  EXPECT_EQ(plan("column_pass_blocks=6"), std::make_pair(6, 6));
+  EXPECT_EQ(plan("column_pass_blocks=2"), std::make_pair(2, 2));
+  EXPECT_THROW(with("column_pass_blocks=9"), torchfuse::Error);
+
+  const auto center = module_returning("x", "x - x.mean(0, keepdim=True)");
+  for (const auto& [spec, bounds] : {std::make_pair(std::string("column_pass_blocks=8"), "__launch_bounds__(256, 8)"),
+                                     std::make_pair(std::string("column_pass_blocks=2"), "__launch_bounds__(256, 4)"),
+                                     std::make_pair(std::string(""), "__launch_bounds__(256, 4)")}) {
+    SCOPED_TRACE(spec);
+    torchfuse::runtime::ScopedTuning tuned(with(spec));
+    const std::string src = compiled(center, {torch::randn({4096, 2048}).to(f)});
+    EXPECT_NE(src.find(bounds), std::string::npos) << src;
+    EXPECT_NE(src.find("tile_barrier"), std::string::npos) << src;
+  }
+}
+
 // Under column_pass_launches=n a looped split takes a launch per pass (p.phase): launch k runs the
 // pass after k exchanges, ending on its partials' writes; the passes before take their totals
 // from the partials the earlier launches wrote. No tile barrier, no counters, launch bounds of n
