@@ -475,9 +475,9 @@ void FusedKernel::run_call(std::vector<c10::IValue>& stack) {
   // Not on a recording call (its pointers must tell inputs from outputs) nor under a probe (which
   // runs the group's ops on the same inputs after the kernel).
   if (!in_place_.empty() && !record && GroupProbe::current() == nullptr) {
-    const auto sizes = output_sizes(group_, analysis(), call.domain);
+    call.output_sizes = output_sizes(group_, analysis(), call.domain);
     call.taken = take_over(
-        in_place_, call.values.data(), [&](size_t k) { return c10::IntArrayRef(sizes[k]); },
+        in_place_, call.values.data(), [&](size_t k) { return c10::IntArrayRef(call.output_sizes[k]); },
         [&](size_t k) { return group_.outputs[k]->type.dtype; });
   }
   const OnDevice on_device(call.device);

@@ -98,6 +98,9 @@ struct CallInputs {
   // Per output, the input whose memory it takes on this call (in_place_outputs.h), or -1; empty
   // where none does.
   c10::SmallVector<int, 4> taken;
+  // The outputs' sizes (output_sizes), where the call has computed them to take inputs over;
+  // empty otherwise, and allocate_outputs computes them.
+  std::vector<std::vector<int64_t>> output_sizes;
 };
 
 class FusedKernel {
