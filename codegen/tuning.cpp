@@ -85,6 +85,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "column_pass_wave_kb") t.column_pass_wave_kb = parse_int(name, value, -1, 1 << 24);
     else if (name == "column_pass_wave_hints") t.column_pass_wave_hints = parse_int(name, value, 0, 1);
     else if (name == "column_pass_launches") t.column_pass_launches = parse_int(name, value, 0, 8);
+    else if (name == "column_cut_kb") t.column_cut_kb = parse_int(name, value, -1, 1 << 30);
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 0, 8);
     else if (name == "online_softmax") t.online_softmax = parse_int(name, value, 0, 1);

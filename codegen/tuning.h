@@ -123,6 +123,13 @@ struct Tuning {
   // launches); 0: one cooperative launch whose blocks meet at each tile's barrier. See
   // choose_column_pass_split.
   int column_pass_launches = 0;
+  // Column groups whose last pass only writes element values from their element inputs and
+  // the columns' totals (x - x.mean(0)): KiB of element inputs above which such a group is cut at
+  // its reductions, the last pass becoming a pointwise group of its own (passes/cut_column_epilogues.h).
+  // Past L2 the fused kernel's second read misses anyway, and a pointwise kernel streams faster
+  // than column passes do. 16-bit element inputs from a quarter of it. -1: twice the device's L2
+  // (so half of it for 16-bit inputs); 0: never cut.
+  int column_cut_kb = -1;
   int chunk_sums = 1;        // looped rows add each vector's lanes in float before the double sum
                              // (H200 rows of 65536: bf16 5% faster, f32 1%)
   // Vectors each thread loads before accumulating (full reductions; 0: 2 where every input they

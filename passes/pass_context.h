@@ -1,6 +1,7 @@
 // What every fusion pass sees: the IR (read-only), the plan being built, options and logs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct PassContext {
   const ir::Graph& graph;
   FusionPlan plan;
   int min_group_size = 2;
+  // Column groups reading more element-input bytes than this are cut at their reductions
+  // (passes/cut_column_epilogues.h); 0: never.
+  int64_t cut_column_bytes = 0;
   LogSwitches logs;
 
   PassContext(const ir::Graph& g, int min_size, LogSwitches l) : graph(g), min_group_size(min_size), logs(l) {}

@@ -175,6 +175,52 @@ TEST(GpuReductions, SplitColumnPassesMatchEager) {
   expect_split_softmax_replays_match({6001, 100});
 }
 
+// Column groups cut at their reductions (passes/cut_column_epilogues.h): under a 1 MiB threshold,
+// centrings with and without keepdim (odd sizes, a transposed input), an epilogue of several ops
+// and a second input, a middle dim's sum, a max, a logsumexp's two passes, a variance
+// normalization, a weighted mean over a middle dim; at the default
+// threshold (twice L2) the categories benchmark's centring in bf16 and an f32 one of the same
+// bytes. Two kernels a call each, against eager and float64 in every dtype.
+TEST(GpuReductions, CutColumnEpiloguesMatchEager) {
+  REQUIRE_GPU();
+  struct Case {
+    std::string args, expr;
+    std::vector<std::vector<int64_t>> shapes;
+    bool transposed = false;
+  };
+  const std::vector<Case> cases = {
+      {"x", "x - x.mean(0, keepdim=True)", {{2048, 512}}},
+      {"x", "x - x.mean(0)", {{3001, 333}}},
+      {"x", "x - x.mean(0, keepdim=True)", {{2048, 700}}, true},
+      {"x, y", "(x - x.mean(0, keepdim=True)) * 2.0 + y", {{2048, 512}, {2048, 512}}},
+      {"x", "x / x.sum(1, keepdim=True)", {{8, 513, 130}}},
+      {"x", "x * x.amax(0, keepdim=True)", {{2049, 600}}},
+      {"x", "torch.logsumexp(x, 0, keepdim=True) - x", {{4099, 200}}},
+      {"x", "(x - x.mean(0, keepdim=True)) * torch.rsqrt(x.var(0, keepdim=True, unbiased=False) + 1e-5)", {{6000, 130}}},
+      {"x, w", "x - (x * w).mean(1, keepdim=True)", {{4, 3000, 96}, {96}}},
+  };
+  {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_cut_kb=1024"));
+    for (auto dtype : kDtypes) {
+      for (const auto& c : cases) {
+        const std::string tag = c.expr + " " + ::testing::PrintToString(c.shapes[0]) + (c.transposed ? " transposed " : " ") + c10::toString(dtype);
+        expect_matches_eager(module_returning(c.args, c.expr), [&] {
+          std::vector<c10::IValue> in;
+          for (const auto& s : c.shapes) {
+            if (!c.transposed) in.emplace_back(rnd(s, dtype));
+            else in.emplace_back(rnd({s[1], s[0]}, dtype).t());
+          }
+          return in;
+        }, tag, 2);
+      }
+    }
+  }
+  expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
+                       [&] { return std::vector<c10::IValue>{rnd({16384, 4096}, c10::kBFloat16)}; }, "center [16384, 4096] bf16", 2);
+  expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
+                       [&] { return std::vector<c10::IValue>{rnd({8192, 4096}, c10::kFloat)}; }, "center [8192, 4096] f32", 2);
+}
+
 // Column passes taking vectors of adjacent columns a thread (column_pass_vector): split and
 // unsplit looped passes, a column weight per lane, an element input broadcast along the columns,
 // an outer dim, a last tile part-filled, columns narrowed to vectors of 2, a pointer one element
@@ -196,8 +242,9 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
       {"x, y", "torch.softmax(x + y, 0)", {{9000, 768}, {9000, 1}}},
       {"x", "torch.logsumexp(x, 0, keepdim=True) - x", {{20000, 64}}},
   };
-  for (const char* spec : {"column_pass_vectors=1", "column_pass_vectors=1,column_pass_blocks=0,column_cache=0",
-                           "column_pass_vectors=1,column_pass_vector_unroll=1,column_cache=0", ""}) {
+  // (column_cut_kb=0: the 16-bit centring of 32 MiB would be cut in two kernels.)
+  for (const char* spec : {"column_pass_vectors=1,column_cut_kb=0", "column_pass_vectors=1,column_pass_blocks=0,column_cache=0,column_cut_kb=0",
+                           "column_pass_vectors=1,column_pass_vector_unroll=1,column_cache=0,column_cut_kb=0", "column_cut_kb=0"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(spec));
     for (auto dtype : kDtypes) {
       for (const auto& c : cases) {
@@ -208,7 +255,7 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
           return in;
         };
         expect_matches_eager(module_returning(c.args, c.expr), make, tag, 1);
-        if (std::string(spec) == "column_pass_vectors=1" && c.shapes[0].back() >= 256) {
+        if (std::string(spec) == "column_pass_vectors=1,column_cut_kb=0" && c.shapes[0].back() >= 256) {
           // The kernel takes vectors of columns (the wide cases' plan under vectors alone).
           const auto e = torchfuse::compile(module_returning(c.args, c.expr), tftest::quiet_options()).explain(make());
           ASSERT_EQ(e.kernels.size(), 1u) << tag;
@@ -232,7 +279,8 @@ TEST(GpuReductions, VectorColumnPassesMatchEager) {
 TEST(GpuReductions, WavesOfColumnPassesMatchEager) {
   REQUIRE_GPU();
   {
-    torchfuse::runtime::ScopedTuning l2(torchfuse::codegen::parse_tuning("column_pass_wave_kb=-1"));
+    // (column_cut_kb=0: past twice L2 the centring would be cut in two kernels.)
+    torchfuse::runtime::ScopedTuning l2(torchfuse::codegen::parse_tuning("column_pass_wave_kb=-1,column_cut_kb=0"));
     expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
                          [&] { return std::vector<c10::IValue>{rnd({16384, 4096}, c10::kFloat)}; }, "center [16384, 4096] f32", 1);
     expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
@@ -272,7 +320,7 @@ TEST(GpuReductions, WavesOfColumnPassesMatchEager) {
 TEST(GpuReductions, ALaunchPerColumnPassMatchesEager) {
   REQUIRE_GPU();
   {
-    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_launches=8"));
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_pass_launches=8,column_cut_kb=0"));
     expect_matches_eager(module_returning("x", "x - x.mean(0, keepdim=True)"),
                          [&] { return std::vector<c10::IValue>{rnd({16384, 4096}, c10::kBFloat16)}; }, "center [16384, 4096] bf16", 2);
     expect_matches_eager(module_returning("x", "torch.softmax(x, 0)"),
