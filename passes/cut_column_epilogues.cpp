@@ -15,7 +15,10 @@ std::string node_name(const ir::Node* n) {
   return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
 }
 
-std::string mib(int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+std::string mib(int64_t bytes) {
+  if (bytes < (int64_t{1} << 20)) return std::to_string((bytes + 512) >> 10) + " KiB";
+  return std::to_string((bytes + (1 << 19)) >> 20) + " MiB";
+}
 
 // A group's nodes parted at its reductions: `stats` computes the reductions and the per-column
 // values made from them, `epilogue` the element values after them.
@@ -25,8 +28,10 @@ struct Parts {
 };
 
 // The nodes the group's reductions need (in-group ancestors, the reductions included), the
-// per-column values computed from those, and the rest.
-Parts part_at_reductions(const FusionGroup& g, const std::vector<int64_t>& domain) {
+// per-column values computed from those (of the reduction's keep or squeezed shape), and the
+// rest: the element values after the reductions, and values of other shapes they read (a
+// comparison of another group's per-column value, broadcast over these rows).
+Parts part_at_reductions(const FusionGroup& g, const ReductionDomain& rd) {
   std::set<const ir::Node*> feeds;  // reductions and what they read in the group
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
     const ir::Node* n = *it;
@@ -38,7 +43,7 @@ Parts part_at_reductions(const FusionGroup& g, const std::vector<int64_t>& domai
   Parts p;
   std::set<const ir::Node*> epilogue;
   for (const ir::Node* n : g.nodes) {
-    bool after = !feeds.count(n) && n->output()->type.sizes == domain;
+    bool after = !rd.is_row_shape(n->output()->type.sizes);
     for (const ir::Value* in : n->inputs) after = after || (in->producer && epilogue.count(in->producer));
     if (after && !feeds.count(n)) {
       epilogue.insert(n);
@@ -81,9 +86,18 @@ ElementInputs element_inputs(const FusionGroup& g, const std::vector<int64_t>& d
 int64_t threshold_for(const ElementInputs& e, int64_t threshold) { return e.all_16bit ? threshold / 4 : threshold; }
 
 // Why `p` cannot be cut into two groups, or nullopt when it can.
-std::optional<std::string> why_not_cut(const Parts& p, const std::vector<int64_t>& domain) {
+std::optional<std::string> why_not_cut(const ir::Graph& graph, const Parts& p, const std::vector<int64_t>& domain) {
   if (p.epilogue.empty()) return std::string("nothing after its reductions is an element value");
   const std::set<const ir::Node*> epilogue(p.epilogue.begin(), p.epilogue.end());
+  // A pointwise group writes its outputs over its whole domain.
+  for (const ir::Node* n : p.epilogue) {
+    if (n->output()->type.sizes == domain) continue;
+    bool escapes = std::count(graph.outputs().begin(), graph.outputs().end(), n->output()) > 0;
+    for (const ir::Node* user : n->output()->uses) escapes = escapes || !epilogue.count(user);
+    if (escapes)
+      return node_name(n) + " of shape " + ir::shape_str(n->output()->type.sizes) + " is used after the group and would be computed over " +
+             ir::shape_str(domain);
+  }
   std::set<int> stat_origins;
   for (const ir::Node* n : p.stats) {
     stat_origins.insert(n->origin);
@@ -137,10 +151,10 @@ void cut_column_epilogues(PassContext& ctx) {
       groups.push_back(std::move(g));
       continue;
     }
-    Parts p = part_at_reductions(g, rd->domain);
+    Parts p = part_at_reductions(g, *rd);
     const std::string group = "the column group of " + node_name(g.nodes.front()) + " (" + rd->str() + ", " + mib(inputs.bytes) +
                               " of element inputs, over " + mib(threshold) + ")";
-    if (auto why = why_not_cut(p, rd->domain)) {
+    if (auto why = why_not_cut(ctx.graph, p, rd->domain)) {
       if (ctx.logs.fusion) log_info("fusion: " + group + " stays one kernel: " + *why);
       groups.push_back(std::move(g));
       continue;

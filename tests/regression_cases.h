@@ -286,6 +286,14 @@ inline std::vector<RegressionCase> regression_cases() {
       {"fuzz_s38_373_bf16_reduced_row_mixed_with_late_element", bf16, {{{1, 3, 17}}, {{1, 3, 17}}, {{3, 17}}},
        "    t4 = torch.max(x1, -3)[0] - torch.max(x1, -3)[1].to(x1.dtype)\n"
        "    return torch.where(x2 > 0.0, t4, 0.0)\n"},
+      // A column group cut at its reductions (16-bit element inputs past a quarter of twice
+      // L2) whose epilogue reads a comparison of another group's column values, of neither
+      // shape of its own: the column group kept it and wrote it over its domain (an internal
+      // error; fuzz seed 42, program 479, under column_cut_kb=1). It goes with the epilogue now.
+      {"fuzz_s42_479_bf16_cut_epilogue_reading_other_columns", bf16, {{{2560, 255, 31}}, {{2560, 255, 31}, L::Sliced}},
+       "    t2 = x1.amax(-2, keepdim=True)\n"
+       "    t3 = torch.logsumexp(x0, -3, keepdim=True)\n"
+       "    return torch.where(t3 > 0.1, t3, t2)\n"},
   };
 }
 

@@ -114,6 +114,25 @@ TEST(CutColumnEpilogues, TheEpilogueTakesEveryElementOpAfterTheReductions) {
   }
 }
 
+// A value of neither the element nor the per-column shape (a comparison of another group's
+// column values, [1, 255, 31] beside columns of [408, 1, 31]) goes with the epilogue, which
+// broadcasts it (fuzz seed 42, program 479: the column group wrote it over its domain). Returned
+// as well, the comparison joins the other group as one of its column values.
+TEST(CutColumnEpilogues, ValuesOfOtherShapesGoWithTheEpilogue) {
+  const std::string body = "    a = y.amax(1, keepdim=True)\n    t = torch.logsumexp(x, 0, keepdim=True)\n    c = t > 0.1\n";
+  const std::vector<c10::IValue> in{torch::randn({408, 255, 31}).to(c10::kBFloat16), torch::randn({408, 255, 31}).to(c10::kBFloat16)};
+  const auto cut = explain(tftest::module_from("def forward(self, x, y):\n" + body + "    return torch.where(c, t, a)\n"), in, "column_cut_kb=1");
+  ASSERT_EQ(cut.kernels.size(), 3u) << cut.ir_after;
+  EXPECT_TRUE(tftest::contains_in_order(cut.ir_after, {"(column_reduction, amax, ", "ops: reduce_max\n", "(pointwise, ", "ops: gt -> where"}))
+      << cut.ir_after;
+  EXPECT_TRUE(said(cut, kCut)) << ::testing::PrintToString(cut.refused);
+  const auto returned = explain(tftest::module_from("def forward(self, x, y):\n" + body + "    return torch.where(c, t, a), c\n"), in, "column_cut_kb=1");
+  ASSERT_EQ(returned.kernels.size(), 3u) << returned.ir_after;
+  EXPECT_TRUE(tftest::contains_in_order(returned.ir_after, {"(column_reduction, amax, ", "ops: reduce_max\n", "(column_reduction, logsumexp, ",
+                                                            "-> add -> gt\n", "(pointwise, ", "ops: where"}))
+      << returned.ir_after;
+}
+
 // Epilogues that read an element value the reductions read too (softmax's exp, log_softmax's
 // x - max, a normalization's x - mean when the variance reads the same value, x * w when the
 // mean reads it) stay one kernel: cut, that value would be written out whole.
