@@ -86,7 +86,8 @@ ElementInputs element_inputs(const FusionGroup& g, const std::vector<int64_t>& d
 int64_t threshold_for(const ElementInputs& e, int64_t threshold) { return e.all_16bit ? threshold / 4 : threshold; }
 
 // Why `p` cannot be cut into two groups, or nullopt when it can.
-std::optional<std::string> why_not_cut(const ir::Graph& graph, const Parts& p, const std::vector<int64_t>& domain) {
+std::optional<std::string> why_not_cut(const ir::Graph& graph, const Parts& p, const ReductionDomain& rd) {
+  const std::vector<int64_t>& domain = rd.domain;
   if (p.epilogue.empty()) return std::string("nothing after its reductions is an element value");
   const std::set<const ir::Node*> epilogue(p.epilogue.begin(), p.epilogue.end());
   // A pointwise group writes its outputs over its whole domain.
@@ -114,6 +115,10 @@ std::optional<std::string> why_not_cut(const ir::Graph& graph, const Parts& p, c
       if (!made || epilogue.count(made) || !std::count(p.stats.begin(), p.stats.end(), made)) continue;
       if (in->type.sizes == domain)
         return node_name(n) + " reads " + node_name(made) + ", an element value its reductions read as well (cut, it would be written out whole)";
+      // A column group writes element and per-column values only.
+      if (!rd.is_row_shape(in->type.sizes))
+        return node_name(n) + " reads " + node_name(made) + " of shape " + ir::shape_str(in->type.sizes) +
+               ", which feeds the reductions and is neither an element nor a per-column value";
     }
   }
   return std::nullopt;
@@ -154,7 +159,7 @@ void cut_column_epilogues(PassContext& ctx) {
     Parts p = part_at_reductions(g, *rd);
     const std::string group = "the column group of " + node_name(g.nodes.front()) + " (" + rd->str() + ", " + mib(inputs.bytes) +
                               " of element inputs, over " + mib(threshold) + ")";
-    if (auto why = why_not_cut(ctx.graph, p, rd->domain)) {
+    if (auto why = why_not_cut(ctx.graph, p, *rd)) {
       if (ctx.logs.fusion) log_info("fusion: " + group + " stays one kernel: " + *why);
       groups.push_back(std::move(g));
       continue;

@@ -133,6 +133,18 @@ TEST(CutColumnEpilogues, ValuesOfOtherShapesGoWithTheEpilogue) {
       << returned.ir_after;
 }
 
+// An epilogue reading a value the reductions read of neither shape (w * 2.0, [1, 255, 31], beside
+// columns of [64, 1, 31]) keeps the group whole: the column group could not write it (it tried,
+// an internal error, before the check).
+TEST(CutColumnEpilogues, EpiloguesReadingPrologueValuesOfOtherShapesStayWhole) {
+  const auto m = tftest::module_from(
+      "def forward(self, x, w):\n    p = w * 2.0\n    s = (x * p).sum(1, keepdim=True)\n    return x / s * p\n");
+  const auto e = explain(m, {torch::randn({64, 255, 31}), torch::randn({1, 255, 31})}, "column_cut_kb=1");
+  ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after;
+  EXPECT_TRUE(tftest::contains_in_order(e.ir_after, {"(column_reduction, ", "ops: mul -> mul -> reduce_sum -> div -> mul"})) << e.ir_after;
+  EXPECT_FALSE(said(e, kCut)) << ::testing::PrintToString(e.refused);
+}
+
 // Epilogues that read an element value the reductions read too (softmax's exp, log_softmax's
 // x - max, a normalization's x - mean when the variance reads the same value, x * w when the
 // mean reads it) stay one kernel: cut, that value would be written out whole.
