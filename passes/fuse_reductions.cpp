@@ -11,10 +11,6 @@
 namespace torchfuse {
 namespace {
 
-std::string node_name(const ir::Node* n) {
-  return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
-}
-
 // (A cat's pieces are views, which reduction groups do not take: the cat stays out with them.)
 bool fusible(const ir::Node* n) {
   return (ir::is_pointwise(n->kind) && n->kind != ir::OpKind::Cat) || ir::along_dims(n->kind);

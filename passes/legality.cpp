@@ -81,10 +81,9 @@ bool ClusterSet::has_reduction(int cluster) const {
   return false;
 }
 
-std::string ClusterSet::name(int cluster) const {
-  const ir::Node* n = graph.nodes()[members[cluster].back()];
-  return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")";
-}
+std::string node_name(const ir::Node* n) { return "%" + std::to_string(n->output()->id) + " (" + ir::op_name(n->kind) + ")"; }
+
+std::string ClusterSet::name(int cluster) const { return node_name(graph.nodes()[members[cluster].back()]); }
 
 bool escapes(const ClusterSet& set, int cluster, int other) {
   const auto& outs = set.graph.outputs();

@@ -11,6 +11,9 @@
 
 namespace torchfuse {
 
+// "%7 (mul)": a node named in refusals and logs.
+std::string node_name(const ir::Node* n);
+
 // Nodes being grouped, by node id. group_of[id] is the cluster index or -1.
 struct ClusterSet {
   explicit ClusterSet(const ir::Graph& g);
