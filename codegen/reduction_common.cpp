@@ -177,6 +177,32 @@ void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass) {
   }
 }
 
+void declare_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated) {
+  const std::string n = std::to_string(lanes);
+  for (const ir::Node* r : a.reductions) {
+    if (a.online_sum(r) || !chunkable_sum(*r)) continue;
+    const std::string acc = accumulator_name(a, r);
+    b.line("float sum_" + acc + "[" + n + "];");
+    if (compensated) b.line("float comp_" + acc + "[" + n + "];");
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + n + "; ++lane) sum_" + acc + "[lane] = 0.0f;");
+    if (compensated) {
+      b.line("#pragma unroll");
+      b.line("for (int lane = 0; lane < " + n + "; ++lane) comp_" + acc + "[lane] = 0.0f;");
+    }
+  }
+}
+
+void fold_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated) {
+  for (const ir::Node* r : a.reductions) {
+    if (a.online_sum(r) || !chunkable_sum(*r)) continue;
+    const std::string acc = accumulator_name(a, r);
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + std::to_string(lanes) + "; ++lane) " + acc + "[lane] += (double)sum_" + acc + "[lane]" +
+           (compensated ? " - (double)comp_" + acc + "[lane]" : "") + ";");
+  }
+}
+
 int input_index(const FusionGroup& g, const ir::Value* v) {
   auto it = std::find(g.inputs.begin(), g.inputs.end(), v);
   return it == g.inputs.end() ? -1 : static_cast<int>(it - g.inputs.begin());
@@ -250,6 +276,23 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
         continue;
       }
       b.line(online_values(a, r) + "[lane] = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
+      continue;
+    }
+    if (float_sums != 0 && wide_sums && chunkable_sum(*r)) {
+      const std::string sum = "sum_" + accumulator_name(a, r) + accumulator_suffix;
+      const std::string x = operand(r->inputs[0], c10::ScalarType::Float, names);
+      const std::string note = "  // " + std::string(ir::op_name(r->kind)) + " -> %" + std::to_string(r->output()->id);
+      if (float_sums == 2) {
+        b.line(sum + " += " + x + ";" + note + " (float)");
+        continue;
+      }
+      // Kahan: comp holds what the float sum lost, taken off the next term.
+      const std::string comp = "comp_" + accumulator_name(a, r) + accumulator_suffix;
+      auto k = b.scope("");
+      b.line("const float kahan_y = " + x + " - " + comp + ";" + note + " (compensated)");
+      b.line("const float kahan_t = " + sum + " + kahan_y;");
+      b.line(comp + " = (kahan_t - " + sum + ") - kahan_y;");
+      b.line(sum + " = kahan_t;");
       continue;
     }
     if (chunk_sums && wide_sums && chunkable_sum(*r)) {

@@ -64,6 +64,10 @@ struct PassEmitter {
   // into the double accumulator every few elements (declare_chunk_sums / flush_chunk_sums): one
   // float-to-double conversion per chunk instead of per element.
   bool chunk_sums = false;
+  // Wide float sums add into float `sum_acc<k>` registers (1: compensated by `comp_acc<k>`, a
+  // Kahan sum; 2: plain) that the schedule declares and folds into the double accumulator
+  // (declare_float_sums / fold_float_sums). 0: none.
+  int float_sums = 0;
   // Row phases compute 1 / v once per row for per-row float divisors of element divisions
   // (softmax's sum); element passes multiply by it. Shared across the passes of one kernel.
   ValueNames* reciprocals = nullptr;
@@ -107,6 +111,10 @@ bool chunkable_sum(const ir::Node& r);
 // accurate than eager on col_sum, and bf16 columns were not faster.)
 void declare_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass);
 void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass);
+// Declares zeroed `float sum_acc<k>[lanes]` (and `comp_acc<k>[lanes]` where `compensated`) for
+// the chunkable sums, and folds them into the double `acc<k>[lane]`, for PassEmitter::float_sums.
+void declare_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated);
+void fold_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated);
 
 // Index of `v` among the group's inputs, or -1.
 int input_index(const FusionGroup& g, const ir::Value* v);

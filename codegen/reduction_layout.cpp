@@ -477,7 +477,7 @@ std::string ReductionLayout::key() const {
                   ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
                   ";split=" + std::to_string(split > 1) + ";phased=" + std::to_string(phased_blocks) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
-                  ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";minb=" + std::to_string(min_blocks) +
+                  ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";fsums=" + std::to_string(float_sums) + ";minb=" + std::to_string(min_blocks) +
                   ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";early=" + std::to_string(early_registers) + "/" + std::to_string(early_narrow_inputs) +
                   ";shr=" + std::to_string(shared_rounds) + ";exact=" + std::to_string(exact) + ";stages=" + std::to_string(stages) + ";ring=" + std::to_string(ring_chunk) + "x" + std::to_string(ring_slots) + ";hints=" + std::to_string(hints.evict_loads) +
                   std::to_string(hints.keep_loads) + std::to_string(hints.evict_stores) + std::to_string(hints.hold_loads) + std::to_string(hints.keep_shared) + ";in=";
@@ -486,6 +486,24 @@ std::string ReductionLayout::key() const {
   }
   return k;
 }
+
+namespace {
+
+// The blocks that share each column tile's rows (one-pass column reductions).
+void choose_column_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
+  const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
+  // One wave of tuning().column_blocks (at most kColumnBlocksPerSm) blocks of 256 threads per
+  // multiprocessor, counted in threads: rounding the split up would leave a second, mostly idle
+  // wave (H200 f32 col_sum: 544 blocks at 3 per SM ran 1.4 waves).
+  const int64_t want = std::max<int64_t>(
+      1, std::min(tune.column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count) * 256 / l.block);
+  // (At least 4 rows a thread of each block.)
+  const int64_t max_split = std::max<int64_t>(1, l.reduced() / (4 * (l.block / 32)));
+  // (No tiles: an empty output, which the launcher never launches.)
+  l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / std::max<int64_t>(tiles, 1))));
+}
+
+}  // namespace
 
 void choose_column_cache(ReductionLayout& l, const Tuning& tune) {
   l.block = 256;
@@ -693,9 +711,8 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
-  // inner dim is contiguous), 8 along the reduced one; split the reduced dim across blocks until
-  // the grid fills the device.
-  l.block = 256;
+  // inner dim is contiguous), Tuning::column_rows along the reduced one; split the reduced dim
+  // across blocks until the grid fills the device.
   size_t widest_inner = 1;
   bool inner_vectorizable = allow_vector && l.inner_sizes.size() == 1;
   for (const auto& op : l.inputs) {
@@ -707,15 +724,19 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
   l.vec = inner_vectorizable ? static_cast<int>(std::min<size_t>(8, 16 / widest_inner)) : 1;
   if (l.inner() % l.vec != 0) l.vec = 1;
   l.unroll = l.vec > 1 ? tune.column_unroll : 1;
-  const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
-  // One wave of tuning().column_blocks (at most kColumnBlocksPerSm) blocks per multiprocessor:
-  // rounding the split up would leave a second, mostly idle wave (H200 f32 col_sum: 544 blocks at
-  // 3 per SM ran 1.4 waves).
-  const int64_t want = std::min(tune.column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count);
-  const int64_t max_split = std::max<int64_t>(1, l.reduced() / 32);
-  // (No tiles: an empty output, which the launcher never launches.)
-  l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / std::max<int64_t>(tiles, 1))));
+  l.float_sums = tune.column_float_sums;
+  l.block = 256;
+  choose_column_split(l, target, tune);
   return l;
+}
+
+void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceTarget& target, const Tuning& tune) {
+  // The block's partial rows of every accumulator sit in static shared memory (48 KiB at most).
+  int rows = tune.column_rows;
+  while (rows > 8 && int64_t{rows} * 32 * l.vec * accumulator_bytes > 48 * 1024) rows /= 2;
+  if (32 * rows == l.block) return;
+  l.block = 32 * rows;
+  choose_column_split(l, target, tune);
 }
 
 }  // namespace codegen

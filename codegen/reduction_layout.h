@@ -67,6 +67,9 @@ struct ReductionLayout {
   bool index64 = false;
   bool fast_math = true;      // Tuning::fast_math when planned (it changes the source)
   bool chunk_sums = false;    // looped rows: Tuning::chunk_sums when planned (it changes the source)
+  // One-pass column reductions: how a thread adds its rows of a float sum before the double
+  // partials (Tuning::column_float_sums: 0 in double, 1 compensated in float, 2 in float).
+  int float_sums = 0;
   int min_blocks = 0;         // row schedule: __launch_bounds__'s blocks per multiprocessor (0: none)
   bool prefetch = false;      // row schedule: each team prefetches its next row into L2 (cached, vectorized rows)
   int rounds = 1;             // cached row schedule: row teams each block takes in turn (the launch's grid)
@@ -133,6 +136,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
                                       const std::vector<int64_t>& dims, const std::vector<OperandShape>& inputs,
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
                                       const DeviceTarget& target, const Tuning& tune, bool allow_vector);
+
+// One-pass column reductions: Tuning::column_rows threads along the reduced dim a block (fewer
+// where the block's partial rows of the accumulators, `accumulator_bytes` a column together,
+// would outgrow 48 KiB of shared memory), and the split of each tile's rows over blocks redone
+// for that block. Sets ReductionLayout::block and split.
+void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceTarget& target, const Tuning& tune);
 
 // Column groups of several passes: keeps each thread's rows of the element inputs in registers
 // (ReductionLayout::cached, chunks_per_thread rows; block 256 or 512) where they fit

@@ -4,6 +4,7 @@
 
 #include "codegen/column_passes.h"
 #include "codegen/pointwise.h"
+#include "codegen/reduction_common.h"
 #include "codegen/row_reduction.h"
 #include "codegen/split_reduction.h"
 #include "src/error.h"
@@ -159,6 +160,14 @@ class ColumnUnit : public ScheduleUnit {
         l.hints.evict_loads = true;
         l.hints.evict_stores = true;
       }
+      return l;
+    }
+    if (r.analysis.reduction) {
+      int accumulator_bytes = 0;
+      for (const ir::Node* n : r.analysis.reduction->reductions) {
+        accumulator_bytes += static_cast<int>(c10::elementSize(accumulator_dtype(*n, true)));
+      }
+      choose_column_rows(l, accumulator_bytes, r.target, r.tuning);
     }
     return l;
   }

@@ -253,13 +253,18 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
 
 namespace {
 
-// The reduced rows of one thread's columns: rows r = blockIdx.y * 8 + ty, then every
-// split * 8 rows; with unroll, the vector loads of `unroll` such rows come before their use.
+// Threads along the reduced dim: the block is 32 threads wide (columns) and this many tall.
+int column_rows(const ReductionLayout& l) { return l.block / 32; }
+
+// The reduced rows of one thread's columns: rows r = blockIdx.y * RY + ty, then every
+// split * RY rows (RY: the block's threads along the reduced dim); with unroll, the vector loads
+// of `unroll` such rows come before their use.
 template <typename RowInputs>
 void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const ReductionLayout& l, const ReductionAnalysis& a,
                               const RowInputs& row_inputs) {
   const std::string vec = str(l.vec);
   const std::string U = str(l.unroll);
+  const std::string RY = str(column_rows(l));
   const std::string slot = l.unroll > 1 ? "[u]" : "";
   auto vector_loads = [&](bool declare) {
     for (size_t k = 0; k < l.inputs.size(); ++k) {
@@ -279,6 +284,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     names[nullptr] = "(double)p.red";  // N
     row_inputs(names, "lane");
     PassEmitter pe{b, g, a, names, l.fast_math, [&](size_t k) { return column_load(l, k, slot); }, nullptr, Reuse::None, "[lane]", true};
+    pe.float_sums = l.float_sums;
     pe.emit(0, [&](size_t k, const std::string& e) {
       b.line(output_name(k) + "[(o * (tf_index)p.red + r) * (tf_index)p.inner + i + lane] = " +
              store_convert(e, g.outputs[k]->type.dtype) + ";");
@@ -286,14 +292,15 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
   };
   if (l.unroll == 1) {
     b.line("#pragma unroll 4");
-    auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * 8 + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * 8)");
+    auto loop = b.scope("for (tf_index r = (tf_index)blockIdx.y * " + RY + " + ty; ok && r < (tf_index)p.red; r += (tf_index)p.split * " + RY +
+                        ")");
     emit_segment(b, l, l.red_sizes, "red", "r", "r");
     vector_loads(true);
     accumulate();
     return;
   }
-  auto loop = b.scope("for (tf_index rb = (tf_index)blockIdx.y * 8 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * " +
-                      str(8 * l.unroll) + ")");
+  auto loop = b.scope("for (tf_index rb = (tf_index)blockIdx.y * " + RY + " + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * " +
+                      str(column_rows(l) * l.unroll) + ")");
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (!column_vector_input(l, k)) continue;
     b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
@@ -303,7 +310,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
   for (int phase = 0; phase < 2; ++phase) {
     b.line("#pragma unroll");
     auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
-    b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;");
+    b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * " + RY + ";");
     b.line("if (r >= (tf_index)p.red) break;");
     emit_segment(b, l, l.red_sizes, "red", "r", "r");
     if (phase == 0) vector_loads(false);
@@ -312,7 +319,7 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
 }
 
 // The last block's sum of the split partial rows, each thread's rows loaded a batch at a time
-// (a split of up to 8 x batch rows in one) so that the block waits on L2 once per batch, not once
+// (a split of up to RY x batch rows in one) so that the block waits on L2 once per batch, not once
 // per row: the combine runs after every other block has finished.
 void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, const ReductionLayout& l) {
   int acc_bytes = 0;
@@ -320,8 +327,8 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
   // At most 128 bytes of loaded partials per thread: half of the 64 registers the kernel has at
   // kColumnBlocksPerSm blocks of 256 threads (256 bytes spilled).
   const int batch = std::max(1, std::min(8, 128 / (l.vec * acc_bytes)));
-  const std::string vec = str(l.vec), B = str(batch);
-  auto rows = b.scope("for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += " + str(8 * batch) + ")");
+  const std::string vec = str(l.vec), B = str(batch), RY = str(column_rows(l));
+  auto rows = b.scope("for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += " + str(column_rows(l) * batch) + ")");
   for (const ir::Node* r : a.reductions) {
     const std::string acc = accumulator_name(a, r);
     b.line(register_type(accumulator_dtype(*r, true)) + " pv_" + acc + "[" + B + "][" + vec + "];");
@@ -329,7 +336,7 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
   for (int phase = 0; phase < 2; ++phase) {
     b.line("#pragma unroll");
     auto k = b.scope("for (int k = 0; k < " + B + "; ++k)");
-    b.line("const tf_index s = s0 + (tf_index)k * 8;");
+    b.line("const tf_index s = s0 + (tf_index)k * " + RY + ";");
     b.line("if (s >= (tf_index)p.split) break;");
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
@@ -349,11 +356,12 @@ void emit_column_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, cons
 GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l) {
   TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "column reductions take one pass, group ", g.id, " needs ", a.passes);
   const std::string vec = str(l.vec);
+  const std::string RY = str(column_rows(l));
   SourceBuilder b;
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction): " + g.describe());
-  b.line("// 32 threads x " + vec + " columns along the kept inner dims, 8 threads along the reduced dim; " +
+  b.line("// 32 threads x " + vec + " columns along the kept inner dims, " + RY + " threads along the reduced dim; " +
          std::string(l.split > 1 ? "blocks split the reduced dim, the last block of each tile adds the partials in order"
                                  : "one block per output tile"));
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
@@ -378,7 +386,8 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     pe.emit_row_phase(0, [&](size_t, const std::string&) {});
   };
   {
-    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(256, " + str(kColumnBlocksPerSm) + ") " + kNamePlaceholder +
+    auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ", " +
+                     str(std::max(1, kColumnBlocksPerSm * 256 / l.block)) + ") " + kNamePlaceholder +
                      "(const " + kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
@@ -395,17 +404,19 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
     }
+    if (l.float_sums != 0) declare_float_sums(b, a, l.vec, l.float_sums == 1);
     emit_column_element_loop(b, g, l, a, row_inputs);
-    // Combine the block's 8 partial rows in order.
+    if (l.float_sums != 0) fold_float_sums(b, a, l.vec, l.float_sums == 1);
+    // Combine the block's RY partial rows in order.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       const std::string t = register_type(accumulator_dtype(*r, true));
-      b.line("__shared__ " + t + " smem_" + acc + "[8][" + str(32 * l.vec) + "];");
+      b.line("__shared__ " + t + " smem_" + acc + "[" + RY + "][" + str(32 * l.vec) + "];");
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
     }
     b.line("__syncthreads();");
-    // Thread (0, tx) adds the block's 8 partial rows of its columns in order, then `finish`es
+    // Thread (0, tx) adds the block's RY partial rows of its columns in order, then `finish`es
     // each lane with the totals.
     auto totals = [&](const std::function<void(ValueNames&)>& finish) {
       auto guard = b.scope("if (ty == 0 && ok)");
@@ -417,7 +428,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
         const std::string acc = accumulator_name(a, r);
         const std::string t = register_type(accumulator_dtype(*r, true));
         b.line(t + " total_" + acc + " = " + acc + "[lane];");
-        b.line("for (int y = 1; y < 8; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
+        b.line("for (int y = 1; y < " + RY + "; ++y) total_" + acc + " = " + reduction_functor(*r) + "(total_" + acc + ", smem_" + acc +
                "[y][tx * " + vec + " + lane]);");
         names[r->output()] = result_in_register_type(b, *r, "total_" + acc);
       }
@@ -438,8 +449,8 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
       }
     });
     emit_last_block_gate(b, "(p.counters + blockIdx.x)", "(unsigned)p.split");
-    // The tile's last block adds the split partial rows: thread (ty, tx) those of rows ty, ty + 8,
-    // ... in order, then the 8 sums combine in order as above.
+    // The tile's last block adds the split partial rows: thread (ty, tx) those of rows ty, ty + RY,
+    // ... in order, then the RY sums combine in order as above.
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       b.line("#pragma unroll");
@@ -455,7 +466,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     b.line("__syncthreads();");
     totals(outputs);
   }
-  return name_kernel(b.str(), g.pattern, 256);
+  return name_kernel(b.str(), g.pattern, l.block);
 }
 
 }  // namespace codegen

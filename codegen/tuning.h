@@ -85,6 +85,14 @@ struct Tuning {
   // col_sum, two runs each: bf16 41.2-41.3 us with 4, 40.5-40.8 with 2, 41.0-41.1 with 3, 44.0
   // with 1; f32 74.6-74.7, 74.4-74.6, 75.0-75.1, 89.2 (fewer partial rows for the last block).
   int column_blocks = 2;
+  // One-pass column reductions: threads along the reduced dim a block of 32 columns (8, 16 or 32;
+  // fewer where the block's partial rows would outgrow shared memory).
+  int column_rows = 8;
+  // One-pass column reductions: how each thread adds its rows of a float sum before the block's
+  // double partial rows (0: each element converted to double and added; 1: a compensated (Kahan)
+  // float sum, an error of a few float roundings whatever the rows; 2: a plain float sum, whose
+  // error grows with the rows a thread adds, as eager's does).
+  int column_float_sums = 0;
   // Column groups of several passes over few, long columns (softmax over dim 0 of [16384, 2048]):
   // blocks of 256 threads per multiprocessor the split of each tile's rows aims for (0: no split,
   // a block per tile; see choose_column_pass_split in reduction_layout.cpp). The launch caps it

@@ -184,12 +184,25 @@ bool within_scores(const at::Tensor& mask, const at::Tensor& q, const at::Tensor
 // contiguous operand with rows of odd lengths stays: ATen pads those itself.) PyTorch 2.11 on an
 // H200 ran cuDNN attention on an f16 query narrowed from rows of 133 to 128 at offset 2, returned
 // errors of 0.85 against the float64 result and left a misaligned-address fault behind (fuzz
-// seed 36, program 587).
-at::Tensor rows_aligned(const at::Tensor& t) {
-  if (!t.is_cuda()) return t;
+// seed 36, program 587). Dims of size 1 first take the stride a contiguous tensor would give them
+// (a view: such a stride addresses nothing), since ATen's memory-efficient kernel checks them
+// too: a query of one row whose row stride was 1 (a transposed [.., 1000, 1]) failed its
+// "query is not correctly aligned (strideM)" (fuzz seed 41, program 290).
+at::Tensor rows_aligned(const at::Tensor& given) {
+  if (!given.is_cuda()) return given;
+  at::Tensor t = given;
+  std::vector<int64_t> strides(given.strides().begin(), given.strides().end());
+  bool restride = false;
+  for (int64_t i = given.dim() - 2; i >= 0; --i) {
+    const int64_t want = strides[i + 1] * std::max<int64_t>(given.size(i + 1), 1);
+    if (given.size(i) != 1 || strides[i] == want) continue;
+    strides[i] = want;
+    restride = true;
+  }
+  if (restride) t = given.as_strided(given.sizes(), strides, given.storage_offset());
   const int64_t elem = static_cast<int64_t>(t.element_size());
   bool aligned = t.dim() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1;
-  for (int64_t i = 0; aligned && i + 1 < t.dim(); ++i) aligned = t.size(i) <= 1 || (t.stride(i) * elem) % 16 == 0;
+  for (int64_t i = 0; aligned && i + 1 < t.dim(); ++i) aligned = (t.stride(i) * elem) % 16 == 0;
   const bool starts_aligned = reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   if (starts_aligned && (aligned || t.is_contiguous())) return t;
   return t.clone(at::MemoryFormat::Contiguous);

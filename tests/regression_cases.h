@@ -294,6 +294,13 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t2 = x1.amax(-2, keepdim=True)\n"
        "    t3 = torch.logsumexp(x0, -3, keepdim=True)\n"
        "    return torch.where(t3 > 0.1, t3, t2)\n"},
+      // Attention over a query of one row a head, transposed from [.., 1000, 1]: its row stride
+      // of 1 reached ATen's memory-efficient kernel, which refused it ("query is not correctly
+      // aligned (strideM)"; fuzz seed 41, program 290). Size-1 dims are restrided first now.
+      {"fuzz_s41_290_f32_attention_over_one_transposed_row", f32, {{{255, 7, 1, 1000}, L::Transposed}, {{1, 1, 1, 1000}}},
+       "    t0 = torch.matmul(torch.softmax((torch.matmul(x0 * 0.25, torch.tanh(x0).transpose(-2, -1))).masked_fill("
+       "(x0.amin(-1) + x0.amax(-1)).unsqueeze(-2) <= 0.0, float('-inf')), -1), torch.sigmoid(x0))\n"
+       "    return t0\n"},
   };
 }
 

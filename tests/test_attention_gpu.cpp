@@ -214,7 +214,8 @@ TEST(AttentionGpu, RunsUnderCudaGraphs) {
 
 // Operands narrowed out of wider rows (rows 133 elements apart, starting 2 in) or at an odd
 // offset reach ATen's fused kernels as aligned copies: cuDNN attention read such a query wrong
-// (fuzz seed 36, program 587). Every dtype, against eager and its float64 reference.
+// (fuzz seed 36, program 587); a query of one row a head whose row stride is 1 reaches them
+// restrided. Every dtype, against eager and its float64 reference.
 TEST(AttentionGpu, MisalignedOperandsMatchEager) {
   REQUIRE_GPU();
   torch::manual_seed(2);
@@ -228,6 +229,8 @@ def forward(self, x):
         {"narrowed", torch::randn({100, 3, 36, 133}, o).narrow(-1, 2, 128)},
         {"offset", torch::randn({2 * 4 * 64 * 64 + 3}, o).narrow(0, 3, 2 * 4 * 64 * 64).view({2, 4, 64, 64})},
         {"narrowed_64", torch::randn({2, 4, 77, 72}, o).narrow(-1, 1, 64)},
+        // One row a head, transposed: its row stride is 1 (fuzz seed 41, program 290).
+        {"one_row_transposed", torch::randn({5, 7, 1000, 1}, o).transpose(-1, -2)},
     };
     for (const auto& [name, x] : layouts) {
       const std::string where = name + " " + dtype_name(dt);

@@ -889,6 +889,35 @@ TEST(GpuReductions, SplitCombinesMatchEager) {
   }
 }
 
+// One-pass column reductions with taller blocks (column_rows) and float sums before the double
+// partials (column_float_sums: compensated, plain): many partial rows of a split, two reductions
+// in one kernel, a middle dim, unvectorized columns, a 16-bit input summed in float, every dtype.
+TEST(GpuReductions, ColumnRowsAndFloatSumsMatchEager) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* expr;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Case> cases = {{"x.sum(0)", {65536, 8}},          {"x.sum(0) + x.amax(0)", {65536, 32}},
+                                   {"x.sum(1)", {64, 512, 256}},      {"x.mean(0, keepdim=True) * 2.0", {20000, 96}},
+                                   {"(x * x).sum(0)", {4096, 1001}},  {"x.float().sum(0)", {16384, 512}}};
+  for (const char* knobs : {"column_rows=16", "column_rows=32", "column_float_sums=1", "column_rows=32,column_float_sums=1"}) {
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(knobs));
+    for (auto dtype : kDtypes) {
+      for (const auto& c : cases) {
+        expect_matches_eager(module_returning("x", c.expr), [&] { return std::vector<c10::IValue>{rnd(c.shape, dtype)}; },
+                             std::string(knobs) + " " + c.expr + " " + c10::toString(dtype), 1);
+      }
+    }
+  }
+  // Plain float sums: short chains a thread, as eager's.
+  torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning("column_float_sums=2"));
+  for (const auto& c : {cases[0], cases[2]}) {
+    expect_matches_eager(module_returning("x", c.expr), [&] { return std::vector<c10::IValue>{rnd(c.shape, c10::kFloat)}; },
+                         std::string("column_float_sums=2 ") + c.expr, 1);
+  }
+}
+
 TEST(GpuReductions, Deterministic) {
   REQUIRE_GPU();
   struct Case {

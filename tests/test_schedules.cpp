@@ -52,6 +52,8 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.pointwise_unroll, 1);
   EXPECT_EQ(d.column_unroll, 8);
   EXPECT_EQ(d.column_blocks, 2);
+  EXPECT_EQ(d.column_rows, 8);
+  EXPECT_EQ(d.column_float_sums, 0);
   EXPECT_EQ(d.full_unroll, 0);
   EXPECT_EQ(d.pointwise_waves, 0);
   EXPECT_EQ(d.row_waves, 0);
@@ -123,6 +125,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("row_stage=5").find("must be in [-1, 4]"), std::string::npos);
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
   EXPECT_NE(message("column_blocks=5").find("must be in [1, 4]"), std::string::npos);
+  EXPECT_NE(message("column_rows=12").find("is not one of 8, 16, 32"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
   EXPECT_NE(message("pointwise_tile=48").find("pointwise_tile=48 is not one of 0, 16, 32, 64"), std::string::npos);
   EXPECT_NE(message("column_cache=200").find("must be in [0, 128]"), std::string::npos);
@@ -733,6 +736,38 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
   EXPECT_TRUE(tftest::contains_in_order(full, {"tf_count_arrival(p.counters) == gridDim.x - 1u", "#pragma unroll 4", "__ldcg(p.part_acc0 + q)"}))
       << full;
   EXPECT_EQ(full.find("__threadfence"), std::string::npos) << full;
+}
+
+// One-pass column reductions take Tuning::column_rows threads along the reduced dim (blocks of
+// 32 x rows), fewer where the block's partial rows would outgrow 48 KiB of shared memory; NVRTC
+// compiles each.
+TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
+  struct Case {
+    const char* knobs;
+    const char* expr;
+    c10::ScalarType dtype;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"", "x.sum(1)", c10::kFloat, {"8 threads along the reduced dim", "__launch_bounds__(256, 4)", "double smem_acc0[8][128];", "y < 8;"}},
+      {"column_rows=32", "x.sum(1)", c10::kFloat,
+       {"32 threads along the reduced dim", "__launch_bounds__(1024, 1)", "(tf_index)blockIdx.y * 32 + ty", "double smem_acc0[32][128];", "y < 32;"}},
+      {"column_rows=16", "x.sum(1) + x.amax(1)", c10::kBFloat16,
+       {"__launch_bounds__(512, 2)", "float smem_acc0[16][256];", "float smem_acc1[16][256];"}},
+      // Double partial rows of 8 columns a thread: 32 rows would take 64 KiB.
+      {"column_rows=32", "x.float().sum(1)", c10::kHalf, {"16 threads along the reduced dim", "double smem_acc0[16][256];"}},
+      // Float sums before the double partials: compensated, plain; the max keeps its own.
+      {"column_float_sums=1", "x.sum(1) + x.amax(1)", c10::kFloat,
+       {"float sum_acc0[4];", "float comp_acc0[4];", "const float kahan_y = ", "comp_acc0[lane] = (kahan_t - sum_acc0[lane]) - kahan_y;",
+        "acc1[lane] = tf_max_op()(acc1[lane], ", "acc0[lane] += (double)sum_acc0[lane] - (double)comp_acc0[lane];", "double smem_acc0[8][128];"}},
+      {"column_float_sums=2", "x.sum(1)", c10::kFloat, {"float sum_acc0[4];", "sum_acc0[lane] += ", "acc0[lane] += (double)sum_acc0[lane];"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.knobs) + " " + c.expr + " " + c10::toString(c.dtype));
+    torchfuse::runtime::ScopedTuning t(with(c.knobs));
+    const std::string src = compiled(module_returning("x", c.expr), {torch::randn({8, 512, 256}).to(c.dtype)});
+    EXPECT_TRUE(tftest::contains_in_order(src, c.expected)) << src;
+  }
 }
 
 // Which loads and stores carry an L2 eviction hint (codegen/cache_hints.cpp), by how the kernel

@@ -24,7 +24,7 @@ const char* const kKnobs[] = {
     "row_cache=first", "row_vectors=2", "row_vectors=8", "row_single_pass_vectors=8", "row_min_threads=1", "row_team_block=64", "row_cluster=1",
     "row_cluster=4", "row_cache_registers=16", "row_team=0", "row_team=256", "row_waves=2", "row_rounds=2", "row_fill=0",
     "looped_blocks_per_sm=1", "looped_unroll=1", "looped_unroll=4", "column_unroll=1", "column_unroll=4", "column_cache=0", "column_cache=16",
-    "column_blocks=1", "column_blocks=4", "column_pass_blocks=0", "column_pass_blocks=1", "column_pass_unroll=3", "column_pass_vectors=1", "column_pass_vectors=1,column_pass_vector_unroll=2", "column_pass_wave_kb=0", "column_pass_wave_kb=256", "column_pass_wave_kb=256,column_pass_wave_hints=0", "column_pass_launches=4", "column_pass_launches=8", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
+    "column_blocks=1", "column_blocks=4", "column_rows=16", "column_rows=32", "column_float_sums=1", "column_float_sums=2", "column_pass_blocks=0", "column_pass_blocks=1", "column_pass_unroll=3", "column_pass_vectors=1", "column_pass_vectors=1,column_pass_vector_unroll=2", "column_pass_wave_kb=0", "column_pass_wave_kb=256", "column_pass_wave_kb=256,column_pass_wave_hints=0", "column_pass_launches=4", "column_pass_launches=8", "chunk_sums=0", "full_unroll=1", "full_unroll=4", "online_softmax=0",
     "online_min_row=1", "online_min_row=1048576", "row_min_blocks=2", "row_prefetch=0", "row_prefetch=1",
     "fast_math=0", "cache_hints=0", "cache_hints=1", "row_stage=0", "row_stage=2", "row_ring=0", "row_ring=1",
     "row_ring_vectors=1", "row_hold=0", "row_hold=1", "shared_hold=0", "shared_hold=1",
