@@ -739,7 +739,7 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
 }
 
 // One-pass column reductions take Tuning::column_rows threads along the reduced dim (blocks of
-// 32 x rows), fewer where the block's partial rows would outgrow 48 KiB of shared memory; NVRTC
+// 32 x rows), fewer where the block's partial rows would outgrow 46 KiB of shared memory; NVRTC
 // compiles each.
 TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
   struct Case {
@@ -754,6 +754,9 @@ TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
        {"32 threads along the reduced dim", "__launch_bounds__(1024, 1)", "(tf_index)blockIdx.y * 32 + ty", "double smem_acc0[32][128];", "y < 32;"}},
       {"column_rows=16", "x.sum(1) + x.amax(1)", c10::kBFloat16,
        {"__launch_bounds__(512, 2)", "float smem_acc0[16][256];", "float smem_acc1[16][256];"}},
+      // A double and a float partial row of 4 columns a thread: 32 rows would take 48 KiB, the
+      // whole static limit.
+      {"column_rows=32", "x.sum(1) + x.amax(1)", c10::kFloat, {"16 threads along the reduced dim", "double smem_acc0[16][128];"}},
       // Double partial rows of 8 columns a thread: 32 rows would take 64 KiB.
       {"column_rows=32", "x.float().sum(1)", c10::kHalf, {"16 threads along the reduced dim", "double smem_acc0[16][256];"}},
       // Float sums before the double partials: compensated, plain; the max keeps its own.
