@@ -734,9 +734,17 @@ void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceT
   // The block's partial rows of every accumulator sit in static shared memory, 48 KiB at most
   // with the kernel's other shared variables: an f32 sum and max at 32 rows took 48 KiB exactly,
   // which failed to build on the H200 (the group ran through ATen).
+  const auto too_large = [&](int rows) { return int64_t{rows} * 32 * l.vec * accumulator_bytes > 46 * 1024; };
   int rows = tune.column_rows;
-  while (rows > 8 && int64_t{rows} * 32 * l.vec * accumulator_bytes > 46 * 1024) rows /= 2;
-  if (32 * rows == l.block) return;
+  while (rows > 8 && too_large(rows)) rows /= 2;
+  // Several double sums of 16-bit vectors overflow it at 8 rows too (three f32 sums of an f16
+  // input: 48 KiB, which failed to build): such groups read one column a thread.
+  const bool narrow = l.vec > 1 && too_large(rows);
+  if (narrow) {
+    l.vec = 1;
+    l.unroll = 1;
+  }
+  if (32 * rows == l.block && !narrow) return;
   l.block = 32 * rows;
   choose_column_split(l, target, tune);
 }

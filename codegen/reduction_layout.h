@@ -139,7 +139,8 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
 
 // One-pass column reductions: Tuning::column_rows threads along the reduced dim a block (fewer
 // where the block's partial rows of the accumulators, `accumulator_bytes` a column together,
-// would outgrow 46 KiB of shared memory, leaving room under 48 for its other shared variables), and the split of each tile's rows over blocks redone
+// would outgrow 46 KiB of shared memory, leaving room under 48 for its other shared variables;
+// one column a thread where even 8 rows of vectors would), and the split of each tile's rows over blocks redone
 // for that block. Sets ReductionLayout::block and split.
 void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceTarget& target, const Tuning& tune);
 

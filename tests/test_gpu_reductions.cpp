@@ -891,7 +891,8 @@ TEST(GpuReductions, SplitCombinesMatchEager) {
 
 // One-pass column reductions with taller blocks (column_rows) and float sums before the double
 // partials (column_float_sums: compensated, plain): many partial rows of a split, two reductions
-// in one kernel, a middle dim, unvectorized columns, a 16-bit input summed in float, every dtype.
+// in one kernel, a middle dim, unvectorized columns, a 16-bit input summed in float, three such
+// sums (whose vectors' partial rows would outgrow shared memory), every dtype.
 TEST(GpuReductions, ColumnRowsAndFloatSumsMatchEager) {
   REQUIRE_GPU();
   struct Case {
@@ -900,8 +901,10 @@ TEST(GpuReductions, ColumnRowsAndFloatSumsMatchEager) {
   };
   const std::vector<Case> cases = {{"x.sum(0)", {65536, 8}},          {"x.sum(0) + x.amax(0)", {65536, 32}},
                                    {"x.sum(1)", {64, 512, 256}},      {"x.mean(0, keepdim=True) * 2.0", {20000, 96}},
-                                   {"(x * x).sum(0)", {4096, 1001}},  {"x.float().sum(0)", {16384, 512}}};
-  for (const char* knobs : {"column_rows=16", "column_rows=32", "column_float_sums=1", "column_rows=32,column_float_sums=1"}) {
+                                   {"(x * x).sum(0)", {4096, 1001}},  {"x.float().sum(0)", {16384, 512}},
+                                   // Three double sums of a 16-bit input: one column a thread.
+                                   {"x.float().sum(0) + (x * x).float().sum(0) + (x.float() * 2.0).sum(0)", {4096, 512}}};
+  for (const char* knobs : {"", "column_rows=16", "column_rows=32", "column_float_sums=1", "column_rows=32,column_float_sums=1"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(knobs));
     for (auto dtype : kDtypes) {
       for (const auto& c : cases) {

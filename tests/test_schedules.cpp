@@ -757,6 +757,9 @@ TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
       // A double and a float partial row of 4 columns a thread: 32 rows would take 48 KiB, the
       // whole static limit.
       {"column_rows=32", "x.sum(1) + x.amax(1)", c10::kFloat, {"16 threads along the reduced dim", "double smem_acc0[16][128];"}},
+      // Three double sums of vectors of 8 halves overflow it at 8 rows too: one column a thread.
+      {"", "x.float().sum(1) + (x * x).float().sum(1) + (x.float() * 2.0).sum(1)", c10::kHalf,
+       {"32 threads x 1 columns along the kept inner dims, 8 threads", "double smem_acc2[8][32];"}},
       // Double partial rows of 8 columns a thread: 32 rows would take 64 KiB.
       {"column_rows=32", "x.float().sum(1)", c10::kHalf, {"16 threads along the reduced dim", "double smem_acc0[16][256];"}},
       // Float sums before the double partials: compensated, plain; the max keeps its own.
