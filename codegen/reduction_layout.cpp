@@ -475,7 +475,7 @@ std::string ReductionLayout::key() const {
                   ";block=" + std::to_string(block) + ";cpt=" + std::to_string(chunks_per_thread) +
                   ";cached=" + std::to_string(cached) + ";cache_inputs=" + std::to_string(cache_inputs) +
                   ";first=" + std::to_string(cache_first_pass) + ";cluster=" + std::to_string(cluster) +
-                  ";split=" + std::to_string(split > 1) + ";phased=" + std::to_string(phased_blocks) + ";unroll=" + std::to_string(unroll) +
+                  ";split=" + std::to_string(split > 1) + (tile_threads != 32 ? ";tx=" + std::to_string(tile_threads) : std::string()) + ";phased=" + std::to_string(phased_blocks) + ";unroll=" + std::to_string(unroll) +
                   ";online=" + std::to_string(online) + ";idx=" + (index64 ? "64" : "32") +
                   ";fast=" + std::to_string(fast_math) + ";chunks=" + std::to_string(chunk_sums) + ";fsums=" + std::to_string(float_sums) + ";minb=" + std::to_string(min_blocks) +
                   ";pf=" + std::to_string(prefetch) + ";rounds=" + std::to_string(rounds) + ";early=" + std::to_string(early_registers) + "/" + std::to_string(early_narrow_inputs) +
@@ -491,14 +491,15 @@ namespace {
 
 // The blocks that share each column tile's rows (one-pass column reductions).
 void choose_column_split(ReductionLayout& l, const DeviceTarget& target, const Tuning& tune) {
-  const int64_t tiles = ((l.inner() + 32 * l.vec - 1) / (32 * l.vec)) * l.outer();
+  const int64_t width = int64_t{l.tile_threads} * l.vec;
+  const int64_t tiles = ((l.inner() + width - 1) / width) * l.outer();
   // One wave of tuning().column_blocks (at most kColumnBlocksPerSm) blocks of 256 threads per
   // multiprocessor, counted in threads: rounding the split up would leave a second, mostly idle
   // wave (H200 f32 col_sum: 544 blocks at 3 per SM ran 1.4 waves).
   const int64_t want = std::max<int64_t>(
       1, std::min(tune.column_blocks, kColumnBlocksPerSm) * static_cast<int64_t>(target.sm_count) * 256 / l.block);
   // (At least 4 rows a thread of each block.)
-  const int64_t max_split = std::max<int64_t>(1, l.reduced() / (4 * (l.block / 32)));
+  const int64_t max_split = std::max<int64_t>(1, l.reduced() / (4 * (l.block / l.tile_threads)));
   // (No tiles: an empty output, which the launcher never launches.)
   l.split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_split, want / std::max<int64_t>(tiles, 1))));
 }
@@ -734,7 +735,8 @@ void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceT
   // The block's partial rows of every accumulator sit in static shared memory, 48 KiB at most
   // with the kernel's other shared variables: an f32 sum and max at 32 rows took 48 KiB exactly,
   // which failed to build on the H200 (the group ran through ATen).
-  const auto too_large = [&](int rows) { return int64_t{rows} * 32 * l.vec * accumulator_bytes > 46 * 1024; };
+  const int tx = tune.column_tile_threads;
+  const auto too_large = [&](int rows) { return int64_t{rows} * tx * l.vec * accumulator_bytes > 46 * 1024; };
   int rows = tune.column_rows;
   while (rows > 8 && too_large(rows)) rows /= 2;
   // Several double sums of 16-bit vectors overflow it at 8 rows too (three f32 sums of an f16
@@ -744,8 +746,9 @@ void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceT
     l.vec = 1;
     l.unroll = 1;
   }
-  if (32 * rows == l.block && !narrow) return;
-  l.block = 32 * rows;
+  if (tx * rows == l.block && tx == l.tile_threads && !narrow) return;
+  l.tile_threads = tx;
+  l.block = tx * rows;
   choose_column_split(l, target, tune);
 }
 

@@ -52,6 +52,9 @@ struct ReductionLayout {
   bool cache_first_pass = false;  // cached mode keeps only first-pass values (Reuse::FirstPass)
   int cluster = 1;            // row schedule: blocks of a thread-block cluster sharing each row
   int split = 1;              // column schedule: blocks sharing one reduction (combined by a 2nd kernel)
+  // Column schedules: threads across the kept inner dims, a tile of tile_threads * vec columns
+  // (one-pass column reductions: Tuning::column_tile_threads; column passes: 32).
+  int tile_threads = 32;
   // Split column passes: the tiles the grid takes at once, each block looping over its tiles in
   // waves (0: every tile at once). The launch's grid, not the source.
   int64_t wave_tiles = 0;
@@ -137,11 +140,12 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
                                       const RowCacheNeeds& cache, const RowCacheNeeds* online_cache,
                                       const DeviceTarget& target, const Tuning& tune, bool allow_vector);
 
-// One-pass column reductions: Tuning::column_rows threads along the reduced dim a block (fewer
+// One-pass column reductions: tiles of Tuning::column_tile_threads threads across the kept inner
+// dims, Tuning::column_rows threads along the reduced dim a block (fewer
 // where the block's partial rows of the accumulators, `accumulator_bytes` a column together,
 // would outgrow 46 KiB of shared memory, leaving room under 48 for its other shared variables;
 // one column a thread where even 8 rows of vectors would), and the split of each tile's rows over blocks redone
-// for that block. Sets ReductionLayout::block and split.
+// for that block. Sets ReductionLayout::tile_threads, block and split (and vec, unroll).
 void choose_column_rows(ReductionLayout& l, int accumulator_bytes, const DeviceTarget& target, const Tuning& tune);
 
 // Column groups of several passes: keeps each thread's rows of the element inputs in registers

@@ -253,8 +253,14 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
 
 namespace {
 
-// Threads along the reduced dim: the block is 32 threads wide (columns) and this many tall.
-int column_rows(const ReductionLayout& l) { return l.block / 32; }
+// Threads along the reduced dim: the block is l.tile_threads wide (columns) and this many tall.
+int column_rows(const ReductionLayout& l) { return l.block / l.tile_threads; }
+
+int log2_of(int v) {
+  int n = 0;
+  while ((1 << n) < v) ++n;
+  return n;
+}
 
 // The reduced rows of one thread's columns: rows r = blockIdx.y * RY + ty, then every
 // split * RY rows (RY: the block's threads along the reduced dim); with unroll, the vector loads
@@ -357,11 +363,12 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
   TORCHFUSE_INTERNAL_ASSERT(a.passes <= 1, "column reductions take one pass, group ", g.id, " needs ", a.passes);
   const std::string vec = str(l.vec);
   const std::string RY = str(column_rows(l));
+  const int64_t width = int64_t{l.tile_threads} * l.vec;  // columns a tile
   SourceBuilder b;
   b.raw(prelude());
   b.line("");
   b.line("// torchfuse fusion group " + str(g.id) + " (column reduction): " + g.describe());
-  b.line("// 32 threads x " + vec + " columns along the kept inner dims, " + RY + " threads along the reduced dim; " +
+  b.line("// " + str(l.tile_threads) + " threads x " + vec + " columns along the kept inner dims, " + RY + " threads along the reduced dim; " +
          std::string(l.split > 1 ? "blocks split the reduced dim, the last block of each tile adds the partials in order"
                                  : "one block per output tile"));
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
@@ -390,11 +397,12 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
                      str(std::max(1, kColumnBlocksPerSm * 256 / l.block)) + ") " + kNamePlaceholder +
                      "(const " + kNamePlaceholder + "_params p)");
     emit_restrict_pointers(b, g, l.inputs);
-    b.line("const int tx = threadIdx.x & 31;");
-    b.line("const int ty = threadIdx.x >> 5;");
-    b.line("const tf_index tiles = ((tf_index)p.inner + " + str(32 * l.vec - 1) + ") / " + str(32 * l.vec) + ";");
+    TORCHFUSE_INTERNAL_ASSERT(l.tile_threads == 1 << log2_of(l.tile_threads), "column tiles of ", l.tile_threads, " threads");
+    b.line("const int tx = threadIdx.x & " + str(l.tile_threads - 1) + ";");
+    b.line("const int ty = threadIdx.x >> " + str(log2_of(l.tile_threads)) + ";");
+    b.line("const tf_index tiles = ((tf_index)p.inner + " + str(width - 1) + ") / " + str(width) + ";");
     b.line("const tf_index o = (tf_index)blockIdx.x / tiles;");
-    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + str(32 * l.vec) + " + tx * " + vec + ";");
+    b.line("const tf_index i = ((tf_index)blockIdx.x % tiles) * " + str(width) + " + tx * " + vec + ";");
     b.line("const bool ok = i < (tf_index)p.inner;");
     emit_segment(b, l, l.outer_sizes, "outer", "o", "o");
     emit_segment(b, l, l.inner_sizes, "inner", "ok ? i : 0", "i");
@@ -411,7 +419,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     for (const ir::Node* r : a.reductions) {
       const std::string acc = accumulator_name(a, r);
       const std::string t = register_type(accumulator_dtype(*r, true));
-      b.line("__shared__ " + t + " smem_" + acc + "[" + RY + "][" + str(32 * l.vec) + "];");
+      b.line("__shared__ " + t + " smem_" + acc + "[" + RY + "][" + str(width) + "];");
       b.line("#pragma unroll");
       b.line("for (int lane = 0; lane < " + vec + "; ++lane) smem_" + acc + "[ty][tx * " + vec + " + lane] = " + acc + "[lane];");
     }

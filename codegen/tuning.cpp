@@ -79,6 +79,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "column_cache") t.column_cache = parse_int(name, value, 0, 128);
     else if (name == "column_blocks") t.column_blocks = parse_int(name, value, 1, 4);
     else if (name == "column_float_sums") t.column_float_sums = parse_int(name, value, 0, 2);
+    else if (name == "column_tile_threads") t.column_tile_threads = int_choice(origin, name, value, {8, 16, 32});
     else if (name == "column_rows") t.column_rows = int_choice(origin, name, value, {8, 16, 32});
     else if (name == "column_pass_blocks") t.column_pass_blocks = parse_int(name, value, 0, 8);  // kColumnPassMaxBlocksPerSm
     else if (name == "column_pass_unroll") t.column_pass_unroll = parse_int(name, value, 1, 16);

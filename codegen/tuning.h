@@ -88,6 +88,10 @@ struct Tuning {
   // One-pass column reductions: threads along the reduced dim a block of 32 columns (8, 16 or 32;
   // fewer where the block's partial rows would outgrow shared memory).
   int column_rows = 8;
+  // One-pass column reductions: threads across the kept inner dims a tile (8, 16 or 32; a tile of
+  // that many times the vector's columns). 16 with column_rows=16 is Inductor's shape for
+  // sum_middle f32 (64 columns a block, blocks of 256, no split).
+  int column_tile_threads = 32;
   // One-pass column reductions: how each thread adds its rows of a float sum before the block's
   // double partial rows (0: each element converted to double and added; 1: a compensated (Kahan)
   // float sum, an error of a few float roundings whatever the rows; 2: a plain float sum, whose

@@ -296,7 +296,7 @@ class ColumnLauncher : public ScheduleLauncher {
     const auto& c = x.c;
     const auto& a = *x.fk.analysis();
     const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
-    const int64_t tiles = ceil_div(I, 32 * l.vec) * O;
+    const int64_t tiles = ceil_div(I, int64_t{l.tile_threads} * l.vec) * O;
     // Split column passes wait for each other between passes: every block resident at once, or
     // a launch per pass (phased).
     const bool phased = a.passes > 1 && l.phased();

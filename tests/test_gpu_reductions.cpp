@@ -889,7 +889,8 @@ TEST(GpuReductions, SplitCombinesMatchEager) {
   }
 }
 
-// One-pass column reductions with taller blocks (column_rows) and float sums before the double
+// One-pass column reductions with taller blocks (column_rows), narrower tiles
+// (column_tile_threads) and float sums before the double
 // partials (column_float_sums: compensated, plain): many partial rows of a split, two reductions
 // in one kernel, a middle dim, unvectorized columns, a 16-bit input summed in float, three such
 // sums (whose vectors' partial rows would outgrow shared memory), every dtype.
@@ -904,7 +905,8 @@ TEST(GpuReductions, ColumnRowsAndFloatSumsMatchEager) {
                                    {"(x * x).sum(0)", {4096, 1001}},  {"x.float().sum(0)", {16384, 512}},
                                    // Three double sums of a 16-bit input: one column a thread.
                                    {"x.float().sum(0) + (x * x).float().sum(0) + (x.float() * 2.0).sum(0)", {4096, 512}}};
-  for (const char* knobs : {"", "column_rows=16", "column_rows=32", "column_float_sums=1", "column_rows=32,column_float_sums=1"}) {
+  for (const char* knobs : {"", "column_rows=16", "column_rows=32", "column_float_sums=1", "column_rows=32,column_float_sums=1",
+                            "column_tile_threads=16,column_rows=16", "column_tile_threads=8"}) {
     torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(knobs));
     for (auto dtype : kDtypes) {
       for (const auto& c : cases) {

@@ -54,6 +54,7 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.column_blocks, 2);
   EXPECT_EQ(d.column_rows, 8);
   EXPECT_EQ(d.column_float_sums, 0);
+  EXPECT_EQ(d.column_tile_threads, 32);
   EXPECT_EQ(d.full_unroll, 0);
   EXPECT_EQ(d.pointwise_waves, 0);
   EXPECT_EQ(d.row_waves, 0);
@@ -126,6 +127,7 @@ TEST(Tuning, MalformedOverridesNameTheProblem) {
   EXPECT_NE(message("looped_unroll=9").find("must be in [0, 8]"), std::string::npos);
   EXPECT_NE(message("column_blocks=5").find("must be in [1, 4]"), std::string::npos);
   EXPECT_NE(message("column_rows=12").find("is not one of 8, 16, 32"), std::string::npos);
+  EXPECT_NE(message("column_tile_threads=4").find("must be in [8, 32]"), std::string::npos);
   EXPECT_NE(message("row_cache_registers=129").find("must be in [0, 128]"), std::string::npos);
   EXPECT_NE(message("pointwise_tile=48").find("pointwise_tile=48 is not one of 0, 16, 32, 64"), std::string::npos);
   EXPECT_NE(message("column_cache=200").find("must be in [0, 128]"), std::string::npos);
@@ -757,6 +759,14 @@ TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
       // A double and a float partial row of 4 columns a thread: 32 rows would take 48 KiB, the
       // whole static limit.
       {"column_rows=32", "x.sum(1) + x.amax(1)", c10::kFloat, {"16 threads along the reduced dim", "double smem_acc0[16][128];"}},
+      // Narrower tiles: 64 columns of 16 threads over 16 rows (Inductor's shape for this sum), and
+      // 8 threads a tile in blocks of 64.
+      {"column_tile_threads=16,column_rows=16", "x.sum(1)", c10::kFloat,
+       {"16 threads x 4 columns along the kept inner dims, 16 threads along the reduced dim", "__launch_bounds__(256, 4)",
+        "const int tx = threadIdx.x & 15;", "const int ty = threadIdx.x >> 4;", "% tiles) * 64 + tx * 4;",
+        "double smem_acc0[16][64];"}},
+      {"column_tile_threads=8", "x.sum(1) + x.amax(1)", c10::kBFloat16,
+       {"8 threads x 8 columns", "__launch_bounds__(64, 16)", "const int tx = threadIdx.x & 7;", "float smem_acc0[8][64];"}},
       // Three double sums of vectors of 8 halves overflow it at 8 rows too: one column a thread.
       {"", "x.float().sum(1) + (x * x).float().sum(1) + (x.float() * 2.0).sum(1)", c10::kHalf,
        {"32 threads x 1 columns along the kept inner dims, 8 threads", "double smem_acc2[8][32];"}},
