@@ -288,7 +288,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
       }
       // Kahan: comp holds what the float sum lost, taken off the next term.
       const std::string comp = "comp_" + accumulator_name(a, r) + accumulator_suffix;
-      auto k = b.scope("");
+      auto kahan = b.scope("");
       b.line("const float kahan_y = " + x + " - " + comp + ";" + note + " (compensated)");
       b.line("const float kahan_t = " + sum + " + kahan_y;");
       b.line(comp + " = (kahan_t - " + sum + ") - kahan_y;");

@@ -712,8 +712,9 @@ ReductionLayout plan_reduction_layout(Schedule schedule, const std::vector<int64
     return l;
   }
   // Column: 32 threads along the kept inner dims (vec columns each, 16-byte loads when the
-  // inner dim is contiguous), Tuning::column_rows along the reduced one; split the reduced dim
-  // across blocks until the grid fills the device.
+  // inner dim is contiguous), 8 along the reduced one, then split the reduced dim across blocks
+  // until the grid fills the device. (One-pass column reductions reshape the block after:
+  // choose_column_rows.)
   size_t widest_inner = 1;
   bool inner_vectorizable = allow_vector && l.inner_sizes.size() == 1;
   for (const auto& op : l.inputs) {
