@@ -199,6 +199,15 @@ struct Growing {
       if (!reduced_without_keepdim(member, joining)) continue;
       if (auto why = mixes_reduced(member, joining)) return "%" + std::to_string(member->output()->id) + " would read it: " + *why;
     }
+    // A reduction joining after the full-size members that read it (they joined first, reading it
+    // as an input) would need a second pass where the schedule takes one (fuzz seed 45, program
+    // 382: x.mean(0, keepdim=True) beside argmin(x, 0) over [3, 1, 1]).
+    if (auto no_passes = why_no_passes()) {
+      std::vector<const ir::Node*> nodes;
+      for (int id : set.members[cluster]) nodes.push_back(set.graph.nodes()[id]);
+      for (int id : ids) nodes.push_back(set.graph.nodes()[id]);
+      if (reads_own_reduction(nodes)) return "the group would read its own reduction in a second pass (" + *no_passes + ")";
+    }
     const int trial = set.make_cluster(ids);
     for (int id : ids) {
       const ir::Node* n = set.graph.nodes()[id];

@@ -301,6 +301,13 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = torch.matmul(torch.softmax((torch.matmul(x0 * 0.25, torch.tanh(x0).transpose(-2, -1))).masked_fill("
        "(x0.amin(-1) + x0.amax(-1)).unsqueeze(-2) <= 0.0, float('-inf')), -1), torch.sigmoid(x0))\n"
        "    return t0\n"},
+      // A full reduction's group joined argmin's element values before argmin's own min, which
+      // they read at full size: the group needed a second pass the full schedule does not take
+      // (an internal error; fuzz seed 45, program 382). The min now stays out, with the reason.
+      {"fuzz_s45_382_f32_full_reduction_joined_by_argmin", f32, {{{3, 0, 4097}}, {{3, 1, 1}}},
+       "    t0 = x1.mean(0, keepdim=True)\n"
+       "    t1 = torch.argmin(x1, -3).to(x1.dtype)\n"
+       "    return torch.where(t0 > 0.0, t1, 0.0)\n"},
   };
 }
 
