@@ -176,10 +176,12 @@ struct Growing {
     return std::nullopt;
   }
 
-  // Some element value or reduction of the group reads a reduction result (needs a 2nd pass).
-  bool needs_passes() const {
+  // Some element value or reduction of the group (with the nodes `joining` it) reads a reduction
+  // result (needs a 2nd pass).
+  bool needs_passes(const std::vector<int>& joining = {}) const {
     std::vector<const ir::Node*> nodes;
     for (int id : set.members[cluster]) nodes.push_back(set.graph.nodes()[id]);
+    for (int id : joining) nodes.push_back(set.graph.nodes()[id]);
     return reads_own_reduction(nodes);
   }
 
@@ -203,10 +205,7 @@ struct Growing {
     // as an input) would need a second pass where the schedule takes one (fuzz seed 45, program
     // 382: x.mean(0, keepdim=True) beside argmin(x, 0) over [3, 1, 1]).
     if (auto no_passes = why_no_passes()) {
-      std::vector<const ir::Node*> nodes;
-      for (int id : set.members[cluster]) nodes.push_back(set.graph.nodes()[id]);
-      for (int id : ids) nodes.push_back(set.graph.nodes()[id]);
-      if (reads_own_reduction(nodes)) return "the group would read its own reduction in a second pass (" + *no_passes + ")";
+      if (needs_passes(ids)) return "the group would read its own reduction in a second pass (" + *no_passes + ")";
     }
     const int trial = set.make_cluster(ids);
     for (int id : ids) {
