@@ -85,13 +85,15 @@ struct Tuning {
   // col_sum, two runs each: bf16 41.2-41.3 us with 4, 40.5-40.8 with 2, 41.0-41.1 with 3, 44.0
   // with 1; f32 74.6-74.7, 74.4-74.6, 75.0-75.1, 89.2 (fewer partial rows for the last block).
   int column_blocks = 2;
-  // One-pass column reductions: threads along the reduced dim a block of 32 columns (8, 16 or 32;
-  // fewer where the block's partial rows would outgrow shared memory).
-  int column_rows = 8;
+  // One-pass column reductions: threads along the reduced dim a block (8, 16 or 32; fewer where
+  // the block's partial rows would outgrow shared memory).
+  int column_rows = 16;
   // One-pass column reductions: threads across the kept inner dims a tile (8, 16 or 32; a tile of
   // that many times the vector's columns). 16 with column_rows=16 is Inductor's shape for
-  // sum_middle f32 (64 columns a block, blocks of 256, no split).
-  int column_tile_threads = 32;
+  // sum_middle f32 (64 columns a block, blocks of 256, no split). Measured H200, categories'
+  // sum_middle / sum_dim0 f32 us, two processes: 16.1-16.2 / 15.7-15.9 at 16 x 16, 17.5-18.1 /
+  // 17.7-17.9 at 32 x 8 (the earlier default); bf16 within the timer's spread (11.3-12.2 either).
+  int column_tile_threads = 16;
   // One-pass column reductions: how each thread adds its rows of a float sum before the block's
   // double partial rows (0: each element converted to double and added; 1: a compensated (Kahan)
   // float sum, an error of a few float roundings whatever the rows; 2: a plain float sum, whose

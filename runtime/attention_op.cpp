@@ -238,6 +238,12 @@ at::Tensor attention(const at::Tensor& given_q, const at::Tensor& given_k, const
     mask = attention_mask(*mask, q.scalar_type(), /*exclude=*/false);
   }
   const int64_t groups = enable_gqa ? q.size(-3) / k.size(-3) : 1;
+  // Empty operands (no batch, heads, rows, keys or head dim) run the math, eager's result at no
+  // cost: ATen's fused kernels reject or mishandle them (a masked bf16 call over a query of
+  // [0, 2, 17, 256] returned an undefined tensor on the H200: GPU fuzz seed 48).
+  if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) {
+    return attention_math(q, repeat_heads(k, groups), repeat_heads(v, groups), mask, scale, is_causal);
+  }
 #if TORCHFUSE_HAVE_SDPA_GQA
   // ATen's kernels that take grouped heads read each key/value head once; where ATen would run
   // its math for them, the heads are repeated and a fused kernel runs instead.

@@ -52,9 +52,9 @@ TEST(Tuning, DefaultsAndOverrides) {
   EXPECT_EQ(d.pointwise_unroll, 1);
   EXPECT_EQ(d.column_unroll, 8);
   EXPECT_EQ(d.column_blocks, 2);
-  EXPECT_EQ(d.column_rows, 8);
+  EXPECT_EQ(d.column_rows, 16);
   EXPECT_EQ(d.column_float_sums, 0);
-  EXPECT_EQ(d.column_tile_threads, 32);
+  EXPECT_EQ(d.column_tile_threads, 16);
   EXPECT_EQ(d.full_unroll, 0);
   EXPECT_EQ(d.pointwise_waves, 0);
   EXPECT_EQ(d.row_waves, 0);
@@ -696,7 +696,7 @@ TEST(Unroll, PointwiseLoadsSeveralVectorsFirst) {
 TEST(Unroll, ColumnAndFullReductionsLoadSeveralRowsFirst) {
   torchfuse::runtime::ScopedTuning t(with("column_unroll=3,full_unroll=2"));
   std::string src = kernel_source(module_returning("x", "x.sum(0)"), {torch::randn({512, 256})});
-  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[3];", "const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;",
+  EXPECT_TRUE(tftest::contains_in_order(src, {"tf_vec<float, 4> v0[3];", "const tf_index r = rb + (tf_index)u * (tf_index)p.split * 16;",
                                               "v0[u] = *reinterpret_cast", "v0[u].v[lane]"}))
       << src;
   src = kernel_source(module_returning("x", "(x * x).mean()"), {torch::randn({512, 256})});
@@ -741,7 +741,7 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
 }
 
 // One-pass column reductions take Tuning::column_rows threads along the reduced dim (blocks of
-// 32 x rows), fewer where the block's partial rows would outgrow 46 KiB of shared memory; NVRTC
+// Tuning::column_tile_threads x rows), fewer where the block's partial rows would outgrow 46 KiB of shared memory; NVRTC
 // compiles each.
 TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
   struct Case {
@@ -750,32 +750,37 @@ TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
     c10::ScalarType dtype;
     std::vector<std::string> expected;
   };
+  // (The cases that test rows or sums on tiles of 32 threads name them: the default tile is 16.)
   const std::vector<Case> cases = {
-      {"", "x.sum(1)", c10::kFloat, {"8 threads along the reduced dim", "__launch_bounds__(256, 4)", "double smem_acc0[8][128];", "y < 8;"}},
-      {"column_rows=32", "x.sum(1)", c10::kFloat,
+      // The default: 64 columns of 16 threads over 16 rows (Inductor's shape for this sum).
+      {"", "x.sum(1)", c10::kFloat,
+       {"16 threads x 4 columns along the kept inner dims, 16 threads along the reduced dim", "__launch_bounds__(256, 4)",
+        "const int tx = threadIdx.x & 15;", "const int ty = threadIdx.x >> 4;", "% tiles) * 64 + tx * 4;",
+        "double smem_acc0[16][64];", "y < 16;"}},
+      {"column_tile_threads=32,column_rows=8", "x.sum(1)", c10::kFloat,
+       {"32 threads x 4 columns along the kept inner dims, 8 threads along the reduced dim", "__launch_bounds__(256, 4)",
+        "double smem_acc0[8][128];", "y < 8;"}},
+      {"column_tile_threads=32,column_rows=32", "x.sum(1)", c10::kFloat,
        {"32 threads along the reduced dim", "__launch_bounds__(1024, 1)", "(tf_index)blockIdx.y * 32 + ty", "double smem_acc0[32][128];", "y < 32;"}},
-      {"column_rows=16", "x.sum(1) + x.amax(1)", c10::kBFloat16,
+      {"column_tile_threads=32,column_rows=16", "x.sum(1) + x.amax(1)", c10::kBFloat16,
        {"__launch_bounds__(512, 2)", "float smem_acc0[16][256];", "float smem_acc1[16][256];"}},
       // A double and a float partial row of 4 columns a thread: 32 rows would take 48 KiB, the
       // whole static limit.
-      {"column_rows=32", "x.sum(1) + x.amax(1)", c10::kFloat, {"16 threads along the reduced dim", "double smem_acc0[16][128];"}},
-      // Narrower tiles: 64 columns of 16 threads over 16 rows (Inductor's shape for this sum), and
+      {"column_tile_threads=32,column_rows=32", "x.sum(1) + x.amax(1)", c10::kFloat,
+       {"16 threads along the reduced dim", "double smem_acc0[16][128];"}},
       // 8 threads a tile in blocks of 64.
-      {"column_tile_threads=16,column_rows=16", "x.sum(1)", c10::kFloat,
-       {"16 threads x 4 columns along the kept inner dims, 16 threads along the reduced dim", "__launch_bounds__(256, 4)",
-        "const int tx = threadIdx.x & 15;", "const int ty = threadIdx.x >> 4;", "% tiles) * 64 + tx * 4;",
-        "double smem_acc0[16][64];"}},
-      {"column_tile_threads=8", "x.sum(1) + x.amax(1)", c10::kBFloat16,
+      {"column_tile_threads=8,column_rows=8", "x.sum(1) + x.amax(1)", c10::kBFloat16,
        {"8 threads x 8 columns", "__launch_bounds__(64, 16)", "const int tx = threadIdx.x & 7;", "float smem_acc0[8][64];"}},
       // Three double sums of vectors of 8 halves overflow it at 8 rows too: one column a thread.
-      {"", "x.float().sum(1) + (x * x).float().sum(1) + (x.float() * 2.0).sum(1)", c10::kHalf,
+      {"column_tile_threads=32,column_rows=8", "x.float().sum(1) + (x * x).float().sum(1) + (x.float() * 2.0).sum(1)", c10::kHalf,
        {"32 threads x 1 columns along the kept inner dims, 8 threads", "double smem_acc2[8][32];"}},
       // Double partial rows of 8 columns a thread: 32 rows would take 64 KiB.
-      {"column_rows=32", "x.float().sum(1)", c10::kHalf, {"16 threads along the reduced dim", "double smem_acc0[16][256];"}},
+      {"column_tile_threads=32,column_rows=32", "x.float().sum(1)", c10::kHalf,
+       {"16 threads along the reduced dim", "double smem_acc0[16][256];"}},
       // Float sums before the double partials: compensated, plain; the max keeps its own.
       {"column_float_sums=1", "x.sum(1) + x.amax(1)", c10::kFloat,
        {"float sum_acc0[4];", "float comp_acc0[4];", "const float kahan_y = ", "comp_acc0[lane] = (kahan_t - sum_acc0[lane]) - kahan_y;",
-        "acc1[lane] = tf_max_op()(acc1[lane], ", "acc0[lane] += (double)sum_acc0[lane] - (double)comp_acc0[lane];", "double smem_acc0[8][128];"}},
+        "acc1[lane] = tf_max_op()(acc1[lane], ", "acc0[lane] += (double)sum_acc0[lane] - (double)comp_acc0[lane];", "double smem_acc0[16][64];"}},
       {"column_float_sums=2", "x.sum(1)", c10::kFloat, {"float sum_acc0[4];", "sum_acc0[lane] += ", "acc0[lane] += (double)sum_acc0[lane];"}},
   };
   for (const auto& c : cases) {

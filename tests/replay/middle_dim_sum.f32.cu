@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): middle_dim_sum, f32
 // inputs: [8, 512, 64] strides [32768, 64, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sum_2c884a34 (relu -> reduce_sum)
+// ==== sm_80: tf_sum_89baa098 (relu -> reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction): relu -> reduce_sum
-// 32 threads x 4 columns along the kept inner dims, 8 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
+// 16 threads x 4 columns along the kept inner dims, 16 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
 typedef int tf_index;
 
-struct tf_sum_2c884a34_params {
+struct tf_sum_89baa098_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -23,14 +23,14 @@ struct tf_sum_2c884a34_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_sum_2c884a34_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_89baa098(const tf_sum_89baa098_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
-  const int tx = threadIdx.x & 31;
-  const int ty = threadIdx.x >> 5;
-  const tf_index tiles = ((tf_index)p.inner + 127) / 128;
+  const int tx = threadIdx.x & 15;
+  const int ty = threadIdx.x >> 4;
+  const tf_index tiles = ((tf_index)p.inner + 63) / 64;
   const tf_index o = (tf_index)blockIdx.x / tiles;
-  const tf_index i = ((tf_index)blockIdx.x % tiles) * 128 + tx * 4;
+  const tf_index i = ((tf_index)blockIdx.x % tiles) * 64 + tx * 4;
   const bool ok = i < (tf_index)p.inner;
   tf_index orem = o;
   const tf_index oc0 = orem;
@@ -41,11 +41,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
   double acc0[4];
   #pragma unroll
   for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
-  for (tf_index rb = (tf_index)blockIdx.y * 8 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * 64) {
+  for (tf_index rb = (tf_index)blockIdx.y * 16 + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * 128) {
     tf_vec<float, 4> v0[8];
     #pragma unroll
     for (int u = 0; u < 8; ++u) {
-      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
+      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 16;
       if (r >= (tf_index)p.red) break;
       tf_index rrem = r;
       const tf_index rc0 = rrem;
@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
     }
     #pragma unroll
     for (int u = 0; u < 8; ++u) {
-      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 8;
+      const tf_index r = rb + (tf_index)u * (tf_index)p.split * 16;
       if (r >= (tf_index)p.red) break;
       tf_index rrem = r;
       const tf_index rc0 = rrem;
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
       }
     }
   }
-  __shared__ double smem_acc0[8][128];
+  __shared__ double smem_acc0[16][64];
   #pragma unroll
   for (int lane = 0; lane < 4; ++lane) smem_acc0[ty][tx * 4 + lane] = acc0[lane];
   __syncthreads();
@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
         double total_acc0 = acc0[lane];
-        for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+        for (int y = 1; y < 16; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
         const float total_acc0_out = (float)total_acc0;
         if (true) out0[o * (tf_index)p.inner + i + lane] = total_acc0_out;
       }
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
     #pragma unroll
     for (int lane = 0; lane < 4; ++lane) {
       double total_acc0 = acc0[lane];
-      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+      for (int y = 1; y < 16; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
       const float total_acc0_out = (float)total_acc0;
       p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i + lane] = total_acc0;
     }
@@ -100,17 +100,17 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
   if (threadIdx.x == 0) *((p.counters + blockIdx.x)) = 0u;
   #pragma unroll
   for (int lane = 0; lane < 4; ++lane) acc0[lane] = 0.0;
-  for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 32) {
+  for (tf_index s0 = ty; ok && s0 < (tf_index)p.split; s0 += 64) {
     double pv_acc0[4][4];
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const tf_index s = s0 + (tf_index)k * 8;
+      const tf_index s = s0 + (tf_index)k * 16;
       if (s >= (tf_index)p.split) break;
       tf_load_partials(pv_acc0[k], p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i);
     }
     #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const tf_index s = s0 + (tf_index)k * 8;
+      const tf_index s = s0 + (tf_index)k * 16;
       if (s >= (tf_index)p.split) break;
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) acc0[lane] = tf_sum_op()(acc0[lane], pv_acc0[k][lane]);
@@ -124,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_2c884a34(const tf_su
     #pragma unroll
     for (int lane = 0; lane < 4; ++lane) {
       double total_acc0 = acc0[lane];
-      for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
+      for (int y = 1; y < 16; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx * 4 + lane]);
       const float total_acc0_out = (float)total_acc0;
       if (true) out0[o * (tf_index)p.inner + i + lane] = total_acc0_out;
     }
