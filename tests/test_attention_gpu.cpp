@@ -255,7 +255,7 @@ TEST(AttentionGpu, EmptyOperandsMatchEager) {
   for (const Case& c : kCases) {
     for (c10::ScalarType dt : {c10::kFloat, c10::kHalf, c10::kBFloat16}) {
       // (batch, heads, queries, keys, head dim)
-      for (auto [b, h, l, s, e] : {std::array<int64_t, 5>{0, 2, 17, 64}, {2, 3, 0, 19, 64}, {2, 3, 5, 0, 64}, {1, 2, 7, 9, 0}}) {
+      for (auto [b, h, l, s, e] : {std::array<int64_t, 5>{0, 2, 17, 17, 64}, {2, 3, 0, 19, 64}, {2, 3, 5, 0, 64}, {1, 2, 7, 9, 0}}) {
         const std::string where = std::string(c.name) + " " + dtype_name(dt) + " [" + std::to_string(b) + ", " +
                                   std::to_string(h) + ", " + std::to_string(l) + ", " + std::to_string(s) + ", " +
                                   std::to_string(e) + "]";

@@ -54,8 +54,7 @@ struct Value {
   std::vector<int64_t> sizes;
   // Computed through a sum of many terms (a reduction, a norm, a scan, attention's matmuls), whose
   // rounding depends on the order the terms are added in: eager's and the compiled order differ
-  // by design. (An op with a jump, e.g. remainder, reads such a value only where the jump cannot
-  // magnify that rounding; see jump_free.)
+  // by design. Ops with a jump do not read such values (jump_free).
   bool summed = false;
 };
 
@@ -173,11 +172,12 @@ class Generator {
     return false;
   }
 
-  // A pattern with a jump (remainder, fmod, floor, round) over summed values is replaced by the
-  // table's first, after the draw (the programs after it stay the same). Each element of such a
-  // value is eager's to within the sum's rounding, and the jump turns that into a whole step where
-  // the two land on either side of it: over a [16384] row, remainder(x.sum(0), |x| + 0.5) stepped
-  // on one element in eight draws where eager stepped on none (GPU seed 47), as right as eager's.
+  // A pattern with a jump (remainder, fmod, floor, round) over summed values is replaced after the
+  // draw by one without (unary: the table's first; binary: A * B), so that the programs after it
+  // stay the same. Each element of such a value is eager's to within the sum's rounding, and the
+  // jump turns that into a whole step where the two land on either side of it: over a [16384]
+  // row, remainder(x.sum(0), |x| + 0.5)'s error over eight draws was about one element a whole
+  // step off, eager's none (GPU seed 47), with the sum as right as eager's.
   static bool jump_free(const char* text, bool summed) {
     if (!summed) return true;
     const std::string t = text;
