@@ -741,8 +741,8 @@ TEST(SplitCombine, OneArrivalCountAndBatchedPartialLoads) {
 }
 
 // One-pass column reductions take Tuning::column_rows threads along the reduced dim (blocks of
-// Tuning::column_tile_threads x rows), fewer where the block's partial rows would outgrow 46 KiB of shared memory; NVRTC
-// compiles each.
+// Tuning::column_tile_threads x rows), fewer where the block's partial rows would outgrow 46 KiB
+// of shared memory; NVRTC compiles each.
 TEST(ColumnRows, TallerBlocksWithinSharedMemory) {
   struct Case {
     const char* knobs;

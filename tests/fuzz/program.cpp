@@ -178,8 +178,8 @@ class Generator {
   // jump turns that into a whole step where the two land on either side of it: over a [16384]
   // row, remainder(x.sum(0), |x| + 0.5)'s error over eight draws was about one element a whole
   // step off, eager's none (GPU seed 47), with the sum as right as eager's.
-  static bool jump_free(const char* text, bool summed) {
-    if (!summed) return true;
+  static bool jump_free(const char* text, bool reads_summed) {
+    if (!reads_summed) return true;
     const std::string t = text;
     for (const char* jump : {"remainder", "fmod", "floor", "round"})
       if (t.find(jump) != std::string::npos) return false;
