@@ -15,7 +15,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 void emit_outputs_and_partials(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a) {
   for (size_t k = 0; k < g.outputs.size(); ++k) b.line(storage_type(g.outputs[k]->type.dtype) + "* " + output_name(k) + ";");
   for (const ir::Node* r : a.reductions) {
-    b.line(register_type(accumulator_dtype(*r, true)) + "* part_" + accumulator_name(a, r) + ";  // partial results");
+    b.line(accumulator_type(a, r, true) + "* part_" + accumulator_name(a, r) + ";  // partial results");
   }
   b.line("unsigned int* counters;  // finished blocks per split reduction (zero between launches)");
 }

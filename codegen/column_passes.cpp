@@ -38,6 +38,30 @@ int exchange_rounds(const ReductionAnalysis& a) {
   return rounds;
 }
 
+// The read of one of another block's partial results of `r`, through L2.
+std::string partial_load(const ReductionAnalysis& a, const ir::Node* r) { return a.online_sum(r) ? "tf_ldcg_max_sum" : "__ldcg"; }
+
+// An online sum's tile total `total` as its max's and its own results (tf_online_max: -inf where
+// every value was -inf; the sum rounded as eager rounds it).
+void online_results(SourceBuilder& b, const ReductionAnalysis& a, const ir::Node* r, const std::string& total, ValueNames& names) {
+  const OnlineSum& o = *a.online_sum(r);
+  const std::string m = total + "_max";
+  const std::string s = total + "_sum";
+  b.line("const float " + m + " = tf_online_max(" + total + ");  // %" + str(o.max->output()->id));
+  const std::string sum = "tf_online_sum(" + total + ", " + (o.masked ? "true" : "false") + ")";
+  b.line("const float " + s + " = " + eager_rounded(r->output(), sum, true, Rounding::Always) + ";  // %" + str(r->output()->id));
+  names[o.max->output()] = m;
+  names[r->output()] = s;
+}
+
+// The online sums `pass` accumulates, in group order.
+std::vector<const ir::Node*> online_sums(const ReductionAnalysis& a, int pass) {
+  std::vector<const ir::Node*> rs;
+  for (const ir::Node* r : pass_accumulators(a, pass))
+    if (a.online_sum(r)) rs.push_back(r);
+  return rs;
+}
+
 // The thread's first column in its tile's shared-memory rows.
 std::string thread_column(const ReductionLayout& l) { return l.vec == 1 ? "tx" : "tx * " + str(l.vec); }
 
@@ -48,12 +72,12 @@ void emit_rows_in_order(SourceBuilder& b, const ReductionAnalysis& a, const Redu
   const std::string RY = str(l.block / 32);
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    const std::string type = declare ? register_type(accumulator_dtype(*r, true)) + " " : "";
+    const std::string type = declare ? accumulator_type(a, r, true) + " " : "";
     for (int j = 0; j < l.vec; ++j) {
       const std::string total = "total_" + acc + lane_suffix(l, j);
       const std::string slot = "[" + thread_column(l) + lane_offset(l, j) + "]";
       b.line(type + total + " = smem_" + acc + "[0]" + slot + ";");
-      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + reduction_functor(*r) + "(" + total + ", smem_" + acc +
+      b.line("for (int y = 1; y < " + RY + "; ++y) " + total + " = " + accumulator_functor(a, r) + "(" + total + ", smem_" + acc +
              "[y]" + slot + ");");
     }
   }
@@ -109,10 +133,10 @@ void emit_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, const Reduc
   const std::string RY = str(l.block / 32);
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    const std::string type = register_type(accumulator_dtype(*r, true));
+    const std::string type = accumulator_type(a, r, true);
     if (declare) b.line("__shared__ " + type + " smem_" + acc + "[" + RY + "][" + str(32 * l.vec) + "];");
     for (int j = 0; j < l.vec; ++j) {
-      b.line((declare ? type + " " : "") + "total_" + acc + lane_suffix(l, j) + " = " + reduction_identity(*r, true) + ";");
+      b.line((declare ? type + " " : "") + "total_" + acc + lane_suffix(l, j) + " = " + accumulator_identity(a, r, true) + ";");
     }
   }
   {
@@ -121,8 +145,8 @@ void emit_partials_sum(SourceBuilder& b, const ReductionAnalysis& a, const Reduc
       const std::string acc = accumulator_name(a, r);
       for (int j = 0; j < l.vec; ++j) {
         const std::string total = "total_" + acc + lane_suffix(l, j);
-        b.line(total + " = " + reduction_functor(*r) + "(" + total + ", __ldcg(p.part_" + acc +
-               " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" + lane_offset(l, j) + "));");
+        b.line(total + " = " + accumulator_functor(a, r) + "(" + total + ", " + partial_load(a, r) +
+               "(p.part_" + acc + " + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i" + lane_offset(l, j) + "));");
       }
     }
   }
@@ -156,13 +180,15 @@ void emit_split_exchange(SourceBuilder& b, const ReductionAnalysis& a, const Red
 // The element values of `pass` for the thread's columns at row `r`: one column, or each lane in
 // a scope of its own (`lane`, the accumulators' index) with that lane's names. With lanes the
 // pass's element outputs collect into a vector each, stored whole. `load(k)`: group input k.
+// Online sums put their values at `online_slot` of their arrays (emit_split_looped_pass).
 template <typename Load>
 void emit_lanes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis& a, const ReductionLayout& l,
-                const LaneNames& names, int pass, const Load& load) {
+                const LaneNames& names, int pass, const Load& load, const std::string& online_slot = "") {
   const std::string at = "(o * (tf_index)p.red + r) * (tf_index)p.inner + i";
   if (l.vec == 1) {
     ValueNames pass_names = names[0];  // element values of this pass stay in the loop's scope
     PassEmitter pe{b, g, a, pass_names, l.fast_math, load, nullptr, Reuse::None, "", true};
+    pe.online_slot = online_slot;
     pe.emit(pass, [&](size_t k, const std::string& e) {
       const auto dtype = g.outputs[k]->type.dtype;
       if (l.hints.evict_stores) {
@@ -185,6 +211,7 @@ void emit_lanes(SourceBuilder& b, const FusionGroup& g, const ReductionAnalysis&
     b.line("const int lane = " + str(j) + ";");
     ValueNames pass_names = names[static_cast<size_t>(j)];
     PassEmitter pe{b, g, a, pass_names, l.fast_math, load, nullptr, Reuse::None, "[lane]", true};
+    pe.online_slot = online_slot;
     pe.emit(pass, [&](size_t k, const std::string& e) {
       TORCHFUSE_INTERNAL_ASSERT(std::count(stored.begin(), stored.end(), k) == 1, "column pass ", pass, " of group ", g.id,
                                 " stores output ", k, ", which is not an element output of that pass");
@@ -237,11 +264,34 @@ void emit_split_looped_pass(SourceBuilder& b, const FusionGroup& g, const Reduct
       b.line("c" + kk + "[u] = " + load_convert(scalar_load(input_name(k), "ooff" + kk + " + ioff" + kk + " + roff" + kk, hint), l.inputs[k].dtype) + ";");
     }
   }
-  b.line("#pragma unroll");
-  auto rows = b.scope("for (int u = 0; u < " + U + "; ++u)");
-  b.line("const tf_index r = " + row + ";");
-  auto in_range = b.scope(backwards ? "if (r >= r0)" : "if (r < r1)");
-  emit_lanes(b, g, a, l, names, pass, cached_load);
+  // Online sums: the step's values of each column, -inf for rows past the range (they add
+  // exp(-inf) = 0), folded in after the step with one rescale (tf_online_add).
+  const std::vector<const ir::Node*> online = online_sums(a, pass);
+  const std::string lanes = l.vec == 1 ? "" : "[" + str(l.vec) + "]";
+  for (const ir::Node* r : online) {
+    const std::string ol = online_values(a, r);
+    b.line("float " + ol + lanes + "[" + U + "];");
+    b.line("#pragma unroll");
+    b.line("for (int u = 0; u < " + U + "; ++u) " + (l.vec == 1 ? ol + "[u]" : "for (int lane = 0; lane < " + str(l.vec) + "; ++lane) " + ol + "[lane][u]") +
+           " = __int_as_float(0xff800000);");
+  }
+  {
+    b.line("#pragma unroll");
+    auto rows = b.scope("for (int u = 0; u < " + U + "; ++u)");
+    b.line("const tf_index r = " + row + ";");
+    auto in_range = b.scope(backwards ? "if (r >= r0)" : "if (r < r1)");
+    emit_lanes(b, g, a, l, names, pass, cached_load, l.vec == 1 ? "[u]" : "[lane][u]");
+  }
+  for (const ir::Node* r : online) {
+    const std::string acc = accumulator_name(a, r);
+    const std::string ol = online_values(a, r);
+    if (l.vec == 1) {
+      b.line("tf_online_add(" + acc + ", " + ol + ");");
+      continue;
+    }
+    b.line("#pragma unroll");
+    b.line("for (int lane = 0; lane < " + str(l.vec) + "; ++lane) tf_online_add(" + acc + "[lane], " + ol + "[lane]);");
+  }
 }
 
 // The block's totals of the reductions accumulated in `pass`: each warp row's accumulators in
@@ -250,8 +300,7 @@ void emit_block_totals(SourceBuilder& b, const ReductionAnalysis& a, const Reduc
   const std::vector<const ir::Node*> rs = pass_accumulators(a, pass);
   for (const ir::Node* r : rs) {
     const std::string acc = accumulator_name(a, r);
-    b.line("__shared__ " + register_type(accumulator_dtype(*r, true)) + " smem_" + acc + "[" + str(l.block / 32) + "][" +
-           str(32 * l.vec) + "];");
+    b.line("__shared__ " + accumulator_type(a, r, true) + " smem_" + acc + "[" + str(l.block / 32) + "][" + str(32 * l.vec) + "];");
     for (int j = 0; j < l.vec; ++j) {
       b.line("smem_" + acc + "[ty][" + thread_column(l) + lane_offset(l, j) + "] = " + acc + lane_element(l, j) + ";");
     }
@@ -325,15 +374,15 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
     std::optional<SourceBuilder::Scope> launch;
     if (phased) launch.emplace(b, "if (" + this_launch() + ")");
     for (const ir::Node* r : pass_accumulators(a, pass)) {
-      const std::string type = register_type(accumulator_dtype(*r, true));
+      const std::string type = accumulator_type(a, r, true);
       const std::string acc = accumulator_name(a, r);
       if (l.vec == 1) {
-        b.line(type + " " + acc + " = " + reduction_identity(*r, true) + ";");
+        b.line(type + " " + acc + " = " + accumulator_identity(a, r, true) + ";");
         continue;
       }
       b.line(type + " " + acc + "[" + str(l.vec) + "];");
       b.line("#pragma unroll");
-      b.line("for (int lane = 0; lane < " + str(l.vec) + "; ++lane) " + acc + "[lane] = " + reduction_identity(*r, true) + ";");
+      b.line("for (int lane = 0; lane < " + str(l.vec) + "; ++lane) " + acc + "[lane] = " + accumulator_identity(a, r, true) + ";");
     }
     if (l.cached && pass == 0) {
       // Every load first, back to back: rows past the column's end load its last row (unused).
@@ -382,8 +431,12 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
     launch.reset();
     for (const ir::Node* r : pass_accumulators(a, pass)) {
       for (int j = 0; j < l.vec; ++j) {
-        names[static_cast<size_t>(j)][r->output()] =
-            result_in_register_type(b, *r, "total_" + accumulator_name(a, r) + lane_suffix(l, j));
+        const std::string total = "total_" + accumulator_name(a, r) + lane_suffix(l, j);
+        if (a.online_sum(r)) {
+          online_results(b, a, r, total, names[static_cast<size_t>(j)]);
+          continue;
+        }
+        names[static_cast<size_t>(j)][r->output()] = result_in_register_type(b, *r, total);
       }
     }
     for (const ir::Node* r : a.reductions) {
@@ -404,6 +457,8 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
   const bool split = l.split > 1;
   const bool phased = l.phased();
   TORCHFUSE_INTERNAL_ASSERT(!phased || !l.cached, "column passes of group ", g.id, " keep no registers across launches");
+  TORCHFUSE_INTERNAL_ASSERT(!l.online || (split && !l.cached), "column passes of group ", g.id,
+                            " take online sums only where a split loops over its rows");
   const std::string W = str(32 * l.vec);
   SourceBuilder b;
   b.raw(prelude());
@@ -414,7 +469,8 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
          (phased  ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials through a launch per pass (p.phase)"
           : split ? "the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier"
                   : "one block per tile") +
-         (l.cached ? "; each thread keeps its " + str(l.chunks_per_thread) + " rows of the element inputs in registers" : "") + ";");
+         (l.cached ? "; each thread keeps its " + str(l.chunks_per_thread) + " rows of the element inputs in registers" : "") +
+         (l.online ? "; softmax sums accumulate with their max (online), a step of rows at a time" : "") + ";");
   b.line("// compiled with --fmad=false: every pass computes the element values the same way");
   b.line(std::string("typedef ") + (l.index64 ? "long long" : "int") + " tf_index;");
   b.line("");

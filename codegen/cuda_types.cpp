@@ -506,6 +506,8 @@ struct tf_max_sum_op {
     return tf_max_sum{m, (b_larger ? b.s : a.s) + (b_larger ? a.s : b.s) * tf_exp_shifted(lo - m)};
   }
 };
+// A pair another block wrote, read through L2 as __ldcg reads a float (split column passes).
+__device__ __forceinline__ tf_max_sum tf_ldcg_max_sum(const tf_max_sum* p) { return tf_max_sum{__ldcg(&p->m), __ldcg(&p->s)}; }
 __device__ __forceinline__ float tf_online_max(tf_max_sum a) { return a.s == 0.0f ? -__int_as_float(0x7f800000) : a.m; }
 // sum(exp(v - shift)) with shift = the max, or (masked, as logsumexp) 0 where the max is
 // infinite: where it is not finite, the terms are known without the rescaled sum.

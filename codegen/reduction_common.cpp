@@ -275,7 +275,7 @@ void PassEmitter::emit(int pass, const std::function<void(size_t, const std::str
                " (online sum -> %" + std::to_string(r->output()->id) + " after the pass)");
         continue;
       }
-      b.line(online_values(a, r) + "[lane] = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
+      b.line(online_values(a, r) + online_slot + " = " + v + ";  // online sum -> %" + std::to_string(r->output()->id));
       continue;
     }
     if (float_sums != 0 && wide_sums && chunkable_sum(*r)) {

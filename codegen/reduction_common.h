@@ -76,6 +76,9 @@ struct PassEmitter {
   // other online sums in the schedule's per-vector arrays (online_values(sum)[lane]), which the
   // schedule folds in after each vector (tf_online_add).
   std::set<const ir::Node*> online_after_pass = {};
+  // Appended to online_values(sum) where the pass puts an online sum's value ("[u]" for the
+  // column passes' unrolled rows).
+  std::string online_slot = "[lane]";
   // Cached rows: the pass computing a scan's input adds it into the chunk's total
   // (scan_tot<s>[k]). Looped rows scan a vector of the team at a time (row_reduction.cpp) and do
   // not.

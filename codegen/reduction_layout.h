@@ -66,7 +66,8 @@ struct ReductionLayout {
   int split_blocks = 0;
   int unroll = 1;             // column schedule: rows whose vector loads each thread issues together;
                               // looped rows: vectors each thread loads ahead per step
-  bool online = false;        // row schedule: softmax sums accumulate with their max (OnlineSum)
+  bool online = false;        // row schedule and looped split column passes: softmax sums
+                              // accumulate with their max (OnlineSum)
   bool index64 = false;
   bool fast_math = true;      // Tuning::fast_math when planned (it changes the source)
   bool chunk_sums = false;    // looped rows: Tuning::chunk_sums when planned (it changes the source)

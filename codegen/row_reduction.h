@@ -17,7 +17,7 @@ namespace codegen {
 // another scan's output (each scan's step evaluates its input alone).
 bool scans_fit(const ReductionLayout& layout, const ReductionAnalysis& analysis);
 
-// `analysis`: the group's, with online sums where layout.online (GroupAnalysis::for_row_layout).
+// `analysis`: the group's, with online sums where layout.online (GroupAnalysis::for_layout).
 GeneratedKernel generate_row_reduction(const FusionGroup& group, const ReductionAnalysis& analysis,
                                        const ReductionLayout& layout);
 

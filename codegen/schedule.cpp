@@ -12,10 +12,10 @@
 namespace torchfuse {
 namespace codegen {
 
-const ReductionAnalysis& GroupAnalysis::for_row_layout(const ReductionLayout& l) const {
-  TORCHFUSE_INTERNAL_ASSERT(reduction.has_value(), "a row layout for a group without a reduction analysis");
+const ReductionAnalysis& GroupAnalysis::for_layout(const ReductionLayout& l) const {
+  TORCHFUSE_INTERNAL_ASSERT(reduction.has_value(), "a reduction layout for a group without a reduction analysis");
   if (!l.online) return *reduction;
-  TORCHFUSE_INTERNAL_ASSERT(online.has_value(), "a row layout with online sums for a group without them");
+  TORCHFUSE_INTERNAL_ASSERT(online.has_value(), "a layout with online sums for a group without them");
   return *online;
 }
 
@@ -24,11 +24,19 @@ GroupAnalysis analyze_group(const FusionGroup& g, const Tuning& tune) {
   if (g.schedule == Schedule::Pointwise) return a;
   const bool row = g.schedule == Schedule::RowReduction;
   a.reduction = analyze_reduction_group(g, row ? row_rewrites(false) : RowRewrites{});
-  if (!row || tune.online_softmax == 0) return a;
-  // The planner picks online sums by row length, from both analyses' cache needs.
-  ReductionAnalysis online = analyze_reduction_group(g, row_rewrites(true));
-  if (online.online.empty()) return a;
-  a.reduction->online_cache_needs = online.cache_needs;
+  if (row && tune.online_softmax != 0) {
+    // The planner picks online sums by row length, from both analyses' cache needs.
+    ReductionAnalysis online = analyze_reduction_group(g, row_rewrites(true));
+    if (online.online.empty()) return a;
+    a.reduction->online_cache_needs = online.cache_needs;
+    a.online = std::move(online);
+    return a;
+  }
+  // Column passes: online sums alone (the column analysis shares no duplicates), and only where
+  // passes remain for the column passes' kernel (a logsumexp's would have one).
+  if (row || tune.column_online == 0 || a.reduction->passes < 2) return a;
+  ReductionAnalysis online = analyze_reduction_group(g, RowRewrites{true, false});
+  if (online.online.empty() || online.passes < 2) return a;
   a.online = std::move(online);
   return a;
 }
@@ -123,7 +131,7 @@ class RowUnit : public ScheduleUnit {
   }
   GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis& a, const KernelLayout& layout) const override {
     const auto& l = std::get<ReductionLayout>(layout);
-    return generate_row_reduction(g, a.for_row_layout(l), l);
+    return generate_row_reduction(g, a.for_layout(l), l);
   }
 };
 
@@ -153,6 +161,10 @@ class ColumnUnit : public ScheduleUnit {
       // A looped split loads Tuning::column_pass_unroll rows a thread (vectors:
       // column_pass_vector_unroll) before computing them.
       if (l.split > 1 && !l.cached) l.unroll = l.vec > 1 ? r.tuning.column_pass_vector_unroll : r.tuning.column_pass_unroll;
+      // Looped split passes fold each step's softmax values into a running max and sum, one
+      // rescale a step (tf_online_add), and save the sum's pass over the columns. (Cached columns
+      // re-read registers, not memory; an unsplit loop would rescale every row.)
+      l.online = r.analysis.online.has_value() && l.split > 1 && !l.cached;
       // Waves of a looped split keep their first pass's rows in L2 for the later passes and let
       // the last pass's rows and outputs go first.
       if (l.split > 1 && !l.cached && l.wave_tiles > 0 && r.tuning.column_pass_wave_hints != 0 && r.tuning.cache_hints != 0) {
@@ -173,7 +185,7 @@ class ColumnUnit : public ScheduleUnit {
   }
   GeneratedKernel generate(const FusionGroup& g, const GroupAnalysis& a, const KernelLayout& layout) const override {
     const auto& l = std::get<ReductionLayout>(layout);
-    if (a.reduction->passes > 1) return generate_column_normalization(g, *a.reduction, l);
+    if (a.reduction->passes > 1) return generate_column_normalization(g, a.for_layout(l), l);
     return generate_column_reduction(g, *a.reduction, l);
   }
 };

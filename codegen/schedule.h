@@ -44,13 +44,14 @@ struct GroupAnalysis {
   // Reduction groups: the analysis as the planners see it (row groups: without online sums, and
   // with online_cache_needs where online sums apply). Empty for pointwise groups.
   std::optional<ReductionAnalysis> reduction;
-  // Row groups with softmax sums, when Tuning::online_softmax allows them: the analysis with
-  // online sums, which a layout planned with ReductionLayout::online is generated from.
+  // Row groups with softmax sums, when Tuning::online_softmax allows them, and column groups of
+  // several passes with softmax sums, when Tuning::column_online does: the analysis with online
+  // sums, which a layout planned with ReductionLayout::online is generated and launched from.
   std::optional<ReductionAnalysis> online;
 
   const ReductionAnalysis* get() const { return reduction ? &*reduction : nullptr; }
-  // The analysis a row layout's kernel is generated from.
-  const ReductionAnalysis& for_row_layout(const ReductionLayout& l) const;
+  // The analysis a row or column layout's kernel is generated and launched from.
+  const ReductionAnalysis& for_layout(const ReductionLayout& l) const;
 };
 GroupAnalysis analyze_group(const FusionGroup& g, const Tuning& tune);
 

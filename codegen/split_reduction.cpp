@@ -305,22 +305,31 @@ void emit_column_element_loop(SourceBuilder& b, const FusionGroup& g, const Redu
     accumulate();
     return;
   }
-  auto loop = b.scope("for (tf_index rb = (tf_index)blockIdx.y * " + RY + " + ty; ok && rb < (tf_index)p.red; rb += (tf_index)p.split * " +
-                      str(column_rows(l) * l.unroll) + ")");
-  for (size_t k = 0; k < l.inputs.size(); ++k) {
-    if (!column_vector_input(l, k)) continue;
-    b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
-  }
-  // (Float sums of the unrolled rows before the double accumulator, as full reductions do for
-  // 16-bit inputs, measured slower here: H200 bf16 col_sum 51.3 -> 53.0 us.)
-  for (int phase = 0; phase < 2; ++phase) {
-    b.line("#pragma unroll");
-    auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
-    b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * " + RY + ";");
-    b.line("if (r >= (tf_index)p.red) break;");
-    emit_segment(b, l, l.red_sizes, "red", "r", "r");
-    if (phase == 0) vector_loads(false);
-    else accumulate();
+  // Steps whose `unroll` rows are all in range take no bounds check a row; the step that
+  // crosses the column's end (or the split's last rows) checks each. Measured H200 (a
+  // hand-written copy of this loop, f32 sums of [64, 512, 256] over dim 1 / [8, 1000, 512]):
+  // 12.8 / 13.8 us checked every row, 12.2 / 11.8 checked a step; bf16: 14.1 -> 10.4.
+  const std::string step = "(tf_index)p.split * " + str(column_rows(l) * l.unroll);
+  const std::string last_row = "rb + (tf_index)" + str(l.unroll - 1) + " * (tf_index)p.split * " + RY;
+  b.line("tf_index rb = (tf_index)blockIdx.y * " + RY + " + ty;");
+  for (bool checked : {false, true}) {
+    auto loop = b.scope(checked ? "for (; ok && rb < (tf_index)p.red; rb += " + step + ")"
+                                : "for (; ok && " + last_row + " < (tf_index)p.red; rb += " + step + ")");
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (!column_vector_input(l, k)) continue;
+      b.line("tf_vec<" + storage_type(l.inputs[k].dtype) + ", " + vec + "> v" + str(static_cast<int64_t>(k)) + "[" + U + "];");
+    }
+    // (Float sums of the unrolled rows before the double accumulator, as full reductions do for
+    // 16-bit inputs, measured slower here: H200 bf16 col_sum 51.3 -> 53.0 us.)
+    for (int phase = 0; phase < 2; ++phase) {
+      b.line("#pragma unroll");
+      auto u = b.scope("for (int u = 0; u < " + U + "; ++u)");
+      b.line("const tf_index r = rb + (tf_index)u * (tf_index)p.split * " + RY + ";");
+      if (checked) b.line("if (r >= (tf_index)p.red) break;");
+      emit_segment(b, l, l.red_sizes, "red", "r", "r");
+      if (phase == 0) vector_loads(false);
+      else accumulate();
+    }
   }
 }
 

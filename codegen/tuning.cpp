@@ -92,6 +92,7 @@ Tuning parse_tuning(const std::string& spec, const Tuning& base, const std::stri
     else if (name == "chunk_sums") t.chunk_sums = parse_int(name, value, 0, 1);
     else if (name == "full_unroll") t.full_unroll = parse_int(name, value, 0, 8);
     else if (name == "online_softmax") t.online_softmax = parse_int(name, value, 0, 1);
+    else if (name == "column_online") t.column_online = parse_int(name, value, 0, 1);
     else if (name == "online_min_row") t.online_min_row = parse_int(name, value, 1, 1 << 30);
     else if (name == "row_min_blocks") t.row_min_blocks = parse_int(name, value, 0, 32);
     else if (name == "row_prefetch") t.row_prefetch = parse_int(name, value, -1, 1);

@@ -154,6 +154,10 @@ struct Tuning {
   // max and a rescaled sum (see OnlineSum in reduction_analysis.h); 0: a pass of its own.
   int online_softmax = 1;
   int online_min_row = 4096;  // ...on rows of at least this many elements (see plan_reduction_layout)
+  // Split column passes that loop over their rows (softmax or log_softmax over dim 0 of a tall
+  // tensor) take their softmax sums the same way, so the columns are read once less (0: a pass
+  // of their own; see ColumnUnit in schedule.cpp).
+  int column_online = 1;
   // Row kernels ask NVRTC for registers that let this many blocks share a multiprocessor
   // (__launch_bounds__'s second argument; 0: no request).
   int row_min_blocks = 0;

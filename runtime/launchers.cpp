@@ -133,7 +133,10 @@ std::vector<at::Tensor> allocate_outputs(const FusedKernel& fk, const CallInputs
   return out;
 }
 
-at::Tensor partials(const ir::Node& r, int64_t n, const c10::Device& device) {
+// n partial results of reduction r: its accumulator's type, or an online sum's pair of floats
+// (tf_max_sum).
+at::Tensor partials(const codegen::ReductionAnalysis& a, const ir::Node& r, int64_t n, const c10::Device& device) {
+  if (a.online_sum(&r)) return at::empty({n, 2}, at::TensorOptions().dtype(at::kFloat).device(device));
   return at::empty({n}, at::TensorOptions().dtype(codegen::accumulator_dtype(r, true)).device(device));
 }
 
@@ -294,7 +297,8 @@ class ColumnLauncher : public ScheduleLauncher {
   void launch(const Launch& x, const codegen::KernelLayout& layout) const override {
     const auto& l = std::get<codegen::ReductionLayout>(layout);
     const auto& c = x.c;
-    const auto& a = *x.fk.analysis();
+    // (Online sums change the passes and so the launches of a launch per pass.)
+    const auto& a = x.fk.group_analysis().for_layout(l);
     const int64_t O = l.outer(), R = l.reduced(), I = l.inner();
     const int64_t tiles = ceil_div(I, int64_t{l.tile_threads} * l.vec) * O;
     // Split column passes wait for each other between passes: every block resident at once, or
@@ -306,7 +310,7 @@ class ColumnLauncher : public ScheduleLauncher {
     const int64_t split = cooperative ? pass_split(x, l, grid_x) : l.split;
     std::vector<at::Tensor> parts;
     for (const ir::Node* r : a.reductions) {
-      if (l.split > 1) parts.push_back(partials(*r, split * O * I, c.device));
+      if (l.split > 1) parts.push_back(partials(a, *r, split * O * I, c.device));
     }
     ParamPacker p;
     p.i64(O);
@@ -384,7 +388,7 @@ class FullLauncher : public ScheduleLauncher {
     const int64_t blocks =
         std::max<int64_t>(1, std::min(ceil_div(work, codegen::kFullBlock), int64_t{x.info.sm_count} * 4));
     std::vector<at::Tensor> parts;
-    for (const ir::Node* r : a.reductions) parts.push_back(partials(*r, blocks, c.device));
+    for (const ir::Node* r : a.reductions) parts.push_back(partials(a, *r, blocks, c.device));
     ParamPacker p;
     p.i64(numel);
     p.i64(vec_ok ? 1 : 0);

@@ -199,6 +199,50 @@ TEST(Reductions, LongColumnsTakeVectorsOfColumns) {
   }
 }
 
+// Split column passes that loop over their rows accumulate softmax sums with their max
+// (Tuning::column_online): one pass fewer over the columns, each step's values folded in with one
+// rescale; cached columns, and column_online=0, keep the sum's pass. Softmax, log_softmax and a
+// logsumexp epilogue, one column and vectors of columns a thread, one launch and a launch per
+// pass; every kernel builds for sm_90.
+TEST(Reductions, LoopedColumnSplitsTakeOnlineSoftmaxSums) {
+  struct Case {
+    const char* expr;
+    std::vector<int64_t> shape;
+    c10::ScalarType dtype;
+    const char* spec;
+    int passes;  // with online sums
+  };
+  const auto f = c10::kFloat, h = c10::kBFloat16;
+  const std::vector<Case> cases = {
+      {"torch.softmax(x, 0)", {16384, 2048}, f, "", 2},
+      {"torch.softmax(x, 0)", {16384, 2048}, h, "", 2},
+      {"torch.log_softmax(x * 0.5, 0)", {16384, 1024}, h, "", 2},
+      {"torch.logsumexp(x, 0, keepdim=True) - x", {20000, 97}, f, "column_cache=0", 2},
+      {"torch.softmax(x, 0)", {16384, 2048}, h, "column_pass_vectors=1", 2},
+      {"torch.softmax(x, 0)", {16384, 2048}, f, "column_pass_launches=8", 2},
+      {"torch.softmax(x, 0)", {16384, 2048}, f, "column_online=0", 3},
+      {"torch.softmax(x, 0)", {4096, 64}, f, "", 3},  // cached: registers, not memory, read again
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.expr) + " " + ::testing::PrintToString(c.shape) + " " + c10::toString(c.dtype) + " [" + c.spec + "]");
+    torchfuse::runtime::ScopedTuning t(torchfuse::codegen::parse_tuning(c.spec));
+    const auto e = explain(module_returning("x", c.expr), {torch::randn(c.shape).to(c.dtype)}, /*compile=*/true);
+    ASSERT_EQ(e.kernels.size(), 1u) << e.ir_after << ::testing::PrintToString(e.refused);
+    const std::string& src = e.kernels[0].source;
+    EXPECT_GT(e.cubin_bytes.at(0), 0u);
+    const bool cached = src.find("rows of the element inputs in registers") != std::string::npos;
+    const bool online = src.find("softmax sums accumulate with their max (online)") != std::string::npos;
+    EXPECT_EQ(online, std::string(c.spec) != "column_online=0" && !cached) << src;
+    EXPECT_EQ(online, c.passes == 2) << src;
+    EXPECT_NE(src.find("(column reduction, " + std::to_string(c.passes) + " passes)"), std::string::npos) << src;
+    EXPECT_EQ(src.find("tf_online_add(acc") != std::string::npos, online) << src;
+    if (!online) continue;
+    EXPECT_NE(src.find("tf_max_sum* part_acc"), std::string::npos) << src;
+    EXPECT_NE(src.find("= __int_as_float(0xff800000);"), std::string::npos) << src;  // rows past the range
+    if (std::string(c.spec) == "column_pass_vectors=1") EXPECT_NE(src.find("[lane][u] = "), std::string::npos) << src;
+  }
+}
+
 // Full reductions still take one pass: over every dim of more than one block's row, the mean
 // fuses and its full-size epilogue stays in ATen, with the reason.
 TEST(Reductions, FullReductionEpiloguesStayInAtenWithReason) {

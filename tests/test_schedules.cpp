@@ -1050,10 +1050,11 @@ TEST(ColumnCache, PassesReadTheColumnOnce) {
 // computing them and alternate their direction; a split whose rows fit the registers keeps them
 // there. column_pass_blocks=0, or columns enough to fill the
 // device, keep a block per tile. NVRTC compiles each form. (One column a thread: vectors of
-// columns, LongColumnsTakeVectorsOfColumns, make the tiles fewer.)
+// columns, LongColumnsTakeVectorsOfColumns, make the tiles fewer. The softmax sum's pass of its
+// own: column_online=0; online sums, LoopedColumnSplitsTakeOnlineSoftmaxSums.)
 TEST(ColumnPasses, FewTilesSplitTheirRows) {
   const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
-  torchfuse::runtime::ScopedTuning scalar(with("column_pass_vectors=0"));
+  torchfuse::runtime::ScopedTuning scalar(with("column_pass_vectors=0,column_online=0"));
   for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
     SCOPED_TRACE(c10::toString(dtype));
     // [4096, 2048]: 64 tiles, 8 blocks each (4 a multiprocessor on 132), 512 rows a block: looped.
@@ -1199,7 +1200,7 @@ TEST(ColumnPasses, ALaunchPerPassExchangesAtTheKernelsEnd) {
   EXPECT_EQ(plan(16384, 4096, f, "column_pass_launches=8,column_pass_wave_kb=-1"), std::make_pair(8, 8));
 
   const auto softmax = module_returning("x", "torch.softmax(x, dim=0)");
-  torchfuse::runtime::ScopedTuning phased(with("column_pass_launches=8"));
+  torchfuse::runtime::ScopedTuning phased(with("column_pass_launches=8,column_online=0"));  // (three launches)
   for (auto dtype : {f, h}) {
     SCOPED_TRACE(c10::toString(dtype));
     const std::string src = compiled(softmax, {torch::randn({4096, 2048}).to(dtype)});
@@ -1251,10 +1252,18 @@ TEST(ColumnPasses, WavesLoopOverTilesWithHints) {
                                               "tf_load_once(in0 + ooff0 + ioff0 + roff0)",
                                               "tf_store_once<" + storage + ">(out0 + (o * (tf_index)p.red + r) * (tf_index)p.inner + i, "}))
         << c;
-    // Softmax: the middle pass keeps its rows too; the last pass ends on a barrier (no extra one).
+    // Softmax (two passes: its sum accumulates with the max, column_online) keeps the first
+    // pass's rows; the last pass ends on a barrier (no extra one). Three passes: the middle one
+    // keeps its rows too.
     const std::string sm = body(compiled(softmax, {torch::randn({8192, 256}).to(dtype)}));
-    EXPECT_EQ(tftest::count_occurrences(sm, "tf_load_keep("), 2) << sm;
+    EXPECT_EQ(tftest::count_occurrences(sm, "tf_load_keep("), 1) << sm;
     EXPECT_EQ(tftest::count_occurrences(sm, "tf_load_once("), 1) << sm;
+    {
+      torchfuse::runtime::ScopedTuning three(with("column_pass_wave_kb=256,column_cache=0,column_online=0"));
+      const std::string s3 = body(compiled(softmax, {torch::randn({8192, 256}).to(dtype)}));
+      EXPECT_EQ(tftest::count_occurrences(s3, "tf_load_keep("), 2) << s3;
+      EXPECT_EQ(tftest::count_occurrences(s3, "tf_load_once("), 1) << s3;
+    }
     EXPECT_TRUE(tftest::contains_in_order(sm, loop)) << sm;
     {
       torchfuse::runtime::ScopedTuning plain(with("column_pass_wave_kb=256,column_cache=0,column_pass_wave_hints=0"));

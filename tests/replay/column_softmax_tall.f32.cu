@@ -1,15 +1,15 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_tall, f32
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_5a10f424 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_9434d613 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
-// torchfuse fusion group 0 (column reduction, 3 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
-// 32 columns along the kept inner dims, 8 threads along the reduced dim; the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier;
+// torchfuse fusion group 0 (column reduction, 2 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
+// 32 columns along the kept inner dims, 8 threads along the reduced dim; the tile's rows split over p.split blocks (blockIdx.y) that exchange each pass's partials at a barrier; softmax sums accumulate with their max (online), a step of rows at a time;
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_5a10f424_params {
+struct tf_softmax_9434d613_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -21,12 +21,12 @@ struct tf_softmax_5a10f424_params {
   long long in0_inner_stride[1];
   float* out0;
   float* part_acc0;  // partial results
-  double* part_acc1;  // partial results
+  tf_max_sum* part_acc1;  // partial results
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_5a10f424_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_9434d613_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -42,7 +42,7 @@ __device__ __forceinline__ void tf_softmax_5a10f424_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_5a10f424(const tf_softmax_5a10f424_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_9434d613(const tf_softmax_9434d613_params p) {
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_5a10f424(const t
     const tf_index r0 = (tf_index)blockIdx.y * rows_per_block;
     const tf_index r1 = min(r0 + rows_per_block, (tf_index)p.red);
     unsigned* const tile_counter = p.counters + tile * 32;
-    float acc0 = __int_as_float(0xff800000);
+    tf_max_sum acc1 = tf_max_sum{-3.40282347e38f, 0.0f};
     for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
       float c0[12];
       #pragma unroll
@@ -72,32 +72,38 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_5a10f424(const t
         const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
         c0[u] = in0[ooff0 + ioff0 + roff0];
       }
+      float ol1[12];
+      #pragma unroll
+      for (int u = 0; u < 12; ++u) ol1[u] = __int_as_float(0xff800000);
       #pragma unroll
       for (int u = 0; u < 12; ++u) {
         const tf_index r = rb + (tf_index)u * 8;
         if (r < r1) {
           float x0 = c0[u];  // %0
           float t0 = __fmul_rn(x0, 0.5f);  // %4 = mul(%0, 0.5)
-          acc0 = tf_max_op()(acc0, t0);  // reduce_max -> %5
+          ol1[u] = t0;  // online sum -> %8
         }
       }
+      tf_online_add(acc1, ol1);
     }
-    __shared__ float smem_acc0[8][32];
-    smem_acc0[ty][tx] = acc0;
+    __shared__ tf_max_sum smem_acc1[8][32];
+    smem_acc1[ty][tx] = acc1;
     __syncthreads();
-    float total_acc0 = smem_acc0[0][tx];
-    for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
-    if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
-    tf_softmax_5a10f424_tile_barrier(tile_counter, (unsigned)p.split * 1u);
-    total_acc0 = __int_as_float(0xff800000);
+    tf_max_sum total_acc1 = smem_acc1[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc1 = tf_max_sum_op()(total_acc1, smem_acc1[y][tx]);
+    if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
+    tf_softmax_9434d613_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+    total_acc1 = tf_max_sum{-3.40282347e38f, 0.0f};
     for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
-      total_acc0 = tf_max_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
+      total_acc1 = tf_max_sum_op()(total_acc1, tf_ldcg_max_sum(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
     }
-    smem_acc0[ty][tx] = total_acc0;
+    smem_acc1[ty][tx] = total_acc1;
     __syncthreads();
-    total_acc0 = smem_acc0[0][tx];
-    for (int y = 1; y < 8; ++y) total_acc0 = tf_max_op()(total_acc0, smem_acc0[y][tx]);
-    double acc1 = 0.0;
+    total_acc1 = smem_acc1[0][tx];
+    for (int y = 1; y < 8; ++y) total_acc1 = tf_max_sum_op()(total_acc1, smem_acc1[y][tx]);
+    if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 2u - 1u) *tile_counter = 0u;
+    const float total_acc1_max = tf_online_max(total_acc1);  // %5
+    const float total_acc1_sum = tf_online_sum(total_acc1, false);  // %8
     for (tf_index rb = r1 - 1 - ty; ok && rb >= r0; rb -= 96) {
       float c0[12];
       #pragma unroll
@@ -114,49 +120,10 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_5a10f424(const t
         if (r >= r0) {
           float x1 = c0[u];  // %0
           float t1 = __fmul_rn(x1, 0.5f);  // %4 = mul(%0, 0.5)
-          float t2 = (t1 - total_acc0);  // %6 = sub(%4, %5)
+          float t2 = (t1 - total_acc1_max);  // %6 = sub(%4, %5)
           float t3 = tf_exp_shifted(t2);  // %7 = exp(%6)
-          acc1 = tf_sum_op()(acc1, (double)(t3));  // reduce_sum -> %8
-        }
-      }
-    }
-    __shared__ double smem_acc1[8][32];
-    smem_acc1[ty][tx] = acc1;
-    __syncthreads();
-    double total_acc1 = smem_acc1[0][tx];
-    for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
-    if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
-    tf_softmax_5a10f424_tile_barrier(tile_counter, (unsigned)p.split * 2u);
-    total_acc1 = 0.0;
-    for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
-      total_acc1 = tf_sum_op()(total_acc1, __ldcg(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));
-    }
-    smem_acc1[ty][tx] = total_acc1;
-    __syncthreads();
-    total_acc1 = smem_acc1[0][tx];
-    for (int y = 1; y < 8; ++y) total_acc1 = tf_sum_op()(total_acc1, smem_acc1[y][tx]);
-    if (threadIdx.x == 0 && tf_count_arrival(tile_counter) == (unsigned)p.split * 3u - 1u) *tile_counter = 0u;
-    const float total_acc1_out = (float)total_acc1;
-    for (tf_index rb = r0 + ty; ok && rb < r1; rb += 96) {
-      float c0[12];
-      #pragma unroll
-      for (int u = 0; u < 12; ++u) {
-        const tf_index r = min(rb + (tf_index)u * 8, r1 - 1);
-        tf_index rrem = r;
-        const tf_index rc0 = rrem;
-        const tf_index roff0 = 0 + rc0 * (tf_index)p.in0_red_stride[0];
-        c0[u] = in0[ooff0 + ioff0 + roff0];
-      }
-      #pragma unroll
-      for (int u = 0; u < 12; ++u) {
-        const tf_index r = rb + (tf_index)u * 8;
-        if (r < r1) {
-          float x2 = c0[u];  // %0
-          float t4 = __fmul_rn(x2, 0.5f);  // %4 = mul(%0, 0.5)
-          float t5 = (t4 - total_acc0);  // %6 = sub(%4, %5)
-          float t6 = tf_exp_shifted(t5);  // %7 = exp(%6)
-          float t7 = (t6 / total_acc1_out);  // %9 = div(%7, %8)
-          out0[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = t7;
+          float t4 = (t3 / total_acc1_sum);  // %9 = div(%7, %8)
+          out0[(o * (tf_index)p.red + r) * (tf_index)p.inner + i] = t4;
         }
       }
     }
