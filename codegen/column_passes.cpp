@@ -41,19 +41,6 @@ int exchange_rounds(const ReductionAnalysis& a) {
 // The read of one of another block's partial results of `r`, through L2.
 std::string partial_load(const ReductionAnalysis& a, const ir::Node* r) { return a.online_sum(r) ? "tf_ldcg_max_sum" : "__ldcg"; }
 
-// An online sum's tile total `total` as its max's and its own results (tf_online_max: -inf where
-// every value was -inf; the sum rounded as eager rounds it).
-void online_results(SourceBuilder& b, const ReductionAnalysis& a, const ir::Node* r, const std::string& total, ValueNames& names) {
-  const OnlineSum& o = *a.online_sum(r);
-  const std::string m = total + "_max";
-  const std::string s = total + "_sum";
-  b.line("const float " + m + " = tf_online_max(" + total + ");  // %" + str(o.max->output()->id));
-  const std::string sum = "tf_online_sum(" + total + ", " + (o.masked ? "true" : "false") + ")";
-  b.line("const float " + s + " = " + eager_rounded(r->output(), sum, true, Rounding::Always) + ";  // %" + str(r->output()->id));
-  names[o.max->output()] = m;
-  names[r->output()] = s;
-}
-
 // The online sums `pass` accumulates, in group order.
 std::vector<const ir::Node*> online_sums(const ReductionAnalysis& a, int pass) {
   std::vector<const ir::Node*> rs;
@@ -433,7 +420,7 @@ void emit_column_passes(SourceBuilder& b, const FusionGroup& g, const ReductionA
       for (int j = 0; j < l.vec; ++j) {
         const std::string total = "total_" + accumulator_name(a, r) + lane_suffix(l, j);
         if (a.online_sum(r)) {
-          online_results(b, a, r, total, names[static_cast<size_t>(j)]);
+          emit_online_results(b, a, r, total, total + "_max", total + "_sum", names[static_cast<size_t>(j)]);
           continue;
         }
         names[static_cast<size_t>(j)][r->output()] = result_in_register_type(b, *r, total);

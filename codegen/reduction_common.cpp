@@ -203,6 +203,18 @@ void fold_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bo
   }
 }
 
+void emit_online_results(SourceBuilder& b, const ReductionAnalysis& a, const ir::Node* sum, const std::string& pair,
+                         const std::string& max_name, const std::string& sum_name, ValueNames& names) {
+  const OnlineSum* o = a.online_sum(sum);
+  TORCHFUSE_INTERNAL_ASSERT(o != nullptr, "%", sum->output()->id, " is not an online sum");
+  b.line("const float " + max_name + " = tf_online_max(" + pair + ");  // %" + std::to_string(o->max->output()->id));
+  const std::string total = "tf_online_sum(" + pair + ", " + (o->masked ? "true" : "false") + ")";
+  b.line("const float " + sum_name + " = " + eager_rounded(sum->output(), total, true, Rounding::Always) + ";  // %" +
+         std::to_string(sum->output()->id));
+  names[o->max->output()] = max_name;
+  names[sum->output()] = sum_name;
+}
+
 int input_index(const FusionGroup& g, const ir::Value* v) {
   auto it = std::find(g.inputs.begin(), g.inputs.end(), v);
   return it == g.inputs.end() ? -1 : static_cast<int>(it - g.inputs.begin());

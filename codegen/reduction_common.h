@@ -119,6 +119,12 @@ void flush_chunk_sums(SourceBuilder& b, const ReductionAnalysis& a, int pass);
 void declare_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated);
 void fold_float_sums(SourceBuilder& b, const ReductionAnalysis& a, int lanes, bool compensated);
 
+// Online sum `sum`'s combined pair `pair` (a tf_max_sum variable) as its max's result `max_name`
+// (tf_online_max: -inf where every value was -inf) and its own `sum_name` (tf_online_sum, rounded
+// as eager rounds the sum), both declared and entered in `names`.
+void emit_online_results(SourceBuilder& b, const ReductionAnalysis& a, const ir::Node* sum, const std::string& pair,
+                         const std::string& max_name, const std::string& sum_name, ValueNames& names);
+
 // Index of `v` among the group's inputs, or -1.
 int input_index(const FusionGroup& g, const ir::Value* v);
 

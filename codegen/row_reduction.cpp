@@ -485,16 +485,9 @@ struct RowKernel {
 
   // An online pair's team result: the max (-inf where every value was -inf) and the sum.
   void emit_online_result(const ir::Node* r) {
-    const OnlineSum& o = *a.online_sum(r);
     const std::string pair = "ms" + reduction_index(a, r);
     b.line("const tf_max_sum " + pair + " = " + team_reduce(r) + ";");
-    const std::string m = result_name(a, o.max);
-    const std::string s = result_name(a, r);
-    b.line("const float " + m + " = tf_online_max(" + pair + ");  // %" + str(o.max->output()->id));
-    const std::string sum = "tf_online_sum(" + pair + ", " + (o.masked ? "true" : "false") + ")";
-    b.line("const float " + s + " = " + eager_rounded(r->output(), sum, true, Rounding::Always) + ";  // %" + str(r->output()->id));
-    names[o.max->output()] = m;
-    names[r->output()] = s;
+    emit_online_results(b, a, r, pair, result_name(a, a.online_sum(r)->max), result_name(a, r), names);
   }
 
   void emit_body() {
