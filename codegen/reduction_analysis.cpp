@@ -112,6 +112,19 @@ std::optional<OnlineSum> online_pair(const FusionGroup& g, const ir::Node& s) {
   return pair;
 }
 
+// Does a value of `shape` vary along a reduced dim of `rd`, right-aligned as broadcasting aligns
+// it? Such a value is one per element, whatever its inputs hold: where(mask [R, 1], row [R, 1],
+// w [C]) broadcasts a [C] input over the rows into [R, C].
+bool varies_along_reduced(const ReductionDomain& rd, const std::vector<int64_t>& shape) {
+  const int64_t rank = static_cast<int64_t>(rd.domain.size());
+  const int64_t n = static_cast<int64_t>(shape.size());
+  for (int64_t i = std::max<int64_t>(0, n - rank); i < n; ++i) {
+    const int64_t d = rank - n + i;
+    if (shape[i] != 1 && std::find(rd.dims.begin(), rd.dims.end(), d) != rd.dims.end()) return true;
+  }
+  return false;
+}
+
 // What the row schedule's cache policies need (ReductionAnalysis::cache_needs).
 RowCacheNeeds cache_needs_of(const FusionGroup& g, const ReductionAnalysis& a) {
   RowCacheNeeds needs;
@@ -202,7 +215,13 @@ ReductionAnalysis analyze_reduction_group(const FusionGroup& g, RowRewrites rewr
       }
       all_row = false;
     }
-    if (all_row && (from_reduction || squeezed_inputs.empty())) {
+    // (A node of per-row inputs whose output still varies along the reduced dims broadcasts a
+    // squeezed-shape input over them: that input is per column, the output per element. Fuzz
+    // seed 52, program 1050: on a square domain the [C] input looked like a squeezed row value,
+    // and the output was planned as [R].)
+    const auto& out = n->output()->type;
+    const bool row_shaped = !out.is_tensor() || out.sizes == squeezed || !varies_along_reduced(a.rd, out.sizes);
+    if (all_row && row_shaped && (from_reduction || squeezed_inputs.empty())) {
       for (const ir::Value* in : squeezed_inputs) a.per_row.insert(in);
       a.per_row.insert(n->output());
       if (from_reduction) derived.insert(n->output());

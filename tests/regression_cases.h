@@ -308,6 +308,16 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t0 = x1.mean(0, keepdim=True)\n"
        "    t1 = torch.argmin(x1, -3).to(x1.dtype)\n"
        "    return torch.where(t0 > 0.0, t1, 0.0)\n"},
+      // A row group's where() of two row values ([7, 1]) and a column group's variance ([7]) on a
+      // square domain: the [7] input looked like a squeezed row value, so the where's [7, 7]
+      // output was planned as one value a row (an internal error: "would write output as [7]";
+      // CPU fuzz seed 52, program 1050). The output is per element, the [7] input per column.
+      {"fuzz_s52_1050_bf16_row_values_broadcast_with_a_column_value", bf16, {{{7, 7}}},
+       "    t0 = torch.fmod(x0 * x0, 0.75)\n"
+       "    t1 = t0.var(0, keepdim=False)\n"
+       "    t2 = t0.sum(-1, keepdim=True)\n"
+       "    t4 = t2 - t2\n"
+       "    return (torch.where(t4 > 0.1, t4, t1), t2)\n"},
       // Masked attention over an empty batch: ATen's fused kernel returned an undefined tensor,
       // and the op after the call failed on it (GPU fuzz seed 48). Empty operands run the math.
       {"fuzz_s48_bf16_attention_over_an_empty_batch", bf16, {{{0, 2, 17, 256}}},
