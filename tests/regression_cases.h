@@ -318,6 +318,13 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t2 = t0.sum(-1, keepdim=True)\n"
        "    t4 = t2 - t2\n"
        "    return (torch.where(t4 > 0.1, t4, t1), t2)\n"},
+      // The same where() feeding a row sum instead of an output (written beside fuzz seed 52,
+      // program 1050): the old analysis took it for a row node too, with no output shape to
+      // check it against.
+      {"fuzz_s52_1050_f32_broadcast_where_feeding_a_row_sum", f32, {{{7, 7}}},
+       "    t1 = x0.var(0, keepdim=False)\n"
+       "    t2 = x0.sum(-1, keepdim=True)\n"
+       "    return (torch.where(t2 > 0.1, t2, t1) * x0).sum(-1)\n"},
       // Masked attention over an empty batch: ATen's fused kernel returned an undefined tensor,
       // and the op after the call failed on it (GPU fuzz seed 48). Empty operands run the math.
       {"fuzz_s48_bf16_attention_over_an_empty_batch", bf16, {{{0, 2, 17, 256}}},
