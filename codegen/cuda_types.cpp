@@ -425,6 +425,14 @@ __device__ __forceinline__ float tf_gelu_fast(float x) { return x * 0.5f * tf_on
 __device__ __forceinline__ float tf_gelu_fast_16(float x) { return x * 0.5f * tf_one_plus_erf_16(x * 0.70710678118654752440f); }
 __device__ __forceinline__ float tf_gelu_tanh_fast(float x) { return 0.5f * x * tf_one_plus_tanh(tf_gelu_tanh_arg(x)); }
 __device__ __forceinline__ double tf_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+// x rounded to float where it is made: the compiler cannot see through the asm, so no later add
+// or sub contracts the multiply that made x into an fma (codegen/expr.cpp: values a reduction and
+// another op share must be one value for both).
+__device__ __forceinline__ float tf_round_here(float x) {
+  float r;
+  asm("mul.rn.f32 %0, %1, 0f3F800000;" : "=f"(r) : "f"(x));
+  return r;
+}
 
 // n / d for 0 <= n < 2^31, with d's multiplier and shift precomputed on the host and packed as
 // multiplier << 32 | shift (codegen::fast_divider): a multiply-high, an add and a shift instead

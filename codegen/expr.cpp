@@ -237,17 +237,49 @@ std::optional<std::string> fast_gelu(const ir::Node& n, c10::ScalarType out, con
   return std::nullopt;
 }
 
-// A product that a reduction reads and another op reads too. It is written __fmul_rn, which
-// the compiler never contracts into an fma with a later add or sub, so that the reduction and
-// the other op see one value: x - mean(x) over one element is exactly 0, as in eager, where
-// `x * k - mean` contracted to fma(x, k, -mean) left the product's rounding error, which the
-// normalization then scaled by 1 / sqrt(eps) (fuzz seed 11, program 4475: layer_norm over a
-// size-1 dim of hardsigmoid's x * (1 / 6)).
-bool product_shared_with_a_reduction(const ir::Node& n) {
-  if (n.kind != OpKind::Mul) return false;
+// A value that a reduction reads and another op reads too must be one value for both: x -
+// mean(x) over one element is exactly 0, as in eager. Where the value's expression ends in a
+// multiply, the compiler may contract each use into an fma of its own (`x * k - mean` became
+// fma(x, k, -mean), which kept the product's rounding error, then scaled by 1 / sqrt(eps): fuzz
+// seed 11, program 4475, layer_norm over a size-1 dim of hardsigmoid's x * (1 / 6); seed 54,
+// program 471, the same of gelu's x * 0.5 * (1 + erf)).
+bool shared_with_a_reduction(const ir::Node& n) {
   bool reduced = false, other = false;
   for (const ir::Node* u : n.output()->uses) (ir::is_reduction(u->kind) ? reduced : other) = true;
   return reduced && other;
+}
+
+// Kinds whose float expression cannot end in a multiply (its last operation an add, a sub, a
+// select, a comparison, a rounding or a correctly rounded division or square root): no use of
+// theirs can be contracted with the operation that made them.
+bool ends_in_no_product(OpKind k) {
+  switch (k) {
+    case OpKind::Add: case OpKind::Sub: case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::ClampMin: case OpKind::ClampMax:
+    case OpKind::Where: case OpKind::Cast: case OpKind::Fill: case OpKind::Floor: case OpKind::Ceil:
+    case OpKind::Round: case OpKind::Trunc: case OpKind::Sign: case OpKind::Sqrt: case OpKind::DivTrunc:
+    case OpKind::DivFloor: case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le:
+    case OpKind::Gt: case OpKind::Ge: case OpKind::LogicalAnd: case OpKind::LogicalOr: case OpKind::LogicalNot:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// An expression that is one call whose result the compiler cannot contract: a multiply with an
+// explicit rounding, or an approximation ending in an asm instruction (ex2.approx, rcp.approx).
+bool ends_opaque(const std::string& expr) {
+  static const char* const calls[] = {"__fmul_rn(", "tf_exp_shifted(", "tf_exp_fast(", "tf_sigmoid_fast("};
+  for (const char* c : calls) {
+    const std::string prefix(c);
+    if (expr.rfind(prefix, 0) != 0 || expr.back() != ')') continue;
+    int depth = 0;
+    for (size_t i = prefix.size() - 1; i < expr.size(); ++i) {
+      depth += expr[i] == '(' ? 1 : expr[i] == ')' ? -1 : 0;
+      if (depth == 0) return i + 1 == expr.size();
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -319,10 +351,13 @@ void emit_pointwise(SourceBuilder& b, const ir::Node& n, ValueNames& names, bool
       // over 4096 rows (docs/performance.md).
       special = "(" + a + " * (1.0f / " + b_expr + "))";
     }
-    if (!special && compute == c10::ScalarType::Float && product_shared_with_a_reduction(n)) {
+    if (!special && n.kind == OpKind::Mul && compute == c10::ScalarType::Float && shared_with_a_reduction(n)) {
       special = "__fmul_rn(" + a + ", " + b_expr + ")";
     }
     expr = special ? *special : binary_expr(n.kind, compute, a, b_expr);
+  }
+  if (compute == c10::ScalarType::Float && !ends_in_no_product(n.kind) && !ends_opaque(expr) && shared_with_a_reduction(n)) {
+    expr = "tf_round_here(" + expr + ")";
   }
   const std::string name = b.fresh("t");
   expr = convert(expr, result_dtype(n, compute), out);

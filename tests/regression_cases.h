@@ -235,6 +235,15 @@ inline std::vector<RegressionCase> regression_cases() {
        "    t1 = torch.hardsigmoid(x0)\n"
        "    t2 = torch.layer_norm(t1, [1])\n"
        "    return torch.relu(t2.flatten(2, 3)) * 1.5\n"},
+      // The same with gelu's x * 0.5 * (1 + erf(x / sqrt(2))): a function whose last operation is
+      // a multiply, which the fix above (products only) missed (GPU fuzz seed 54, program 471).
+      // Values a reduction and another op share whose expression may end in a multiply are
+      // rounded where made (tf_round_here).
+      {"fuzz_s54_471_f32_layer_norm_of_gelu_of_one_element", f32, {{{128, 31, 1}, L::Offset}},
+       "    return torch.layer_norm(torch.gelu(x0), [1])\n"},
+      {"fuzz_s54_471_bf16_silu_minus_its_max_and_a_tanh_gelu_norm_of_one_element", bf16, {{{64, 7, 1}}},
+       "    t0 = torch.silu(x0 * 2.0)\n"
+       "    return (t0 - t0.amax(-1, keepdim=True)) * 3.0, torch.layer_norm(torch.gelu(x0, approximate='tanh'), [1])\n"},
       // Column passes reading an expanded input (stride 0 along the reduced dim, InnerBroadcast)
       // from the pass that computes from registers: its load named a row offset only the loading
       // loop had, and NVRTC rejected the kernel (a split looped pass, 784; a block per tile with

@@ -76,3 +76,28 @@ TEST(Regressions, SixteenBitCommonDtypeRoundsOperandsAsEagerDoes) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string kernel_sources(const std::string& body, const std::vector<c10::IValue>& in) {
+  auto c = torchfuse::compile(tftest::module_from("def forward(self, x0):\n" + body), tftest::quiet_options());
+  std::string all;
+  for (const auto& k : c.explain(in).kernels) all += k.source;
+  return all;
+}
+
+// A value that a row's reduction and another op share is rounded where it is made when its
+// expression may end in a multiply (gelu's x * 0.5 * (1 + erf)), so that no use contracts it into
+// an fma of its own; an add's value needs nothing (fuzz seed 54, program 471; codegen/expr.cpp).
+TEST(Regressions, ValuesAReductionSharesAreRoundedWhereMade) {
+  const std::vector<c10::IValue> in{torch::randn({16, 64})};
+  const std::string gelu = kernel_sources("    return torch.layer_norm(torch.gelu(x0), [64])\n", in);
+  EXPECT_NE(gelu.find("tf_round_here(tf_gelu_fast("), std::string::npos) << gelu;
+  const std::string scaled = kernel_sources("    return torch.softmax(x0 * 0.125, -1)\n", in);
+  EXPECT_NE(scaled.find("__fmul_rn("), std::string::npos) << scaled;
+  EXPECT_EQ(scaled.find("tf_round_here(__fmul_rn"), std::string::npos) << scaled;
+  const std::string added = kernel_sources("    return torch.layer_norm(x0 + 1.0, [64])\n", in);
+  EXPECT_EQ(added.substr(added.find("extern \"C\"")).find("tf_round_here("), std::string::npos) << added;
+}
+
+}  // namespace
