@@ -78,16 +78,16 @@ std::string gemm_call_differs(const RewriteContext& ctx, const GemmOperands& ops
 }
 
 Value* insert_gemm_call(RewriteContext& ctx, const GemmOperands& ops, Value* residual, const char* activation,
-                        Value* like) {
+                        Value* like, const std::vector<int64_t>& parts) {
   torch::jit::Graph& graph = ctx.graph;
   Value* weight = ops.weight;
   if (!weight) weight = graph.insert(c10::Symbol::fromQualString("aten::t"), {ops.weight_t});
   Value* none = graph.insertConstant(c10::IValue());
-  Node* op = graph.create(c10::Symbol::fromQualString("torchfuse::gemm_epilogue"),
-                          {ops.input, weight, ops.bias ? ops.bias : none, residual ? residual : none,
+  std::vector<Value*> args{ops.input, weight, ops.bias ? ops.bias : none, residual ? residual : none,
                            graph.insertConstant(std::string(activation)),
-                           graph.insertConstant(static_cast<int64_t>(ctx.gemm_candidates))},
-                          1);
+                           graph.insertConstant(static_cast<int64_t>(ctx.gemm_candidates))};
+  if (!parts.empty()) args.push_back(graph.insertConstant(c10::IValue(parts)));
+  Node* op = graph.create(c10::Symbol::fromQualString("torchfuse::gemm_epilogue"), args, 1);
   graph.insertNode(op);
   op->output()->copyMetadata(like);
   // A GEMM reading this result (an MLP's second linear) matches too.

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "passes/graph_rewrites.h"
 
@@ -33,7 +34,10 @@ std::string gemm_call_differs(const RewriteContext& ctx, const GemmOperands& ops
 
 // Inserts torchfuse::gemm_epilogue(x, W, b?, residual?, activation, ctx.gemm_candidates) at the
 // graph's insertion point (aten::t(M) first where the GEMM read W^T) and returns its result, typed as `like`.
+// With `parts` (the widths of the column ranges the result is read as) the call takes them as its
+// last argument (the op's `parts` overload, runtime/gemm_parts.h).
 torch::jit::Value* insert_gemm_call(RewriteContext& ctx, const GemmOperands& ops, torch::jit::Value* residual,
-                                    const char* activation, torch::jit::Value* like);
+                                    const char* activation, torch::jit::Value* like,
+                                    const std::vector<int64_t>& parts = {});
 
 }  // namespace torchfuse

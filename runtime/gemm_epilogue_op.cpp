@@ -312,7 +312,8 @@ std::vector<cublasLtMatmulAlgo_t> candidates_for(const LtCall& call, const Descr
   return it->second;
 }
 
-// Why cuBLASLt cannot run this call at all ("" when it can try).
+}  // namespace
+
 std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
                         const at::Tensor* residual) {
   if (!input.is_cuda()) return "not CUDA tensors (" + input.device().str() + ")";
@@ -331,6 +332,8 @@ std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const
   if (cublaslt_api(&why) == nullptr) return why;
   return "";
 }
+
+namespace {
 
 // The descriptors and algorithm of one call's key, made once: creating six descriptors and
 // setting their attributes cost more host time than the matmul's own launch, and a GEMM in a
@@ -424,39 +427,39 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
   plan.settled = true;
 }
 
-// Runs the call as one cublasLtMatmul into `out`; false (reason in *why) where cuBLASLt declines.
-bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
-                  GemmActivation activation, int candidates, at::Tensor& out, std::string* why) {
-  *why = lt_unusable(input, weight, bias, residual);
-  if (!why->empty()) return false;
+}  // namespace
+
+bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
+                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why) {
+  TORCHFUSE_INTERNAL_ASSERT(x.dim() == 2 && out.dim() == 2 && out.stride(1) == 1 && out.size(0) == x.size(0) &&
+                                out.size(1) == weight.size(0),
+                            "lt_matmul_into takes a 2-D input and a [M, N] output with packed rows");
   const CublasLtApi& lt = *cublaslt_api();
-  const OnDevice on_device(input.device());
-  const int64_t n = weight.size(0), k = weight.size(1);
+  const OnDevice on_device(x.device());
+  const int64_t n = weight.size(0);
   std::vector<at::Tensor> keep;  // copies of operands whose strides cuBLASLt cannot read
-  const at::Tensor x = input.reshape({-1, k});  // a view where the layout allows, else a copy
-  out = at::empty({x.size(0), n}, input.options());
   LtCall call;
-  call.device = input.device().index();
-  call.type = data_type(input.scalar_type());
-  call.compute = compute_type(input.scalar_type());
-  call.reduction = reduction_mask(input.scalar_type());
+  call.device = x.device().index();
+  call.type = data_type(x.scalar_type());
+  call.compute = compute_type(x.scalar_type());
+  call.reduction = reduction_mask(x.scalar_type());
   call.epilogue = epilogue_of(bias != nullptr, activation);
   call.candidates = candidates;
   call.a = operand(weight, keep);
   call.b = operand(x.t(), keep);
   call.d = operand(out.t(), keep);
-  TORCHFUSE_INTERNAL_ASSERT(call.d.op == CUBLAS_OP_N && call.d.ptr == out.data_ptr(), "the output is a fresh row-major tensor");
+  TORCHFUSE_INTERNAL_ASSERT(call.d.op == CUBLAS_OP_N && call.d.ptr == out.data_ptr(), "the output has packed rows");
   call.c = call.d;
   if (residual) {
     call.residual = true;
     // C has no transpose of its own: it must be laid out as D is (row-major rows, any ld).
-    at::Tensor r = residual->reshape({-1, n});
+    at::Tensor r = *residual;
     std::optional<LtMatrix> c = as_operand(r.t());
     if (!c || c->op != CUBLAS_OP_N) {
       r = r.clone(at::MemoryFormat::Contiguous);
       c = as_operand(r.t());
     }
-    TORCHFUSE_INTERNAL_ASSERT(c && c->op == CUBLAS_OP_N, "a row-major residual is cuBLASLt's C as it is");
+    TORCHFUSE_INTERNAL_ASSERT(c && c->op == CUBLAS_OP_N && r.size(1) == n, "a row-major residual is cuBLASLt's C as it is");
     keep.push_back(r);
     call.c = *c;
   }
@@ -477,20 +480,36 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
       return false;
     }
   }
-  const at::Tensor workspace = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, input.options().dtype(at::kByte));
+  const at::Tensor workspace = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, x.options().dtype(at::kByte));
   const float alpha = 1.0f, beta = call.residual ? 1.0f : 0.0f;
-  const CUstream stream = current_stream(input.device());
+  const CUstream stream = current_stream(x.device());
   auto run = [&](const cublasLtMatmulAlgo_t& algo) {
     return lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr, ds.c,
                              out.data_ptr(), ds.d, &algo, workspace.data_ptr(), kWorkspaceBytes, stream);
   };
-  if (!plan->settled) settle(call, *plan, run, input.device(), stream);
+  if (!plan->settled) settle(call, *plan, run, x.device(), stream);
   const cublasStatus_t s = run(plan->algo);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
     *why = lt_failure("cublasLtMatmul", s);  // nothing ran: ATen computes it instead
     return false;
   }
   TORCHFUSE_CHECK(s == CUBLAS_STATUS_SUCCESS, "torchfuse::gemm_epilogue: ", lt_failure("cublasLtMatmul", s));
+  return true;
+}
+
+namespace {
+
+// Runs the call as one cublasLtMatmul into a fresh `out`; false (reason in *why) where cuBLASLt declines.
+bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
+                  GemmActivation activation, int candidates, at::Tensor& out, std::string* why) {
+  *why = lt_unusable(input, weight, bias, residual);
+  if (!why->empty()) return false;
+  const int64_t n = weight.size(0), k = weight.size(1);
+  const at::Tensor x = input.reshape({-1, k});  // a view where the layout allows, else a copy
+  out = at::empty({x.size(0), n}, input.options());
+  at::Tensor r;
+  if (residual) r = residual->reshape({-1, n});
+  if (!lt_matmul_into(x, weight, bias, residual ? &r : nullptr, activation, candidates, out, why)) return false;
   out = out.view(output_sizes(input, weight));
   return true;
 }
@@ -535,6 +554,16 @@ at::Tensor gemm_epilogue_aten(const at::Tensor& input, const at::Tensor& weight,
       break;
   }
   return y;
+}
+
+void count_gemm_call(bool cublaslt, const std::string& why) {
+  ++(cublaslt ? g_cublaslt_calls : g_aten_calls);
+  t_last_fallback = cublaslt ? std::string() : why;
+}
+
+void check_gemm_operands(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         const c10::optional<at::Tensor>& residual) {
+  check_inputs(input, weight, bias, residual);
 }
 
 at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,

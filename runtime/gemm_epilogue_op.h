@@ -14,6 +14,8 @@
 // of cuBLASLt's heuristic's algorithms on its own operands (runtime/gemm_autotune.h) and the
 // process keeps the fastest for the shape; 1 runs the heuristic's first. A shape first seen while
 // its stream captures a CUDA graph runs the heuristic's first until a call outside a capture.
+// An overload with a seventh argument, `int[] parts`, times the GEMM whole against one per part
+// (runtime/gemm_parts.h).
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,29 @@ GemmEpilogueCounts gemm_epilogue_counts();
 // Why this thread's latest call went through ATen ("" when cuBLASLt ran it): "CPU tensors",
 // "no cuBLASLt library (...)", "cublasLtMatmulAlgoGetHeuristic found no algorithm", ...
 std::string gemm_epilogue_last_fallback();
+
+// ---- the cuBLASLt call itself, for runtime/gemm_parts.cpp ----
+
+// Why cuBLASLt cannot run act(input @ weight^T + bias + residual) at all ("" when it can try):
+// not CUDA tensors, a dtype it does not take, a LibTorch that cannot hand out its stream, no
+// cuBLASLt library, autograd.
+std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
+                        const at::Tensor* residual);
+
+// act(x @ weight^T + bias + residual) as one cublasLtMatmul written into `out`, for a call
+// lt_unusable accepted: x [M, K] and residual [M, N] 2-D, out [M, N] with packed rows and any row
+// stride (a column range of a wider output). The algorithm is settled as for the op (timed
+// among `candidates` on a shape's first call outside a capture). False (reason in *why) where
+// cuBLASLt declines; nothing ran then.
+bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
+                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why);
+
+// Counts a call in gemm_epilogue_counts() (cuBLASLt's or ATen's, with the reason ATen ran it).
+void count_gemm_call(bool cublaslt, const std::string& why);
+
+// The user-facing checks of the op's operands (dtypes, devices, shapes), as torchfuse::Error.
+void check_gemm_operands(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         const c10::optional<at::Tensor>& residual);
 
 // One shape whose candidate algorithms were timed (in the order timed, for tests and reports).
 struct GemmAlgorithmChoice {

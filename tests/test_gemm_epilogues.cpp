@@ -7,6 +7,7 @@
 
 #include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
+#include "runtime/gemm_parts.h"
 #include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
 
@@ -285,6 +286,37 @@ TEST(GemmEpilogues, OpRejectsBadInputsClearly) {
   tftest::expect_error([&] { gemm_epilogue(x, w, b, {}, "none", 33); }, {"candidates must be in 1..32", "got 33"});
   tftest::expect_error([&] { gemm_epilogue(x.to(torch::kLong), w.to(torch::kLong), {}, {}, "none"); },
                        {"floating-point"});
+}
+
+// The op's parts overload (runtime/gemm_parts.h) from TorchScript on the CPU, where both forms
+// run ATen's linear; parts that do not describe the weight's rows are errors naming them.
+TEST(GemmParts, OverloadRunsFromTorchScriptAndRejectsBadParts) {
+  const auto in = linear_inputs(at::kFloat, 8);
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %b : Tensor, %r : Tensor):
+  %act : str = prim::Constant[value="relu"]()
+  %candidates : int = prim::Constant[value=8]()
+  %parts : int[] = prim::Constant[value=[3, 5]]()
+  %y : Tensor = torchfuse::gemm_epilogue(%x, %w, %b, %r, %act, %candidates, %parts)
+  return (%y)
+)IR",
+                      graph.get());
+  torch::jit::Code code(graph, "gemm_epilogue_parts");
+  torch::jit::Stack stack(in.begin(), in.end());
+  torch::jit::InterpreterState(code).run(stack);
+  const at::Tensor x = in[0].toTensor(), w = in[1].toTensor(), b = in[2].toTensor(), r = in[3].toTensor();
+  const at::Tensor want = reference(x, w, b, r, "relu");
+  EXPECT_TRUE(torch::allclose(stack.at(0).toTensor().to(torch::kDouble), want, 1e-4, 1e-4));
+  const at::Tensor apart = torchfuse::runtime::gemm_epilogue_apart(x, w, b, r, "relu", 8, {3, 5});
+  EXPECT_TRUE(torch::allclose(apart.to(torch::kDouble), want, 1e-4, 1e-4));
+  using torchfuse::runtime::gemm_epilogue_parts;
+  tftest::expect_error([&] { gemm_epilogue_parts(x, w, b, r, "relu", 8, {3, 4}); },
+                       {"parts [3, 4]", "must add up to weight's dim 0 (8 output features), not 7"});
+  tftest::expect_error([&] { gemm_epilogue_parts(x, w, b, r, "relu", 8, {8, 0}); }, {"positive widths", "[8, 0]"});
+  tftest::expect_error([&] { gemm_epilogue_parts(x, w, b, r, "relu", 8, {}); }, {"at least one width"});
+  tftest::expect_error([&] { gemm_epilogue_parts(x, w, b, r, "relu", 0, {3, 5}); }, {"candidates must be in 1..32"});
+  tftest::expect_error([&] { gemm_epilogue_parts(x, w.t(), b, r, "relu", 8, {3, 5}); }, {"do not multiply"});
 }
 
 TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {

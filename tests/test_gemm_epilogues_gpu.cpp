@@ -12,6 +12,7 @@
 #include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
 #include "runtime/graph_capture.h"
+#include "tests/gemm_gpu_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -46,15 +47,7 @@ const Epilogue kEpilogues[] = {
     {"gelu_tanh (no bias)", false, false, "gelu_tanh"},
 };
 
-// Eager's ops for the same call, in the dtype: what the rewrite replaced.
-at::Tensor eager(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
-                 const std::string& act) {
-  at::Tensor y = b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
-  if (r.defined()) y = y + r;
-  if (act == "relu") return torch::relu(y);
-  if (act == "gelu_tanh") return torch::gelu(y, "tanh");
-  return y;
-}
+using tftest::gemm_eager;
 
 // Runs one call and expects cuBLASLt to have run it and its result to be eager's.
 void expect_cublaslt_matches_eager(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
@@ -64,7 +57,7 @@ void expect_cublaslt_matches_eager(const at::Tensor& x, const at::Tensor& w, con
   const auto after = gemm_epilogue_counts();
   EXPECT_EQ(after.cublaslt_calls, before.cublaslt_calls + 1)
       << label << ": went through ATen: " << gemm_epilogue_last_fallback();
-  const at::Tensor want = eager(x, w, b, r, act);
+  const at::Tensor want = gemm_eager(x, w, b, r, act);
   ASSERT_EQ(got.sizes(), want.sizes()) << label;
   ASSERT_EQ(got.scalar_type(), want.scalar_type()) << label;
   const Tolerance tol = tolerance(x.scalar_type());
@@ -73,36 +66,12 @@ void expect_cublaslt_matches_eager(const at::Tensor& x, const at::Tensor& w, con
       << label << ": max |cuBLASLt - eager| " << (g - e).abs().max().item<double>();
 }
 
-// x [lead..., K], w [N, K] scaled so that outputs are of order 1, b [N], r [lead..., N].
-struct Operands {
-  at::Tensor x, w, b, r;
-};
-
-Operands operands(const std::vector<int64_t>& lead, int64_t k, int64_t n, c10::ScalarType dtype) {
-  const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
-  std::vector<int64_t> xs = lead, rs = lead;
-  xs.push_back(k);
-  rs.push_back(n);
-  return {torch::randn(xs, o), (torch::randn({n, k}, o.dtype(torch::kFloat)) / std::sqrt(double(k))).to(dtype),
-          torch::randn({n}, o), torch::randn(rs, o)};
-}
+using Operands = tftest::GemmTestOperands;
+using tftest::gemm_operands;
 
 std::string dtype_name(c10::ScalarType t) { return c10::toString(t); }
 
-class FullPrecisionF32 : public ::testing::Test {
- protected:
-  void SetUp() override {
-    REQUIRE_GPU();
-    tf32_ = at::globalContext().allowTF32CuBLAS();
-    at::globalContext().setAllowTF32CuBLAS(false);
-  }
-  void TearDown() override {
-    if (tftest::have_gpu()) at::globalContext().setAllowTF32CuBLAS(tf32_);
-  }
-  bool tf32_ = false;
-};
-
-using GpuGemmEpilogues = FullPrecisionF32;
+using GpuGemmEpilogues = tftest::FullPrecisionF32;
 
 TEST_F(GpuGemmEpilogues, EveryEpilogueDtypeAndRankRunsOnCublasLt) {
   const std::vector<std::vector<int64_t>> leads = {{37}, {3, 37}, {1}, {64}};
@@ -110,7 +79,7 @@ TEST_F(GpuGemmEpilogues, EveryEpilogueDtypeAndRankRunsOnCublasLt) {
   for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
     for (const auto& lead : leads) {
       for (const auto& [k, n] : kn) {
-        const Operands o = operands(lead, k, n, dtype);
+        const Operands o = gemm_operands(lead, k, n, dtype);
         for (const Epilogue& e : kEpilogues) {
           const std::string label = dtype_name(dtype) + " " + e.name + " x" + c10::str(o.x.sizes()) + " w" +
                                     c10::str(o.w.sizes());
@@ -124,7 +93,7 @@ TEST_F(GpuGemmEpilogues, EveryEpilogueDtypeAndRankRunsOnCublasLt) {
 
 TEST_F(GpuGemmEpilogues, StridedOperandsAreReadInPlaceOrCopied) {
   for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
-    const Operands o = operands({37}, 100, 129, dtype);
+    const Operands o = gemm_operands({37}, 100, 129, dtype);
     const std::string d = dtype_name(dtype);
     // A weight stored transposed ([K, N] row-major): cuBLASLt reads it with the other transpose.
     const at::Tensor wt = o.w.t().contiguous().t();
@@ -151,7 +120,7 @@ TEST_F(GpuGemmEpilogues, MisalignedPointersStillGiveEagersResult) {
     const at::Tensor b = torch::randn({130}, opts).narrow(0, 1, 129);
     const at::Tensor got = gemm_epilogue(x, w, b, {}, "relu");
     const Tolerance tol = tolerance(dtype);
-    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), eager(x, w, b, {}, "relu").to(torch::kDouble), tol.rtol, tol.atol))
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), gemm_eager(x, w, b, {}, "relu").to(torch::kDouble), tol.rtol, tol.atol))
         << dtype_name(dtype) << " (path: " << (gemm_epilogue_last_fallback().empty() ? "cuBLASLt" : gemm_epilogue_last_fallback())
         << ")";
   }
@@ -160,7 +129,7 @@ TEST_F(GpuGemmEpilogues, MisalignedPointersStillGiveEagersResult) {
 TEST_F(GpuGemmEpilogues, Float32IsFullPrecisionUnlessTf32IsAllowed) {
   // K = 4096 products in full fp32 stay within 1e-4 of the scale (TF32 inputs, 10-bit mantissas,
   // would be about that far off).
-  const Operands o = operands({64}, 4096, 128, torch::kFloat);
+  const Operands o = gemm_operands({64}, 4096, 128, torch::kFloat);
   const at::Tensor ref = torch::linear(o.x.to(torch::kDouble), o.w.to(torch::kDouble), o.b.to(torch::kDouble));
   const at::Tensor got = gemm_epilogue(o.x, o.w, o.b, {}, "none");
   EXPECT_TRUE(gemm_epilogue_last_fallback().empty()) << gemm_epilogue_last_fallback();
@@ -176,14 +145,14 @@ TEST_F(GpuGemmEpilogues, Float32IsFullPrecisionUnlessTf32IsAllowed) {
 }
 
 TEST_F(GpuGemmEpilogues, Float64GoesThroughAten) {
-  const Operands o = operands({37}, 100, 129, torch::kDouble);
+  const Operands o = gemm_operands({37}, 100, 129, torch::kDouble);
   const at::Tensor got = gemm_epilogue(o.x, o.w, o.b, o.r, "relu");
   EXPECT_NE(gemm_epilogue_last_fallback().find("dtype"), std::string::npos) << gemm_epilogue_last_fallback();
-  EXPECT_TRUE(torch::allclose(got, eager(o.x, o.w, o.b, o.r, "relu"), 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(got, gemm_eager(o.x, o.w, o.b, o.r, "relu"), 1e-10, 1e-10));
 }
 
 TEST_F(GpuGemmEpilogues, BadInputsAreErrors) {
-  const Operands o = operands({37}, 100, 129, torch::kHalf);
+  const Operands o = gemm_operands({37}, 100, 129, torch::kHalf);
   tftest::expect_error([&] { gemm_epilogue(o.x, o.w.to(torch::kFloat), o.b, {}, "none"); }, {"weight", "input's dtype"});
   tftest::expect_error([&] { gemm_epilogue(o.x, o.w.cpu(), o.b, {}, "none"); }, {"weight", "input's device"});
   tftest::expect_error([&] { gemm_epilogue(o.x, o.w.narrow(1, 0, 99), o.b, {}, "none"); }, {"do not multiply"});
@@ -306,12 +275,12 @@ TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
     const std::string name = call_name(c.dtype, m, c.n, c.k, c.e);
     ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
     for (int call = 0; call < 3; ++call) {
-      const Operands o = operands(c.lead, c.k, c.n, c.dtype);  // fresh values every call
+      const Operands o = gemm_operands(c.lead, c.k, c.n, c.dtype);  // fresh values every call
       const at::Tensor b = c.e.bias ? o.b : at::Tensor(), r = c.e.residual ? o.r : at::Tensor();
       const auto before = gemm_epilogue_counts();
       const at::Tensor got = gemm_epilogue(o.x, o.w, b, r, c.e.activation, 8);
       EXPECT_EQ(gemm_epilogue_counts().cublaslt_calls, before.cublaslt_calls + 1) << name << ": " << gemm_epilogue_last_fallback();
-      const at::Tensor want = eager(o.x, o.w, b, r, c.e.activation);
+      const at::Tensor want = gemm_eager(o.x, o.w, b, r, c.e.activation);
       const Tolerance tol = tolerance(c.dtype);
       ASSERT_EQ(got.sizes(), want.sizes()) << name;
       EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol.rtol, tol.atol))
@@ -340,7 +309,7 @@ TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
 
 TEST_F(GpuGemmEpilogues, AShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutside) {
   const c10::Device device(torch::kCUDA, 0);
-  const Operands o = operands({53}, 144, 88, torch::kBFloat16);
+  const Operands o = gemm_operands({53}, 144, 88, torch::kBFloat16);
   const Epilogue& e = kEpilogues[2];  // bias + relu
   const std::string name = call_name(torch::kBFloat16, 53, 88, 144, e);
   ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
@@ -348,7 +317,7 @@ TEST_F(GpuGemmEpilogues, AShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutsi
   at::Tensor captured;
   auto graph = torchfuse::runtime::capture_graph(stream.stream, [&] { captured = gemm_epilogue(o.x, o.w, o.b, {}, e.activation, 8); });
   EXPECT_EQ(choices_for(name), 0) << "timed inside a capture";
-  const at::Tensor want = eager(o.x, o.w, o.b, {}, e.activation).to(torch::kDouble);
+  const at::Tensor want = gemm_eager(o.x, o.w, o.b, {}, e.activation).to(torch::kDouble);
   const Tolerance tol = tolerance(torch::kBFloat16);
   graph->replay();
   torch::cuda::synchronize();

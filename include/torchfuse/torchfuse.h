@@ -162,7 +162,8 @@ struct CompileOptions {
   // heuristic's first, untimed. Off by default because it measured no gain in the models
   // (docs/performance.md: Llama, BERT, ViT at batch 1 with CUDA graphs within 1%). Which algorithm
   // runs can change a result's rounding (split-K sums in another order), within the GEMM's
-  // tolerance.
+  // tolerance. A merged GEMM (concat_linears) also times its parts as GEMMs of their own against
+  // the whole and keeps the faster form (runtime/gemm_parts.h).
   bool gemm_autotune = false;
   // Each rewritten attention call that flash attention can run (16-bit, no mask, a square causal
   // or no causal mask) times ATen's own pick (cuDNN's kernel where it applies) against flash

@@ -1,0 +1,151 @@
+// torchfuse::gemm_epilogue.parts on the GPU (runtime/gemm_parts.cpp): a GEMM read as column
+// ranges, run whole or one GEMM per range into the same output, against eager's linear + add +
+// activation in f32, f16 and bf16; the timed choice between the two forms, once per shape and
+// process; a shape first seen while a CUDA graph captures; and a compiled module with
+// gemm_autotune whose merged linears take their parts. Skipped without CUDA.
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "runtime/gemm_autotune.h"
+#include "runtime/gemm_epilogue_op.h"
+#include "runtime/gemm_parts.h"
+#include "runtime/graph_capture.h"
+#include "tests/gemm_gpu_util.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using torchfuse::runtime::gemm_epilogue_apart;
+using torchfuse::runtime::gemm_epilogue_counts;
+using torchfuse::runtime::gemm_epilogue_last_fallback;
+using torchfuse::runtime::gemm_epilogue_parts;
+
+// What the forms are compared with: eager's ops in the dtype, then float64 (the epilogue adds
+// before rounding, eager after: about an ulp of the output).
+at::Tensor eager_ops(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
+                     const std::string& act) {
+  return tftest::gemm_eager(x, w, b, r, act).to(torch::kDouble);
+}
+
+double tol_for(c10::ScalarType dtype) { return dtype == torch::kBFloat16 ? 5e-2 : dtype == torch::kHalf ? 1e-2 : 1e-4; }
+
+using GpuGemmParts = tftest::FullPrecisionF32;
+
+// The records of calls described as `call`.
+std::vector<torchfuse::runtime::GemmPartsChoice> choices_for(const std::string& call) {
+  std::vector<torchfuse::runtime::GemmPartsChoice> out;
+  for (const auto& c : torchfuse::runtime::gemm_parts_choices())
+    if (c.call == call) out.push_back(c);
+  return out;
+}
+
+TEST_F(GpuGemmParts, BothFormsMatchEagerInEveryDtypeAndEpilogue) {
+  struct Epilogue {
+    bool bias, residual;
+    const char* act;
+  };
+  const Epilogue epilogues[] = {{true, false, "none"}, {true, true, "relu"}, {false, false, "gelu_tanh"}, {false, true, "none"}};
+  const std::vector<int64_t> parts{128, 32, 40};  // the last one's columns start off a 16-byte boundary in f16
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    for (const Epilogue& e : epilogues) {
+      const tftest::GemmTestOperands c = tftest::gemm_operands({3, 37}, 96, 200, dtype);
+      const at::Tensor b = e.bias ? c.b : at::Tensor(), r = e.residual ? c.r : at::Tensor();
+      const at::Tensor want = eager_ops(c.x, c.w, b, r, e.act);
+      const std::string label = std::string(c10::toString(dtype)) + " bias " + std::to_string(e.bias) + " residual " +
+                                std::to_string(e.residual) + " " + e.act;
+      for (bool apart : {true, false}) {
+        const auto before = gemm_epilogue_counts();
+        const at::Tensor got = apart ? gemm_epilogue_apart(c.x, c.w, b, r, e.act, 4, parts)
+                                     : gemm_epilogue_parts(c.x, c.w, b, r, e.act, 4, parts);
+        EXPECT_EQ(gemm_epilogue_counts().cublaslt_calls, before.cublaslt_calls + 1)
+            << label << (apart ? " apart" : " timed") << ": " << gemm_epilogue_last_fallback();
+        ASSERT_EQ(got.sizes(), want.sizes()) << label;
+        const double tol = tol_for(dtype);
+        EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol))
+            << label << (apart ? " apart" : " timed") << ": max error " << (got.to(torch::kDouble) - want).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+TEST_F(GpuGemmParts, TheFasterFormIsKeptOncePerShape) {
+  // Shapes no other test uses (a shape is timed once per process).
+  const std::string call = "BFloat16 M=1031 N=1040 K=264 parts [520, 520], bias";
+  ASSERT_TRUE(choices_for(call).empty()) << call << " was timed before this test";
+  for (int i = 0; i < 3; ++i) {
+    const tftest::GemmTestOperands c = tftest::gemm_operands({1031}, 264, 1040, torch::kBFloat16);  // fresh values every call
+    const at::Tensor got = gemm_epilogue_parts(c.x, c.w, c.b, {}, "none", 8, {520, 520});
+    const at::Tensor want = eager_ops(c.x, c.w, c.b, {}, "none");
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, 5e-2, 5e-2))
+        << "call " << i << ": max error " << (got.to(torch::kDouble) - want).abs().max().item<double>();
+  }
+  const auto records = choices_for(call);
+  ASSERT_EQ(records.size(), 1u) << call << ": timed once for three calls";
+  const auto& rec = records.front();
+  ASSERT_TRUE(rec.why_not.empty()) << rec.why_not;
+  EXPECT_GT(rec.merged_us, 0.0);
+  EXPECT_GT(rec.apart_us, 0.0);
+  EXPECT_EQ(rec.apart, rec.apart_us <= rec.merged_us * (1.0 - torchfuse::runtime::kKeepFirstMargin))
+      << "merged " << rec.merged_us << " us, apart " << rec.apart_us << " us";
+}
+
+TEST_F(GpuGemmParts, AShapeFirstSeenWhileCapturingRunsWholeUntimed) {
+  const c10::Device device(torch::kCUDA, 0);
+  const tftest::GemmTestOperands c = tftest::gemm_operands({53}, 144, 96, torch::kBFloat16);
+  const std::vector<int64_t> parts{64, 32};
+  const std::string call = "BFloat16 M=53 N=96 K=144 parts [64, 32], bias, relu";
+  ASSERT_TRUE(choices_for(call).empty()) << call << " was timed before this test";
+  auto stream = torchfuse::runtime::new_capture_stream(device);
+  at::Tensor captured;
+  auto graph = torchfuse::runtime::capture_graph(stream.stream, [&] {
+    captured = gemm_epilogue_parts(c.x, c.w, c.b, {}, "relu", 8, parts);
+  });
+  EXPECT_TRUE(choices_for(call).empty()) << "timed inside a capture";
+  const at::Tensor want = eager_ops(c.x, c.w, c.b, {}, "relu");
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, 5e-2, 5e-2)) << "replay of the untimed call";
+  const at::Tensor outside = gemm_epilogue_parts(c.x, c.w, c.b, {}, "relu", 8, parts);
+  EXPECT_TRUE(torch::allclose(outside.to(torch::kDouble), want, 5e-2, 5e-2)) << "the first call outside";
+  EXPECT_EQ(choices_for(call).size(), 1u) << "not timed on the first call outside the capture";
+  graph->replay();
+  torch::cuda::synchronize();
+  EXPECT_TRUE(torch::allclose(captured.to(torch::kDouble), want, 5e-2, 5e-2)) << "a replay after the timing";
+}
+
+// q, k and v projections and an MLP's gate and up written apart: with gemm_autotune the merged
+// GEMMs carry their parts, and the module matches the original on fresh inputs.
+TEST_F(GpuGemmParts, MergedLinearsOfACompiledModuleTakeTheirParts) {
+  const auto o = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  torch::jit::Module m("Block");
+  for (const auto& [name, rows] : std::vector<std::pair<std::string, int64_t>>{{"wq", 128}, {"wk", 32}, {"wv", 32}, {"wg", 256}, {"wu", 256}})
+    m.register_parameter(name, (torch::randn({rows, 96}) / std::sqrt(96.0)).to(o), false);
+  m.define(R"JIT(
+def forward(self, x):
+    q = torch.linear(x, self.wq)
+    k = torch.linear(x, self.wk)
+    v = torch.linear(x, self.wv)
+    h = torch.cat([q, k + v], -1)
+    return torch.silu(torch.linear(x, self.wg)) * torch.linear(x, self.wu), h
+)JIT");
+  torchfuse::CompileOptions options = tftest::quiet_options();
+  options.gemm_autotune = true;
+  torchfuse::CompiledModule fused = torchfuse::compile(m, options);
+  const std::vector<c10::IValue> in{torch::randn({4, 33, 96}, o)};
+  const auto e = fused.explain(in);
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "value=[128, 32, 32]"), 1) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "value=[256, 256]"), 1) << e.rewritten_graph;
+  for (int call = 0; call < 3; ++call) {
+    const std::vector<c10::IValue> fresh{torch::randn({4, 33, 96}, o)};
+    const auto got = fused.forward(fresh).toTuple()->elements();
+    const auto want = fused.forward_eager(fresh).toTuple()->elements();
+    for (size_t i = 0; i < 2; ++i) {
+      const at::Tensor g = got[i].toTensor().to(torch::kDouble), w = want[i].toTensor().to(torch::kDouble);
+      ASSERT_EQ(g.sizes(), w.sizes());
+      EXPECT_TRUE(torch::allclose(g, w, 1e-1, 1e-1)) << "output " << i << ": max error " << (g - w).abs().max().item<double>();
+    }
+  }
+  EXPECT_EQ(fused.stats().eager_calls, 0);
+}
+
+}  // namespace
