@@ -574,13 +574,10 @@ at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, cons
   check_inputs(input, weight, bias, residual);
   at::Tensor out;
   std::string why;
-  if (run_cublaslt(input, weight, present(bias), present(residual), act, static_cast<int>(candidates), out, &why)) {
-    ++g_cublaslt_calls;
-    t_last_fallback.clear();
-    return out;
-  }
-  ++g_aten_calls;
-  t_last_fallback = why;
+  const bool ran =
+      run_cublaslt(input, weight, present(bias), present(residual), act, static_cast<int>(candidates), out, &why);
+  count_gemm_call(ran, why);
+  if (ran) return out;
   return gemm_epilogue_aten(input, weight, bias, residual, act);
 }
 
