@@ -7,8 +7,10 @@ Builds three Hugging Face `transformers` models with random weights, on the GPU:
   bert   BertModel, bert-base (12 layers, hidden 768, GELU-erf, post-norm); input_ids and an
          attention mask with padding [B, 128]
   vit    ViTModel, vit-base-patch16-224 (12 layers); pixel_values [B, 3, 224, 224]
-For each model, dtype (f32, bf16) and batch (8, 1): traces it (torch.jit.trace, saved to
-OUT/<model>-<dtype>-b<batch>.pt with the inputs as OUT/<...>.inputs.pt), then times eager
+For each model, dtype (f32, bf16), batch (8, 1) and sequence length (--seq, 128; a list such as
+128,1024 times each in the same process, the files then named ...-s<seq>.pt): traces it
+(torch.jit.trace, saved to OUT/<model>-<dtype>-b<batch>.pt with the inputs as
+OUT/<...>.inputs.pt), then times eager
 (the nn.Module), the TorchScript module and torch.compile (default mode) with CUDA events
 (median of --repeats loops of --iters calls, after warm-up), and counts CUDA kernels per call
 with torch.profiler, split into GEMM/attention kernels and the rest (non-GEMM work: the kernels a
@@ -51,6 +53,9 @@ def is_gemm_kernel(name):
     return any(m in n for m in GEMM_MARKERS)
 
 
+VISION_MODELS = ("vit", "convnext", "resnet")
+
+
 def build(name, dtype, batch, seq, attn="sdpa"):
     import transformers as tr
     torch.manual_seed(0)
@@ -69,7 +74,7 @@ def build(name, dtype, batch, seq, attn="sdpa"):
         mask[:, seq * 3 // 4:] = 0  # padding: the mask takes part
         inputs = (ids, mask)
         specs = [f"i64[{batch},{seq}]:0..{cfg.vocab_size}", f"i64[{batch},{seq}]:1..2"]
-    elif name in ("vit", "convnext", "resnet"):
+    elif name in VISION_MODELS:
         # ConvNeXt: its channels-first layer norms are means and variances over dim 1; ResNet-50:
         # batch norms after convolutions (freezing folds them into the convolutions).
         if name == "vit":
@@ -198,7 +203,8 @@ def main():
     ap.add_argument("--models", default="llama,bert,vit")
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--batches", default="8,1")
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--seq", default="128", help="tokens per sequence, or a comma-separated list timed in one process "
+                    "(e.g. 128,256,1024; the vision models take 224 x 224 images whatever it says)")
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"],
                     help="transformers' attention: sdpa (ATen's fused kernel) or eager (matmul, softmax, matmul: "
                          "what torchfuse's attention rewrite and Inductor's attention patterns take)")
@@ -246,19 +252,23 @@ def main():
         tfpy = load_torchfuse(args.torchfuse_build)
     rows = []
     started = time.time()
+    seqs = [int(q) for q in str(args.seq).split(",")]
     for name in args.models.split(","):
         for dname in args.dtypes.split(","):
             dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dname]
-            for batch in [int(b) for b in args.batches.split(",")]:
+            for batch, seq in [(int(b), int(q)) for b in args.batches.split(",") for q in seqs]:
+                if name in VISION_MODELS and seq != seqs[0]:
+                    continue  # images: every length is the same call
                 if args.time_budget and time.time() - started > args.time_budget:
-                    print(f"time budget spent: {name} {dname} b{batch} skipped", flush=True)
+                    print(f"time budget spent: {name} {dname} b{batch} x {seq} skipped", flush=True)
                     continue
-                row = {"model": name, "dtype": dname, "batch": batch, "seq": args.seq, "attn": args.attn}
+                row = {"model": name, "dtype": dname, "batch": batch, "seq": seq, "attn": args.attn}
                 t0 = time.time()
-                model, inputs, specs = build(name, dtype, batch, args.seq, args.attn)
+                model, inputs, specs = build(name, dtype, batch, seq, args.attn)
                 with torch.inference_mode(False), torch.no_grad():
                     traced = torch.jit.trace(model, inputs, strict=False)
-                path = os.path.join(args.out, f"{name}-{dname}-b{batch}.pt")
+                suffix = f"-s{seq}" if len(seqs) > 1 else ""
+                path = os.path.join(args.out, f"{name}-{dname}-b{batch}{suffix}.pt")
                 traced.save(path)
                 row["trace_s"] = round(time.time() - t0, 1)
                 row["specs"] = specs
