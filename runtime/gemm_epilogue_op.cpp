@@ -44,12 +44,6 @@ std::string describe(const at::Tensor& t) {
   return os.str();
 }
 
-std::vector<int64_t> output_sizes(const at::Tensor& input, const at::Tensor& weight) {
-  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 1);
-  sizes.push_back(weight.size(0));
-  return sizes;
-}
-
 // The user-facing checks: what at::linear + add would reject, said in the op's own terms, and
 // what the op refuses on top (a broadcast residual or bias: the epilogue takes neither).
 void check_tensor(const at::Tensor& t, const at::Tensor& input, const char* what) {
@@ -78,7 +72,7 @@ void check_inputs(const at::Tensor& input, const at::Tensor& weight, const c10::
   }
   if (residual && residual->defined()) {
     check_tensor(*residual, input, "residual");
-    const std::vector<int64_t> out = output_sizes(input, weight);
+    const std::vector<int64_t> out = gemm_output_sizes(input, weight);
     TORCHFUSE_CHECK(residual->sizes().vec() == out, "torchfuse::gemm_epilogue: residual ", describe(*residual),
                     " must have the output's shape ", c10::IntArrayRef(out), " (no broadcasting)");
   }
@@ -510,7 +504,7 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
   at::Tensor r;
   if (residual) r = residual->reshape({-1, n});
   if (!lt_matmul_into(x, weight, bias, residual ? &r : nullptr, activation, candidates, out, why)) return false;
-  out = out.view(output_sizes(input, weight));
+  out = out.view(gemm_output_sizes(input, weight));
   return true;
 }
 
@@ -561,17 +555,25 @@ void count_gemm_call(bool cublaslt, const std::string& why) {
   t_last_fallback = cublaslt ? std::string() : why;
 }
 
-void check_gemm_operands(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                         const c10::optional<at::Tensor>& residual) {
-  check_inputs(input, weight, bias, residual);
+std::vector<int64_t> gemm_output_sizes(const at::Tensor& input, const at::Tensor& weight) {
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 1);
+  sizes.push_back(weight.size(0));
+  return sizes;
 }
 
-at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                         const c10::optional<at::Tensor>& residual, const std::string& activation, int64_t candidates) {
+GemmActivation check_gemm_call(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                               const c10::optional<at::Tensor>& residual, const std::string& activation,
+                               int64_t candidates) {
   const GemmActivation act = parse_activation(activation);
   TORCHFUSE_CHECK(candidates >= 1 && candidates <= kMaxGemmCandidates, "torchfuse::gemm_epilogue: candidates must be in 1..",
                   kMaxGemmCandidates, ", got ", candidates);
   check_inputs(input, weight, bias, residual);
+  return act;
+}
+
+at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                         const c10::optional<at::Tensor>& residual, const std::string& activation, int64_t candidates) {
+  const GemmActivation act = check_gemm_call(input, weight, bias, residual, activation, candidates);
   at::Tensor out;
   std::string why;
   const bool ran =

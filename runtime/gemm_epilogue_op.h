@@ -76,9 +76,14 @@ bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Ten
 // Counts a call in gemm_epilogue_counts() (cuBLASLt's or ATen's, with the reason ATen ran it).
 void count_gemm_call(bool cublaslt, const std::string& why);
 
-// The user-facing checks of the op's operands (dtypes, devices, shapes), as torchfuse::Error.
-void check_gemm_operands(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                         const c10::optional<at::Tensor>& residual);
+// The op's user-facing checks (the activation's name, the candidate count, the operands' dtypes,
+// devices and shapes), as torchfuse::Error; the activation, parsed.
+GemmActivation check_gemm_call(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                               const c10::optional<at::Tensor>& residual, const std::string& activation,
+                               int64_t candidates);
+
+// The op's output sizes: input's leading dims, then weight's dim 0.
+std::vector<int64_t> gemm_output_sizes(const at::Tensor& input, const at::Tensor& weight);
 
 // One shape whose candidate algorithms were timed (in the order timed, for tests and reports).
 struct GemmAlgorithmChoice {

@@ -127,10 +127,7 @@ enum class Form { Timed, Apart };
 at::Tensor run(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                const c10::optional<at::Tensor>& residual, const std::string& activation, int64_t candidates,
                const std::vector<int64_t>& parts, Form form) {
-  const GemmActivation act = parse_activation(activation);
-  TORCHFUSE_CHECK(candidates >= 1 && candidates <= kMaxGemmCandidates, "torchfuse::gemm_epilogue: candidates must be in 1..",
-                  kMaxGemmCandidates, ", got ", candidates);
-  check_gemm_operands(input, weight, bias, residual);
+  const GemmActivation act = check_gemm_call(input, weight, bias, residual, activation, candidates);
   check_parts(weight, parts);
   const bool timed_choice = form == Form::Timed && candidates > 1 && parts.size() >= 2;
   if (form == Form::Timed && !timed_choice) return gemm_epilogue(input, weight, bias, residual, activation, candidates);
@@ -158,9 +155,7 @@ at::Tensor run(const at::Tensor& input, const at::Tensor& weight, const c10::opt
   if (!ran && apart) ran = c.merged(&why);
   count_gemm_call(ran, why);
   if (!ran) return gemm_epilogue_aten(input, weight, bias, residual, act);
-  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 1);
-  sizes.push_back(n);
-  return c.out.view(sizes);
+  return c.out.view(gemm_output_sizes(input, weight));
 }
 
 at::Tensor gemm_epilogue_parts_op(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
