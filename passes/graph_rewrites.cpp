@@ -160,6 +160,7 @@ const Rewrite kRewrites[] = {
 RewriteReport run_graph_rewrites(torch::jit::Graph& graph, const Profile& profile, const RewriteOptions& options) {
   RewriteContext ctx(graph, profile, options.logs);
   ctx.gemm_candidates = options.gemm_candidates;
+  ctx.time_column_parts = options.time_column_parts;
   ctx.attention_timed = options.attention_timed;
   ctx.derived = options.derived.get();
   for (const Rewrite& r : kRewrites) {

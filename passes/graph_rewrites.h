@@ -67,6 +67,9 @@ struct RewriteOptions {
   bool decompose_norms = true;
   // The algorithms each torchfuse::gemm_epilogue call times (CompileOptions::gemm_autotune).
   int gemm_candidates = 1;
+  // Whether a merged GEMM times itself whole against apart (CompileOptions::concat_linears_autotune,
+  // or gemm_autotune).
+  bool time_column_parts = false;
   // Whether each torchfuse::attention call times ATen's pick against flash attention
   // (CompileOptions::attention_autotune).
   bool attention_timed = false;
@@ -91,6 +94,7 @@ struct RewriteContext {
   torch::jit::Graph& graph;
   LogSwitches logs;
   int gemm_candidates = 1;  // RewriteOptions::gemm_candidates
+  bool time_column_parts = false;  // RewriteOptions::time_column_parts
   bool attention_timed = false;  // RewriteOptions::attention_timed
   DerivedConstants* derived = nullptr;  // RewriteOptions::derived
   RewriteReport report;

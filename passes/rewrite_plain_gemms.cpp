@@ -70,9 +70,9 @@ void rewrite_plain_gemms(RewriteContext& ctx) {
       ctx.refused("GEMM " + node_name(g) + " left to ATen: " + why);
       continue;
     }
-    // Where the candidates are timed (CompileOptions::gemm_autotune), a result read as column
-    // ranges lets the call time one GEMM per range against the whole (runtime/gemm_parts.h).
-    const std::vector<int64_t> parts = ctx.gemm_candidates > 1 ? column_parts(ctx, g) : std::vector<int64_t>{};
+    // A result read as column ranges (a merged linear's) lets the call time one GEMM per range
+    // against the whole (runtime/gemm_parts.h; CompileOptions::concat_linears_autotune).
+    const std::vector<int64_t> parts = ctx.time_column_parts ? column_parts(ctx, g) : std::vector<int64_t>{};
     torch::jit::WithInsertPoint point(g);
     torch::jit::Value* out = insert_gemm_call(ctx, *ops, nullptr, "none", g->output(), parts);
     g->output()->replaceAllUsesWith(out);

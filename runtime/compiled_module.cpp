@@ -113,6 +113,7 @@ CompiledModuleImpl::CompiledModuleImpl(std::shared_ptr<torch::jit::Graph> graph,
   rewrite_options_.concat_linears = options_.concat_linears;
   rewrite_options_.plain_gemms = options_.cublaslt_gemms;
   rewrite_options_.gemm_candidates = options_.gemm_autotune ? kGemmAutotuneCandidates : 1;
+  rewrite_options_.time_column_parts = options_.concat_linears_autotune || options_.gemm_autotune;
   rewrite_options_.attention_timed = options_.attention_autotune.value_or(options_.cuda_graphs);
   rewrite_options_.shape_tensors = options_.cache_shape_tensors;
   rewrite_options_.logs = logs_;

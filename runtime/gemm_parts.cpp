@@ -107,7 +107,8 @@ bool decide_apart(const PartsCall& c) {
     t.why_not = "cuBLASLt declined the " + std::string(merged_runs ? "apart" : "merged") + " form: " + why;
   }
   if (t.us.size() == 2) record.merged_us = t.us[0], record.apart_us = t.us[1];
-  record.apart = t.chosen == 1;
+  record.apart = t.why_not.empty() ? keep_apart(record.merged_us, record.apart_us, c.parts->size())
+                                   : !merged_runs && apart_runs;
   record.why_not = t.why_not;
   if (LogSwitches::from_env_and("").fusion) {
     std::ostringstream os;
@@ -129,7 +130,7 @@ at::Tensor run(const at::Tensor& input, const at::Tensor& weight, const c10::opt
                const std::vector<int64_t>& parts, Form form) {
   const GemmActivation act = check_gemm_call(input, weight, bias, residual, activation, candidates);
   check_parts(weight, parts);
-  const bool timed_choice = form == Form::Timed && candidates > 1 && parts.size() >= 2;
+  const bool timed_choice = form == Form::Timed && parts.size() >= 2;
   if (form == Form::Timed && !timed_choice) return gemm_epilogue(input, weight, bias, residual, activation, candidates);
   const at::Tensor* b = bias && bias->defined() ? &*bias : nullptr;
   const at::Tensor* r = residual && residual->defined() ? &*residual : nullptr;
@@ -165,6 +166,14 @@ at::Tensor gemm_epilogue_parts_op(const at::Tensor& input, const at::Tensor& wei
 }
 
 }  // namespace
+
+bool keep_apart(double merged_us, double apart_us, size_t parts) {
+  if (merged_us < 0) return apart_us >= 0;
+  if (apart_us < 0) return false;
+  if (apart_us > merged_us * (1.0 - kKeepFirstMargin)) return false;
+  const double extra_calls = parts > 1 ? static_cast<double>(parts - 1) : 0.0;
+  return merged_us - apart_us > kApartCallHostUs * extra_calls;
+}
 
 at::Tensor gemm_epilogue_parts(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                                const c10::optional<at::Tensor>& residual, const std::string& activation,

@@ -6,12 +6,11 @@
 //   merged: one GEMM over the whole weight;
 //   apart:  one GEMM per part (the weight's rows, the bias's and the residual's columns of that
 //           part), each writing its columns of the same output.
-// With candidates > 1 (CompileOptions::gemm_autotune) the first call of a shape outside a CUDA
-// graph capture times both forms, each on its own settled algorithms (runtime/gemm_autotune.h:
-// L2 written over before each timed call), and the process keeps apart when it is at least
-// kKeepFirstMargin faster than merged. cuBLASLt's heuristic gives some shapes of either form a
-// tile that loses to the other's by 5-8% of a model's call (docs/performance.md, "Merged linears
-// by shape"). With candidates == 1 it is gemm_epilogue over the whole weight.
+// With two parts or more, the first call of a shape outside a CUDA graph capture times both
+// forms (runtime/gemm_autotune.h: L2 written over before each timed call; with candidates > 1
+// each form on its own timed algorithms, else on the heuristic's first) and the process keeps
+// the form keep_apart says. cuBLASLt's heuristic gives some shapes of either form a tile that
+// loses to the other's by 2-8% of a model's call (docs/performance.md, "Merged or apart, timed").
 #pragma once
 
 #include <cstdint>
@@ -22,6 +21,16 @@
 
 namespace torchfuse {
 namespace runtime {
+
+// The host time of one more cuBLASLt call, as a launch-bound caller pays it: the driver's launch
+// alone measured 3.3-5.1 us on the GPU machines (docs/performance.md).
+constexpr double kApartCallHostUs = 5.0;
+
+// Whether calls run apart, given each form's GPU us per call (negative: the form declined to
+// run): apart when merged declined; else when apart ran, is at least kKeepFirstMargin faster,
+// and saves more GPU time than its parts - 1 extra calls cost the host (so that a call bound by
+// its launches does not lose in wall time what the GPU gains).
+bool keep_apart(double merged_us, double apart_us, size_t parts);
 
 // The op. Throws torchfuse::Error for what gemm_epilogue rejects and for parts that are not
 // positive widths adding up to weight's dim 0.

@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--ablations", default="", help="comma-separated torchfuse variants also timed: "
                     "no_gemm_epilogues, no_shape_tensors (nothing computed once per size, so no mask checks), "
                     "no_cublaslt_gemms (GEMMs without an epilogue through ATen), no_concat_linears (linears of one "
-                    "input apart), no_conv_bias (convolutions keep their bias), "
+                    "input apart), concat_linears_autotune (merged linears timed whole against apart), no_conv_bias (convolutions keep their bias), "
                     "no_channels_last (convolutions and their neighbours NCHW), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
                     "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
                     "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
@@ -308,6 +308,7 @@ def main():
                                     ("torchfuse_no_shape_tensors", {"cache_shape_tensors": False}),
                                     ("torchfuse_no_cublaslt_gemms", {"cublaslt_gemms": False}),
                                     ("torchfuse_no_concat_linears", {"concat_linears": False}),
+                                    ("torchfuse_concat_linears_autotune", {"concat_linears_autotune": True}),
                                     ("torchfuse_gemm_autotune", {"gemm_autotune": True}),
                                     ("torchfuse_graphs_gemm_autotune", {"gemm_autotune": True, "cuda_graphs": True}),
                                     ("torchfuse_attention_autotune", {"attention_autotune": True}),
@@ -374,6 +375,7 @@ def main():
                 ("torchfuse no shape tensors", "torchfuse_no_shape_tensors"),
                 ("torchfuse no cuBLASLt GEMMs", "torchfuse_no_cublaslt_gemms"),
                 ("torchfuse no concat linears", "torchfuse_no_concat_linears"),
+                ("torchfuse merged or apart timed", "torchfuse_concat_linears_autotune"),
                 ("torchfuse no conv bias", "torchfuse_no_conv_bias"),
                 ("torchfuse no channels-last", "torchfuse_no_channels_last"),
                 ("torchfuse GEMM autotune", "torchfuse_gemm_autotune"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),

@@ -197,23 +197,32 @@ TEST(ConcatLinears, OptionOffLeavesTheLinearsApart) {
 
 namespace {
 
-// With gemm_autotune, each merged GEMM's call carries the widths of its results' column ranges
-// (runtime/gemm_parts.h times one GEMM per range against the whole); without it, none. On the
-// CPU the call runs ATen's linear: results against the original module.
+// With CompileOptions::concat_linears_autotune, and under gemm_autotune whatever that says, each
+// merged GEMM's call carries the widths of its results' column ranges (runtime/gemm_parts.h
+// times one GEMM per range against the whole); with neither (the default), none. On the CPU the
+// call runs ATen's linear: results against the original module.
 TEST(ConcatLinears, TimedGemmsCarryTheirColumnParts) {
   torch::jit::Module m = projections(at::kBFloat16, /*biases=*/true);
-  torchfuse::CompileOptions timed = options();
-  timed.gemm_autotune = true;
-  const auto e = torchfuse::compile(m, timed).explain(inputs(at::kBFloat16));
-  EXPECT_TRUE(any_line_has(e.rewrites, "parts [24, 8, 8] timed against the whole")) << joined(e.rewrites);
-  EXPECT_TRUE(any_line_has(e.rewrites, "parts [40, 40] timed against the whole")) << joined(e.rewrites);
-  EXPECT_EQ(count_occurrences(e.rewritten_graph, "value=[24, 8, 8]"), 1) << e.rewritten_graph;
-  EXPECT_EQ(count_occurrences(e.rewritten_graph, "value=[40, 40]"), 1) << e.rewritten_graph;
-  EXPECT_EQ(gemms(e.rewritten_graph), 3) << e.rewritten_graph;
-  expect_matches_module(m, at::kBFloat16, timed);
-  const auto untimed = torchfuse::compile(m, options()).explain(inputs(at::kBFloat16));
+  const torchfuse::CompileOptions untimed_options = options();
+  ASSERT_FALSE(untimed_options.concat_linears_autotune) << "the default";
+  torchfuse::CompileOptions by_parts_option = untimed_options, by_gemm_autotune = untimed_options;
+  by_parts_option.concat_linears_autotune = true;
+  by_gemm_autotune.gemm_autotune = true;
+  for (const torchfuse::CompileOptions& timed : {by_parts_option, by_gemm_autotune}) {
+    const auto e = torchfuse::compile(m, timed).explain(inputs(at::kBFloat16));
+    const std::string label = timed.gemm_autotune ? "gemm_autotune" : "concat_linears_autotune";
+    EXPECT_TRUE(any_line_has(e.rewrites, "parts [24, 8, 8] timed against the whole")) << label << "\n" << joined(e.rewrites);
+    EXPECT_TRUE(any_line_has(e.rewrites, "parts [40, 40] timed against the whole")) << label << "\n" << joined(e.rewrites);
+    EXPECT_EQ(count_occurrences(e.rewritten_graph, "value=[24, 8, 8]"), 1) << label << "\n" << e.rewritten_graph;
+    EXPECT_EQ(count_occurrences(e.rewritten_graph, "value=[40, 40]"), 1) << label << "\n" << e.rewritten_graph;
+    EXPECT_EQ(gemms(e.rewritten_graph), 3) << label << "\n" << e.rewritten_graph;
+    expect_matches_module(m, at::kBFloat16, timed);
+  }
+  const auto untimed = torchfuse::compile(m, untimed_options).explain(inputs(at::kBFloat16));
   EXPECT_FALSE(any_line_has(untimed.rewrites, "parts")) << joined(untimed.rewrites);
   EXPECT_EQ(count_occurrences(untimed.rewritten_graph, "value=[24, 8, 8]"), 0) << untimed.rewritten_graph;
+  EXPECT_EQ(gemms(untimed.rewritten_graph), 3) << untimed.rewritten_graph;
+  expect_matches_module(m, at::kBFloat16, untimed_options);
 }
 
 }  // namespace

@@ -319,6 +319,33 @@ graph(%x : Tensor, %w : Tensor, %b : Tensor, %r : Tensor):
   tftest::expect_error([&] { gemm_epilogue_parts(x, w.t(), b, r, "relu", 8, {3, 5}); }, {"do not multiply"});
 }
 
+// Merged or apart (runtime/gemm_parts.h): apart only where it is kKeepFirstMargin faster and
+// saves more GPU time than its extra calls cost the host; a form that declined loses.
+TEST(GemmParts, ApartIsKeptOnlyWhereItSavesMoreThanItsExtraCalls) {
+  using torchfuse::runtime::keep_apart;
+  using torchfuse::runtime::kApartCallHostUs;
+  using torchfuse::runtime::kKeepFirstMargin;
+  struct Case {
+    double merged, apart;
+    size_t parts;
+    bool want;
+  };
+  const Case cases[] = {
+      {136.5, 128.4, 2, true},   // 6% and 8 us faster: one more call pays for itself
+      {136.5, 134.0, 2, false},  // under the margin
+      {12.0, 10.0, 2, false},    // 17% faster, but 2 us against a call's host time
+      {200.0, 200.0 - 2.5 * kApartCallHostUs, 3, true},  // 2.5 calls' worth against 2 more calls
+      {200.0, 200.0 - 1.6 * kApartCallHostUs, 3, false},
+      {100.0, 100.0 * (1.0 - kKeepFirstMargin) + 0.01, 2, false},
+      {-1.0, 50.0, 2, true},     // merged declined
+      {50.0, -1.0, 2, false},    // apart declined
+      {-1.0, -1.0, 2, false},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(keep_apart(c.merged, c.apart, c.parts), c.want)
+        << "merged " << c.merged << " us, apart " << c.apart << " us, " << c.parts << " parts";
+}
+
 TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {
   for (bool autotune : {true, false}) {
     torchfuse::CompileOptions o = options();

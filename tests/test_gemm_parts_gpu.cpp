@@ -1,8 +1,8 @@
 // torchfuse::gemm_epilogue.parts on the GPU (runtime/gemm_parts.cpp): a GEMM read as column
 // ranges, run whole or one GEMM per range into the same output, against eager's linear + add +
 // activation in f32, f16 and bf16; the timed choice between the two forms, once per shape and
-// process; a shape first seen while a CUDA graph captures; and a compiled module with
-// gemm_autotune whose merged linears take their parts. Skipped without CUDA.
+// process; a shape first seen while a CUDA graph captures; and a compiled module whose merged
+// linears take their parts (CompileOptions::concat_linears_autotune). Skipped without CUDA.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -86,7 +86,7 @@ TEST_F(GpuGemmParts, TheFasterFormIsKeptOncePerShape) {
   ASSERT_TRUE(rec.why_not.empty()) << rec.why_not;
   EXPECT_GT(rec.merged_us, 0.0);
   EXPECT_GT(rec.apart_us, 0.0);
-  EXPECT_EQ(rec.apart, rec.apart_us <= rec.merged_us * (1.0 - torchfuse::runtime::kKeepFirstMargin))
+  EXPECT_EQ(rec.apart, torchfuse::runtime::keep_apart(rec.merged_us, rec.apart_us, 2))
       << "merged " << rec.merged_us << " us, apart " << rec.apart_us << " us";
 }
 
@@ -115,8 +115,9 @@ TEST_F(GpuGemmParts, AShapeFirstSeenWhileCapturingRunsWholeUntimed) {
 }
 
 // q, k and v projections and an MLP's gate and up written apart, all reading x: with
-// gemm_autotune the merged GEMM carries its five parts, and the module matches the original on
-// fresh inputs.
+// concat_linears_autotune the merged GEMM carries its five parts and times its forms on the
+// first call; the module matches the original on fresh inputs. Without (the default), merged and
+// untimed.
 TEST_F(GpuGemmParts, MergedLinearsOfACompiledModuleTakeTheirParts) {
   const auto o = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   torch::jit::Module m("Block");
@@ -130,10 +131,15 @@ def forward(self, x):
     h = torch.cat([q, k + v], -1)
     return torch.silu(torch.linear(x, self.wg)) * torch.linear(x, self.wu), h
 )JIT");
-  torchfuse::CompileOptions options = tftest::quiet_options();
-  options.gemm_autotune = true;
-  torchfuse::CompiledModule fused = torchfuse::compile(m, options);
+  const torchfuse::CompileOptions untimed_options = tftest::quiet_options();
+  torchfuse::CompileOptions timed_options = untimed_options;
+  timed_options.concat_linears_autotune = true;
   const std::vector<c10::IValue> in{torch::randn({4, 33, 96}, o)};
+  const auto untimed = torchfuse::compile(m, untimed_options).explain(in);
+  EXPECT_EQ(tftest::count_occurrences(untimed.rewritten_graph, "value=[128, 32, 32, 256, 256]"), 0) << untimed.rewritten_graph;
+  const std::string call = "BFloat16 M=132 N=704 K=96 parts [128, 32, 32, 256, 256]";
+  ASSERT_TRUE(choices_for(call).empty()) << call << " was timed before this test";
+  torchfuse::CompiledModule fused = torchfuse::compile(m, timed_options);
   const auto e = fused.explain(in);
   // All five read x: one GEMM of five parts.
   EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "value=[128, 32, 32, 256, 256]"), 1) << e.rewritten_graph;
@@ -149,6 +155,9 @@ def forward(self, x):
     }
   }
   EXPECT_EQ(fused.stats().eager_calls, 0);
+  const auto records = choices_for(call);
+  ASSERT_EQ(records.size(), 1u) << call << ": timed once for its calls";
+  EXPECT_TRUE(records.front().why_not.empty()) << records.front().why_not;
 }
 
 }  // namespace

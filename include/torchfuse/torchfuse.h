@@ -149,6 +149,16 @@ struct CompileOptions {
   // of its own (a view merging its last dim, a graph output) stays apart, with the reason, and so
   // do float32 linears (merged, they measured slower).
   bool concat_linears = true;
+  // A GEMM merged that way times itself on a shape's first call outside a CUDA graph capture: the
+  // whole GEMM against one GEMM per original linear, each writing its columns of the same output
+  // (two host synchronizations, once per shape and process), and runs apart where that saves 3%
+  // or more of the GPU time and more than the host time of the extra calls. Off by default:
+  // cuBLASLt's heuristic gives some shapes of either form a tile that loses 2-6% of a Llama call
+  // to the other form, but timed on their own the two forms differ by 1-4%, less than the same
+  // GEMM moves between rounds, and the timing kept merged at every shape of Llama and BERT
+  // (docs/performance.md, "Merged or apart, timed"). Which form runs can change a result's
+  // rounding, within the GEMM's tolerance.
+  bool concat_linears_autotune = false;
   // Every other 16-bit linear/addmm/matmul with a 2-D weight on CUDA tensors runs as one cuBLASLt
   // call whose descriptors and algorithm are made once per shape and thread (ATen's GEMM derives
   // them on every call: host time that launch-bound models pay per layer). Float32 GEMMs stay
@@ -162,8 +172,8 @@ struct CompileOptions {
   // heuristic's first, untimed. Off by default because it measured no gain in the models
   // (docs/performance.md: Llama, BERT, ViT at batch 1 with CUDA graphs within 1%). Which algorithm
   // runs can change a result's rounding (split-K sums in another order), within the GEMM's
-  // tolerance. A merged GEMM (concat_linears) also times its parts as GEMMs of their own against
-  // the whole and keeps the faster form (runtime/gemm_parts.h).
+  // tolerance. A merged GEMM (concat_linears) also times itself whole against apart, as under
+  // concat_linears_autotune, each form on its own timed algorithms (runtime/gemm_parts.h).
   bool gemm_autotune = false;
   // Each rewritten attention call that flash attention can run (16-bit, no mask, a square causal
   // or no causal mask) times ATen's own pick (cuDNN's kernel where it applies) against flash
