@@ -64,6 +64,7 @@ class Generator {
 
   Program run() {
     Program p;
+    program_ = &p;
     const std::vector<c10::ScalarType> dtypes =
         o_.allow_half ? std::vector<c10::ScalarType>{c10::kFloat, c10::kHalf, c10::kBFloat16}
                       : std::vector<c10::ScalarType>{c10::kFloat, c10::kBFloat16};
@@ -163,7 +164,7 @@ class Generator {
   bool summed(const Statement& s) const {
     static const std::set<std::string> sums = {"sum", "mean", "var", "std", "logsumexp", "sum_all", "mean_all",
                                                "softmax", "layer_norm", "rms_norm", "group_norm", "batch_norm",
-                                               "attention", "cumsum"};
+                                               "attention", "cumsum", "gemm"};
     for (const auto& op : s.ops)
       if (sums.count(op)) return true;
     for (const auto& name : s.reads)
@@ -188,14 +189,15 @@ class Generator {
 
   Statement statement() {
     for (int attempt = 0; attempt < 20; ++attempt) {
-      const int kind = pick(100);
+      const int kind = pick(104);
       std::optional<Statement> s = kind < 28 ? unary()
                                    : kind < 52 ? binary()
                                    : kind < 60 ? view()
                                    : kind < 70 ? part_view()
                                    : kind < 92 ? reduction()
                                    : kind < 97 ? index_op()
-                                               : attention();
+                                   : kind < 100 ? attention()
+                                                : gemm();
       if (s && numel(s->sizes) <= o_.max_elements) return *s;
     }
     return *unary();
@@ -616,6 +618,102 @@ class Generator {
     return s;
   }
 
+  // A GEMM over a value's last dim and what follows one in models (passes/rewrite_gemm_epilogues,
+  // rewrite_plain_gemms, rewrite_linear_bias): linear, matmul with the weight transposed or as
+  // [K, N], addmm, a bias in the call or added after it; then an activation (relu and tanh gelu
+  // are cuBLASLt epilogues, the others fused kernels) and a residual add before or after it (of
+  // the result's shape, broadcast now and then, or with alpha 2: both refused with the reason),
+  // or a cast to float32. Weight and bias are inputs of their own in any layout (the cuBLASLt
+  // call declines what it cannot read and runs ATen's linear). Not over special values: a huge
+  // value times signed weights puts +huge and -huge in one sum, which no order of the sum gets
+  // right.
+  std::optional<Statement> gemm() {
+    if (special_) return std::nullopt;
+    const Value& a = operand();
+    const int64_t r = static_cast<int64_t>(a.sizes.size());
+    if (r == 0) return std::nullopt;
+    static const std::vector<int64_t> widths = {1, 3, 8, 16, 33, 64, 100, 128, 256};
+    const int64_t k = a.sizes.back(), n = chance(0.2) ? std::max<int64_t>(k, 1) : one_of(widths);
+    const int64_t rows = numel(a.sizes) / std::max<int64_t>(k, 1);
+    if (n * std::max<int64_t>(k, 1) > o_.max_elements || rows * n > o_.max_elements) return std::nullopt;
+    // At most 2^27 multiply-adds: the CPU's 16-bit GEMMs and the float64 reference are slow.
+    if (numel(a.sizes) * n > (int64_t{1} << 27)) return std::nullopt;
+    Statement s;
+    s.sizes = a.sizes;
+    s.sizes.back() = n;
+    s.reads = {a.name};
+    s.ops = {"gemm"};
+    const bool weight_kn = chance(0.15);  // matmul(a, M) with M = W^T an input [K, N]
+    const std::string w = new_input(weight_kn ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k});
+    s.reads.push_back(w);
+    std::string b;
+    if (chance(0.6)) {
+      b = new_input({n});
+      s.reads.push_back(b);
+    }
+    const int form = weight_kn ? 1 : pick(4);
+    std::string e;
+    if (form == 1) {
+      e = "torch.matmul(" + a.name + ", " + w + (weight_kn ? "" : ".t()") + ")" + (b.empty() ? "" : " + " + b);
+      s.ops.push_back("matmul");
+    } else if (form == 2 && r == 2 && !b.empty()) {
+      e = "torch.addmm(" + b + ", " + a.name + ", " + w + ".t())";
+      s.ops.push_back("addmm");
+    } else if (form == 3 && !b.empty()) {
+      e = "torch.linear(" + a.name + ", " + w + ") + " + b;
+      s.ops.push_back("linear");
+    } else {
+      e = "torch.linear(" + a.name + ", " + w + (b.empty() ? "" : ", " + b) + ")";
+      s.ops.push_back("linear");
+    }
+    // A residual: a live value of the result's shape (a is one where n == k), else an input made
+    // for it; broadcast over the rows now and then.
+    std::string residual;
+    if (chance(0.5)) {
+      std::vector<const Value*> same;
+      for (const Value& v : live_)
+        if (v.sizes == s.sizes) same.push_back(&v);
+      if (!same.empty() && chance(0.7)) {
+        residual = one_of(same)->name;
+      } else {
+        residual = new_input(chance(0.2) ? std::vector<int64_t>{n} : s.sizes);
+      }
+      s.reads.push_back(residual);
+      s.ops.push_back("residual");
+    }
+    static const std::vector<std::pair<const char*, const char*>> acts = {
+        {"torch.relu(A)", "relu"}, {"torch.gelu(A, approximate='tanh')", "gelu_tanh"}, {"torch.gelu(A)", "gelu"},
+        {"torch.silu(A)", "silu"}, {"torch.sigmoid(A)", "sigmoid"}};
+    const int act = pick(static_cast<int>(acts.size()) + 2) - 2;  // -2, -1: none
+    auto apply = [&](const std::string& x) {
+      return act < 0 ? x : replace(acts[act].first, "A", x);
+    };
+    auto add = [&](const std::string& x) {
+      if (residual.empty()) return x;
+      if (chance(0.1)) return "torch.add(" + x + ", " + residual + ", alpha=2)";
+      return chance(0.5) ? "(" + x + ") + " + residual : residual + " + (" + x + ")";
+    };
+    const bool residual_first = chance(0.6);
+    e = residual_first ? apply(add(e)) : add(apply(e));
+    if (act >= 0) s.ops.push_back(acts[act].second);
+    if (chance(0.15)) {
+      e = "(" + e + ").float()";
+      s.ops.push_back("to_float");
+    }
+    s.expr = e;
+    return s;
+  }
+
+  // A new program input of these sizes in a layout of its own (a GEMM's weight, bias or
+  // residual); not a live value other statements read.
+  std::string new_input(std::vector<int64_t> sizes) {
+    Input in;
+    in.sizes = std::move(sizes);
+    in.layout = layout_for(in.sizes);
+    program_->inputs.push_back(in);
+    return "x" + std::to_string(program_->inputs.size() - 1);
+  }
+
   // Ops that depend on an element's index (passes/spell_index_ops.h) or on the elements before it
   // (cumsum: the row schedule's scans). argmax and argmin read a
   // program input: an index is exact only where the values are eager's bit for bit (a computed
@@ -773,6 +871,7 @@ class Generator {
   std::mt19937_64 rng_;
   Options o_;
   bool special_ = false;  // the program's inputs hold special values (run())
+  Program* program_ = nullptr;  // the program run() builds
   std::vector<Value> live_;
 };
 

@@ -1,7 +1,8 @@
 // Random programs for the differential fuzzer: chains of the ops torchfuse converts (pointwise,
 // reductions, normalizations, views: permutes, slices, selects, expands, chunk/split/unbind
 // pieces, index ops: triu/tril, argmax/argmin, max/min with indices, repeat and repeat_interleave,
-// and attention spelled out as matmul, softmax, matmul), with broadcasting, scalars and casts, over random shapes (size-1,
+// attention spelled out as matmul, softmax, matmul, and GEMMs with what follows them in models:
+// bias, activation, residual add, cast), with broadcasting, scalars and casts, over random shapes (size-1,
 // prime and odd sizes, rows longer than a block) and layouts (sliced, transposed, expanded,
 // channels-last, storage offsets). A program is TorchScript source plus input specs; the same
 // (seed, index) gives the same program and, with torch::manual_seed, the same inputs.
