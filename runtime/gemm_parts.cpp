@@ -130,8 +130,8 @@ at::Tensor run(const at::Tensor& input, const at::Tensor& weight, const c10::opt
                const std::vector<int64_t>& parts, Form form) {
   const GemmActivation act = check_gemm_call(input, weight, bias, residual, activation, candidates);
   check_parts(weight, parts);
-  const bool timed_choice = form == Form::Timed && parts.size() >= 2;
-  if (form == Form::Timed && !timed_choice) return gemm_epilogue(input, weight, bias, residual, activation, candidates);
+  // One part has no other form: the plain op.
+  if (form == Form::Timed && parts.size() < 2) return gemm_epilogue(input, weight, bias, residual, activation, candidates);
   const at::Tensor* b = bias && bias->defined() ? &*bias : nullptr;
   const at::Tensor* r = residual && residual->defined() ? &*residual : nullptr;
   std::string why = lt_unusable(input, weight, b, r);
