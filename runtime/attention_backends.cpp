@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "runtime/attention_kernel.h"
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
@@ -22,7 +23,8 @@ std::mutex g_mu;
 std::vector<AttentionBackendChoice>* g_log = new std::vector<AttentionBackendChoice>();  // used until exit
 
 #if TORCHFUSE_HAVE_SDPA
-constexpr int kAten = 0, kFlash = 1;
+// The backends timed (what g_chosen keeps): ATen's pick, flash attention, torchfuse's kernel.
+constexpr int kAten = 0, kFlash = 1, kKernel = 2;
 
 // sdp::SDPBackend's values (ATen/native/transformers/sdp_utils_cpp.h), as _fused_sdp_choice returns them.
 const char* sdp_backend_name(int64_t b) {
@@ -35,20 +37,25 @@ const char* sdp_backend_name(int64_t b) {
   }
 }
 
-std::string describe(const at::Tensor& q, const at::Tensor& k, bool is_causal, bool enable_gqa) {
+std::string describe(const at::Tensor& q, const at::Tensor& k, const c10::optional<at::Tensor>& mask, bool is_causal,
+                     bool enable_gqa) {
   std::ostringstream os;
   os << ir::dtype_short_name(q.scalar_type()) << " q " << q.sizes() << " k " << k.sizes();
+  if (mask) os << ", mask " << mask->sizes();
   if (is_causal) os << ", causal";
   if (enable_gqa) os << ", grouped heads";
   return os.str();
 }
 
-// What the kernels' speed may depend on: device, dtype, causality, and each operand's sizes and strides.
-std::vector<int64_t> key_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal,
-                            bool enable_gqa) {
+// What the kernels' speed may depend on: device, dtype, causality, and each operand's (the
+// mask's too) sizes and strides.
+std::vector<int64_t> key_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const c10::optional<at::Tensor>& mask, bool is_causal, bool enable_gqa) {
   std::vector<int64_t> key{q.device().index(), static_cast<int64_t>(q.scalar_type()), is_causal ? 1 : 0,
                            enable_gqa ? 1 : 0};
-  for (const at::Tensor* t : {&q, &k, &v}) {
+  const at::Tensor none;
+  for (const at::Tensor* t : {&q, &k, &v, mask ? &*mask : &none}) {
+    if (!t->defined()) break;
     key.push_back(-1 - t->dim());  // a separator no size takes
     key.insert(key.end(), t->sizes().begin(), t->sizes().end());
     key.insert(key.end(), t->strides().begin(), t->strides().end());
@@ -67,13 +74,13 @@ at::Tensor aten_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
 }
 
 // ATen's pick for the call (sdp::SDPBackend's value).
-int64_t aten_pick(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale, bool is_causal,
-                  bool enable_gqa) {
+int64_t aten_pick(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                  double scale, bool is_causal, bool enable_gqa) {
 #if TORCHFUSE_HAVE_SDPA_GQA
-  return at::_fused_sdp_choice(q, k, v, c10::nullopt, 0.0, is_causal, scale, enable_gqa);
+  return at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale, enable_gqa);
 #else
   (void)enable_gqa;
-  return at::_fused_sdp_choice(q, k, v, c10::nullopt, 0.0, is_causal, scale);
+  return at::_fused_sdp_choice(q, k, v, mask, 0.0, is_causal, scale);
 #endif
 }
 
@@ -113,42 +120,76 @@ void log_choice(const AttentionBackendChoice& r) {
 // memset is a graph's.
 constexpr int kCallsPerGraph = 8;
 
-// Times ATen's pick against flash attention on this call's operands (the caller holds g_mu).
-AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                                     bool is_causal, bool enable_gqa) {
+// The backends that may run a call, ATen's pick first.
+struct Candidates {
+  std::vector<int> ids;
+  std::vector<std::string> names;
+  std::string why_not;  // why flash attention or the kernel was left out ("" when both were not)
+};
+
+Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok) {
+  Candidates c;
+  c.ids = {kAten};
+  c.names = {std::string("aten (") + sdp_backend_name(pick) + ")"};
+  if (flash_ok && pick != 1) {
+    c.ids.push_back(kFlash);
+    c.names.push_back("flash");
+  } else if (flash_ok) {
+    c.why_not = "ATen picks flash attention itself";
+  }
+  if (kernel_ok) {
+    c.ids.push_back(kKernel);
+    c.names.push_back("torchfuse");
+  }
+  return c;
+}
+
+// Times ATen's pick against flash attention and torchfuse's kernel, where each can run the call,
+// on this call's operands (the caller holds g_mu). r.chosen indexes r.backends; *chosen_id is the
+// backend kept.
+AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const c10::optional<at::Tensor>& mask, double scale, bool is_causal,
+                                     bool enable_gqa, bool flash_ok, bool kernel_ok, int* chosen_id) {
   AttentionBackendChoice r;
-  r.call = describe(q, k, is_causal, enable_gqa);
-  const int64_t pick = aten_pick(q, k, v, scale, is_causal, enable_gqa);
-  r.backends = {std::string("aten (") + sdp_backend_name(pick) + ")", "flash"};
-  if (pick == 1) {
-    r.why_not = "ATen picks flash attention itself";
+  r.call = describe(q, k, mask, is_causal, enable_gqa);
+  *chosen_id = kAten;
+  const int64_t pick = aten_pick(q, k, v, mask, scale, is_causal, enable_gqa);
+  const Candidates c = candidates_for(pick, flash_ok, kernel_ok);
+  r.backends = c.names;
+  if (c.ids.size() == 1) {
+    r.why_not = c.why_not;
     return r;
   }
   r.why_not = graph_capture_unavailable();
   if (!r.why_not.empty()) return r;
-  std::vector<at::Tensor> outs(2);
-  auto run = [&](int i) {
-    outs[static_cast<size_t>(i)] = i == kAten ? aten_attention(q, k, v, c10::nullopt, scale, is_causal, enable_gqa)
-                                              : flash_attention(q, k, v, scale, is_causal);
+  const size_t n = c.ids.size();
+  std::vector<at::Tensor> outs(n);
+  auto run = [&](size_t i) {
+    switch (c.ids[i]) {
+      case kFlash: outs[i] = flash_attention(q, k, v, scale, is_causal); break;
+      case kKernel: outs[i] = attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa); break;
+      default: outs[i] = aten_attention(q, k, v, mask, scale, is_causal, enable_gqa); break;
+    }
   };
   CandidateTimes t;
   try {
     // Each backend once outside a capture first (cuDNN builds its plan, kernels load), then its graph.
     const OwnedStream capture_stream = new_capture_stream(q.device());
-    std::vector<std::unique_ptr<CapturedGraph>> graphs(2);
-    for (int i = 0; i < 2; ++i) {
+    std::vector<std::unique_ptr<CapturedGraph>> graphs(n);
+    for (size_t i = 0; i < n; ++i) {
       try {
         run(i);
-        graphs[static_cast<size_t>(i)] = capture_graph(capture_stream.stream, [&] {
-          for (int c = 0; c < kCallsPerGraph; ++c) run(i);
+        graphs[i] = capture_graph(capture_stream.stream, [&] {
+          for (int call = 0; call < kCallsPerGraph; ++call) run(i);
         });
       } catch (const std::exception& e) {
-        if (i == kAten) throw;  // nothing to compare with
-        r.why_not = std::string("flash attention declined: ") + e.what();
+        if (i == 0) throw;  // nothing to compare with
+        outs[i] = at::Tensor();
+        r.why_not += (r.why_not.empty() ? "" : "; ") + r.backends[i] + " declined: " + e.what();
       }
     }
     t = time_candidates(
-        2,
+        static_cast<int>(n),
         [&](int i) {
           if (!graphs[static_cast<size_t>(i)]) return false;
           graphs[static_cast<size_t>(i)]->replay();
@@ -164,11 +205,13 @@ AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, c
   r.held = t.held;
   if (!t.why_not.empty()) r.why_not = t.why_not;
   r.chosen = std::max(t.chosen, 0);
-  if (r.chosen == kFlash && !agree(outs[kAten], outs[kFlash])) {
-    r.chosen = kAten;
-    r.why_not = "flash attention's result differs from ATen's beyond the dtype's rounding";
+  const size_t kept = static_cast<size_t>(r.chosen);
+  if (kept != 0 && !agree(outs[0], outs[kept])) {
+    r.why_not = r.backends[kept] + "'s result differs from ATen's beyond the dtype's rounding";
     log_warn("torchfuse: attention " + r.call + ": " + r.why_not + "; ATen's pick kept");
+    r.chosen = 0;
   }
+  *chosen_id = c.ids[static_cast<size_t>(r.chosen)];
   return r;
 }
 #endif
@@ -202,22 +245,25 @@ std::string flash_unusable(const at::Tensor& q, const at::Tensor& k, const at::T
 at::Tensor timed_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa) {
 #if TORCHFUSE_HAVE_SDPA
-  if (!flash_unusable(q, k, v, mask, is_causal, enable_gqa).empty())
-    return aten_attention(q, k, v, mask, scale, is_causal, enable_gqa);
-  const std::vector<int64_t> key = key_of(q, k, v, is_causal, enable_gqa);
+  const bool flash_ok = flash_unusable(q, k, v, mask, is_causal, enable_gqa).empty();
+  const bool kernel_ok = attention_kernel_unusable(q, k, v, mask, enable_gqa).empty();
+  if (!flash_ok && !kernel_ok) return aten_attention(q, k, v, mask, scale, is_causal, enable_gqa);
+  const std::vector<int64_t> key = key_of(q, k, v, mask, is_causal, enable_gqa);
   int chosen = kAten;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = g_chosen->find(key);
     if (it == g_chosen->end() && !current_stream_capturing(q.device())) {
-      AttentionBackendChoice r = time_backends(q, k, v, scale, is_causal, enable_gqa);
+      int id = kAten;
+      AttentionBackendChoice r = time_backends(q, k, v, mask, scale, is_causal, enable_gqa, flash_ok, kernel_ok, &id);
       log_choice(r);
-      it = g_chosen->emplace(key, r.chosen).first;
+      it = g_chosen->emplace(key, id).first;
       g_log->push_back(std::move(r));
     }
     if (it != g_chosen->end()) chosen = it->second;
   }
   if (chosen == kFlash) return flash_attention(q, k, v, scale, is_causal);
+  if (chosen == kKernel) return attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa);
   return aten_attention(q, k, v, mask, scale, is_causal, enable_gqa);
 #else
   (void)q, (void)k, (void)v, (void)mask, (void)scale, (void)is_causal, (void)enable_gqa;

@@ -1,11 +1,13 @@
-// Timing ATen's attention against flash attention, once per shape. Where cuDNN's attention applies
-// ATen picks it, and its call is a memset and then a kernel that starts late (2.5-4 us after the
-// memset on an H200 inside a CUDA graph, where flash attention's one kernel starts at once): at a
-// batch-1 model's few tokens the late start costs more than cuDNN's faster kernel saves, with more
-// work it does not. torchfuse::attention with timed=True (CompileOptions::attention_autotune) times
-// both on the call's own operands, on a shape's first call outside a CUDA graph capture, each as a
-// CUDA graph of 8 calls back to back (the late start is a graph's), and the process keeps the
-// faster for the shape (runtime/gemm_autotune.h does the timing).
+// Timing ATen's attention against flash attention and torchfuse's own kernel, once per shape.
+// Where cuDNN's attention applies ATen picks it, and its call is a memset and then a kernel that
+// starts late (2.5-4 us after the memset on an H200 inside a CUDA graph, where flash attention's
+// one kernel starts at once): at a batch-1 model's few tokens the late start costs more than
+// cuDNN's faster kernel saves, with more work it does not. Flash attention takes no mask;
+// torchfuse's kernel (codegen/attention.h) takes additive masks and launches as any generated
+// kernel does. torchfuse::attention with timed=True (CompileOptions::attention_autotune) times the
+// backends that can run the call on its own operands, on a shape's first call outside a CUDA
+// graph capture, each as a CUDA graph of 8 calls back to back (the late start is a graph's), and
+// the process keeps the fastest for the shape (runtime/gemm_autotune.h does the timing).
 #pragma once
 
 #include <string>
@@ -41,22 +43,22 @@ std::string flash_unusable(const at::Tensor& q, const at::Tensor& k, const at::T
                            const c10::optional<at::Tensor>& mask, bool is_causal, bool enable_gqa = false);
 
 // ATen's scaled_dot_product_attention (dropout 0; enable_gqa only with LibTorch >= 2.5), the kernel chosen per shape as above: ATen's
-// own pick, or flash attention where it can run the call and was faster by kKeepFirstMargin
-// (runtime/gemm_autotune.h). A shape seen first while its stream captures a CUDA graph runs ATen's
-// pick until a call outside a capture times it. Calls that flash attention cannot run, ATen
-// builds without flash attention (LibTorch < 2.1) and builds that cannot capture graphs run ATen's
-// pick untimed.
+// own pick, or flash attention or torchfuse's kernel where it can run the call, was faster by
+// kKeepFirstMargin (runtime/gemm_autotune.h) and agreed with ATen's result within the dtype's
+// rounding. A shape seen first while its stream captures a CUDA graph runs ATen's pick until a
+// call outside a capture times it. Calls that neither can run, ATen builds without flash
+// attention (LibTorch < 2.1) and builds that cannot capture graphs run ATen's pick untimed.
 at::Tensor timed_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa);
 
 // One shape whose attention kernels were timed (in the order timed, for tests and reports).
 struct AttentionBackendChoice {
-  std::string call;                   // "bf16 q [1, 32, 128, 64] k [1, 32, 128, 64], causal"
-  std::vector<std::string> backends;  // "aten (cudnn)", "flash"
+  std::string call;                   // "bf16 q [1, 32, 128, 64] k [1, 32, 128, 64], causal"; ", mask [..]"
+  std::vector<std::string> backends;  // "aten (cudnn)", then "flash" and "torchfuse" where each can run it
   std::vector<double> us;             // per backend, GPU us per call (negative: it declined)
   int chosen = 0;                     // the index kept (0, ATen's pick, when nothing was timed)
   bool held = false;                  // timed behind a stream hold (GPU time alone)
-  std::string why_not;                // why nothing was timed or flash was refused ("" when timed)
+  std::string why_not;                // why nothing was timed, or a backend declined ("" when all were timed)
 };
 std::vector<AttentionBackendChoice> attention_backend_choices();
 

@@ -2,10 +2,15 @@
 // one torchfuse::attention call, which stay as they are and why, and the call's own math
 // (LibTorch 1.13 runs it through matmul and softmax; 2.x through scaled_dot_product_attention).
 #include <limits>
+#include <set>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "codegen/attention.h"
+#include "codegen/kernel_name.h"
+#include "codegen/nvrtc.h"
 #include "runtime/attention_backends.h"
+#include "runtime/attention_kernel.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -513,16 +518,18 @@ def forward(self, q, k, v):
   }
 }
 
+// Whether a refusal's reason names `part`.
+::testing::AssertionResult says(const std::string& why, const std::string& part) {
+  if (why.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << why << "' lacks '" << part << "'";
+}
+
 // Flash attention's conditions, each refused with its reason; the device is checked last, so the
 // rest is testable here.
 TEST(AttentionAutotune, FlashUnusableSaysWhy) {
   using torchfuse::runtime::flash_unusable;
   const auto o = torch::TensorOptions().dtype(torch::kBFloat16);
   const at::Tensor q = torch::randn({1, 2, 8, 16}, o), k = torch::randn({1, 2, 8, 16}, o), v = torch::randn({1, 2, 8, 16}, o);
-  auto says = [](const std::string& why, const std::string& part) {
-    return why.find(part) != std::string::npos ? ::testing::AssertionSuccess()
-                                               : ::testing::AssertionFailure() << "'" << why << "' lacks '" << part << "'";
-  };
   EXPECT_TRUE(says(flash_unusable(q, k, v, c10::nullopt, false), "not CUDA tensors"));
   EXPECT_TRUE(says(flash_unusable(q, k, v, c10::nullopt, true), "not CUDA tensors"));
   EXPECT_TRUE(says(flash_unusable(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), c10::nullopt, false),
@@ -548,6 +555,72 @@ TEST(AttentionAutotune, FlashUnusableSaysWhy) {
   EXPECT_TRUE(says(flash_unusable(q_rows20, k, v, c10::nullopt, false), "a stride not a multiple of 8"));
   const at::Tensor q_offset = torch::randn({1 * 2 * 8 * 16 + 1}, o).narrow(0, 1, 1 * 2 * 8 * 16).view({1, 2, 8, 16});
   EXPECT_TRUE(says(flash_unusable(q_offset, k, v, c10::nullopt, false), "16-byte aligned"));
+}
+
+// torchfuse's attention kernel's conditions, each refused with its reason (the device last).
+TEST(AttentionKernel, UnusableSaysWhy) {
+  using torchfuse::runtime::attention_kernel_unusable;
+  const auto o = torch::TensorOptions().dtype(torch::kBFloat16);
+  const at::Tensor q = torch::randn({2, 4, 8, 32}, o), k = torch::randn({2, 4, 6, 32}, o), v = torch::randn({2, 4, 6, 32}, o);
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, c10::nullopt, false), "not CUDA tensors"));
+  // Masks broadcast to the scores [2, 4, 8, 6]; transposed operands and key lengths of any size are fine.
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::randn({2, 1, 1, 6}, o), false), "not CUDA tensors"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::randn({8, 6}, o), false), "not CUDA tensors"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k.transpose(2, 3).contiguous().transpose(2, 3), v, c10::nullopt, false),
+                   "not CUDA tensors"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::randn({2, 1, 7, 6}, o), false), "does not broadcast"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::randn({1, 2, 4, 8, 6}, o), false), "rank above 4"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::ones({2, 1, 1, 6}, o.dtype(torch::kBool)), false),
+                   "not additive"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v, torch::randn({2, 1, 1, 6}), false), "not additive"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat),
+                                             c10::nullopt, false),
+                   "not 16-bit"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k.to(torch::kHalf), v, c10::nullopt, false), "dtypes differ"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q[0], k[0], v[0], c10::nullopt, false), "not rank 4"));
+  const at::Tensor q24 = torch::randn({2, 4, 8, 24}, o), k24 = torch::randn({2, 4, 6, 24}, o);
+  EXPECT_TRUE(says(attention_kernel_unusable(q24, k24, torch::randn({2, 4, 6, 24}, o), c10::nullopt, false), "head dim 24"));
+  const at::Tensor q256 = torch::randn({1, 1, 8, 256}, o), k256 = torch::randn({1, 1, 6, 256}, o);
+  EXPECT_TRUE(says(attention_kernel_unusable(q256, k256, k256, c10::nullopt, false), "head dim 256"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, torch::randn({2, 4, 6, 16}, o), c10::nullopt, false), "head dims differ"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k.narrow(1, 0, 2), v.narrow(1, 0, 2), c10::nullopt, false), "head count"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k.narrow(1, 0, 2), v.narrow(1, 0, 2), c10::nullopt, /*enable_gqa=*/true),
+                   "not CUDA tensors"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k.narrow(1, 0, 3), v.narrow(1, 0, 3), c10::nullopt, true), "head count"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q, k, v.narrow(2, 0, 5), c10::nullopt, false), "different lengths"));
+  EXPECT_TRUE(says(attention_kernel_unusable(q.narrow(2, 0, 0), k, v, c10::nullopt, false), "empty"));
+}
+
+// Every variant of the kernel builds with NVRTC for Ampere and Hopper (no GPU needed), and its
+// name follows its source.
+TEST(AttentionKernel, EveryVariantCompiles) {
+  namespace cg = torchfuse::codegen;
+  std::set<std::string> names;
+  int variants = 0;
+  for (c10::ScalarType dt : {c10::ScalarType::BFloat16, c10::ScalarType::Half}) {
+    for (int d : {16, 64, 128}) {
+      for (int bits = 0; bits < 8; ++bits) {
+        cg::AttentionSpec s;
+        s.dtype = dt;
+        s.head_dim = d;
+        s.warps = 1 << (bits % 3);
+        s.mask = bits & 1;
+        s.causal = bits & 2;
+        s.vector_loads = bits & 4;
+        const cg::GeneratedKernel k = cg::generate_attention(s);
+        EXPECT_EQ(k.block_size, 32 * s.warps);
+        EXPECT_EQ(k.name.rfind("tf_attention_", 0), 0u) << k.name;
+        EXPECT_EQ(k.source.find(cg::kNamePlaceholder), std::string::npos) << k.name;
+        names.insert(k.name);
+        ++variants;
+        // NVRTC's time: every flag at one head dim on Hopper, one variant a head dim on Ampere.
+        if (d == 64) EXPECT_NO_THROW(cg::compile_to_cubin(k, "sm_90")) << k.name << "\n" << k.source;
+        if (bits == 7) EXPECT_NO_THROW(cg::compile_to_cubin(k, "sm_80")) << k.name << "\n" << k.source;
+      }
+    }
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(variants)) << "two variants share a name";
+  EXPECT_EQ(cg::generate_attention(cg::AttentionSpec{}).source, cg::generate_attention(cg::AttentionSpec{}).source);
 }
 
 TEST(AttentionAutotune, CpuCallsTimeNothing) {

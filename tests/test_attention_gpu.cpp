@@ -1,7 +1,8 @@
 // The attention rewrite on the GPU: every spelling the rewrite takes, against eager (and its
 // float64 reference) in fp32, fp16 and bf16, with additive and boolean masks, fully masked rows,
 // odd sizes, and the compiled module's CUDA graphs; calls timing ATen's pick against flash
-// attention (attention_autotune), also a shape first seen while a CUDA graph captures.
+// attention and torchfuse's kernel (attention_autotune), also a shape first seen while a CUDA
+// graph captures; torchfuse's attention kernel called directly.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include "runtime/attention_backends.h"
+#include "runtime/attention_kernel.h"
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "tests/test_util.h"
@@ -352,23 +354,24 @@ TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
     torchfuse::runtime::AttentionBackendChoice r;
     for (const auto& c : torchfuse::runtime::attention_backend_choices())
       if (c.call == name) r = c;
-    ASSERT_EQ(r.backends.size(), 2u) << name;
-    EXPECT_EQ(r.backends[1], "flash") << name;
+    // ATen's pick, flash attention unless ATen picks it, and torchfuse's kernel (every shape here
+    // has a head dim it takes).
+    ASSERT_GE(r.backends.size(), 2u) << name;
+    EXPECT_EQ(r.backends.back(), "torchfuse") << name;
+    EXPECT_EQ(r.backends.size() == 3, r.backends[1] == "flash") << name;
     if (r.why_not.empty()) {
-      ASSERT_EQ(r.us.size(), 2u) << name;
-      EXPECT_GT(r.us[0], 0) << name;
-      EXPECT_GT(r.us[1], 0) << name;
+      ASSERT_EQ(r.us.size(), r.backends.size()) << name;
+      for (double us : r.us) EXPECT_GT(us, 0) << name;
       EXPECT_TRUE(r.held) << name << ": timed unheld on a driver with stream memory operations";
       EXPECT_EQ(r.chosen, torchfuse::runtime::choose_candidate(r.us)) << name;
     } else {
       EXPECT_EQ(r.chosen, 0) << name << ": " << r.why_not;
-      EXPECT_EQ(r.why_not, "ATen picks flash attention itself") << name;
     }
     std::cout << "[ timed    ] " << name << ": " << r.backends[r.chosen];
     for (size_t i = 0; i < r.us.size(); ++i) std::cout << (i ? ", " : " (") << r.backends[i] << " " << r.us[i] << " us";
     std::cout << (r.us.empty() ? "" : ")") << (r.why_not.empty() ? "" : " " + r.why_not) << "\n";
   }
-  // A masked call: flash attention cannot run it, nothing is timed.
+  // A masked call: flash attention cannot run it, ATen's pick is timed against torchfuse's kernel.
   const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
   const size_t before = torchfuse::runtime::attention_backend_choices().size();
   const at::Tensor q = torch::randn({1, 9, 64, 64}, o), k = torch::randn({1, 9, 64, 64}, o), v = torch::randn({1, 9, 64, 64}, o);
@@ -376,7 +379,11 @@ TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
   const at::Tensor got = timed_call(q, k, v, mask, 0.125, false);
   const at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * 0.125 + mask.to(torch::kDouble);
   EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble)), 2e-2, 2e-2));
-  EXPECT_EQ(torchfuse::runtime::attention_backend_choices().size(), before);
+  const auto after = torchfuse::runtime::attention_backend_choices();
+  ASSERT_EQ(after.size(), before + 1);
+  EXPECT_EQ(after.back().call, "bf16 q [1, 9, 64, 64] k [1, 9, 64, 64], mask [1, 1, 1, 64]");
+  ASSERT_EQ(after.back().backends.size(), 2u);
+  EXPECT_EQ(after.back().backends[1], "torchfuse");
 #else
   GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
 #endif
@@ -434,6 +441,149 @@ TEST(AttentionGpu, GraphedModuleTimesItsAttentionAndMatches) {
       << (got.to(torch::kFloat) - want.to(torch::kFloat)).abs().max().item<float>();
   const auto report = torchfuse::compare_with_eager(graphed, in);
   EXPECT_TRUE(report.passed()) << report.to_string();
+}
+
+// softmax(q k^T * scale + mask (+ causal)) v in float64; key and value heads repeated to the query's.
+at::Tensor masked_reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value,
+                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
+  const int64_t groups = q.size(1) / key.size(1);
+  const at::Tensor k = key.repeat_interleave(groups, 1), v = value.repeat_interleave(groups, 1);
+  at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * scale;
+  if (mask) s = s + mask->to(torch::kDouble);
+  if (is_causal) {
+    const at::Tensor keep = torch::ones({q.size(-2), k.size(-2)}, s.options().dtype(torch::kBool)).tril();
+    s = s.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  return torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble));
+}
+
+// torchfuse's attention kernel called directly: head dims 16 to 128, a key length from 1 to
+// several blocks of 64, query rows not a multiple of 16, masks of every broadcast, causal,
+// grouped heads, operands viewed out of one projection (16-byte loads) and transposed keys
+// (element loads), in bf16 and f16.
+TEST(AttentionKernelGpu, MatchesFloat64AcrossShapesMasksAndLayouts) {
+  REQUIRE_GPU();
+  torch::manual_seed(11);
+  enum class Mask { None, Padding, Full, Rank1 };
+  enum class Layout { Contiguous, Projection, KeyTransposed };
+  struct Shape {
+    c10::ScalarType dt;
+    int64_t b, h, kv, l, s, d;
+    Mask mask;
+    bool causal;
+    Layout layout;
+  };
+  const Shape shapes[] = {
+      {torch::kBFloat16, 1, 12, 12, 128, 128, 64, Mask::Padding, false, Layout::Projection},  // BERT, batch 1
+      {torch::kBFloat16, 8, 12, 12, 128, 128, 64, Mask::Padding, false, Layout::Projection},  // BERT, batch 8
+      {torch::kHalf, 2, 5, 5, 197, 197, 64, Mask::None, true, Layout::Contiguous},
+      {torch::kBFloat16, 2, 3, 3, 77, 300, 128, Mask::Full, false, Layout::Contiguous},
+      {torch::kBFloat16, 1, 20, 5, 128, 128, 64, Mask::None, true, Layout::Projection},  // grouped heads
+      {torch::kHalf, 3, 2, 2, 33, 70, 32, Mask::Rank1, false, Layout::KeyTransposed},
+      {torch::kBFloat16, 1, 2, 2, 1, 129, 16, Mask::None, false, Layout::Contiguous},  // one query row
+      {torch::kHalf, 1, 4, 4, 300, 300, 128, Mask::Padding, true, Layout::KeyTransposed},
+  };
+  for (const Shape& sh : shapes) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(sh.dt);
+    at::Tensor q, k, v;
+    if (sh.layout == Layout::Projection) {
+      // One [b, l, heads + 2 kv heads, d] projection, each operand a head-major view of it.
+      const at::Tensor all = torch::randn({sh.b, sh.l, sh.h + 2 * sh.kv, sh.d}, o);
+      q = all.narrow(2, 0, sh.h).transpose(1, 2);
+      k = all.narrow(2, sh.h, sh.kv).transpose(1, 2);
+      v = all.narrow(2, sh.h + sh.kv, sh.kv).transpose(1, 2);
+      ASSERT_EQ(sh.l, sh.s);
+    } else {
+      q = torch::randn({sh.b, sh.h, sh.l, sh.d}, o);
+      k = sh.layout == Layout::KeyTransposed ? torch::randn({sh.b, sh.kv, sh.d, sh.s}, o).transpose(2, 3)
+                                             : torch::randn({sh.b, sh.kv, sh.s, sh.d}, o);
+      v = torch::randn({sh.b, sh.kv, sh.s, sh.d}, o);
+    }
+    c10::optional<at::Tensor> mask;
+    if (sh.mask == Mask::Padding) {  // Hugging Face's: the last quarter of each sequence's keys at the lowest value
+      at::Tensor m = torch::zeros({sh.b, 1, 1, sh.s}, o);
+      const double lowest = sh.dt == torch::kHalf ? static_cast<double>(std::numeric_limits<c10::Half>::lowest())
+                                                  : static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+      m.narrow(3, sh.s - sh.s / 4, sh.s / 4).fill_(lowest);
+      mask = m;
+    } else if (sh.mask == Mask::Full) {
+      mask = torch::randn({sh.b, sh.h, sh.l, sh.s}, o);
+    } else if (sh.mask == Mask::Rank1) {
+      mask = torch::randn({sh.s}, o);
+    }
+    const std::string name = call_name(sh.dt, {sh.b, sh.h, sh.l, sh.d}, {sh.b, sh.kv, sh.s, sh.d}, sh.causal, sh.kv != sh.h) +
+                             (mask ? " masked" : "");
+    ASSERT_EQ(torchfuse::runtime::attention_kernel_unusable(q, k, v, mask, sh.kv != sh.h), "") << name;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(sh.d));
+    const at::Tensor got = torchfuse::runtime::attention_kernel(q, k, v, mask, scale, sh.causal, sh.kv != sh.h);
+    const at::Tensor want = masked_reference(q, k, v, mask, scale, sh.causal);
+    ASSERT_EQ(got.sizes(), want.sizes()) << name;
+    EXPECT_EQ(got.scalar_type(), sh.dt) << name;
+    const double tol = sh.dt == torch::kHalf ? 1e-2 : 2e-2;
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol))
+        << name << ": max error " << (got.to(torch::kDouble) - want).abs().max().item<double>();
+    // The query's layout: heads inside rows where the query's are (the view back needs no copy).
+    if (sh.layout == Layout::Projection) EXPECT_TRUE(got.transpose(1, 2).is_contiguous()) << name;
+    else EXPECT_TRUE(got.is_contiguous()) << name;
+  }
+}
+
+// Rows whose every score is -inf, or with a NaN among them, come out NaN (eager's softmax); the
+// other rows of the same heads are unaffected.
+TEST(AttentionKernelGpu, FullyMaskedAndNaNRowsComeOutNaN) {
+  REQUIRE_GPU();
+  torch::manual_seed(12);
+  for (c10::ScalarType dt : {torch::kBFloat16, torch::kHalf}) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
+    const at::Tensor q = torch::randn({2, 3, 40, 64}, o), k = torch::randn({2, 3, 90, 64}, o), v = torch::randn({2, 3, 90, 64}, o);
+    at::Tensor mask = torch::randn({1, 1, 40, 90}, o);
+    mask[0][0][3].fill_(-std::numeric_limits<double>::infinity());
+    mask[0][0][5][80] = std::numeric_limits<double>::quiet_NaN();  // in the second block of keys
+    const at::Tensor got = torchfuse::runtime::attention_kernel(q, k, v, mask, 0.125, false, false).to(torch::kDouble);
+    const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
+    EXPECT_TRUE(torch::allclose(got, want, 2e-2, 2e-2, /*equal_nan=*/true));
+    const at::Tensor nan_rows = got.isnan().all(-1);
+    EXPECT_TRUE(nan_rows.select(2, 3).all().item<bool>());
+    EXPECT_TRUE(nan_rows.select(2, 5).all().item<bool>());
+    EXPECT_EQ(nan_rows.sum().item<int64_t>(), 2 * 2 * 3) << "NaN beyond rows 3 and 5";
+  }
+}
+
+// BERT's masked attention at batch 1, timed: ATen's pick (cuDNN) against torchfuse's kernel,
+// once; every call matches the float64 math whichever is kept.
+TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
+  REQUIRE_GPU();
+#if TORCHFUSE_HAVE_SDPA
+  torch::manual_seed(13);
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const std::string name = "bf16 q [1, 12, 128, 64] k [1, 12, 128, 64], mask [1, 1, 1, 128]";
+  ASSERT_EQ(choices_for(name), 0u);
+  for (int call = 0; call < 3; ++call) {
+    const at::Tensor all = torch::randn({1, 128, 36, 64}, o);
+    const at::Tensor q = all.narrow(2, 0, 12).transpose(1, 2), k = all.narrow(2, 12, 12).transpose(1, 2),
+                     v = all.narrow(2, 24, 12).transpose(1, 2);
+    at::Tensor mask = torch::zeros({1, 1, 1, 128}, o);
+    mask.narrow(3, 96, 32).fill_(-std::numeric_limits<double>::infinity());
+    const at::Tensor got = timed_call(q, k, v, mask, 0.125, false);
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), masked_reference(q, k, v, mask, 0.125, false), 2e-2, 2e-2))
+        << "call " << call;
+  }
+  ASSERT_EQ(choices_for(name), 1u);
+  torchfuse::runtime::AttentionBackendChoice r;
+  for (const auto& c : torchfuse::runtime::attention_backend_choices())
+    if (c.call == name) r = c;
+  ASSERT_EQ(r.backends.size(), 2u);
+  EXPECT_EQ(r.backends[1], "torchfuse");
+  EXPECT_TRUE(r.why_not.empty()) << r.why_not;
+  ASSERT_EQ(r.us.size(), 2u);
+  EXPECT_GT(r.us[0], 0);
+  EXPECT_GT(r.us[1], 0);
+  EXPECT_EQ(r.chosen, torchfuse::runtime::choose_candidate(r.us));
+  std::cout << "[ timed    ] " << name << ": " << r.backends[r.chosen] << " (" << r.backends[0] << " " << r.us[0]
+            << " us, torchfuse " << r.us[1] << " us)\n";
+#else
+  GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
+#endif
 }
 
 }  // namespace

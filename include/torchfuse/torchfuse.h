@@ -175,13 +175,14 @@ struct CompileOptions {
   // tolerance. A merged GEMM (concat_linears) also times itself whole against apart, as under
   // concat_linears_autotune, each form on its own timed algorithms (runtime/gemm_parts.h).
   bool gemm_autotune = false;
-  // Each rewritten attention call that flash attention can run (16-bit, no mask, a square causal
-  // or no causal mask) times ATen's own pick (cuDNN's kernel where it applies) against flash
-  // attention on a shape's first call outside a CUDA graph capture (each captured into a graph of
+  // Each rewritten 16-bit attention call times ATen's own pick (cuDNN's kernel where it applies)
+  // against flash attention (where it can run the call: no mask, a square causal or no causal
+  // mask) and torchfuse's own attention kernel (additive masks too; sm_80 and later, head dims of
+  // 16 to 128) on a shape's first call outside a CUDA graph capture (each captured into a graph of
   // 8 calls and replayed, then a host synchronization: once per shape and process) and runs the
-  // faster, kept when 3% or more faster than ATen's pick (runtime/attention_backends.h). In a
-  // graph cuDNN's kernel starts 2.5 us after its memset: flash attention measured faster at 128
-  // tokens (Llama, batch 1), cuDNN at 197 (ViT). Unset
+  // fastest, kept when 3% or more faster than ATen's pick and agreeing with its result
+  // (runtime/attention_backends.h). In a graph cuDNN's kernel starts 2.5 us after its memset:
+  // flash attention measured faster at 128 tokens (Llama, batch 1), cuDNN at 197 (ViT). Unset
   // (the default): on exactly where cuda_graphs is, whose graphs already cost a capture per shape;
   // a loop whose sequence grows by a token a call (decoding without graphs) would time every call.
   std::optional<bool> attention_autotune;

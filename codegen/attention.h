@@ -1,0 +1,44 @@
+// torchfuse's own attention kernel: softmax(q @ k^T * scale + mask) @ v in one launch, flash
+// attention's schedule (online softmax over blocks of keys, scores and probabilities kept in
+// registers) on the tensor cores' mma.sync for 16-bit inputs (sm_80 and later).
+//
+// Why it exists beside ATen's kernels: inside a CUDA graph cuDNN's attention is a memset and a
+// kernel that starts 2.5-4 us late, and flash attention takes no mask; a masked call at a few
+// hundred tokens (BERT at batch 1: a 4-5 us kernel) loses as much to the late start as the
+// kernel takes. This kernel launches as any generated one does. It is one candidate of the timed
+// attention (runtime/attention_backends.h), kept only where it is faster and agrees.
+//
+// Each warp owns 16 query rows of one (batch, head); a block of `warps` warps shares each block
+// of 64 keys and values, staged in shared memory.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include "codegen/kernel.h"
+
+namespace torchfuse {
+namespace codegen {
+
+struct AttentionSpec {
+  c10::ScalarType dtype = c10::ScalarType::BFloat16;  // query, key, value, mask and output: Half or BFloat16
+  int head_dim = 64;                                   // a multiple of 16, at most kAttentionMaxHeadDim
+  int warps = 4;                                       // warps a block: 1, 2 or 4
+  bool mask = false;                                   // an additive mask of `dtype`, read through 4 strides
+  bool causal = false;                                 // key position <= query position (top left)
+  // 16-byte loads of key and value rows and 4-byte loads and stores of pairs along the head dim
+  // (head dims contiguous, other strides multiples of 8 elements, pointers 16-byte aligned).
+  bool vector_loads = true;
+};
+
+constexpr int kAttentionMaxHeadDim = 128;
+constexpr int kAttentionKeyBlock = 64;
+constexpr int kAttentionRowsPerWarp = 16;
+
+// The kernel; its parameters (all 8-byte words, in order): q, k, v, mask, out pointers; batch,
+// heads, kv_heads, query length, key length, query tiles (blocks along the query); q, k, v, mask
+// and out strides (4 each, the mask's broadcast to [batch, heads, query, key]); scale (double).
+// Grid: query tiles x heads x batch blocks along x, of 32 x warps threads.
+GeneratedKernel generate_attention(const AttentionSpec& spec);
+
+}  // namespace codegen
+}  // namespace torchfuse

@@ -1,0 +1,126 @@
+#include "runtime/attention_kernel.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "codegen/attention.h"
+#include "runtime/driver_api.h"
+#include "runtime/launch_util.h"
+#include "src/error.h"
+
+namespace torchfuse {
+namespace runtime {
+namespace {
+
+// The kernel of a spec, generated once per process (the kernel cache then loads it once per device).
+const codegen::GeneratedKernel& kernel_for(const codegen::AttentionSpec& s) {
+  static std::mutex mutex;
+  static auto* kernels = new std::map<std::tuple<int, int, int, bool, bool, bool>, codegen::GeneratedKernel>();  // used until exit
+  const auto key = std::make_tuple(static_cast<int>(s.dtype), s.head_dim, s.warps, s.mask, s.causal, s.vector_loads);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = kernels->find(key);
+  if (it == kernels->end()) it = kernels->emplace(key, codegen::generate_attention(s)).first;
+  return it->second;
+}
+
+// Rows of a head dim that may be read 16 bytes at a time: the head dim contiguous, every other
+// stride a multiple of 8 elements (or its size 1), the data 16-byte aligned.
+bool rows_of_16_bytes(const at::Tensor& t) {
+  if (t.stride(3) != 1 || reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0) return false;
+  for (int64_t i = 0; i < 3; ++i)
+    if (t.size(i) > 1 && t.stride(i) % 8 != 0) return false;
+  return true;
+}
+
+// The output in the query's order of batch, heads and rows (heads inside rows, as a projection's
+// output viewed per head is), the head dim innermost: the view back to [batch, rows, heads * dim]
+// after it then needs no copy.
+at::Tensor output_like(const at::Tensor& q) {
+  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), d = q.size(3);
+  if (h > 1 && l > 1 && q.stride(1) < q.stride(2)) return at::empty({b, l, h, d}, q.options()).transpose(1, 2);
+  return at::empty({b, h, l, d}, q.options());
+}
+
+// Warps a block: 4, fewer where the grid would not fill the device's multiprocessors once.
+int warps_for(int64_t rows, int64_t batch_heads, int sm_count) {
+  int warps = 4;
+  auto blocks = [&](int w) {
+    const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * w;
+    return (rows + rows_a_block - 1) / rows_a_block * batch_heads;
+  };
+  while (warps > 1 && blocks(warps) < sm_count) warps /= 2;
+  return warps;
+}
+
+}  // namespace
+
+std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const c10::optional<at::Tensor>& mask, bool enable_gqa) {
+  if (q.scalar_type() != at::kHalf && q.scalar_type() != at::kBFloat16) return "not 16-bit";
+  if (k.scalar_type() != q.scalar_type() || v.scalar_type() != q.scalar_type()) return "dtypes differ";
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return "not rank 4";
+  const int64_t d = q.size(3);
+  if (k.size(3) != d || v.size(3) != d) return "head dims differ";
+  if (d <= 0 || d % 16 != 0 || d > codegen::kAttentionMaxHeadDim)
+    return "head dim " + std::to_string(d) + " (the kernel takes multiples of 16 up to " +
+           std::to_string(codegen::kAttentionMaxHeadDim) + ")";
+  const bool heads_fit = enable_gqa ? k.size(1) > 0 && q.size(1) % k.size(1) == 0 : k.size(1) == q.size(1);
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || v.size(1) != k.size(1) || !heads_fit)
+    return "key or value with another batch or head count";
+  if (k.size(2) != v.size(2)) return "key and value of different lengths";
+  if (q.numel() == 0 || k.numel() == 0) return "empty";
+  if (mask) {
+    if (mask->scalar_type() != q.scalar_type()) return "a mask not additive in the query's dtype";
+    if (mask->dim() > 4) return "a mask of rank above 4";
+    const int64_t scores[4] = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    for (int64_t i = 1; i <= mask->dim(); ++i) {
+      const int64_t s = mask->size(-i);
+      if (s != 1 && s != scores[4 - i]) return "a mask that does not broadcast to the scores";
+    }
+  }
+  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp;
+  if ((q.size(2) + rows_a_block - 1) / rows_a_block * q.size(0) * q.size(1) > std::numeric_limits<int32_t>::max())
+    return "more blocks than a grid holds";
+  if (!q.is_cuda() || !k.is_cuda() || !v.is_cuda() || (mask && !mask->is_cuda())) return "not CUDA tensors";
+  if (device_info(q.device().index()).cc_major < 8) return "a device before sm_80 (no 16-bit mma.sync)";
+  return "";
+}
+
+at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa) {
+  const std::string why = attention_kernel_unusable(q, k, v, mask, enable_gqa);
+  TORCHFUSE_INTERNAL_ASSERT(why.empty(), "attention kernel called on a call it cannot run: ", why);
+  const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2), keys = k.size(2);
+  at::Tensor out = output_like(q);
+  codegen::AttentionSpec spec;
+  spec.dtype = q.scalar_type();
+  spec.head_dim = static_cast<int>(q.size(3));
+  spec.warps = warps_for(rows, batch * heads, device_info(q.device().index()).sm_count);
+  spec.mask = mask.has_value();
+  spec.causal = is_causal;
+  spec.vector_loads = rows_of_16_bytes(q) && rows_of_16_bytes(k) && rows_of_16_bytes(v) && rows_of_16_bytes(out);
+  const codegen::GeneratedKernel& kernel = kernel_for(spec);
+  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps;
+  const int64_t tiles = (rows + rows_a_block - 1) / rows_a_block;
+  const at::Tensor m = mask ? mask->expand({batch, heads, rows, keys}) : at::Tensor();
+
+  ParamPacker p;
+  p.ptr(q.data_ptr());
+  p.ptr(k.data_ptr());
+  p.ptr(v.data_ptr());
+  p.ptr(mask ? m.data_ptr() : nullptr);
+  p.ptr(out.data_ptr());
+  for (int64_t x : {batch, heads, k.size(1), rows, keys, tiles}) p.i64(x);
+  for (const at::Tensor* t : {&q, &k, &v, static_cast<const at::Tensor*>(&m), static_cast<const at::Tensor*>(&out)})
+    for (int64_t i = 0; i < 4; ++i) p.i64(t->defined() ? t->stride(i) : 0);
+  p.f64(scale);
+  OnDevice on(q.device());
+  launch(kernel, kernel.name, q.device(), tiles * batch * heads, 1, 32 * spec.warps, p, nullptr);
+  return out;
+}
+
+}  // namespace runtime
+}  // namespace torchfuse
