@@ -1,6 +1,8 @@
 #include "runtime/attention_kernel.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -87,6 +89,11 @@ std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, 
   if (!q.is_cuda() || !k.is_cuda() || !v.is_cuda() || (mask && !mask->is_cuda())) return "not CUDA tensors";
   if (device_info(q.device().index()).cc_major < 8) return "a device before sm_80 (no 16-bit mma.sync)";
   return "";
+}
+
+bool attention_kernel_forced() {
+  const char* v = std::getenv("TORCHFUSE_ATTENTION_KERNEL");
+  return v && std::strcmp(v, "1") == 0;
 }
 
 at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -25,5 +25,10 @@ std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, 
 at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa);
 
+// TORCHFUSE_ATTENTION_KERNEL=1 in the environment (read on each call), for tests and the GPU
+// fuzzer: every torchfuse::attention call the kernel can run, timed or not, runs it, so that its
+// results meet eager's on whatever a program draws and not only where it was the faster.
+bool attention_kernel_forced();
+
 }  // namespace runtime
 }  // namespace torchfuse

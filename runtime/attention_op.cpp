@@ -19,8 +19,10 @@
 //  - mask_kind: what torchfuse::mask_kind found the mask to be (0: any mask, 1: causal as above,
 //    the same as is_causal; 2: open, every position takes part): an open mask that broadens no
 //    dim of the scores is left out, so that ATen may pick a fused kernel that takes no mask;
-//  - timed (CompileOptions::attention_autotune): ATen's pick and flash attention are timed
-//    against each other once per shape and the faster runs (runtime/attention_backends.h).
+//  - timed (CompileOptions::attention_autotune): ATen's pick, flash attention and torchfuse's
+//    kernel are timed against each other once per shape and the fastest runs
+//    (runtime/attention_backends.h); TORCHFUSE_ATTENTION_KERNEL=1 runs torchfuse's kernel
+//    wherever it can (runtime/attention_kernel.h).
 // torchfuse::mask_kind(Tensor mask) -> int: 1 where the prepared mask (additive, or boolean
 // with true where the position takes part) is such a causal mask over a square of positions,
 // every leading index alike; 2 where every position takes part (boolean: all true; additive:
@@ -37,6 +39,7 @@
 #include <torch/version.h>
 
 #include "runtime/attention_backends.h"
+#include "runtime/attention_kernel.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -243,6 +246,9 @@ at::Tensor attention(const at::Tensor& given_q, const at::Tensor& given_k, const
   // [0, 2, 17, 256] returned an undefined tensor on the H200: GPU fuzz seed 48).
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) {
     return attention_math(q, repeat_heads(k, groups), repeat_heads(v, groups), mask, scale, is_causal);
+  }
+  if (attention_kernel_forced() && attention_kernel_unusable(q, k, v, mask, groups > 1).empty()) {
+    return attention_kernel(q, k, v, mask, scale, is_causal, groups > 1);
   }
 #if TORCHFUSE_HAVE_SDPA_GQA
   // ATen's kernels that take grouped heads read each key/value head once; where ATen would run

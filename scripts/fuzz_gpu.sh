@@ -2,6 +2,8 @@
 # GPU machine: torchfuse_fuzz --mode gpu over programs [START, START + COUNT) of SEED, split over
 # JOBS processes sharing the GPU (NVRTC runs on the CPU), each stopping after TIME_LIMIT seconds.
 # Writes $OUT/fuzz_gpu.md (the summed counts, then every failure, shrunk) and prints the summary.
+# Every second process runs its attention through torchfuse's own kernel wherever the kernel can
+# run it (TORCHFUSE_ATTENTION_KERNEL=1; ATTENTION_KERNEL=0 leaves every process to ATen's pick).
 #   BUILD_DIR=build-gpu SEED=1 COUNT=10000 JOBS=12 TIME_LIMIT=400 bash scripts/fuzz_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +21,9 @@ for ((j = 0; j < JOBS; ++j)); do
   s=$(( START + j * per ))
   n=$(( per < START + COUNT - s ? per : START + COUNT - s ))
   [ "$n" -le 0 ] && continue
-  TORCHFUSE_FUZZ_TRACE="$logs/trace.$j" "$BUILD_DIR"/tests/torchfuse_fuzz --mode gpu --seed "$SEED" --start "$s" \
+  kernel=$(( ${ATTENTION_KERNEL:-1} && j % 2 ))
+  echo "$kernel" >"$logs/kernel.$j"
+  TORCHFUSE_ATTENTION_KERNEL=$kernel TORCHFUSE_FUZZ_TRACE="$logs/trace.$j" "$BUILD_DIR"/tests/torchfuse_fuzz --mode gpu --seed "$SEED" --start "$s" \
     --count "$n" --time-limit "$TIME_LIMIT" --report "$logs/report.$j.md" >"$logs/log.$j" 2>&1 &
 done
 status=0
@@ -52,7 +56,10 @@ for log in sorted(glob.glob(logs + "/log.*")):
         if line.startswith(("  failed:", "  skipped:", "  passed:")):
             kind, name, n = re.match(r"  (\w+): (.*): (\d+)", line).groups()
             totals[f"{kind}: {name}"] += int(n)
-    failures += re.findall(r"### program.*?(?=\n### program|\Z)", text, re.S)
+    kernel = open(f"{logs}/kernel.{j}").read().strip() == "1"
+    for f in re.findall(r"### program.*?(?=\n### program|\Z)", text, re.S):
+        failures.append(f.replace("\n", "\n(attention through torchfuse's kernel: TORCHFUSE_ATTENTION_KERNEL=1)\n", 1)
+                        if kernel else f)
 lines = [f"torchfuse_fuzz --mode gpu: {totals['ran']} programs ran, {totals['passed']} passed, "
          f"{totals['failed']} failed, {totals['skipped']} skipped, {len(crashes)} processes crashed"]
 lines += [f"  {k}: {v}" for k, v in sorted(totals.items()) if ":" in k]

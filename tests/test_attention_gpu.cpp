@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -584,6 +585,33 @@ TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
 #else
   GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
 #endif
+}
+
+// TORCHFUSE_ATTENTION_KERNEL=1 (the GPU fuzzer's switch) runs torchfuse's kernel wherever it can,
+// untimed calls too: its mark, a row whose every mask entry is -inf coming out NaN (ATen's fused
+// kernels give 0 there), and its results; a float32 call, which it cannot run, stays ATen's.
+TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
+  REQUIRE_GPU();
+  torch::manual_seed(14);
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("torchfuse::attention", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
+  ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "1", 1), 0);
+  ASSERT_TRUE(torchfuse::runtime::attention_kernel_forced());
+  for (c10::ScalarType dt : {torch::kBFloat16, torch::kFloat}) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
+    const at::Tensor q = torch::randn({2, 4, 32, 64}, o), k = torch::randn({2, 4, 48, 64}, o), v = torch::randn({2, 4, 48, 64}, o);
+    at::Tensor mask = torch::randn({1, 1, 32, 48}, o);
+    if (dt == torch::kBFloat16) mask[0][0][7].fill_(-std::numeric_limits<double>::infinity());
+    const at::Tensor got = op.call(q, k, v, mask, 0.125, false, /*mask_prepared=*/true, false, 0, /*timed=*/false);
+    const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
+    const double tol = dt == torch::kFloat ? 1e-3 : 2e-2;
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol, /*equal_nan=*/true)) << dt;
+    if (dt == torch::kBFloat16) EXPECT_TRUE(got.select(2, 7).isnan().all().item<bool>()) << "row 7 not the kernel's NaN";
+  }
+  ASSERT_EQ(unsetenv("TORCHFUSE_ATTENTION_KERNEL"), 0);
+  EXPECT_FALSE(torchfuse::runtime::attention_kernel_forced());
 }
 
 }  // namespace
