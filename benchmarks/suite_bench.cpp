@@ -24,6 +24,7 @@
 
 #include <torchfuse/torchfuse.h>
 
+#include "attention_sweep.h"
 #include "gpu_timing.h"
 #include "kernel_count.h"
 #include "report.h"
@@ -53,6 +54,8 @@ const char* kUsage = R"(usage: torchfuse_bench [options]
   --rows N          the same cases with N rows of their length (after --row-length), reported as
                     <case>#N: --rows 1 --row-length 131072 is a softmax over [1, 131072]
   --list            print the case names and exit
+  --attention-sweep time the timed attention's candidates (ATen's pick, flash attention,
+                    torchfuse's kernel) over batch, tokens, head dim, masks, then exit
 Exit status: 0; 1 when torchfuse failed on a case or its output did not match eager;
 2 on bad arguments.
 )";
@@ -69,6 +72,7 @@ struct Options {
   bool latency = false;
   bool compile_time = false;
   bool list = false;
+  bool attention_sweep = false;
   bool torchfuse_only = false;  // time torchfuse alone (tuning runs)
   int64_t row_length = 0;       // --row-length (0: the suite's shapes)
   int64_t rows = 0;             // --rows (0: the suite's shapes)
@@ -132,6 +136,8 @@ Options parse_args(int argc, char** argv) {
       opt.torchfuse_only = true;
     } else if (arg == "--list") {
       opt.list = true;
+    } else if (arg == "--attention-sweep") {
+      opt.attention_sweep = true;
     } else if (arg == "--row-length") {
       opt.row_length = std::stoll(value());
     } else if (arg == "--rows") {
@@ -427,6 +433,7 @@ int main(int argc, char** argv) {
     std::cout << "torchfuse_bench: no CUDA GPU available; nothing to measure.\n";
     return 0;
   }
+  if (opt.attention_sweep) return tb::run_attention_sweep(std::cout);
 
   torch::NoGradGuard no_grad;  // inference: no autograd bookkeeping in any implementation
   torch::manual_seed(0);

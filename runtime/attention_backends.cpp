@@ -124,7 +124,7 @@ constexpr int kCallsPerGraph = 8;
 struct Candidates {
   std::vector<int> ids;
   std::vector<std::string> names;
-  std::string why_not;  // why flash attention or the kernel was left out ("" when both were not)
+  std::string why_not;  // why flash attention, able to run the call, is not a candidate ("" otherwise)
 };
 
 Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok) {
