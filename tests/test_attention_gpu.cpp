@@ -598,6 +598,9 @@ TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
   ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "1", 1), 0);
+  struct Unset {  // the tests after this one run unforced whatever fails here
+    ~Unset() { unsetenv("TORCHFUSE_ATTENTION_KERNEL"); }
+  } unset;
   ASSERT_TRUE(torchfuse::runtime::attention_kernel_forced());
   for (c10::ScalarType dt : {torch::kBFloat16, torch::kFloat}) {
     const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
@@ -610,7 +613,7 @@ TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
     EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol, /*equal_nan=*/true)) << dt;
     if (dt == torch::kBFloat16) EXPECT_TRUE(got.select(2, 7).isnan().all().item<bool>()) << "row 7 not the kernel's NaN";
   }
-  ASSERT_EQ(unsetenv("TORCHFUSE_ATTENTION_KERNEL"), 0);
+  ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "0", 1), 0);
   EXPECT_FALSE(torchfuse::runtime::attention_kernel_forced());
 }
 
