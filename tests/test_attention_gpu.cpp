@@ -284,27 +284,35 @@ TEST(AttentionGpu, OptionOffStillMatches) {
   EXPECT_TRUE(torchfuse::compare_with_eager(compiled, in).passed());
 }
 
-// torchfuse::attention as the rewritten graph calls it with timed=True (no mask).
+// torchfuse::attention as the rewritten graph calls it with timed=True (the mask prepared), or
+// untimed.
 at::Tensor timed_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
-                      double scale, bool is_causal, bool enable_gqa = false) {
+                      double scale, bool is_causal, bool enable_gqa = false, bool timed = true) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("torchfuse::attention", "")
                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
-  return op.call(q, k, v, mask, scale, is_causal, /*mask_prepared=*/true, enable_gqa, /*mask_kind=*/0, /*timed=*/true);
+  return op.call(q, k, v, mask, scale, is_causal, /*mask_prepared=*/true, enable_gqa, /*mask_kind=*/0, timed);
 }
 
-// softmax(q k^T * scale (+ causal)) v in float64; key and value heads repeated to the query's.
-at::Tensor reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value, double scale, bool is_causal) {
+// softmax(q k^T * scale + mask (+ causal)) v in float64; key and value heads repeated to the query's.
+at::Tensor masked_reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value,
+                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
   const int64_t groups = q.size(1) / key.size(1);
   const at::Tensor k = key.repeat_interleave(groups, 1), v = value.repeat_interleave(groups, 1);
   at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * scale;
+  if (mask) s = s + mask->to(torch::kDouble);
   if (is_causal) {
     const at::Tensor keep = torch::ones({q.size(-2), k.size(-2)}, s.options().dtype(torch::kBool)).tril();
     s = s.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
   }
   return torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble));
 }
+
+at::Tensor reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value, double scale, bool is_causal) {
+  return masked_reference(q, key, value, c10::nullopt, scale, is_causal);
+}
+
 
 size_t choices_for(const std::string& call) {
   size_t n = 0;
@@ -444,20 +452,6 @@ TEST(AttentionGpu, GraphedModuleTimesItsAttentionAndMatches) {
   EXPECT_TRUE(report.passed()) << report.to_string();
 }
 
-// softmax(q k^T * scale + mask (+ causal)) v in float64; key and value heads repeated to the query's.
-at::Tensor masked_reference(const at::Tensor& q, const at::Tensor& key, const at::Tensor& value,
-                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal) {
-  const int64_t groups = q.size(1) / key.size(1);
-  const at::Tensor k = key.repeat_interleave(groups, 1), v = value.repeat_interleave(groups, 1);
-  at::Tensor s = torch::matmul(q.to(torch::kDouble), k.to(torch::kDouble).transpose(-2, -1)) * scale;
-  if (mask) s = s + mask->to(torch::kDouble);
-  if (is_causal) {
-    const at::Tensor keep = torch::ones({q.size(-2), k.size(-2)}, s.options().dtype(torch::kBool)).tril();
-    s = s.masked_fill(keep.logical_not(), -std::numeric_limits<double>::infinity());
-  }
-  return torch::matmul(torch::softmax(s, -1), v.to(torch::kDouble));
-}
-
 // torchfuse's attention kernel called directly: head dims 16 to 128, a key length from 1 to
 // several blocks of 64, query rows not a multiple of 16, masks of every broadcast, causal,
 // grouped heads, operands viewed out of one projection (16-byte loads) and transposed keys
@@ -593,10 +587,6 @@ TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
 TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
   REQUIRE_GPU();
   torch::manual_seed(14);
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("torchfuse::attention", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                               const c10::optional<at::Tensor>&, double, bool, bool, bool, int64_t, bool)>();
   ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "1", 1), 0);
   struct Unset {  // the tests after this one run unforced whatever fails here
     ~Unset() { unsetenv("TORCHFUSE_ATTENTION_KERNEL"); }
@@ -607,7 +597,7 @@ TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
     const at::Tensor q = torch::randn({2, 4, 32, 64}, o), k = torch::randn({2, 4, 48, 64}, o), v = torch::randn({2, 4, 48, 64}, o);
     at::Tensor mask = torch::randn({1, 1, 32, 48}, o);
     if (dt == torch::kBFloat16) mask[0][0][7].fill_(-std::numeric_limits<double>::infinity());
-    const at::Tensor got = op.call(q, k, v, mask, 0.125, false, /*mask_prepared=*/true, false, 0, /*timed=*/false);
+    const at::Tensor got = timed_call(q, k, v, mask, 0.125, false, false, /*timed=*/false);
     const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
     const double tol = dt == torch::kFloat ? 1e-3 : 2e-2;
     EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol, /*equal_nan=*/true)) << dt;
