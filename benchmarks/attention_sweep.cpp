@@ -93,8 +93,8 @@ int run_attention_sweep(std::ostream& out) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   out << "GPU us per call of a CUDA graph of 8 calls (bf16; q, k, v views of one projection):\n\n"
-      << "| batch | heads (kv) | tokens | head dim | mask | ATen's pick | flash | torchfuse | kept |\n"
-      << "|---|---|---|---|---|---|---|---|---|\n";
+      << "| batch | heads (kv) | tokens | head dim | mask | ATen's pick | flash | torchfuse | torchfuse, keys split | kept |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|\n";
   int status = 0;
   for (const Shape& s : sweep_shapes()) {
     out << "| " << s.batch << " | " << s.heads;
@@ -103,15 +103,16 @@ int run_attention_sweep(std::ostream& out) {
     try {
       const auto r = time_shape(s);
       if (r.call.empty()) {
-        out << " |  |  | not timed |\n";
+        out << " |  |  |  | not timed |\n";
         continue;
       }
       out << r.backends[0] << " " << time_of(r, "aten") << " | " << time_of(r, "flash") << " | "
-          << time_of(r, "torchfuse") << " | " << r.backends[static_cast<size_t>(r.chosen)];
+          << time_of(r, "torchfuse") << " | " << time_of(r, "torchfuse (keys") << " | "
+          << r.backends[static_cast<size_t>(r.chosen)];
       if (!r.why_not.empty()) out << " (" << r.why_not.substr(0, 120) << ")";
       out << " |\n";
     } catch (const std::exception& e) {
-      out << " |  |  | error: " << std::string(e.what()).substr(0, 200) << " |\n";
+      out << " |  |  |  | error: " << std::string(e.what()).substr(0, 200) << " |\n";
       status = 1;
     }
     out.flush();

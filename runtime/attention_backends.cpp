@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/attention_kernel.h"
+#include "runtime/driver_api.h"
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
@@ -23,8 +24,9 @@ std::mutex g_mu;
 std::vector<AttentionBackendChoice>* g_log = new std::vector<AttentionBackendChoice>();  // used until exit
 
 #if TORCHFUSE_HAVE_SDPA
-// The backends timed (what g_chosen keeps): ATen's pick, flash attention, torchfuse's kernel.
-constexpr int kAten = 0, kFlash = 1, kKernel = 2;
+// The backends timed (what g_chosen keeps): ATen's pick, flash attention, torchfuse's kernel with
+// its rows schedule and with its keys schedule.
+constexpr int kAten = 0, kFlash = 1, kKernel = 2, kKernelKeys = 3;
 
 // sdp::SDPBackend's values (ATen/native/transformers/sdp_utils_cpp.h), as _fused_sdp_choice returns them.
 const char* sdp_backend_name(int64_t b) {
@@ -127,7 +129,7 @@ struct Candidates {
   std::string why_not;  // why flash attention, able to run the call, is not a candidate ("" otherwise)
 };
 
-Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok) {
+Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok, int key_split) {
   Candidates c;
   c.ids = {kAten};
   c.names = {std::string("aten (") + sdp_backend_name(pick) + ")"};
@@ -141,11 +143,15 @@ Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok) {
     c.ids.push_back(kKernel);
     c.names.push_back("torchfuse");
   }
+  if (kernel_ok && key_split > 1) {
+    c.ids.push_back(kKernelKeys);
+    c.names.push_back("torchfuse (keys split " + std::to_string(key_split) + ")");
+  }
   return c;
 }
 
-// Times ATen's pick against flash attention and torchfuse's kernel, where each can run the call,
-// on this call's operands (the caller holds g_mu). r.chosen indexes r.backends; *chosen_id is the
+// Times ATen's pick against flash attention and torchfuse's kernel (its keys schedule too where
+// attention_key_split_worth_timing), where each can run the call, on this call's operands (the caller holds g_mu). r.chosen indexes r.backends; *chosen_id is the
 // backend kept.
 AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                      const c10::optional<at::Tensor>& mask, double scale, bool is_causal,
@@ -154,7 +160,9 @@ AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, c
   r.call = describe(q, k, mask, is_causal, enable_gqa);
   *chosen_id = kAten;
   const int64_t pick = aten_pick(q, k, v, mask, scale, is_causal, enable_gqa);
-  const Candidates c = candidates_for(pick, flash_ok, kernel_ok);
+  const bool keys_ok =
+      kernel_ok && attention_key_split_worth_timing(q, k, device_info(q.device().index()).sm_count);
+  const Candidates c = candidates_for(pick, flash_ok, kernel_ok, keys_ok ? attention_key_split(q.size(3), k.size(2)) : 1);
   r.backends = c.names;
   if (c.ids.size() == 1) {
     r.why_not = c.why_not;
@@ -168,6 +176,9 @@ AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, c
     switch (c.ids[i]) {
       case kFlash: outs[i] = flash_attention(q, k, v, scale, is_causal); break;
       case kKernel: outs[i] = attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa); break;
+      case kKernelKeys:
+        outs[i] = attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa, AttentionSchedule::kKeys);
+        break;
       default: outs[i] = aten_attention(q, k, v, mask, scale, is_causal, enable_gqa); break;
     }
   };
@@ -264,6 +275,8 @@ at::Tensor timed_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   }
   if (chosen == kFlash) return flash_attention(q, k, v, scale, is_causal);
   if (chosen == kKernel) return attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa);
+  if (chosen == kKernelKeys)
+    return attention_kernel(q, k, v, mask, scale, is_causal, enable_gqa, AttentionSchedule::kKeys);
   return aten_attention(q, k, v, mask, scale, is_causal, enable_gqa);
 #else
   (void)q, (void)k, (void)v, (void)mask, (void)scale, (void)is_causal, (void)enable_gqa;

@@ -20,8 +20,10 @@ namespace {
 // The kernel of a spec, generated once per process (the kernel cache then loads it once per device).
 const codegen::GeneratedKernel& kernel_for(const codegen::AttentionSpec& s) {
   static std::mutex mutex;
-  static auto* kernels = new std::map<std::tuple<int, int, int, bool, bool, bool>, codegen::GeneratedKernel>();  // used until exit
-  const auto key = std::make_tuple(static_cast<int>(s.dtype), s.head_dim, s.warps, s.mask, s.causal, s.vector_loads);
+  using Key = std::tuple<int, int, int, int, bool, bool, bool, bool>;
+  static auto* kernels = new std::map<Key, codegen::GeneratedKernel>();  // used until exit
+  const Key key{static_cast<int>(s.dtype), s.head_dim, s.warps, s.key_split, s.mask, s.mask_pairs, s.causal,
+                s.vector_loads};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = kernels->find(key);
   if (it == kernels->end()) it = kernels->emplace(key, codegen::generate_attention(s)).first;
@@ -37,13 +39,18 @@ bool rows_of_16_bytes(const at::Tensor& t) {
   return true;
 }
 
-// The output in the query's order of batch, heads and rows (heads inside rows, as a projection's
-// output viewed per head is), the head dim innermost: the view back to [batch, rows, heads * dim]
-// after it then needs no copy.
-at::Tensor output_like(const at::Tensor& q) {
-  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), d = q.size(3);
-  if (h > 1 && l > 1 && q.stride(1) < q.stride(2)) return at::empty({b, l, h, d}, q.options()).transpose(1, 2);
-  return at::empty({b, h, l, d}, q.options());
+// A mask broadcast to the scores whose two neighbouring keys are one aligned 4-byte load: keys
+// contiguous, the key length and every other stride even, the data 4-byte aligned.
+bool mask_in_pairs(const at::Tensor& expanded) {
+  if (expanded.stride(3) != 1 || expanded.size(3) % 2 != 0) return false;
+  if (reinterpret_cast<uintptr_t>(expanded.data_ptr()) % 4 != 0) return false;
+  for (int64_t i = 0; i < 3; ++i)
+    if (expanded.stride(i) % 2 != 0) return false;
+  return true;
+}
+
+at::Tensor expanded_mask(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
+  return mask.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
 }
 
 // Warps a block: 4, fewer where the grid would not fill the device's multiprocessors once.
@@ -91,28 +98,65 @@ std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, 
   return "";
 }
 
-bool attention_kernel_forced() {
-  const char* v = std::getenv("TORCHFUSE_ATTENTION_KERNEL");
-  return v && std::strcmp(v, "1") == 0;
+int attention_key_split(int64_t head_dim, int64_t keys) {
+  const int64_t blocks = (keys + codegen::kAttentionKeyBlock - 1) / codegen::kAttentionKeyBlock;
+  int split = codegen::attention_max_key_split(static_cast<int>(head_dim));
+  while (split > 1 && split > blocks) split /= 2;
+  return split;
 }
 
-at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa) {
-  const std::string why = attention_kernel_unusable(q, k, v, mask, enable_gqa);
-  TORCHFUSE_INTERNAL_ASSERT(why.empty(), "attention kernel called on a call it cannot run: ", why);
-  const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2), keys = k.size(2);
-  at::Tensor out = output_like(q);
+bool attention_key_split_worth_timing(const at::Tensor& q, const at::Tensor& k, int sm_count) {
+  if (attention_key_split(q.size(3), k.size(2)) < 2) return false;
+  const int64_t tiles = (q.size(2) + codegen::kAttentionRowsPerWarp - 1) / codegen::kAttentionRowsPerWarp;
+  return tiles * q.size(0) * q.size(1) < 4 * static_cast<int64_t>(sm_count);
+}
+
+codegen::AttentionSpec attention_kernel_spec(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                             const at::Tensor& out, const c10::optional<at::Tensor>& mask,
+                                             bool is_causal, AttentionSchedule schedule, int sm_count) {
   codegen::AttentionSpec spec;
   spec.dtype = q.scalar_type();
   spec.head_dim = static_cast<int>(q.size(3));
-  spec.warps = warps_for(rows, batch * heads, device_info(q.device().index()).sm_count);
+  const int split = schedule == AttentionSchedule::kKeys ? attention_key_split(q.size(3), k.size(2)) : 1;
+  spec.key_split = split;
+  spec.warps = split > 1 ? split : warps_for(q.size(2), q.size(0) * q.size(1), sm_count);
   spec.mask = mask.has_value();
+  spec.mask_pairs = mask.has_value() && mask_in_pairs(expanded_mask(*mask, q, k));
   spec.causal = is_causal;
   spec.vector_loads = rows_of_16_bytes(q) && rows_of_16_bytes(k) && rows_of_16_bytes(v) && rows_of_16_bytes(out);
+  return spec;
+}
+
+at::Tensor attention_kernel_output(const at::Tensor& q) {
+  // The query's order of batch, heads and rows (heads inside rows, as a projection's output
+  // viewed per head is), the head dim innermost: the view back to [batch, rows, heads * dim]
+  // after it then needs no copy.
+  const int64_t b = q.size(0), h = q.size(1), l = q.size(2), d = q.size(3);
+  if (h > 1 && l > 1 && q.stride(1) < q.stride(2)) return at::empty({b, l, h, d}, q.options()).transpose(1, 2);
+  return at::empty({b, h, l, d}, q.options());
+}
+
+c10::optional<AttentionSchedule> attention_kernel_forced() {
+  const char* v = std::getenv("TORCHFUSE_ATTENTION_KERNEL");
+  if (!v) return c10::nullopt;
+  if (std::strcmp(v, "1") == 0) return AttentionSchedule::kRows;
+  if (std::strcmp(v, "keys") == 0) return AttentionSchedule::kKeys;
+  return c10::nullopt;
+}
+
+at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa,
+                            AttentionSchedule schedule) {
+  const std::string why = attention_kernel_unusable(q, k, v, mask, enable_gqa);
+  TORCHFUSE_INTERNAL_ASSERT(why.empty(), "attention kernel called on a call it cannot run: ", why);
+  const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2);
+  at::Tensor out = attention_kernel_output(q);
+  const codegen::AttentionSpec spec =
+      attention_kernel_spec(q, k, v, out, mask, is_causal, schedule, device_info(q.device().index()).sm_count);
   const codegen::GeneratedKernel& kernel = kernel_for(spec);
-  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps;
+  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps / spec.key_split;
   const int64_t tiles = (rows + rows_a_block - 1) / rows_a_block;
-  const at::Tensor m = mask ? mask->expand({batch, heads, rows, keys}) : at::Tensor();
+  const at::Tensor m = mask ? expanded_mask(*mask, q, k) : at::Tensor();
 
   ParamPacker p;
   p.ptr(q.data_ptr());
@@ -120,7 +164,7 @@ at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::
   p.ptr(v.data_ptr());
   p.ptr(mask ? m.data_ptr() : nullptr);
   p.ptr(out.data_ptr());
-  for (int64_t x : {batch, heads, k.size(1), rows, keys, tiles}) p.i64(x);
+  for (int64_t x : {batch, heads, k.size(1), rows, k.size(2), tiles}) p.i64(x);
   for (const at::Tensor* t : {&q, &k, &v, static_cast<const at::Tensor*>(&m), static_cast<const at::Tensor*>(&out)})
     for (int64_t i = 0; i < 4; ++i) p.i64(t->defined() ? t->stride(i) : 0);
   p.f64(scale);

@@ -6,8 +6,16 @@
 
 #include <ATen/ATen.h>
 
+#include "codegen/attention.h"
+
 namespace torchfuse {
 namespace runtime {
+
+// How the kernel's warps share a call's work (codegen::AttentionSpec::key_split).
+enum class AttentionSchedule {
+  kRows,  // 16 query rows a warp; warps a block: 4, fewer where the grid would not fill the device once
+  kKeys,  // the warps of a block split the keys of 16 rows (attention_key_split ways; kRows where that is 1)
+};
 
 // Why the kernel cannot run this call exactly as the math would ("" when it can): CUDA tensors of
 // 16 bits on a device of compute capability 8.0 or later (checked last, so that the rest is
@@ -18,17 +26,40 @@ namespace runtime {
 std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const c10::optional<at::Tensor>& mask, bool enable_gqa);
 
+// The ways the keys schedule splits a call's keys: the most warps the head dim allows
+// (codegen::attention_max_key_split), at most the blocks of 64 keys, a power of 2; 1 where
+// splitting changes nothing.
+int attention_key_split(int64_t head_dim, int64_t keys);
+
+// Whether the keys schedule is worth timing beside the rows schedule for a call: it splits the
+// keys (attention_key_split > 1) and the rows schedule's warps of 16 rows come to fewer than 4 a
+// multiprocessor, where a warp's memory latency is not hidden by other warps.
+bool attention_key_split_worth_timing(const at::Tensor& q, const at::Tensor& k, int sm_count);
+
+// The kernel's spec for a call the kernel can run, `out` being the output it writes (as
+// attention_kernel allocates it) and `mask` the mask before broadcasting; `sm_count` is the
+// device's multiprocessors.
+codegen::AttentionSpec attention_kernel_spec(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                             const at::Tensor& out, const c10::optional<at::Tensor>& mask,
+                                             bool is_causal, AttentionSchedule schedule, int sm_count);
+
 // softmax(q @ k^T * scale + mask) @ v with the causal mask (key position <= query position) where
 // is_causal; a row whose every score is -inf or any NaN comes out NaN (eager's softmax). The
 // output has the query's layout of batch, heads and rows (ATen's fused kernels do the same), its
 // head dim contiguous. Throws KernelFailure when the kernel cannot be built, loaded or launched.
 at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa);
+                            const c10::optional<at::Tensor>& mask, double scale, bool is_causal, bool enable_gqa,
+                            AttentionSchedule schedule = AttentionSchedule::kRows);
 
-// TORCHFUSE_ATTENTION_KERNEL=1 in the environment (read on each call), for tests and the GPU
-// fuzzer: every torchfuse::attention call the kernel can run, timed or not, runs it, so that its
-// results meet eager's on whatever a program draws and not only where it was the faster.
-bool attention_kernel_forced();
+// The output attention_kernel writes for a query: the query's order of batch, heads and rows, the
+// head dim contiguous (empty; for tests and attention_kernel_spec's callers).
+at::Tensor attention_kernel_output(const at::Tensor& q);
+
+// TORCHFUSE_ATTENTION_KERNEL in the environment (read on each call), for tests and the GPU
+// fuzzer: "1" (the rows schedule) or "keys" (the keys schedule) runs the kernel on every
+// torchfuse::attention call it can run, timed or not, so that its results meet eager's on
+// whatever a program draws and not only where it was the faster. Empty when not forced.
+c10::optional<AttentionSchedule> attention_kernel_forced();
 
 }  // namespace runtime
 }  // namespace torchfuse

@@ -247,8 +247,9 @@ at::Tensor attention(const at::Tensor& given_q, const at::Tensor& given_k, const
   if (q.numel() == 0 || k.numel() == 0 || v.numel() == 0) {
     return attention_math(q, repeat_heads(k, groups), repeat_heads(v, groups), mask, scale, is_causal);
   }
-  if (attention_kernel_forced() && attention_kernel_unusable(q, k, v, mask, groups > 1).empty()) {
-    return attention_kernel(q, k, v, mask, scale, is_causal, groups > 1);
+  if (const auto forced = attention_kernel_forced()) {
+    if (attention_kernel_unusable(q, k, v, mask, groups > 1).empty())
+      return attention_kernel(q, k, v, mask, scale, is_causal, groups > 1, *forced);
   }
 #if TORCHFUSE_HAVE_SDPA_GQA
   // ATen's kernels that take grouped heads read each key/value head once; where ATen would run

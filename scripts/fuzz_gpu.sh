@@ -3,7 +3,8 @@
 # JOBS processes sharing the GPU (NVRTC runs on the CPU), each stopping after TIME_LIMIT seconds.
 # Writes $OUT/fuzz_gpu.md (the summed counts, then every failure, shrunk) and prints the summary.
 # Every second process runs its attention through torchfuse's own kernel wherever the kernel can
-# run it (TORCHFUSE_ATTENTION_KERNEL=1; ATTENTION_KERNEL=0 leaves every process to ATen's pick).
+# run it, alternately with its rows schedule (TORCHFUSE_ATTENTION_KERNEL=1) and its keys schedule
+# (TORCHFUSE_ATTENTION_KERNEL=keys); ATTENTION_KERNEL=0 leaves every process to ATen's pick.
 #   BUILD_DIR=build-gpu SEED=1 COUNT=10000 JOBS=12 TIME_LIMIT=400 bash scripts/fuzz_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,10 @@ for ((j = 0; j < JOBS; ++j)); do
   s=$(( START + j * per ))
   n=$(( per < START + COUNT - s ? per : START + COUNT - s ))
   [ "$n" -le 0 ] && continue
-  kernel=$(( ${ATTENTION_KERNEL:-1} && j % 2 ))
+  kernel=0
+  if [ "${ATTENTION_KERNEL:-1}" != 0 ] && [ $(( j % 2 )) = 1 ]; then
+    kernel=$([ $(( j % 4 )) = 1 ] && echo 1 || echo keys)
+  fi
   echo "$kernel" >"$logs/kernel.$j"
   TORCHFUSE_ATTENTION_KERNEL=$kernel TORCHFUSE_FUZZ_TRACE="$logs/trace.$j" "$BUILD_DIR"/tests/torchfuse_fuzz --mode gpu --seed "$SEED" --start "$s" \
     --count "$n" --time-limit "$TIME_LIMIT" --report "$logs/report.$j.md" >"$logs/log.$j" 2>&1 &
@@ -56,10 +60,10 @@ for log in sorted(glob.glob(logs + "/log.*")):
         if line.startswith(("  failed:", "  skipped:", "  passed:")):
             kind, name, n = re.match(r"  (\w+): (.*): (\d+)", line).groups()
             totals[f"{kind}: {name}"] += int(n)
-    kernel = open(f"{logs}/kernel.{j}").read().strip() == "1"
+    kernel = open(f"{logs}/kernel.{j}").read().strip()
     for f in re.findall(r"### program.*?(?=\n### program|\Z)", text, re.S):
-        failures.append(f.replace("\n", "\n(attention through torchfuse's kernel: TORCHFUSE_ATTENTION_KERNEL=1)\n", 1)
-                        if kernel else f)
+        failures.append(f.replace("\n", f"\n(attention through torchfuse's kernel: TORCHFUSE_ATTENTION_KERNEL={kernel})\n", 1)
+                        if kernel != "0" else f)
 lines = [f"torchfuse_fuzz --mode gpu: {totals['ran']} programs ran, {totals['passed']} passed, "
          f"{totals['failed']} failed, {totals['skipped']} skipped, {len(crashes)} processes crashed"]
 lines += [f"  {k}: {v}" for k, v in sorted(totals.items()) if ":" in k]

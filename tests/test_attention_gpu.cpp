@@ -15,6 +15,7 @@
 
 #include "runtime/attention_backends.h"
 #include "runtime/attention_kernel.h"
+#include "runtime/driver_api.h"
 #include "runtime/gemm_autotune.h"
 #include "runtime/graph_capture.h"
 #include "tests/test_util.h"
@@ -363,11 +364,16 @@ TEST(AttentionGpu, TimedCallsMatchEagerAndTimeEachShapeOnce) {
     torchfuse::runtime::AttentionBackendChoice r;
     for (const auto& c : torchfuse::runtime::attention_backend_choices())
       if (c.call == name) r = c;
-    // ATen's pick, flash attention unless ATen picks it, and torchfuse's kernel (every shape here
-    // has a head dim it takes).
-    ASSERT_GE(r.backends.size(), 2u) << name;
-    EXPECT_EQ(r.backends.back(), "torchfuse") << name;
-    EXPECT_EQ(r.backends.size() == 3, r.backends[1] == "flash") << name;
+    // ATen's pick, flash attention unless ATen picks it, torchfuse's kernel (every shape here
+    // has a head dim it takes), and its keys schedule where that is worth timing.
+    const bool keys = torchfuse::runtime::attention_key_split_worth_timing(
+        torch::empty({sh.b, sh.h, sh.l, sh.d}, o), torch::empty({sh.b, kv, sh.s, sh.d}, o),
+        torchfuse::runtime::device_info(0).sm_count);
+    const size_t kernels = keys ? 2 : 1;
+    ASSERT_GE(r.backends.size(), 1 + kernels) << name;
+    EXPECT_EQ(r.backends[r.backends.size() - kernels], "torchfuse") << name;
+    if (keys) EXPECT_EQ(r.backends.back().rfind("torchfuse (keys split ", 0), 0u) << name;
+    EXPECT_EQ(r.backends.size() == 2 + kernels, r.backends[1] == "flash") << name;
     if (r.why_not.empty()) {
       ASSERT_EQ(r.us.size(), r.backends.size()) << name;
       for (double us : r.us) EXPECT_GT(us, 0) << name;
@@ -455,7 +461,7 @@ TEST(AttentionGpu, GraphedModuleTimesItsAttentionAndMatches) {
 // torchfuse's attention kernel called directly: head dims 16 to 128, a key length from 1 to
 // several blocks of 64, query rows not a multiple of 16, masks of every broadcast, causal,
 // grouped heads, operands viewed out of one projection (16-byte loads) and transposed keys
-// (element loads), in bf16 and f16.
+// (element loads), in bf16 and f16; each with the rows schedule and the keys schedule.
 TEST(AttentionKernelGpu, MatchesFloat64AcrossShapesMasksAndLayouts) {
   REQUIRE_GPU();
   torch::manual_seed(11);
@@ -510,21 +516,25 @@ TEST(AttentionKernelGpu, MatchesFloat64AcrossShapesMasksAndLayouts) {
                              (mask ? " masked" : "");
     ASSERT_EQ(torchfuse::runtime::attention_kernel_unusable(q, k, v, mask, sh.kv != sh.h), "") << name;
     const double scale = 1.0 / std::sqrt(static_cast<double>(sh.d));
-    const at::Tensor got = torchfuse::runtime::attention_kernel(q, k, v, mask, scale, sh.causal, sh.kv != sh.h);
     const at::Tensor want = masked_reference(q, k, v, mask, scale, sh.causal);
-    ASSERT_EQ(got.sizes(), want.sizes()) << name;
-    EXPECT_EQ(got.scalar_type(), sh.dt) << name;
-    const double tol = sh.dt == torch::kHalf ? 1e-2 : 2e-2;
-    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol))
-        << name << ": max error " << (got.to(torch::kDouble) - want).abs().max().item<double>();
-    // The query's layout: heads inside rows where the query's are (the view back needs no copy).
-    if (sh.layout == Layout::Projection) EXPECT_TRUE(got.transpose(1, 2).is_contiguous()) << name;
-    else EXPECT_TRUE(got.is_contiguous()) << name;
+    for (auto schedule : {torchfuse::runtime::AttentionSchedule::kRows, torchfuse::runtime::AttentionSchedule::kKeys}) {
+      const std::string label = name + (schedule == torchfuse::runtime::AttentionSchedule::kKeys ? ", keys schedule" : "");
+      const at::Tensor got =
+          torchfuse::runtime::attention_kernel(q, k, v, mask, scale, sh.causal, sh.kv != sh.h, schedule);
+      ASSERT_EQ(got.sizes(), want.sizes()) << label;
+      EXPECT_EQ(got.scalar_type(), sh.dt) << label;
+      const double tol = sh.dt == torch::kHalf ? 1e-2 : 2e-2;
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol))
+          << label << ": max error " << (got.to(torch::kDouble) - want).abs().max().item<double>();
+      // The query's layout: heads inside rows where the query's are (the view back needs no copy).
+      if (sh.layout == Layout::Projection) EXPECT_TRUE(got.transpose(1, 2).is_contiguous()) << label;
+      else EXPECT_TRUE(got.is_contiguous()) << label;
+    }
   }
 }
 
 // Rows whose every score is -inf, or with a NaN among them, come out NaN (eager's softmax); the
-// other rows of the same heads are unaffected.
+// other rows of the same heads are unaffected. Both schedules (the keys split 2 ways over 90).
 TEST(AttentionKernelGpu, FullyMaskedAndNaNRowsComeOutNaN) {
   REQUIRE_GPU();
   torch::manual_seed(12);
@@ -534,13 +544,16 @@ TEST(AttentionKernelGpu, FullyMaskedAndNaNRowsComeOutNaN) {
     at::Tensor mask = torch::randn({1, 1, 40, 90}, o);
     mask[0][0][3].fill_(-std::numeric_limits<double>::infinity());
     mask[0][0][5][80] = std::numeric_limits<double>::quiet_NaN();  // in the second block of keys
-    const at::Tensor got = torchfuse::runtime::attention_kernel(q, k, v, mask, 0.125, false, false).to(torch::kDouble);
     const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
-    EXPECT_TRUE(torch::allclose(got, want, 2e-2, 2e-2, /*equal_nan=*/true));
-    const at::Tensor nan_rows = got.isnan().all(-1);
-    EXPECT_TRUE(nan_rows.select(2, 3).all().item<bool>());
-    EXPECT_TRUE(nan_rows.select(2, 5).all().item<bool>());
-    EXPECT_EQ(nan_rows.sum().item<int64_t>(), 2 * 2 * 3) << "NaN beyond rows 3 and 5";
+    for (auto schedule : {torchfuse::runtime::AttentionSchedule::kRows, torchfuse::runtime::AttentionSchedule::kKeys}) {
+      const at::Tensor got =
+          torchfuse::runtime::attention_kernel(q, k, v, mask, 0.125, false, false, schedule).to(torch::kDouble);
+      EXPECT_TRUE(torch::allclose(got, want, 2e-2, 2e-2, /*equal_nan=*/true));
+      const at::Tensor nan_rows = got.isnan().all(-1);
+      EXPECT_TRUE(nan_rows.select(2, 3).all().item<bool>());
+      EXPECT_TRUE(nan_rows.select(2, 5).all().item<bool>());
+      EXPECT_EQ(nan_rows.sum().item<int64_t>(), 2 * 2 * 3) << "NaN beyond rows 3 and 5";
+    }
   }
 }
 
@@ -567,15 +580,17 @@ TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
   torchfuse::runtime::AttentionBackendChoice r;
   for (const auto& c : torchfuse::runtime::attention_backend_choices())
     if (c.call == name) r = c;
-  ASSERT_EQ(r.backends.size(), 2u);
+  // 96 warps of 16 rows: fewer than 4 a multiprocessor on an A100 or H100/H200, so the keys
+  // schedule is timed too.
+  ASSERT_EQ(r.backends.size(), 3u);
   EXPECT_EQ(r.backends[1], "torchfuse");
+  EXPECT_EQ(r.backends[2], "torchfuse (keys split 2)");
   EXPECT_TRUE(r.why_not.empty()) << r.why_not;
-  ASSERT_EQ(r.us.size(), 2u);
-  EXPECT_GT(r.us[0], 0);
-  EXPECT_GT(r.us[1], 0);
+  ASSERT_EQ(r.us.size(), 3u);
+  for (double us : r.us) EXPECT_GT(us, 0);
   EXPECT_EQ(r.chosen, torchfuse::runtime::choose_candidate(r.us));
   std::cout << "[ timed    ] " << name << ": " << r.backends[r.chosen] << " (" << r.backends[0] << " " << r.us[0]
-            << " us, torchfuse " << r.us[1] << " us)\n";
+            << " us, torchfuse " << r.us[1] << " us, keys split 2 " << r.us[2] << " us)\n";
 #else
   GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
 #endif
@@ -587,21 +602,27 @@ TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
 TEST(AttentionKernelGpu, ForcedByTheEnvironmentWhereItCanRun) {
   REQUIRE_GPU();
   torch::manual_seed(14);
-  ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "1", 1), 0);
   struct Unset {  // the tests after this one run unforced whatever fails here
     ~Unset() { unsetenv("TORCHFUSE_ATTENTION_KERNEL"); }
   } unset;
-  ASSERT_TRUE(torchfuse::runtime::attention_kernel_forced());
-  for (c10::ScalarType dt : {torch::kBFloat16, torch::kFloat}) {
-    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
-    const at::Tensor q = torch::randn({2, 4, 32, 64}, o), k = torch::randn({2, 4, 48, 64}, o), v = torch::randn({2, 4, 48, 64}, o);
-    at::Tensor mask = torch::randn({1, 1, 32, 48}, o);
-    if (dt == torch::kBFloat16) mask[0][0][7].fill_(-std::numeric_limits<double>::infinity());
-    const at::Tensor got = timed_call(q, k, v, mask, 0.125, false, false, /*timed=*/false);
-    const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
-    const double tol = dt == torch::kFloat ? 1e-3 : 2e-2;
-    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol, /*equal_nan=*/true)) << dt;
-    if (dt == torch::kBFloat16) EXPECT_TRUE(got.select(2, 7).isnan().all().item<bool>()) << "row 7 not the kernel's NaN";
+  using torchfuse::runtime::AttentionSchedule;
+  for (const auto& [value, schedule] : {std::make_pair("1", AttentionSchedule::kRows), std::make_pair("keys", AttentionSchedule::kKeys)}) {
+    ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", value, 1), 0);
+    ASSERT_TRUE(torchfuse::runtime::attention_kernel_forced() == schedule) << value;
+    for (c10::ScalarType dt : {torch::kBFloat16, torch::kFloat}) {
+      const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dt);
+      // 130 keys: the keys schedule splits them over 2 warps.
+      const at::Tensor q = torch::randn({2, 4, 32, 64}, o), k = torch::randn({2, 4, 130, 64}, o),
+                       v = torch::randn({2, 4, 130, 64}, o);
+      at::Tensor mask = torch::randn({1, 1, 32, 130}, o);
+      if (dt == torch::kBFloat16) mask[0][0][7].fill_(-std::numeric_limits<double>::infinity());
+      const at::Tensor got = timed_call(q, k, v, mask, 0.125, false, false, /*timed=*/false);
+      const at::Tensor want = masked_reference(q, k, v, mask, 0.125, false);
+      const double tol = dt == torch::kFloat ? 1e-3 : 2e-2;
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want, tol, tol, /*equal_nan=*/true)) << value << " " << dt;
+      if (dt == torch::kBFloat16)
+        EXPECT_TRUE(got.select(2, 7).isnan().all().item<bool>()) << value << ": row 7 not the kernel's NaN";
+    }
   }
   ASSERT_EQ(setenv("TORCHFUSE_ATTENTION_KERNEL", "0", 1), 0);
   EXPECT_FALSE(torchfuse::runtime::attention_kernel_forced());
