@@ -103,6 +103,7 @@ __device__ __forceinline__ void tf_load_mask(float added[kKeyBlock / 8][4], cons
 TF_ENTRY void __launch_bounds__(32 * kWarps) TF_KERNEL_NAME(const TF_KERNEL_NAME_params p) {
   __shared__ __align__(16) tf_u16 keys[kSplit][kKeyBlock][kD + kPad];
   __shared__ __align__(16) tf_u16 values[kSplit][kKeyBlock][kD + kPad];
+  tf_grid_dependency();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int part = kSplit == 1 ? 0 : warp;  // this warp's share of the key blocks, and its stage

@@ -474,6 +474,7 @@ GeneratedKernel generate_column_normalization(const FusionGroup& g, const Reduct
     const std::string bounds = split ? str(l.block) + ", " + str(phased ? l.phased_blocks : split_blocks) : str(l.block);
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + kNamePlaceholder + "(const " +
                      kNamePlaceholder + "_params p)");
+    emit_grid_dependency(b);
     emit_restrict_pointers(b, g, l.inputs);
     b.line("const int tx = threadIdx.x & 31;");
     b.line("const int ty = threadIdx.x >> 5;");

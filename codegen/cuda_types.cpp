@@ -1,5 +1,6 @@
 #include "codegen/cuda_types.h"
 
+#include "codegen/kernel.h"
 #include "codegen/source_builder.h"
 
 #include <charconv>
@@ -659,10 +660,21 @@ template <typename T, int N> __device__ __forceinline__ void tf_load_partials(T 
     for (int j = 0; j < N; ++j) dst[j] = __ldcg(src + j);
   }
 }
+// Programmatic dependent launch (sm_90 on; codegen/kernel.h kGridDependencyCall): wait for the
+// grids this one depends on, then let the next grid launch. Both return at once on a grid
+// launched without it.
+__device__ __forceinline__ void tf_grid_dependency() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 // ---- end of prelude ----
 )CUDA";
   return text;
 }
+
+void emit_grid_dependency(SourceBuilder& b) { b.line(kGridDependencyCall); }
 
 uint64_t fast_divider(int64_t d) {
   TORCHFUSE_INTERNAL_ASSERT(d >= 1 && d < (int64_t{1} << 31), "fast_divider(", d, ")");

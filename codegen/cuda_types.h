@@ -52,6 +52,9 @@ void emit_operand_param(class SourceBuilder& b, size_t k, bool is_number, c10::S
 // Helpers every kernel may use: storage types, conversions, vector types, gelu, ...
 const std::string& prelude();
 
+// An entry point's first statement: kGridDependencyCall (codegen/kernel.h).
+void emit_grid_dependency(class SourceBuilder& b);
+
 // The prelude's tf_fast_div argument for divisor d (1 <= d < 2^31): the multiplier m and shift s
 // with n / d == (umulhi(n, m) + n) >> s for every 0 <= n < 2^31, packed as m << 32 | s.
 uint64_t fast_divider(int64_t d);

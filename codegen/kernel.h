@@ -18,11 +18,21 @@ struct GeneratedKernel {
   // a variance over one element turns into inf (eager: NaN) and exp of a 1e30-scale difference
   // into inf (fuzz seed 5, programs 6161 and 1194).
   bool fmad = true;
+  // Every entry point begins with tf_grid_dependency() (kGridDependencyCall): the kernel may be
+  // launched with programmatic dependent launch (runtime/programmatic_launch.h). Set by
+  // name_kernel, which counts the calls.
+  bool grid_dependency = false;
   // Process-unique per generated source (copies share it), so that the runtime finds a loaded
   // kernel without comparing sources; 0: no identity (looked up by source). Whoever edits
   // `source` must reset it.
   uint64_t id = 0;
 };
+
+// The first statement of every generated entry point, before any memory access: waits until the
+// grids this one depends on have completed and their writes are visible, then lets the grid after
+// it launch (programmatic dependent launch, sm_90 and later; a grid launched without it waits for
+// nothing). Defined in the prelude (codegen/cuda_types.h) and the attention kernel's primitives.
+inline constexpr const char* kGridDependencyCall = "tf_grid_dependency();";
 
 inline uint64_t next_kernel_id() {
   static std::atomic<uint64_t> next{1};

@@ -10,6 +10,12 @@ namespace torchfuse {
 namespace codegen {
 namespace {
 
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
 // Where the `//` comment of `line` starts (npos: none), skipping string and character literals
 // (inline assembly holds "%0" and could hold "//").
 size_t comment_start(const std::string& text, size_t begin, size_t end) {
@@ -102,6 +108,7 @@ GeneratedKernel name_kernel(std::string source, const std::string& pattern, int 
   TORCHFUSE_INTERNAL_ASSERT(replaced > 0, "generated kernel ", k.name, " never names its entry point");
   k.source = std::move(source);
   k.block_size = block_size;
+  k.grid_dependency = count(k.source, kGridDependencyCall) >= count(k.source, "__global__");
   k.id = next_kernel_id();
   return k;
 }

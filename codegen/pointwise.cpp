@@ -317,6 +317,7 @@ std::string kernel_signature() {
 
 void emit_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLayout& l) {
   auto s = b.scope(kernel_signature());
+  emit_grid_dependency(b);
   emit_pointers(b, l);
   b.line("const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;");
   b.line("const tf_index first = (tf_index)blockIdx.x * (tf_index)blockDim.x + (tf_index)threadIdx.x;");
@@ -453,6 +454,7 @@ void emit_tiled_kernel(SourceBuilder& b, const FusionGroup& g, const PointwiseLa
   const std::string td = std::to_string(l.tile_dim);
   const std::string last = std::to_string(rank - 1);
   auto s = b.scope(kernel_signature());
+  emit_grid_dependency(b);
   emit_pointers(b, l);
   for (size_t k = 0; k < l.inputs.size(); ++k) {
     if (l.inputs[k].tiled)

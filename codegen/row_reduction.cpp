@@ -713,6 +713,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
     auto s = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) +
                      (l.min_blocks > 0 ? ", " + str(l.min_blocks) : std::string()) + ") " + kNamePlaceholder + "(const " +
                      kNamePlaceholder + "_params p)");
+    emit_grid_dependency(b);
     rk.emit_body();
   }
   return name_kernel(b.str(), g.pattern, l.block);

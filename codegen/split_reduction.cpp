@@ -209,6 +209,7 @@ GeneratedKernel generate_full_reduction(const FusionGroup& g, const ReductionAna
   {
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(block) + ") " + kNamePlaceholder + "(const " +
                      kNamePlaceholder + "_params p)");
+    emit_grid_dependency(b);
     emit_restrict_pointers(b, g, l.inputs);
     ValueNames names;
     names[nullptr] = "(double)p.numel";  // N
@@ -405,6 +406,7 @@ GeneratedKernel generate_column_reduction(const FusionGroup& g, const ReductionA
     auto k = b.scope("extern \"C\" __global__ void __launch_bounds__(" + str(l.block) + ", " +
                      str(std::max(1, kColumnBlocksPerSm * 256 / l.block)) + ") " + kNamePlaceholder +
                      "(const " + kNamePlaceholder + "_params p)");
+    emit_grid_dependency(b);
     emit_restrict_pointers(b, g, l.inputs);
     TORCHFUSE_INTERNAL_ASSERT(l.tile_threads == 1 << log2_of(l.tile_threads), "column tiles of ", l.tile_threads, " threads");
     b.line("const int tx = threadIdx.x & " + str(l.tile_threads - 1) + ";");

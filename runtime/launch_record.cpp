@@ -5,6 +5,7 @@
 #include "runtime/hot_path_clock.h"
 #include "runtime/in_place_outputs.h"
 #include "runtime/launch_util.h"
+#include "runtime/programmatic_launch.h"
 
 namespace torchfuse {
 namespace runtime {
@@ -56,7 +57,8 @@ LaunchRecorder::~LaunchRecorder() { recorder = saved_; }
 LaunchRecorder* LaunchRecorder::current() { return recorder; }
 
 void LaunchRecorder::launched(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes,
-                              const int64_t* words, size_t n_words, const int* pointer_words, size_t n_pointers) {
+                              const int64_t* words, size_t n_words, const int* pointer_words, size_t n_pointers,
+                              bool grid_dependency) {
   ++launches_;
   if (n_words > kMaxWords) refused_ = true;
   if (refused_ || launches_ > 1) return;
@@ -65,6 +67,7 @@ void LaunchRecorder::launched(CUfunction fn, unsigned grid_x, unsigned grid_y, u
   launch_.grid_y = grid_y;
   launch_.block = block;
   launch_.shared_bytes = shared_bytes;
+  launch_.grid_dependency = grid_dependency;
   launch_.params.assign(words, words + n_words);
   pointer_words_.assign(pointer_words, pointer_words + n_pointers);
 }
@@ -171,8 +174,8 @@ bool launch_recorded(const LaunchRecord& r, const c10::IValue* inputs, const std
   void* args[] = {words};
   const CUstream stream = current_stream(r.device);
   HotPathClock::mark(HotPhase::pack);
-  const CUresult result =
-      driver_api()->cuLaunchKernel(r.function, r.grid_x, r.grid_y, 1, r.block, 1, 1, r.shared_bytes, stream, args, nullptr);
+  const CUresult result = launch_function(r.function, r.grid_x, r.grid_y, r.block, r.shared_bytes, stream, args,
+                                          r.grid_dependency && programmatic_launch(r.device.index()));
   HotPathClock::mark(HotPhase::launch);
   if (result == CUDA_SUCCESS) return true;
   outputs.clear();

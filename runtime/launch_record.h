@@ -42,6 +42,7 @@ struct LaunchRecord {
   c10::Device device{c10::DeviceType::CUDA, 0};
   CUfunction function = nullptr;
   unsigned grid_x = 1, grid_y = 1, block = 1, shared_bytes = 0;
+  bool grid_dependency = false;  // the kernel may go out with programmatic dependent launch
   std::vector<int64_t> params;  // the recorded call's argument words
   // An argument word holding a pointer: input k's data pointer plus `delta` bytes, or output k's.
   struct Pointer {
@@ -70,9 +71,10 @@ class LaunchRecorder {
   // The recorder of this thread, or null.
   static LaunchRecorder* current();
   // A plain launch went out with these argument words; `pointer_words` index the words
-  // ParamPacker::ptr wrote.
+  // ParamPacker::ptr wrote; `grid_dependency`: the kernel's (codegen::GeneratedKernel).
   void launched(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes,
-                const int64_t* words, size_t n_words, const int* pointer_words, size_t n_pointers);
+                const int64_t* words, size_t n_words, const int* pointer_words, size_t n_pointers,
+                bool grid_dependency);
   // A launch the shortcut cannot repeat (clustered, cooperative): nothing is recorded.
   void refuse() { refused_ = true; }
 

@@ -17,6 +17,7 @@
 #include "runtime/failure_injection.h"
 #include "runtime/hot_path_clock.h"
 #include "runtime/launch_record.h"
+#include "runtime/programmatic_launch.h"
 #include "src/error.h"
 
 namespace torchfuse {
@@ -128,25 +129,26 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   allow_shared_bytes(fn, shared_bytes, kernel);
   const bool injected = has_injected_fault(kernel, Fault::Launch);
   const CUstream stream = current_stream(device);
+  const bool programmatic = kernel.grid_dependency && programmatic_launch(device.index());
   HotPathClock::mark(HotPhase::pack);
   const CUresult r = injected ? kInjectedLaunchError
-                              : driver_api()->cuLaunchKernel(fn, static_cast<unsigned>(blocks_x),
-                                                             static_cast<unsigned>(blocks_y), 1,
-                                                             static_cast<unsigned>(block), 1, 1,
-                                                             static_cast<unsigned>(shared_bytes), stream, args,
-                                                             nullptr);
+                              : launch_function(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y),
+                                                static_cast<unsigned>(block), static_cast<unsigned>(shared_bytes),
+                                                stream, args, programmatic);
   HotPathClock::mark(HotPhase::launch);
   if (r == CUDA_SUCCESS) {
     if (LaunchRecorder* recorder = LaunchRecorder::current()) {
       recorder->launched(fn, static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y), static_cast<unsigned>(block),
                          static_cast<unsigned>(shared_bytes), static_cast<const int64_t*>(params.data()), params.size(),
-                         params.pointer_words().data(), params.pointer_words().size());
+                         params.pointer_words().data(), params.pointer_words().size(), kernel.grid_dependency);
     }
     return;
   }
   // A launch-configuration error is the kernel's own; a fault reported here comes from an
   // earlier kernel and has poisoned the context.
-  const char* what = injected ? "cuLaunchKernel (injected by debug_fail_kernels)" : "cuLaunchKernel";
+  const char* what = injected       ? "cuLaunchKernel (injected by debug_fail_kernels)"
+                     : programmatic ? "cuLaunchKernelEx (programmatic dependent launch)"
+                                    : "cuLaunchKernel";
   if (capture_error(r)) throw Error(cu_error_message(r, what) + " (" + entry + ", while capturing a CUDA graph)");
   if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + entry + ")", kernel.source);
   check_cu(r, what);

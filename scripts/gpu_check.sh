@@ -60,6 +60,12 @@ if [ "${STRESS_SECONDS:-20}" != 0 ]; then
   # The same with CUDA graphs: captures and replays from every thread and stream.
   "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
     --streams "${STRESS_STREAMS:-4}" --cuda-graphs >"$OUT/stress_graphs.log" 2>&1 || status=1
+  # Both again with programmatic dependent launch (runtime/programmatic_launch.h): kernels that
+  # start early and wait for the one before them.
+  TORCHFUSE_PDL=1 "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
+    --streams "${STRESS_STREAMS:-4}" >"$OUT/stress_pdl.log" 2>&1 || status=1
+  TORCHFUSE_PDL=1 "$BUILD_DIR"/tests/torchfuse_stress --seconds "${STRESS_SECONDS:-20}" --threads "${STRESS_THREADS:-8}" \
+    --streams "${STRESS_STREAMS:-4}" --cuda-graphs >"$OUT/stress_graphs_pdl.log" 2>&1 || status=1
 fi
 "$BUILD_DIR"/examples/torchfuse_demo >"$OUT/demo.log" 2>&1 || status=1
 if [ "${COMPILE_TIMES:-1}" = 1 ] && [ -x "$BUILD_DIR"/benchmarks/torchfuse_bench ]; then
@@ -82,6 +88,9 @@ done
 echo "layers: $(tail -1 "$OUT/layers.log")"
 [ -f "$OUT/stress.log" ] && sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/stress.log"
 [ -f "$OUT/stress_graphs.log" ] && sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/stress_graphs.log"
+for f in stress_pdl stress_graphs_pdl; do
+  [ -f "$OUT/$f.log" ] && echo "$f: $(sed -n '/^torchfuse_stress: [0-9]/,$p' "$OUT/$f.log" | tr '\n' ' ')"
+done
 echo "demo: $(tail -1 "$OUT/demo.log")"
 for run in cold warm; do
   [ -f "$OUT/compile_$run.log" ] || continue

@@ -121,6 +121,11 @@ TF_VARIANT_CONSTANTS(80, 2, 2, false, false, false, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace keys_bf16_d80_w2
+namespace keys_f16_d32_w4_elements {
+TF_VARIANT_CONSTANTS(32, 4, 4, true, true, false, false, false)
+#include "tests/emulated_attention_device.inc"
+#include "codegen/attention_body.cuh"
+}  // namespace keys_f16_d32_w4_elements
 namespace rows_bf16_d64_w1_pairs {
 TF_VARIANT_CONSTANTS(64, 1, 1, false, true, true, false, true)
 #include "tests/emulated_attention_device.inc"
@@ -226,12 +231,21 @@ TEST(AttentionKernelEmulated, RowsScheduleMatchesFloat64) {
 
 TEST(AttentionKernelEmulated, KeysScheduleMatchesFloat64) {
   torch::manual_seed(32);
-  {  // f16, four warps splitting 200 keys of 16 rows, causal (the later warps of the first tiles see no key)
-    Call c{randn({2, 1, 50, 16}, torch::kHalf), randn({2, 1, 200, 16}, torch::kHalf), randn({2, 1, 200, 16}, torch::kHalf),
+  {  // f16, four warps splitting 200 keys of 16 rows, causal: the rows' keys end in every block
+    // (the later warps of the first tiles see none)
+    Call c{randn({2, 1, 150, 16}, torch::kHalf), randn({2, 1, 200, 16}, torch::kHalf), randn({2, 1, 200, 16}, torch::kHalf),
            padding_mask<c10::Half>(2, 200, torch::kHalf), 0.25, true};
     check("f16 d16 split 4 causal",
           [](const Call& x) { return emulate(&keys_f16_d16_w4_pairs_causal::kernel, keys_f16_d16_w4_pairs_causal::spec(), x); },
           keys_f16_d16_w4_pairs_causal::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
+  }
+  {  // f16, four warps splitting 300 transposed keys (element loads) of grouped heads, a full mask
+    Call c{randn({1, 4, 20, 32}, torch::kHalf), randn({1, 2, 32, 300}, torch::kHalf).transpose(2, 3),
+           randn({1, 2, 300, 32}, torch::kHalf),
+           randn({1, 4, 20, 301}, torch::kHalf).narrow(3, 0, 300)};  // rows 301 apart: one entry a load
+    check("f16 d32 split 4, grouped, transposed keys",
+          [](const Call& x) { return emulate(&keys_f16_d32_w4_elements::kernel, keys_f16_d32_w4_elements::spec(), x); },
+          keys_f16_d32_w4_elements::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
   }
   {  // bf16, two warps splitting 3 blocks of keys (the first warp takes two), head dim 80
     Call c{randn({1, 1, 5, 80}, torch::kBFloat16), randn({1, 1, 129, 80}, torch::kBFloat16),

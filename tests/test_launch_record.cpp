@@ -32,7 +32,7 @@ struct Call {
   }
   void report(rt::LaunchRecorder& r) {
     r.launched(nullptr, 3, 2, 128, 64, static_cast<const int64_t*>(params.data()), params.size(),
-               params.pointer_words().data(), params.pointer_words().size());
+               params.pointer_words().data(), params.pointer_words().size(), /*grid_dependency=*/true);
   }
 };
 
@@ -51,6 +51,7 @@ TEST(LaunchRecords, PointersPatchedFromTheirInputOrOutput) {
   EXPECT_EQ(r->grid_y, 2u);
   EXPECT_EQ(r->block, 128u);
   EXPECT_EQ(r->shared_bytes, 64u);
+  EXPECT_TRUE(r->grid_dependency) << "the kernel's mark, for programmatic dependent launch on replay";
   ASSERT_EQ(r->params.size(), 6u);
   EXPECT_EQ(r->params[0], 128);
   EXPECT_EQ(r->params[2], 7);

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, bf16
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_28a0a9ff (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_a14664b1 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -16,7 +16,7 @@
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_28a0a9ff_params {
+struct tf_layer_norm_a14664b1_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -38,7 +38,8 @@ struct tf_layer_norm_28a0a9ff_params {
   tf_bf16* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_28a0a9ff(const tf_layer_norm_28a0a9ff_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_a14664b1(const tf_layer_norm_a14664b1_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -149,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_28a0a9ff(const t
     }
   }
 }
-// ==== sm_90: tf_layer_norm_8b29ba45 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_90: tf_layer_norm_f65d3af2 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -164,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_28a0a9ff(const t
 // out1 = %33 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_8b29ba45_params {
+struct tf_layer_norm_f65d3af2_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -186,7 +187,7 @@ struct tf_layer_norm_8b29ba45_params {
   tf_bf16* out1;
 };
 
-__device__ __forceinline__ void tf_layer_norm_8b29ba45_stage(const tf_layer_norm_8b29ba45_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_layer_norm_f65d3af2_stage(const tf_layer_norm_f65d3af2_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 4u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -203,7 +204,8 @@ __device__ __forceinline__ void tf_layer_norm_8b29ba45_stage(const tf_layer_norm
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 2u, p.in1 + sro1, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_8b29ba45(const tf_layer_norm_8b29ba45_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_f65d3af2(const tf_layer_norm_f65d3af2_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -233,7 +235,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_8b29ba45(const t
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_8b29ba45_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_layer_norm_f65d3af2_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 4u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);

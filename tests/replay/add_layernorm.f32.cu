@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): add_layernorm, f32
 // inputs: [16384, 4096] strides [4096, 1], [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_565070e4 (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_a3a0036d (add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -16,7 +16,7 @@
 // out1 = %33 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_565070e4_params {
+struct tf_layer_norm_a3a0036d_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -38,7 +38,8 @@ struct tf_layer_norm_565070e4_params {
   float* out1;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_565070e4(const tf_layer_norm_565070e4_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_a3a0036d(const tf_layer_norm_a3a0036d_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

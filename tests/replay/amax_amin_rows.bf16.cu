@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, bf16
 // inputs: [1000, 333] strides [333, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_amin_b7ab2d2b (reduce_max -> reduce_min -> sub)
+// ==== sm_80: tf_amax_amin_a6e33442 (reduce_max -> reduce_min -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
@@ -12,7 +12,7 @@
 // out0 = %7 bf16, one per row
 typedef int tf_index;
 
-struct tf_amax_amin_b7ab2d2b_params {
+struct tf_amax_amin_a6e33442_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_amax_amin_b7ab2d2b_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_b7ab2d2b(const tf_amax_amin_b7ab2d2b_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_a6e33442(const tf_amax_amin_a6e33442_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -65,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_b7ab2d2b(const tf
     if (row_ok && tl == 0) out0[row] = tf_float_to_bf16(t0);
   }
 }
-// ==== sm_80: tf_sum_074352c5 (reduce_sum)
+// ==== sm_80: tf_sum_2c438c24 (reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (row reduction): reduce_sum
@@ -76,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_b7ab2d2b(const tf
 // out0 = %8 bf16, one per row
 typedef int tf_index;
 
-struct tf_sum_074352c5_params {
+struct tf_sum_2c438c24_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -88,7 +89,8 @@ struct tf_sum_074352c5_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_sum_074352c5(const tf_sum_074352c5_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_sum_2c438c24(const tf_sum_2c438c24_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

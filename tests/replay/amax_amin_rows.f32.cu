@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): amax_amin_rows, f32
 // inputs: [1000, 333] strides [333, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_amin_600d9d4a (reduce_max -> reduce_min -> sub)
+// ==== sm_80: tf_amax_amin_46e0a774 (reduce_max -> reduce_min -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> reduce_min -> sub
@@ -12,7 +12,7 @@
 // out0 = %7 f32, one per row
 typedef int tf_index;
 
-struct tf_amax_amin_600d9d4a_params {
+struct tf_amax_amin_46e0a774_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_amax_amin_600d9d4a_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_600d9d4a(const tf_amax_amin_600d9d4a_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_46e0a774(const tf_amax_amin_46e0a774_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -65,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_600d9d4a(const tf
     if (row_ok && tl == 0) out0[row] = t0;
   }
 }
-// ==== sm_80: tf_sum_e5b80741 (reduce_sum)
+// ==== sm_80: tf_sum_6b5e76b2 (reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (row reduction): reduce_sum
@@ -76,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_amax_amin_600d9d4a(const tf
 // out0 = %8 f32, one per row
 typedef int tf_index;
 
-struct tf_sum_e5b80741_params {
+struct tf_sum_6b5e76b2_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -88,7 +89,8 @@ struct tf_sum_e5b80741_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_sum_e5b80741(const tf_sum_e5b80741_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_sum_6b5e76b2(const tf_sum_6b5e76b2_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

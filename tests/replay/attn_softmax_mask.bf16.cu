@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, bf16
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_b4cc717d (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_fc26beb5 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %12 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_b4cc717d_params {
+struct tf_softmax_fc26beb5_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -28,7 +28,8 @@ struct tf_softmax_b4cc717d_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_b4cc717d(const tf_softmax_b4cc717d_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_fc26beb5(const tf_softmax_fc26beb5_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;

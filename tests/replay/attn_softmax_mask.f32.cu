@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): attn_softmax_mask, f32
 // inputs: [8, 16, 1024, 1024] strides [16777216, 1048576, 1024, 1], [1, 1, 1024, 1024] strides [1048576, 1048576, 1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_d037abb7 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_51ac4c26 (mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %12 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_d037abb7_params {
+struct tf_softmax_51ac4c26_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -28,7 +28,8 @@ struct tf_softmax_d037abb7_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_softmax_d037abb7(const tf_softmax_d037abb7_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_51ac4c26(const tf_softmax_51ac4c26_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

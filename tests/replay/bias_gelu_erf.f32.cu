@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): bias_gelu_erf, f32
 // inputs: [8192, 8192] strides [8192, 1], [8192] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_add_mul_erf_b4e20c51 (add -> mul -> mul -> erf -> add -> mul)
+// ==== sm_80: tf_add_mul_erf_1b44178b (add -> mul -> mul -> erf -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): add -> mul -> mul -> erf -> add -> mul
@@ -11,7 +11,7 @@
 // out0 = %11 f32, contiguous
 typedef int tf_index;
 
-struct tf_add_mul_erf_b4e20c51_params {
+struct tf_add_mul_erf_1b44178b_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -22,7 +22,7 @@ struct tf_add_mul_erf_b4e20c51_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_add_mul_erf_b4e20c51_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_add_mul_erf_1b44178b_compute(float in0, float in1, float& out0) {
   float t0 = (in0 + in1);  // %6 = add(%0, %1)
   float t1 = (t0 * 0.5f);  // %7 = mul(%6, 0.5)
   float t2 = (t0 * 0.70710677f);  // %8 = mul(%6, 0.7071067811865476)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_add_mul_erf_b4e20c51_compute(float in0, float
   out0 = t5;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_add_mul_erf_b4e20c51(const tf_add_mul_erf_b4e20c51_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_add_mul_erf_1b44178b(const tf_add_mul_erf_1b44178b_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -53,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_add_mul_erf_b4e20c51(const 
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_add_mul_erf_b4e20c51_compute(v0.v[lane], v1.v[lane], r0[lane]);
+        tf_add_mul_erf_1b44178b_compute(v0.v[lane], v1.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -70,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_add_mul_erf_b4e20c51(const 
     const tf_index c0 = rem;
     const tf_index off1 = c0 * (tf_index)p.in1_stride[0] + c1 * (tf_index)p.in1_stride[1];
     float r0;
-    tf_add_mul_erf_b4e20c51_compute(in0[i], in1[off1], r0);
+    tf_add_mul_erf_1b44178b_compute(in0[i], in1[off1], r0);
     out0[i] = r0;
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): broadcast_3d, bf16
 // inputs: [4, 128, 768] strides [98304, 768, 1], [1, 128, 1] strides [128, 1, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mul_tanh_add_f4cb51f2 (mul -> tanh -> add)
+// ==== sm_80: tf_mul_tanh_add_9ca25c27 (mul -> tanh -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> tanh -> add
@@ -11,7 +11,7 @@
 // out0 = %5 bf16, contiguous
 typedef int tf_index;
 
-struct tf_mul_tanh_add_f4cb51f2_params {
+struct tf_mul_tanh_add_9ca25c27_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[3];
@@ -22,14 +22,15 @@ struct tf_mul_tanh_add_f4cb51f2_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mul_tanh_add_f4cb51f2_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_mul_tanh_add_9ca25c27_compute(float in0, float in1, float& out0) {
   float t0 = (in0 * in1);  // %3 = mul(%0, %1)
   float t1 = tanhf(t0);  // %4 = tanh(%3)
   float t2 = (t1 + in0);  // %5 = add(%4, %0)
   out0 = t2;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_mul_tanh_add_f4cb51f2(const tf_mul_tanh_add_f4cb51f2_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_mul_tanh_add_9ca25c27(const tf_mul_tanh_add_9ca25c27_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -53,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_tanh_add_f4cb51f2(const
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_mul_tanh_add_f4cb51f2_compute(tf_to_float(v0.v[lane]), b1, r0[lane]);
+        tf_mul_tanh_add_9ca25c27_compute(tf_to_float(v0.v[lane]), b1, r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -71,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_tanh_add_f4cb51f2(const
     const tf_index c0 = rem;
     const tf_index off1 = c0 * (tf_index)p.in1_stride[0] + c1 * (tf_index)p.in1_stride[1] + c2 * (tf_index)p.in1_stride[2];
     float r0;
-    tf_mul_tanh_add_f4cb51f2_compute(tf_to_float(in0[i]), tf_to_float(in1[off1]), r0);
+    tf_mul_tanh_add_9ca25c27_compute(tf_to_float(in0[i]), tf_to_float(in1[off1]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): casts, bf16
 // inputs: [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sigmoid_b35b9811 (cast -> mul -> cast -> cast -> sigmoid -> add)
+// ==== sm_80: tf_sigmoid_c92c3061 (cast -> mul -> cast -> cast -> sigmoid -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): cast -> mul -> cast -> cast -> sigmoid -> add
@@ -10,7 +10,7 @@
 // out0 = %12 f32, contiguous
 typedef int tf_index;
 
-struct tf_sigmoid_b35b9811_params {
+struct tf_sigmoid_c92c3061_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -19,7 +19,7 @@ struct tf_sigmoid_b35b9811_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_sigmoid_b35b9811_compute(float in0, float& out0) {
+__device__ __forceinline__ void tf_sigmoid_c92c3061_compute(float in0, float& out0) {
   float t0 = in0;  // %7 = cast[to=f32](%0)
   float t1 = (t0 * 2.0f);  // %8 = mul(%7, 2.0)
   float t2 = tf_round_bf16(t1);  // %9 = cast[to=bf16](%8)
@@ -29,7 +29,8 @@ __device__ __forceinline__ void tf_sigmoid_b35b9811_compute(float in0, float& ou
   out0 = t5;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_b35b9811(const tf_sigmoid_b35b9811_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_c92c3061(const tf_sigmoid_c92c3061_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -42,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_b35b9811(const tf_s
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_sigmoid_b35b9811_compute(tf_to_float(v0.v[lane]), r0[lane]);
+        tf_sigmoid_c92c3061_compute(tf_to_float(v0.v[lane]), r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -53,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_b35b9811(const tf_s
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_sigmoid_b35b9811_compute(tf_to_float(in0[i]), r0);
+    tf_sigmoid_c92c3061_compute(tf_to_float(in0[i]), r0);
     out0[i] = r0;
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): casts, f32
 // inputs: [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sigmoid_648dd19f (mul -> cast -> cast -> sigmoid -> add)
+// ==== sm_80: tf_sigmoid_1d0018a0 (mul -> cast -> cast -> sigmoid -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> cast -> cast -> sigmoid -> add
@@ -10,7 +10,7 @@
 // out0 = %11 f32, contiguous
 typedef int tf_index;
 
-struct tf_sigmoid_648dd19f_params {
+struct tf_sigmoid_1d0018a0_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -19,7 +19,7 @@ struct tf_sigmoid_648dd19f_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_sigmoid_648dd19f_compute(float in0, float& out0) {
+__device__ __forceinline__ void tf_sigmoid_1d0018a0_compute(float in0, float& out0) {
   float t0 = (in0 * 2.0f);  // %7 = mul(%0, 2.0)
   float t1 = tf_round_bf16(t0);  // %8 = cast[to=bf16](%7)
   float t2 = t1;  // %9 = cast[to=f32](%8)
@@ -28,7 +28,8 @@ __device__ __forceinline__ void tf_sigmoid_648dd19f_compute(float in0, float& ou
   out0 = t4;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_648dd19f(const tf_sigmoid_648dd19f_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_1d0018a0(const tf_sigmoid_1d0018a0_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -41,7 +42,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_648dd19f(const tf_s
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_sigmoid_648dd19f_compute(v0.v[lane], r0[lane]);
+        tf_sigmoid_1d0018a0_compute(v0.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -52,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_648dd19f(const tf_s
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_sigmoid_648dd19f_compute(in0[i], r0);
+    tf_sigmoid_1d0018a0_compute(in0[i], r0);
     out0[i] = r0;
   }
 }

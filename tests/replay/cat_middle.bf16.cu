@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): cat_middle, bf16
 // inputs: [4, 24, 40] strides [960, 40, 1], [4, 8, 40] strides [320, 40, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_relu_cat_df6cf42d (relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add)
+// ==== sm_80: tf_relu_cat_603da634 (relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add
@@ -11,7 +11,7 @@
 // out0 = %11 bf16, contiguous
 typedef int tf_index;
 
-struct tf_relu_cat_df6cf42d_params {
+struct tf_relu_cat_603da634_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -24,7 +24,7 @@ struct tf_relu_cat_df6cf42d_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_relu_cat_df6cf42d_compute(float in0, float in1, int sel0, float& out0) {
+__device__ __forceinline__ void tf_relu_cat_603da634_compute(float in0, float in1, int sel0, float& out0) {
   float t0 = (in0 < 0.0f ? 0.0f : in0);  // %5 = relu(%0)
   float t1 = (in1 * 2.0f);  // %6 = mul(%1, 2.0)
   float t2 = (sel0 == 0 ? t0 : t1);  // %10 = cat(%8, %9)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_relu_cat_df6cf42d_compute(float in0, float in
   out0 = t3;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_df6cf42d(const tf_relu_cat_df6cf42d_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_603da634(const tf_relu_cat_603da634_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -56,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_df6cf42d(const tf_
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_relu_cat_df6cf42d_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), sel0, r0[lane]);
+        tf_relu_cat_603da634_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), sel0, r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -74,7 +75,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_df6cf42d(const tf_
     int sel0 = 0;
     if (c1 >= (tf_index)p.cat0_bound[0]) sel0 = 1;
     float r0;
-    tf_relu_cat_df6cf42d_compute((sel0 == 0 ? tf_to_float(in0[off0]) : (float)0), (sel0 == 1 ? tf_to_float(in1[off1]) : (float)0), sel0, r0);
+    tf_relu_cat_603da634_compute((sel0 == 0 ? tf_to_float(in0[off0]) : (float)0), (sel0 == 1 ? tf_to_float(in1[off1]) : (float)0), sel0, r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): cat_middle, f32
 // inputs: [4, 24, 40] strides [960, 40, 1], [4, 8, 40] strides [320, 40, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_relu_cat_3b9b6447 (relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add)
+// ==== sm_80: tf_relu_cat_ffe837a0 (relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): relu -> mul -> cat_piece[1, 0] -> cat_piece[1, 1] -> cat -> add
@@ -11,7 +11,7 @@
 // out0 = %11 f32, contiguous
 typedef int tf_index;
 
-struct tf_relu_cat_3b9b6447_params {
+struct tf_relu_cat_ffe837a0_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -24,7 +24,7 @@ struct tf_relu_cat_3b9b6447_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_relu_cat_3b9b6447_compute(float in0, float in1, int sel0, float& out0) {
+__device__ __forceinline__ void tf_relu_cat_ffe837a0_compute(float in0, float in1, int sel0, float& out0) {
   float t0 = (in0 < 0.0f ? 0.0f : in0);  // %5 = relu(%0)
   float t1 = (in1 * 2.0f);  // %6 = mul(%1, 2.0)
   float t2 = (sel0 == 0 ? t0 : t1);  // %10 = cat(%8, %9)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_relu_cat_3b9b6447_compute(float in0, float in
   out0 = t3;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_3b9b6447(const tf_relu_cat_3b9b6447_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_ffe837a0(const tf_relu_cat_ffe837a0_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -56,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_3b9b6447(const tf_
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_relu_cat_3b9b6447_compute(v0.v[lane], v1.v[lane], sel0, r0[lane]);
+        tf_relu_cat_ffe837a0_compute(v0.v[lane], v1.v[lane], sel0, r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -76,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_relu_cat_3b9b6447(const tf_
     int sel0 = 0;
     if (c1 >= (tf_index)p.cat0_bound[0]) sel0 = 1;
     float r0;
-    tf_relu_cat_3b9b6447_compute((sel0 == 0 ? in0[off0] : (float)0), (sel0 == 1 ? in1[off1] : (float)0), sel0, r0);
+    tf_relu_cat_ffe837a0_compute((sel0 == 0 ? in0[off0] : (float)0), (sel0 == 1 ? in1[off1] : (float)0), sel0, r0);
     out0[i] = r0;
   }
 }

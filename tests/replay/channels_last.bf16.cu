@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): channels_last, bf16
 // inputs: [2, 16, 8, 8] strides [1024, 1, 128, 16], [2, 16, 8, 8] strides [1024, 64, 8, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_silu_add_61ac4b18 (silu -> add)
+// ==== sm_80: tf_silu_add_bfa5e8d8 (silu -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): silu -> add
@@ -11,7 +11,7 @@
 // out0 = %4 bf16, contiguous
 typedef int tf_index;
 
-struct tf_silu_add_61ac4b18_params {
+struct tf_silu_add_bfa5e8d8_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[3];
@@ -22,13 +22,14 @@ struct tf_silu_add_61ac4b18_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_silu_add_61ac4b18_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_silu_add_bfa5e8d8_compute(float in0, float in1, float& out0) {
   float t0 = tf_silu_fast(in0);  // %3 = silu(%0)
   float t1 = (t0 + in1);  // %4 = add(%3, %1)
   out0 = t1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_silu_add_61ac4b18(const tf_silu_add_61ac4b18_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_silu_add_bfa5e8d8(const tf_silu_add_bfa5e8d8_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_add_61ac4b18(const tf_
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_silu_add_61ac4b18_compute(tf_to_float(in0[off0 + lane * (tf_index)p.in0_stride[2]]), tf_to_float(v1.v[lane]), r0[lane]);
+        tf_silu_add_bfa5e8d8_compute(tf_to_float(in0[off0 + lane * (tf_index)p.in0_stride[2]]), tf_to_float(v1.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -69,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_add_61ac4b18(const tf_
     const tf_index c0 = rem;
     const tf_index off0 = c0 * (tf_index)p.in0_stride[0] + c1 * (tf_index)p.in0_stride[1] + c2 * (tf_index)p.in0_stride[2];
     float r0;
-    tf_silu_add_61ac4b18_compute(tf_to_float(in0[off0]), tf_to_float(in1[i]), r0);
+    tf_silu_add_bfa5e8d8_compute(tf_to_float(in0[off0]), tf_to_float(in1[i]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_max_odd, bf16
 // inputs: [1000, 77] strides [77, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_47a69d9b (mul -> reduce_max)
+// ==== sm_80: tf_amax_cbde93b0 (mul -> reduce_max)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction): mul -> reduce_max
 // 16 threads x 1 columns along the kept inner dims, 16 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
 typedef int tf_index;
 
-struct tf_amax_47a69d9b_params {
+struct tf_amax_cbde93b0_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -23,7 +23,8 @@ struct tf_amax_47a69d9b_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_amax_47a69d9b(const tf_amax_47a69d9b_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_amax_cbde93b0(const tf_amax_cbde93b0_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 15;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_mean_broadcast, f32
 // inputs: [4096, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_49e72dc8 (reduce_sum -> div -> sub)
+// ==== sm_80: tf_mean_51e030f3 (reduce_sum -> div -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 2 passes): reduce_sum -> div -> sub
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_mean_49e72dc8_params {
+struct tf_mean_51e030f3_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -25,7 +25,7 @@ struct tf_mean_49e72dc8_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_mean_49e72dc8_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_mean_51e030f3_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -41,7 +41,8 @@ __device__ __forceinline__ void tf_mean_49e72dc8_tile_barrier(unsigned* counter,
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_mean_49e72dc8(const tf_mean_49e72dc8_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_mean_51e030f3(const tf_mean_51e030f3_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -86,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_mean_49e72dc8(const tf_m
     double total_acc0 = smem_acc0[0][tx];
     for (int y = 1; y < 8; ++y) total_acc0 = tf_sum_op()(total_acc0, smem_acc0[y][tx]);
     if (ty == 0 && ok) p.part_acc0[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc0;
-    tf_mean_49e72dc8_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+    tf_mean_51e030f3_tile_barrier(tile_counter, (unsigned)p.split * 1u);
     total_acc0 = 0.0;
     for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
       total_acc0 = tf_sum_op()(total_acc0, __ldcg(p.part_acc0 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));

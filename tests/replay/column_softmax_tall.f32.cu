@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): column_softmax_tall, f32
 // inputs: [16384, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_43bb52bd (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_67487589 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction, 2 passes): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -9,7 +9,7 @@
 // compiled with --fmad=false: every pass computes the element values the same way
 typedef int tf_index;
 
-struct tf_softmax_43bb52bd_params {
+struct tf_softmax_67487589_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -26,7 +26,7 @@ struct tf_softmax_43bb52bd_params {
 };
 
 // Waits until the tile's counter holds `target` arrivals, this block's included.
-__device__ __forceinline__ void tf_softmax_43bb52bd_tile_barrier(unsigned* counter, unsigned target) {
+__device__ __forceinline__ void tf_softmax_67487589_tile_barrier(unsigned* counter, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
     tf_count_arrival(counter);
@@ -42,7 +42,8 @@ __device__ __forceinline__ void tf_softmax_43bb52bd_tile_barrier(unsigned* count
   __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_43bb52bd(const tf_softmax_43bb52bd_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_67487589(const tf_softmax_67487589_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 31;
@@ -92,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) tf_softmax_43bb52bd(const t
     tf_max_sum total_acc1 = smem_acc1[0][tx];
     for (int y = 1; y < 8; ++y) total_acc1 = tf_max_sum_op()(total_acc1, smem_acc1[y][tx]);
     if (ty == 0 && ok) p.part_acc1[((tf_index)blockIdx.y * (tf_index)p.outer + o) * (tf_index)p.inner + i] = total_acc1;
-    tf_softmax_43bb52bd_tile_barrier(tile_counter, (unsigned)p.split * 1u);
+    tf_softmax_67487589_tile_barrier(tile_counter, (unsigned)p.split * 1u);
     total_acc1 = tf_max_sum{-3.40282347e38f, 0.0f};
     for (tf_index s = ty; ok && s < (tf_index)p.split; s += 8) {
       total_acc1 = tf_max_sum_op()(total_acc1, tf_ldcg_max_sum(p.part_acc1 + (s * (tf_index)p.outer + o) * (tf_index)p.inner + i));

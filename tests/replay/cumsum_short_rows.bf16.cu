@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): cumsum_short_rows, bf16
 // inputs: [1024, 100] strides [100, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_cumsum_a22adaf5 (relu -> cumsum -> mul)
+// ==== sm_80: tf_cumsum_570c530e (relu -> cumsum -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): relu -> cumsum -> mul
@@ -12,7 +12,7 @@
 // out0 = %6 bf16, per element
 typedef int tf_index;
 
-struct tf_cumsum_a22adaf5_params {
+struct tf_cumsum_570c530e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -95,7 +95,8 @@ template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step
   carry += total;
   return base;
 }
-extern "C" __global__ void __launch_bounds__(128) tf_cumsum_a22adaf5(const tf_cumsum_a22adaf5_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_cumsum_570c530e(const tf_cumsum_570c530e_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): cumsum_short_rows, f32
 // inputs: [1024, 100] strides [100, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_cumsum_77c7fa30 (relu -> cumsum -> mul)
+// ==== sm_80: tf_cumsum_42a80ae5 (relu -> cumsum -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): relu -> cumsum -> mul
@@ -11,7 +11,7 @@
 // out0 = %6 f32, per element
 typedef int tf_index;
 
-struct tf_cumsum_77c7fa30_params {
+struct tf_cumsum_42a80ae5_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -94,7 +94,8 @@ template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step
   carry += total;
   return base;
 }
-extern "C" __global__ void __launch_bounds__(256) tf_cumsum_77c7fa30(const tf_cumsum_77c7fa30_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_cumsum_42a80ae5(const tf_cumsum_42a80ae5_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 32;
   const int tl = threadIdx.x % 32;
   (void)team;

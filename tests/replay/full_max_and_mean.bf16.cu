@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): full_max_and_mean, bf16
 // inputs: [100, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_e6ef8b80 (abs -> reduce_max)
+// ==== sm_80: tf_amax_b13ae77f (abs -> reduce_max)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): abs -> reduce_max
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_amax_e6ef8b80_params {
+struct tf_amax_b13ae77f_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,8 @@ struct tf_amax_e6ef8b80_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_amax_e6ef8b80(const tf_amax_e6ef8b80_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_amax_b13ae77f(const tf_amax_b13ae77f_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = __int_as_float(0xff800000);
@@ -79,14 +80,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_amax_e6ef8b80(const tf_amax
   const float red0_all_out = tf_round_bf16(red0_all);
   if (threadIdx.x == 0) out0[0] = tf_float_to_bf16(red0_all_out);
 }
-// ==== sm_80: tf_mean_ac87693f (reduce_sum -> div)
+// ==== sm_80: tf_mean_4582bce5 (reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (full reduction): reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_ac87693f_params {
+struct tf_mean_4582bce5_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -96,7 +97,8 @@ struct tf_mean_ac87693f_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_ac87693f(const tf_mean_ac87693f_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_4582bce5(const tf_mean_4582bce5_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): full_max_and_mean, f32
 // inputs: [100, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_amax_44c83aa3 (abs -> reduce_max)
+// ==== sm_80: tf_amax_ea927735 (abs -> reduce_max)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): abs -> reduce_max
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_amax_44c83aa3_params {
+struct tf_amax_ea927735_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,8 @@ struct tf_amax_44c83aa3_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_amax_44c83aa3(const tf_amax_44c83aa3_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_amax_ea927735(const tf_amax_ea927735_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   float acc0 = __int_as_float(0xff800000);
@@ -77,14 +78,14 @@ extern "C" __global__ void __launch_bounds__(512) tf_amax_44c83aa3(const tf_amax
   const float red0_all = tf_block_reduce<16>(acc0_all, tf_max_op(), smem_acc0_all);
   if (threadIdx.x == 0) out0[0] = red0_all;
 }
-// ==== sm_80: tf_mean_be92df75 (reduce_sum -> div)
+// ==== sm_80: tf_mean_bfc491ff (reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 1 (full reduction): reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_be92df75_params {
+struct tf_mean_bfc491ff_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -94,7 +95,8 @@ struct tf_mean_be92df75_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_be92df75(const tf_mean_be92df75_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_bfc491ff(const tf_mean_bfc491ff_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): full_sum_transposed, f32
 // inputs: [768, 1024] strides [1, 768]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sum_b0034bf7 (mul -> add -> reduce_sum)
+// ==== sm_80: tf_sum_cac8cac9 (mul -> add -> reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> add -> reduce_sum
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_sum_b0034bf7_params {
+struct tf_sum_cac8cac9_params {
   long long numel;
   long long vec_ok;
   long long size[2];
@@ -19,7 +19,8 @@ struct tf_sum_b0034bf7_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_sum_b0034bf7(const tf_sum_b0034bf7_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_sum_cac8cac9(const tf_sum_cac8cac9_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): gelu_modes, f32
 // inputs: [64, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_gelu_add_55182e5d (gelu -> gelu_tanh -> add)
+// ==== sm_80: tf_gelu_add_498704d5 (gelu -> gelu_tanh -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): gelu -> gelu_tanh -> add
@@ -10,7 +10,7 @@
 // out0 = %6 f32, contiguous
 typedef int tf_index;
 
-struct tf_gelu_add_55182e5d_params {
+struct tf_gelu_add_498704d5_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -19,14 +19,15 @@ struct tf_gelu_add_55182e5d_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_gelu_add_55182e5d_compute(float in0, float& out0) {
+__device__ __forceinline__ void tf_gelu_add_498704d5_compute(float in0, float& out0) {
   float t0 = tf_gelu_fast(in0);  // %4 = gelu(%0)
   float t1 = tf_gelu_tanh_fast(in0);  // %5 = gelu_tanh(%0)
   float t2 = (t0 + t1);  // %6 = add(%4, %5)
   out0 = t2;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_gelu_add_55182e5d(const tf_gelu_add_55182e5d_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_gelu_add_498704d5(const tf_gelu_add_498704d5_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -39,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_gelu_add_55182e5d(const tf_
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_gelu_add_55182e5d_compute(v0.v[lane], r0[lane]);
+        tf_gelu_add_498704d5_compute(v0.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -50,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_gelu_add_55182e5d(const tf_
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_gelu_add_55182e5d_compute(in0[i], r0);
+    tf_gelu_add_498704d5_compute(in0[i], r0);
     out0[i] = r0;
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): gelu_tanh, bf16
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mul_add_tanh_f501259a (mul -> mul -> mul -> mul -> add -> mul -> tanh -> add -> mul)
+// ==== sm_80: tf_mul_add_tanh_c3e47aba (mul -> mul -> mul -> mul -> add -> mul -> tanh -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> mul -> mul -> mul -> add -> mul -> tanh -> add -> mul
@@ -10,7 +10,7 @@
 // out0 = %13 bf16, contiguous
 typedef int tf_index;
 
-struct tf_mul_add_tanh_f501259a_params {
+struct tf_mul_add_tanh_c3e47aba_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -19,7 +19,7 @@ struct tf_mul_add_tanh_f501259a_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mul_add_tanh_f501259a_compute(float in0, float& out0) {
+__device__ __forceinline__ void tf_mul_add_tanh_c3e47aba_compute(float in0, float& out0) {
   float t0 = (in0 * 0.5f);  // %5 = mul(%0, 0.5)
   float t1 = (in0 * 0.044715f);  // %6 = mul(%0, 0.044715)
   float t2 = (t1 * in0);  // %7 = mul(%6, %0)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_mul_add_tanh_f501259a_compute(float in0, floa
   out0 = t8;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_mul_add_tanh_f501259a(const tf_mul_add_tanh_f501259a_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_mul_add_tanh_c3e47aba(const tf_mul_add_tanh_c3e47aba_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -45,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_add_tanh_f501259a(const
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_mul_add_tanh_f501259a_compute(tf_to_float(v0.v[lane]), r0[lane]);
+        tf_mul_add_tanh_c3e47aba_compute(tf_to_float(v0.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -54,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_add_tanh_f501259a(const
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_mul_add_tanh_f501259a_compute(tf_to_float(in0[i]), r0);
+    tf_mul_add_tanh_c3e47aba_compute(tf_to_float(in0[i]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

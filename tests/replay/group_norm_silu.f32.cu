@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): group_norm_silu, f32
 // inputs: [2, 64, 16, 16] strides [16384, 256, 16, 1], [64] strides [1], [64] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_b050abe1 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu)
+// ==== sm_80: tf_layer_norm_d74d86b1 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add -> silu
@@ -14,7 +14,7 @@
 // out0 = %75 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_b050abe1_params {
+struct tf_layer_norm_d74d86b1_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -33,7 +33,7 @@ struct tf_layer_norm_b050abe1_params {
   float* out0;
 };
 
-__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_b050abe1_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_d74d86b1_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in0_red_stride[1];
@@ -41,7 +41,7 @@ __device__ __forceinline__ tf_index tf_red_offset_0(const tf_layer_norm_b050abe1
   off += j * (tf_index)p.in0_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_b050abe1_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_d74d86b1_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in1_red_stride[1];
@@ -49,7 +49,7 @@ __device__ __forceinline__ tf_index tf_red_offset_1(const tf_layer_norm_b050abe1
   off += j * (tf_index)p.in1_red_stride[0];
   return off;
 }
-__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_b050abe1_params& p, tf_index j) {
+__device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_d74d86b1_params& p, tf_index j) {
   tf_index off = 0;
   const tf_index q1 = (tf_index)tf_fast_div((unsigned)j, p.red_div[1]);
   off += (j - q1 * (tf_index)p.red_size[1]) * (tf_index)p.in2_red_stride[1];
@@ -57,7 +57,8 @@ __device__ __forceinline__ tf_index tf_red_offset_2(const tf_layer_norm_b050abe1
   off += j * (tf_index)p.in2_red_stride[0];
   return off;
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_b050abe1(const tf_layer_norm_b050abe1_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_layer_norm_d74d86b1(const tf_layer_norm_d74d86b1_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, bf16
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_c37e481a (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_0ac6fc36 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %30 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_c37e481a_params {
+struct tf_layer_norm_0ac6fc36_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,8 @@ struct tf_layer_norm_c37e481a_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_c37e481a(const tf_layer_norm_c37e481a_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_0ac6fc36(const tf_layer_norm_0ac6fc36_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_3d, f32
 // inputs: [4, 128, 768] strides [98304, 768, 1], [768] strides [1], [768] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_9ad5981f (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
+// ==== sm_80: tf_layer_norm_5c1126a2 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %30 f32, per element
 typedef int tf_index;
 
-struct tf_layer_norm_9ad5981f_params {
+struct tf_layer_norm_5c1126a2_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,8 @@ struct tf_layer_norm_9ad5981f_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_9ad5981f(const tf_layer_norm_9ad5981f_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_layer_norm_5c1126a2(const tf_layer_norm_5c1126a2_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layer_norm_no_affine, bf16
 // inputs: [96, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_layer_norm_078436fb (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
+// ==== sm_80: tf_layer_norm_00b4966f (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> add -> rsqrt -> sub -> mul
@@ -12,7 +12,7 @@
 // out0 = %27 bf16, per element
 typedef int tf_index;
 
-struct tf_layer_norm_078436fb_params {
+struct tf_layer_norm_00b4966f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_layer_norm_078436fb_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_078436fb(const tf_layer_norm_078436fb_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_layer_norm_00b4966f(const tf_layer_norm_00b4966f_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): layernorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_0bcd09db (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
+// ==== sm_80: tf_mean_287a663e (reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> mul -> reduce_sum -> div -> add -> rsqrt -> mul -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %20 f32, per element
 typedef int tf_index;
 
-struct tf_mean_0bcd09db_params {
+struct tf_mean_287a663e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -32,7 +32,8 @@ struct tf_mean_0bcd09db_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_0bcd09db(const tf_mean_0bcd09db_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_287a663e(const tf_mean_287a663e_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

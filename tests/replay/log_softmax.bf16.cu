@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, bf16
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_log_softmax_81439526 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_dfb968b8 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
@@ -12,7 +12,7 @@
 // out0 = %8 bf16, per element
 typedef int tf_index;
 
-struct tf_log_softmax_81439526_params {
+struct tf_log_softmax_dfb968b8_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_log_softmax_81439526_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_81439526(const tf_log_softmax_81439526_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_log_softmax_dfb968b8(const tf_log_softmax_dfb968b8_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): log_softmax, f32
 // inputs: [512, 768] strides [768, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_log_softmax_f8ef487c (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
+// ==== sm_80: tf_log_softmax_dd926d84 (reduce_max -> sub -> exp -> reduce_sum -> log -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> log -> sub
@@ -12,7 +12,7 @@
 // out0 = %8 f32, per element
 typedef int tf_index;
 
-struct tf_log_softmax_f8ef487c_params {
+struct tf_log_softmax_dd926d84_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_log_softmax_f8ef487c_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_f8ef487c(const tf_log_softmax_f8ef487c_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_log_softmax_dd926d84(const tf_log_softmax_dd926d84_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;

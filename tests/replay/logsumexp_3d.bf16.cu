@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_3d, bf16
 // inputs: [8, 64, 512] strides [32768, 512, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_logsumexp_2c7f4f25 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_b35d034e (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -13,7 +13,7 @@
 // out0 = %19 bf16, one per row
 typedef int tf_index;
 
-struct tf_logsumexp_2c7f4f25_params {
+struct tf_logsumexp_b35d034e_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,8 @@ struct tf_logsumexp_2c7f4f25_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_2c7f4f25(const tf_logsumexp_2c7f4f25_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_b35d034e(const tf_logsumexp_b35d034e_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;

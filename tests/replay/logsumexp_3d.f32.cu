@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_3d, f32
 // inputs: [8, 64, 512] strides [32768, 512, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_logsumexp_33d36f8d (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_cef560cc (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -13,7 +13,7 @@
 // out0 = %19 f32, one per row
 typedef int tf_index;
 
-struct tf_logsumexp_33d36f8d_params {
+struct tf_logsumexp_cef560cc_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,8 @@ struct tf_logsumexp_33d36f8d_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_logsumexp_33d36f8d(const tf_logsumexp_33d36f8d_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_logsumexp_cef560cc(const tf_logsumexp_cef560cc_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_rows, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_logsumexp_3a776b7c (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_65a3afd3 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -14,7 +14,7 @@
 // out0 = %19 bf16, one per row
 typedef int tf_index;
 
-struct tf_logsumexp_3a776b7c_params {
+struct tf_logsumexp_65a3afd3_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -26,7 +26,8 @@ struct tf_logsumexp_3a776b7c_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_3a776b7c(const tf_logsumexp_3a776b7c_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_65a3afd3(const tf_logsumexp_65a3afd3_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;

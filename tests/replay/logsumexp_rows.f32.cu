@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): logsumexp_rows, f32
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_logsumexp_3a9e45aa (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
+// ==== sm_80: tf_logsumexp_f9d7dad4 (reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> abs -> eq -> where -> sub -> exp -> reduce_sum -> reduce_max -> abs -> eq -> where -> log -> add
@@ -14,7 +14,7 @@
 // out0 = %19 f32, one per row
 typedef int tf_index;
 
-struct tf_logsumexp_3a9e45aa_params {
+struct tf_logsumexp_f9d7dad4_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -26,7 +26,8 @@ struct tf_logsumexp_3a9e45aa_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_3a9e45aa(const tf_logsumexp_3a9e45aa_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_logsumexp_f9d7dad4(const tf_logsumexp_f9d7dad4_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, bf16
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_9b5a51fa (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_bcd64d9a (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_9b5a51fa_params {
+struct tf_mean_bcd64d9a_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,8 @@ struct tf_mean_9b5a51fa_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_9b5a51fa(const tf_mean_9b5a51fa_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_bcd64d9a(const tf_mean_bcd64d9a_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   float acc0 = 0.0f;

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): mean_sq_full, f32
 // inputs: [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_0cec4538 (mul -> reduce_sum -> div)
+// ==== sm_80: tf_mean_dab35e9f (mul -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (full reduction): mul -> reduce_sum -> div
 // blocks reduce grid-strided slices to partials; the last block to finish adds them in block order (one block: finished in place)
 typedef int tf_index;
 
-struct tf_mean_0cec4538_params {
+struct tf_mean_dab35e9f_params {
   long long numel;
   long long vec_ok;
   long long size[1];
@@ -18,7 +18,8 @@ struct tf_mean_0cec4538_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_mean_0cec4538(const tf_mean_0cec4538_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_mean_dab35e9f(const tf_mean_dab35e9f_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   double acc0 = 0.0;

@@ -1,14 +1,14 @@
 // torchfuse replay corpus (tests/test_replay.cpp): middle_dim_sum, bf16
 // inputs: [8, 512, 64] strides [32768, 64, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sum_f5825ae4 (relu -> reduce_sum)
+// ==== sm_80: tf_sum_97455678 (relu -> reduce_sum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (column reduction): relu -> reduce_sum
 // 16 threads x 8 columns along the kept inner dims, 16 threads along the reduced dim; blocks split the reduced dim, the last block of each tile adds the partials in order
 typedef int tf_index;
 
-struct tf_sum_f5825ae4_params {
+struct tf_sum_97455678_params {
   long long outer, red, inner;  // O, R, I: the domain is [O, R, I]
   long long split;
   long long outer_size[1];
@@ -23,7 +23,8 @@ struct tf_sum_f5825ae4_params {
   unsigned int* counters;  // finished blocks per split reduction (zero between launches)
 };
 
-extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_f5825ae4(const tf_sum_f5825ae4_params p) {
+extern "C" __global__ void __launch_bounds__(256, 4) tf_sum_97455678(const tf_sum_97455678_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const int tx = threadIdx.x & 15;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): number_input, f32
 // inputs: [64, 96] strides [96, 1], Double
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mul_sigmoid_add_66aabb72 (mul -> sigmoid -> mul -> add)
+// ==== sm_80: tf_mul_sigmoid_add_71d9aacf (mul -> sigmoid -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> sigmoid -> mul -> add
@@ -11,7 +11,7 @@
 // out0 = %7 f32, contiguous
 typedef int tf_index;
 
-struct tf_mul_sigmoid_add_66aabb72_params {
+struct tf_mul_sigmoid_add_71d9aacf_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -21,7 +21,7 @@ struct tf_mul_sigmoid_add_66aabb72_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_mul_sigmoid_add_66aabb72_compute(float in0, double in1, float& out0) {
+__device__ __forceinline__ void tf_mul_sigmoid_add_71d9aacf_compute(float in0, double in1, float& out0) {
   float t0 = (in0 * (float)(in1));  // %4 = mul(%0, %1)
   float t1 = tf_sigmoid(in0);  // %5 = sigmoid(%0)
   float t2 = (t1 * 2.5f);  // %6 = mul(%5, 2.5)
@@ -29,7 +29,8 @@ __device__ __forceinline__ void tf_mul_sigmoid_add_66aabb72_compute(float in0, d
   out0 = t3;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_mul_sigmoid_add_66aabb72(const tf_mul_sigmoid_add_66aabb72_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_mul_sigmoid_add_71d9aacf(const tf_mul_sigmoid_add_71d9aacf_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   float* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -42,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_sigmoid_add_66aabb72(co
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_mul_sigmoid_add_66aabb72_compute(v0.v[lane], p.in1, r0[lane]);
+        tf_mul_sigmoid_add_71d9aacf_compute(v0.v[lane], p.in1, r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -53,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_mul_sigmoid_add_66aabb72(co
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_mul_sigmoid_add_66aabb72_compute(in0[i], p.in1, r0);
+    tf_mul_sigmoid_add_71d9aacf_compute(in0[i], p.in1, r0);
     out0[i] = r0;
   }
 }

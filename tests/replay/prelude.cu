@@ -526,4 +526,13 @@ template <typename T, int N> __device__ __forceinline__ void tf_load_partials(T 
     for (int j = 0; j < N; ++j) dst[j] = __ldcg(src + j);
   }
 }
+// Programmatic dependent launch (sm_90 on; codegen/kernel.h kGridDependencyCall): wait for the
+// grids this one depends on, then let the next grid launch. Both return at once on a grid
+// launched without it.
+__device__ __forceinline__ void tf_grid_dependency() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 // ---- end of prelude ----

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, bf16
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_a1d21b42 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_8912a58f (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %15 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_a1d21b42_params {
+struct tf_mean_8912a58f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,8 @@ struct tf_mean_a1d21b42_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_mean_a1d21b42(const tf_mean_a1d21b42_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_mean_8912a58f(const tf_mean_8912a58f_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rms_norm_long_rows, f32
 // inputs: [64, 16384] strides [16384, 1], [16384] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_af44f711 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_396b56dc (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %15 f32, per element
 typedef int tf_index;
 
-struct tf_mean_af44f711_params {
+struct tf_mean_396b56dc_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,8 @@ struct tf_mean_af44f711_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_mean_af44f711(const tf_mean_af44f711_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_mean_396b56dc(const tf_mean_396b56dc_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

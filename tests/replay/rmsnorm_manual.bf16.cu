@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_173581c8 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_80: tf_mean_d141a68b (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
@@ -13,7 +13,7 @@
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_173581c8_params {
+struct tf_mean_d141a68b_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,8 @@ struct tf_mean_173581c8_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_173581c8(const tf_mean_173581c8_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_d141a68b(const tf_mean_d141a68b_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -97,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_173581c8(const tf_mean
     }
   }
 }
-// ==== sm_90: tf_mean_9c8671e6 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
+// ==== sm_90: tf_mean_325b1b57 (cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): cast -> pow -> reduce_sum -> div -> add -> rsqrt -> mul -> cast -> mul
@@ -109,7 +110,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_173581c8(const tf_mean
 // out0 = %20 bf16, per element
 typedef int tf_index;
 
-struct tf_mean_9c8671e6_params {
+struct tf_mean_325b1b57_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -124,7 +125,7 @@ struct tf_mean_9c8671e6_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_mean_9c8671e6_stage(const tf_mean_9c8671e6_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_mean_325b1b57_stage(const tf_mean_325b1b57_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -138,7 +139,8 @@ __device__ __forceinline__ void tf_mean_9c8671e6_stage(const tf_mean_9c8671e6_pa
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_mean_9c8671e6(const tf_mean_9c8671e6_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_325b1b57(const tf_mean_325b1b57_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -163,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_mean_9c8671e6(const tf_mean
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_9c8671e6_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_mean_325b1b57_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rmsnorm_manual, f32
 // inputs: [16384, 4096] strides [4096, 1], [4096] strides [1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_mean_235018f4 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
+// ==== sm_80: tf_mean_f06fc9b0 (pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): pow -> reduce_sum -> div -> add -> rsqrt -> mul -> mul
@@ -13,7 +13,7 @@
 // out0 = %18 f32, per element
 typedef int tf_index;
 
-struct tf_mean_235018f4_params {
+struct tf_mean_f06fc9b0_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -28,7 +28,8 @@ struct tf_mean_235018f4_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_mean_235018f4(const tf_mean_235018f4_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_mean_f06fc9b0(const tf_mean_f06fc9b0_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

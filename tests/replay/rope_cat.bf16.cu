@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rope_cat, bf16
 // inputs: [2, 8, 16, 128] strides [16384, 2048, 128, 1], [16, 128] strides [128, 1], [16, 128] strides [128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_listunpack_cat_61d2a278 (chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add)
+// ==== sm_80: tf_listunpack_cat_9373a5af (chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %16 bf16, contiguous
 typedef int tf_index;
 
-struct tf_listunpack_cat_61d2a278_params {
+struct tf_listunpack_cat_9373a5af_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[3];
@@ -30,7 +30,7 @@ struct tf_listunpack_cat_61d2a278_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_listunpack_cat_61d2a278_compute(float in0, float in1, float in2, float in3, float in4, int sel0, float& out0) {
+__device__ __forceinline__ void tf_listunpack_cat_9373a5af_compute(float in0, float in1, float in2, float in3, float in4, int sel0, float& out0) {
   float t0 = (in2 * in3);  // %9 = mul(%0, %1)
   float t1 = (-in1);  // %10 = neg(%8)
   float t2 = (sel0 == 0 ? t1 : in0);  // %14 = cat(%12, %13)
@@ -39,7 +39,8 @@ __device__ __forceinline__ void tf_listunpack_cat_61d2a278_compute(float in0, fl
   out0 = t4;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_61d2a278(const tf_listunpack_cat_61d2a278_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_9373a5af(const tf_listunpack_cat_9373a5af_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   const tf_bf16* __restrict__ in2 = p.in2;
@@ -72,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_61d2a278(con
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_listunpack_cat_61d2a278_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), tf_to_float(v2.v[lane]), tf_to_float(v3.v[lane]), tf_to_float(v4.v[lane]), sel0, r0[lane]);
+        tf_listunpack_cat_9373a5af_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), tf_to_float(v2.v[lane]), tf_to_float(v3.v[lane]), tf_to_float(v4.v[lane]), sel0, r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -93,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_61d2a278(con
     int sel0 = 0;
     if (c2 >= (tf_index)p.cat0_bound[0]) sel0 = 1;
     float r0;
-    tf_listunpack_cat_61d2a278_compute((sel0 == 1 ? tf_to_float(in0[i]) : (float)0), (sel0 == 0 ? tf_to_float(in1[i]) : (float)0), tf_to_float(in2[i]), tf_to_float(in3[off3]), tf_to_float(in4[off4]), sel0, r0);
+    tf_listunpack_cat_9373a5af_compute((sel0 == 1 ? tf_to_float(in0[i]) : (float)0), (sel0 == 0 ? tf_to_float(in1[i]) : (float)0), tf_to_float(in2[i]), tf_to_float(in3[off3]), tf_to_float(in4[off4]), sel0, r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

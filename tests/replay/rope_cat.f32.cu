@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): rope_cat, f32
 // inputs: [2, 8, 16, 128] strides [16384, 2048, 128, 1], [16, 128] strides [128, 1], [16, 128] strides [128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_listunpack_cat_65eba1ab (chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add)
+// ==== sm_80: tf_listunpack_cat_e7de3df8 (chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): chunk[3, 2, 0, 2] -> chunk[3, 2, 1, 2] -> mul -> neg -> cat_piece[3, 0] -> cat_piece[3, 1] -> cat -> mul -> add
@@ -14,7 +14,7 @@
 // out0 = %16 f32, contiguous
 typedef int tf_index;
 
-struct tf_listunpack_cat_65eba1ab_params {
+struct tf_listunpack_cat_e7de3df8_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[3];
@@ -30,7 +30,7 @@ struct tf_listunpack_cat_65eba1ab_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_listunpack_cat_65eba1ab_compute(float in0, float in1, float in2, float in3, float in4, int sel0, float& out0) {
+__device__ __forceinline__ void tf_listunpack_cat_e7de3df8_compute(float in0, float in1, float in2, float in3, float in4, int sel0, float& out0) {
   float t0 = (in2 * in3);  // %9 = mul(%0, %1)
   float t1 = (-in1);  // %10 = neg(%8)
   float t2 = (sel0 == 0 ? t1 : in0);  // %14 = cat(%12, %13)
@@ -39,7 +39,8 @@ __device__ __forceinline__ void tf_listunpack_cat_65eba1ab_compute(float in0, fl
   out0 = t4;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_65eba1ab(const tf_listunpack_cat_65eba1ab_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_e7de3df8(const tf_listunpack_cat_e7de3df8_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   const float* __restrict__ in2 = p.in2;
@@ -72,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_65eba1ab(con
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_listunpack_cat_65eba1ab_compute(v0.v[lane], v1.v[lane], v2.v[lane], v3.v[lane], v4.v[lane], sel0, r0[lane]);
+        tf_listunpack_cat_e7de3df8_compute(v0.v[lane], v1.v[lane], v2.v[lane], v3.v[lane], v4.v[lane], sel0, r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -95,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_listunpack_cat_65eba1ab(con
     int sel0 = 0;
     if (c2 >= (tf_index)p.cat0_bound[0]) sel0 = 1;
     float r0;
-    tf_listunpack_cat_65eba1ab_compute((sel0 == 1 ? in0[i] : (float)0), (sel0 == 0 ? in1[i] : (float)0), in2[i], in3[off3], in4[off4], sel0, r0);
+    tf_listunpack_cat_e7de3df8_compute((sel0 == 1 ? in0[i] : (float)0), (sel0 == 0 ? in1[i] : (float)0), in2[i], in3[off3], in4[off4], sel0, r0);
     out0[i] = r0;
   }
 }

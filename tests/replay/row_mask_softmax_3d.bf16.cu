@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_mask_softmax_3d, bf16
 // inputs: [4, 12, 128, 128] strides [196608, 16384, 128, 1], [4, 1, 1, 128] strides [128, 128, 128, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_d2ebc607 (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_fde7642f (add -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): add -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_d2ebc607_params {
+struct tf_softmax_fde7642f_params {
   long long rows;
   long long cols;
   long long outer_size[2];
@@ -27,7 +27,8 @@ struct tf_softmax_d2ebc607_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_softmax_d2ebc607(const tf_softmax_d2ebc607_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_fde7642f(const tf_softmax_fde7642f_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 16;
   const int tl = threadIdx.x % 16;
   (void)team;

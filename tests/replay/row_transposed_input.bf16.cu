@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): row_transposed_input, bf16
 // inputs: [256, 512] strides [1, 256]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_9adf1afc (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_54484fab (mul -> reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %9 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_9adf1afc_params {
+struct tf_softmax_54484fab_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_softmax_9adf1afc_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(64) tf_softmax_9adf1afc(const tf_softmax_9adf1afc_params p) {
+extern "C" __global__ void __launch_bounds__(64) tf_softmax_54484fab(const tf_softmax_54484fab_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 64;
   const int tl = threadIdx.x % 64;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): sliced_input, bf16
 // inputs: [64, 96] strides [128, 1], [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sigmoid_mul_256e99d3 (sigmoid -> mul)
+// ==== sm_80: tf_sigmoid_mul_69b9a3f1 (sigmoid -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): sigmoid -> mul
@@ -11,7 +11,7 @@
 // out0 = %3 bf16, contiguous
 typedef int tf_index;
 
-struct tf_sigmoid_mul_256e99d3_params {
+struct tf_sigmoid_mul_69b9a3f1_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -22,13 +22,14 @@ struct tf_sigmoid_mul_256e99d3_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_sigmoid_mul_256e99d3_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_sigmoid_mul_69b9a3f1_compute(float in0, float in1, float& out0) {
   float t0 = tf_sigmoid_fast(in0);  // %2 = sigmoid(%1)
   float t1 = (in1 * t0);  // %3 = mul(%0, %2)
   out0 = t1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_256e99d3(const tf_sigmoid_mul_256e99d3_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_69b9a3f1(const tf_sigmoid_mul_69b9a3f1_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -49,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_256e99d3(const 
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_sigmoid_mul_256e99d3_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
+        tf_sigmoid_mul_69b9a3f1_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -64,7 +65,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_256e99d3(const 
     const tf_index c0 = rem;
     const tf_index off1 = c0 * (tf_index)p.in1_stride[0] + c1 * (tf_index)p.in1_stride[1];
     float r0;
-    tf_sigmoid_mul_256e99d3_compute(tf_to_float(in0[i]), tf_to_float(in1[off1]), r0);
+    tf_sigmoid_mul_69b9a3f1_compute(tf_to_float(in0[i]), tf_to_float(in1[off1]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

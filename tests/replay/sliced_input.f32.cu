@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): sliced_input, f32
 // inputs: [64, 96] strides [128, 1], [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sigmoid_mul_12383ce1 (sigmoid -> mul)
+// ==== sm_80: tf_sigmoid_mul_bc67e670 (sigmoid -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): sigmoid -> mul
@@ -11,7 +11,7 @@
 // out0 = %3 f32, contiguous
 typedef int tf_index;
 
-struct tf_sigmoid_mul_12383ce1_params {
+struct tf_sigmoid_mul_bc67e670_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -22,13 +22,14 @@ struct tf_sigmoid_mul_12383ce1_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_sigmoid_mul_12383ce1_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_sigmoid_mul_bc67e670_compute(float in0, float in1, float& out0) {
   float t0 = tf_sigmoid(in0);  // %2 = sigmoid(%1)
   float t1 = (in1 * t0);  // %3 = mul(%0, %2)
   out0 = t1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_12383ce1(const tf_sigmoid_mul_12383ce1_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_bc67e670(const tf_sigmoid_mul_bc67e670_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -49,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_12383ce1(const 
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_sigmoid_mul_12383ce1_compute(v0.v[lane], v1.v[lane], r0[lane]);
+        tf_sigmoid_mul_bc67e670_compute(v0.v[lane], v1.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -66,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_mul_12383ce1(const 
     const tf_index c0 = rem;
     const tf_index off1 = c0 * (tf_index)p.in1_stride[0] + c1 * (tf_index)p.in1_stride[1];
     float r0;
-    tf_sigmoid_mul_12383ce1_compute(in0[i], in1[off1], r0);
+    tf_sigmoid_mul_bc67e670_compute(in0[i], in1[off1], r0);
     out0[i] = r0;
   }
 }

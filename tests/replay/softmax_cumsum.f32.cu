@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_cumsum, f32
 // inputs: [64, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_cumsum_01fdab1b (reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
+// ==== sm_80: tf_softmax_cumsum_21187082 (reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum
@@ -13,7 +13,7 @@
 // out0 = %8 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_cumsum_01fdab1b_params {
+struct tf_softmax_cumsum_21187082_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -96,7 +96,8 @@ template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step
   carry += total;
   return base;
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_01fdab1b(const tf_softmax_cumsum_01fdab1b_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_21187082(const tf_softmax_cumsum_21187082_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

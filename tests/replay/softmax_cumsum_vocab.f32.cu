@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_cumsum_vocab, f32
 // inputs: [8, 50257] strides [50257, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_cumsum_9c206ab1 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
+// ==== sm_80: tf_softmax_cumsum_44b943c6 (mul -> reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): mul -> reduce_max -> sub -> exp -> reduce_sum -> div -> cumsum
@@ -12,7 +12,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_cumsum_9c206ab1_params {
+struct tf_softmax_cumsum_44b943c6_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -95,7 +95,8 @@ template <int WARPS, typename T> __device__ __forceinline__ T tf_block_scan_step
   carry += total;
   return base;
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_9c206ab1(const tf_softmax_cumsum_9c206ab1_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_cumsum_44b943c6(const tf_softmax_cumsum_44b943c6_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_long_rows, bf16
 // inputs: [1024, 65536] strides [65536, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_f90d0d3b (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_64ea14d0 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_f90d0d3b_params {
+struct tf_max_sum_64ea14d0_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_max_sum_f90d0d3b_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90d0d3b(const tf_max_sum_f90d0d3b_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_64ea14d0(const tf_max_sum_64ea14d0_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -84,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90d0d3b(const tf_
     }
   }
 }
-// ==== sm_90: tf_max_sum_666b0968 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_89510267 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -96,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_f90d0d3b(const tf_
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_666b0968_params {
+struct tf_max_sum_89510267_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -108,7 +109,7 @@ struct tf_max_sum_666b0968_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_max_sum_666b0968_ring(const tf_max_sum_666b0968_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_89510267_ring(const tf_max_sum_89510267_params& p, unsigned q, unsigned chunks, unsigned char* slot, unsigned long long* bar) {
   const tf_index row = (tf_index)blockIdx.x + (tf_index)(q / chunks) * (tf_index)gridDim.x;
   const tf_index j = (tf_index)(q % chunks) * 32768;
   const unsigned n = (unsigned)((tf_index)p.cols - j < 32768 ? (tf_index)p.cols - j : 32768);  // columns
@@ -119,7 +120,8 @@ __device__ __forceinline__ void tf_max_sum_666b0968_ring(const tf_max_sum_666b09
   const tf_index sro0 = sa0 * (tf_index)p.in0_outer_stride[0];
   tf_bulk_load_keep(slot + 0u, p.in0 + sro0 + j, n * 2u, bar);
 }
-extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_666b0968(const tf_max_sum_666b0968_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_89510267(const tf_max_sum_89510267_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -137,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_666b0968(const tf_
   const unsigned ring_rows = (tf_index)blockIdx.x < (tf_index)p.rows ? (unsigned)(((tf_index)p.rows - 1 - (tf_index)blockIdx.x) / (tf_index)gridDim.x) + 1u : 0u;
   const unsigned ring_total = ring_rows * ring_chunks;  // the block's chunks
   if (threadIdx.x == 0)
-    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_max_sum_666b0968_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
+    for (unsigned q = 0; q < 3u && q < ring_total; ++q) tf_max_sum_89510267_ring(p, q, ring_chunks, ring_smem + q * 65536u, &ring_bar[q]);
   unsigned ring_q = 0;  // the current row's first chunk
   unsigned row_it = 0;  // row groups this block has taken (shared rounds: the slots' half)
   for (tf_index row0 = (tf_index)blockIdx.x * 1; row0 < (tf_index)p.rows; row0 += (tf_index)gridDim.x * 1, ++row_it) {
@@ -206,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_666b0968(const tf_
         }
       }
       __syncthreads();  // every thread is done with this chunk: its slot takes the chunk a ring ahead
-      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_max_sum_666b0968_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
+      if (threadIdx.x == 0 && rq + 3u < ring_total) tf_max_sum_89510267_ring(p, rq + 3u, ring_chunks, ring_slot, &ring_bar[rq % 3u]);
     }
     ring_q += ring_chunks;
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_long_rows, f32
 // inputs: [1024, 65536] strides [65536, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_71bb6f4d (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_609c07ab (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_max_sum_71bb6f4d_params {
+struct tf_max_sum_609c07ab_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_max_sum_71bb6f4d_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_71bb6f4d(const tf_max_sum_71bb6f4d_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_609c07ab(const tf_max_sum_609c07ab_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -114,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_71bb6f4d(const tf_
     }
   }
 }
-// ==== sm_90: tf_max_sum_948365d0 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_1714badd (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -124,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_max_sum_71bb6f4d(const tf_
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_max_sum_948365d0_params {
+struct tf_max_sum_1714badd_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -136,7 +137,8 @@ struct tf_max_sum_948365d0_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_max_sum_948365d0(const tf_max_sum_948365d0_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_max_sum_1714badd(const tf_max_sum_1714badd_params p) {
+  tf_grid_dependency();
   const int team = 0;
   const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;
   (void)team;

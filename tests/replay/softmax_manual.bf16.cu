@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, bf16
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_35727bca (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_0d0a8ac7 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_35727bca_params {
+struct tf_max_sum_0d0a8ac7_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,8 @@ struct tf_max_sum_35727bca_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35727bca(const tf_max_sum_35727bca_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_0d0a8ac7(const tf_max_sum_0d0a8ac7_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -87,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35727bca(const tf_m
     }
   }
 }
-// ==== sm_90: tf_max_sum_789b344d (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_max_sum_1af3183d (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -99,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_35727bca(const tf_m
 // out0 = %10 bf16, per element
 typedef int tf_index;
 
-struct tf_max_sum_789b344d_params {
+struct tf_max_sum_1af3183d_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -111,7 +112,7 @@ struct tf_max_sum_789b344d_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_max_sum_789b344d_stage(const tf_max_sum_789b344d_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
+__device__ __forceinline__ void tf_max_sum_1af3183d_stage(const tf_max_sum_1af3183d_params& p, tf_index row0, unsigned char* buf, unsigned long long* bar) {
   const unsigned team_bytes = (unsigned)p.cols * 2u;
   const tf_index left = (tf_index)p.rows - row0;
   const int teams = left < 1 ? (int)left : 1;
@@ -124,7 +125,8 @@ __device__ __forceinline__ void tf_max_sum_789b344d_stage(const tf_max_sum_789b3
     tf_bulk_load_keep(buf + (unsigned)t * team_bytes + (unsigned)p.cols * 0u, p.in0 + sro0, (unsigned)p.cols * 2u, bar);
   }
 }
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_789b344d(const tf_max_sum_789b344d_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_1af3183d(const tf_max_sum_1af3183d_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;
@@ -148,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128) tf_max_sum_789b344d(const tf_m
     const unsigned stage_buf = stage_it % 1u;
     const unsigned stage_next = (stage_it + 0u) % 1u;
     const tf_index stage_row = row0 + (tf_index)0 * (tf_index)gridDim.x * 1;
-    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_max_sum_789b344d_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
+    if (threadIdx.x == 0 && stage_row < (tf_index)p.rows) tf_max_sum_1af3183d_stage(p, stage_row, stage_smem + stage_next * stage_block_bytes, &stage_bar[stage_next]);
     tf_mbar_wait(&stage_bar[stage_buf], (stage_it / 1u) & 1u);
     unsigned char* const stage_team = stage_smem + stage_buf * stage_block_bytes + (unsigned)team * (unsigned)p.cols * 2u;
     const tf_bf16* const stage0 = reinterpret_cast<const tf_bf16*>(stage_team + (unsigned)p.cols * 0u);

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_manual, f32
 // inputs: [16384, 4096] strides [4096, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_max_sum_bd551541 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_max_sum_b364cc8f (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -13,7 +13,7 @@
 // out0 = %10 f32, per element
 typedef int tf_index;
 
-struct tf_max_sum_bd551541_params {
+struct tf_max_sum_b364cc8f_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,8 @@ struct tf_max_sum_bd551541_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_max_sum_bd551541(const tf_max_sum_bd551541_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_max_sum_b364cc8f(const tf_max_sum_b364cc8f_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, bf16
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_7a0e9745 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_0dd68612 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %7 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_7a0e9745_params {
+struct tf_softmax_0dd68612_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_softmax_7a0e9745_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_softmax_7a0e9745(const tf_softmax_7a0e9745_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_softmax_0dd68612(const tf_softmax_0dd68612_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_odd_rows, f32
 // inputs: [300, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_1375a99b (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_01a64a39 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_1375a99b_params {
+struct tf_softmax_01a64a39_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_softmax_1375a99b_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(256) tf_softmax_1375a99b(const tf_softmax_1375a99b_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_softmax_01a64a39(const tf_softmax_01a64a39_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 256;
   const int tl = threadIdx.x % 256;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_vocab, bf16
 // inputs: [64, 50257] strides [50257, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_fc0cf9ef (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_5e0784dd (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %7 bf16, per element
 typedef int tf_index;
 
-struct tf_softmax_fc0cf9ef_params {
+struct tf_softmax_5e0784dd_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_softmax_fc0cf9ef_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_fc0cf9ef(const tf_softmax_fc0cf9ef_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_5e0784dd(const tf_softmax_5e0784dd_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;

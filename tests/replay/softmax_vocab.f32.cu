@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): softmax_vocab, f32
 // inputs: [64, 50257] strides [50257, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_softmax_f123b16b (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_80: tf_softmax_d555bc69 (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -12,7 +12,7 @@
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_f123b16b_params {
+struct tf_softmax_d555bc69_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -24,7 +24,8 @@ struct tf_softmax_f123b16b_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(1024) tf_softmax_f123b16b(const tf_softmax_f123b16b_params p) {
+extern "C" __global__ void __launch_bounds__(1024) tf_softmax_d555bc69(const tf_softmax_d555bc69_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 1024;
   const int tl = threadIdx.x % 1024;
   (void)team;
@@ -84,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_softmax_f123b16b(const tf_
     }
   }
 }
-// ==== sm_90: tf_softmax_b17ab653 (reduce_max -> sub -> exp -> reduce_sum -> div)
+// ==== sm_90: tf_softmax_1786fd0b (reduce_max -> sub -> exp -> reduce_sum -> div)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_max -> sub -> exp -> reduce_sum -> div
@@ -94,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(1024) tf_softmax_f123b16b(const tf_
 // out0 = %7 f32, per element
 typedef int tf_index;
 
-struct tf_softmax_b17ab653_params {
+struct tf_softmax_1786fd0b_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -106,7 +107,8 @@ struct tf_softmax_b17ab653_params {
   float* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(512) tf_softmax_b17ab653(const tf_softmax_b17ab653_params p) {
+extern "C" __global__ void __launch_bounds__(512) tf_softmax_1786fd0b(const tf_softmax_1786fd0b_params p) {
+  tf_grid_dependency();
   const int team = 0;
   const int tl = (int)tf_cluster_rank() * 512 + (int)threadIdx.x;
   (void)team;

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): swiglu, bf16
 // inputs: [8192, 8192] strides [8192, 1], [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_silu_mul_d335bcbd (silu -> mul)
+// ==== sm_80: tf_silu_mul_03f653a0 (silu -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): silu -> mul
@@ -11,7 +11,7 @@
 // out0 = %3 bf16, contiguous
 typedef int tf_index;
 
-struct tf_silu_mul_d335bcbd_params {
+struct tf_silu_mul_03f653a0_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -21,13 +21,14 @@ struct tf_silu_mul_d335bcbd_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_silu_mul_d335bcbd_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_silu_mul_03f653a0_compute(float in0, float in1, float& out0) {
   float t0 = tf_silu_fast(in0);  // %2 = silu(%0)
   float t1 = (t0 * in1);  // %3 = mul(%2, %1)
   out0 = t1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_d335bcbd(const tf_silu_mul_d335bcbd_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_03f653a0(const tf_silu_mul_03f653a0_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -42,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_d335bcbd(const tf_
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_silu_mul_d335bcbd_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
+        tf_silu_mul_03f653a0_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -51,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_d335bcbd(const tf_
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_silu_mul_d335bcbd_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0);
+    tf_silu_mul_03f653a0_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): swiglu, f32
 // inputs: [8192, 8192] strides [8192, 1], [8192, 8192] strides [8192, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_silu_mul_43990f76 (silu -> mul)
+// ==== sm_80: tf_silu_mul_09c92541 (silu -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): silu -> mul
@@ -11,7 +11,7 @@
 // out0 = %3 f32, contiguous
 typedef int tf_index;
 
-struct tf_silu_mul_43990f76_params {
+struct tf_silu_mul_09c92541_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -21,13 +21,14 @@ struct tf_silu_mul_43990f76_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_silu_mul_43990f76_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_silu_mul_09c92541_compute(float in0, float in1, float& out0) {
   float t0 = tf_silu(in0);  // %2 = silu(%0)
   float t1 = (t0 * in1);  // %3 = mul(%2, %1)
   out0 = t1;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_43990f76(const tf_silu_mul_43990f76_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_09c92541(const tf_silu_mul_09c92541_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -42,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_43990f76(const tf_
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_silu_mul_43990f76_compute(v0.v[lane], v1.v[lane], r0[lane]);
+        tf_silu_mul_09c92541_compute(v0.v[lane], v1.v[lane], r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -53,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_silu_mul_43990f76(const tf_
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_silu_mul_43990f76_compute(in0[i], in1[i], r0);
+    tf_silu_mul_09c92541_compute(in0[i], in1[i], r0);
     out0[i] = r0;
   }
 }

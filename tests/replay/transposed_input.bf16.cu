@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): transposed_input, bf16
 // inputs: [64, 96] strides [1, 64], [64, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_add_relu_mul_44e6105c (add -> relu -> mul)
+// ==== sm_80: tf_add_relu_mul_bf1919a8 (add -> relu -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): add -> relu -> mul
@@ -12,7 +12,7 @@
 // out0 = %6 bf16, contiguous
 typedef int tf_index;
 
-struct tf_add_relu_mul_44e6105c_params {
+struct tf_add_relu_mul_bf1919a8_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[2];
@@ -23,14 +23,15 @@ struct tf_add_relu_mul_44e6105c_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_add_relu_mul_44e6105c_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_add_relu_mul_bf1919a8_compute(float in0, float in1, float& out0) {
   float t0 = (in0 + in1);  // %4 = add(%0, %1)
   float t1 = (t0 < 0.0f ? 0.0f : t0);  // %5 = relu(%4)
   float t2 = (t1 * 2.0f);  // %6 = mul(%5, 2.0)
   out0 = t2;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_44e6105c(const tf_add_relu_mul_44e6105c_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_bf1919a8(const tf_add_relu_mul_bf1919a8_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -83,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_44e6105c(const
         const tf_index i = base + ct * os0 + cl;
         float r0[V];
         #pragma unroll
-        for (int v = 0; v < V; ++v) tf_add_relu_mul_44e6105c_compute(tile0[tx * V + v][j], d1[q][v], r0[v]);
+        for (int v = 0; v < V; ++v) tf_add_relu_mul_bf1919a8_compute(tile0[tx * V + v][j], d1[q][v], r0[v]);
         const tf_vec<tf_bf16, 4> o0 = tf_pack<tf_bf16>(r0);
         *reinterpret_cast<tf_vec<tf_bf16, 4>*>(out0 + i) = o0;
       }
@@ -117,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_add_relu_mul_44e6105c(const
         const tf_index i = base + ct * os0 + cl;
         float r0[V];
         #pragma unroll
-        for (int v = 0; v < V; ++v) tf_add_relu_mul_44e6105c_compute(tile0[tx * V + v][j], d1[q][v], r0[v]);
+        for (int v = 0; v < V; ++v) tf_add_relu_mul_bf1919a8_compute(tile0[tx * V + v][j], d1[q][v], r0[v]);
         out0[i] = tf_float_to_bf16(r0[0]);
       }
     }

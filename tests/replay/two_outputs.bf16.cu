@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): two_outputs, bf16
 // inputs: [512, 96] strides [96, 1], [512, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_tanh_a12608ef (mul -> add -> tanh -> sub)
+// ==== sm_80: tf_tanh_3b233028 (mul -> add -> tanh -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> add -> tanh -> sub
@@ -12,7 +12,7 @@
 // out1 = %7 bf16, contiguous
 typedef int tf_index;
 
-struct tf_tanh_a12608ef_params {
+struct tf_tanh_3b233028_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -23,7 +23,7 @@ struct tf_tanh_a12608ef_params {
   tf_bf16* out1;
 };
 
-__device__ __forceinline__ void tf_tanh_a12608ef_compute(float in0, float in1, float& out0, float& out1) {
+__device__ __forceinline__ void tf_tanh_3b233028_compute(float in0, float in1, float& out0, float& out1) {
   float t0 = (in0 * in1);  // %4 = mul(%0, %1)
   float t1 = (t0 + 1.0f);  // %5 = add(%4, 1.0)
   float t2 = tanhf(t1);  // %6 = tanh(%5)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_tanh_a12608ef_compute(float in0, float in1, f
   out1 = t3;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_tanh_a12608ef(const tf_tanh_a12608ef_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_tanh_3b233028(const tf_tanh_3b233028_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   tf_bf16* __restrict__ out0 = p.out0;
@@ -49,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_tanh_a12608ef(const tf_tanh
       float r1[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_tanh_a12608ef_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane], r1[lane]);
+        tf_tanh_3b233028_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane], r1[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -61,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_tanh_a12608ef(const tf_tanh
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
     float r1;
-    tf_tanh_a12608ef_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0, r1);
+    tf_tanh_3b233028_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0, r1);
     out0[i] = tf_float_to_bf16(r0);
     out1[i] = tf_float_to_bf16(r1);
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): two_outputs, f32
 // inputs: [512, 96] strides [96, 1], [512, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_tanh_e1640486 (mul -> add -> tanh -> sub)
+// ==== sm_80: tf_tanh_66c1d297 (mul -> add -> tanh -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): mul -> add -> tanh -> sub
@@ -12,7 +12,7 @@
 // out1 = %7 f32, contiguous
 typedef int tf_index;
 
-struct tf_tanh_e1640486_params {
+struct tf_tanh_66c1d297_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -23,7 +23,7 @@ struct tf_tanh_e1640486_params {
   float* out1;
 };
 
-__device__ __forceinline__ void tf_tanh_e1640486_compute(float in0, float in1, float& out0, float& out1) {
+__device__ __forceinline__ void tf_tanh_66c1d297_compute(float in0, float in1, float& out0, float& out1) {
   float t0 = (in0 * in1);  // %4 = mul(%0, %1)
   float t1 = (t0 + 1.0f);  // %5 = add(%4, 1.0)
   float t2 = tanhf(t1);  // %6 = tanh(%5)
@@ -32,7 +32,8 @@ __device__ __forceinline__ void tf_tanh_e1640486_compute(float in0, float in1, f
   out1 = t3;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_tanh_e1640486(const tf_tanh_e1640486_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_tanh_66c1d297(const tf_tanh_66c1d297_params p) {
+  tf_grid_dependency();
   const float* __restrict__ in0 = p.in0;
   const float* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -49,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_tanh_e1640486(const tf_tanh
       float r1[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_tanh_e1640486_compute(v0.v[lane], v1.v[lane], r0[lane], r1[lane]);
+        tf_tanh_66c1d297_compute(v0.v[lane], v1.v[lane], r0[lane], r1[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -65,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_tanh_e1640486(const tf_tanh
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
     float r1;
-    tf_tanh_e1640486_compute(in0[i], in1[i], r0, r1);
+    tf_tanh_66c1d297_compute(in0[i], in1[i], r0, r1);
     out0[i] = r0;
     out1[i] = r1;
   }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): unary_chain, bf16
 // inputs: [256, 1000] strides [1000, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_sigmoid_tanh_abs_2148e723 (sigmoid -> tanh -> abs -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> log1p -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub)
+// ==== sm_80: tf_sigmoid_tanh_abs_934e9584 (sigmoid -> tanh -> abs -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> log1p -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): sigmoid -> tanh -> abs -> neg -> exp -> mul -> add -> add -> sqrt -> mul -> add -> rsqrt -> sub -> log1p -> add -> relu -> add -> reciprocal -> mul -> silu -> add -> neg -> pow -> sub
@@ -10,7 +10,7 @@
 // out0 = %29 bf16, contiguous
 typedef int tf_index;
 
-struct tf_sigmoid_tanh_abs_2148e723_params {
+struct tf_sigmoid_tanh_abs_934e9584_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -19,7 +19,7 @@ struct tf_sigmoid_tanh_abs_2148e723_params {
   tf_bf16* out0;
 };
 
-__device__ __forceinline__ void tf_sigmoid_tanh_abs_2148e723_compute(float in0, float& out0) {
+__device__ __forceinline__ void tf_sigmoid_tanh_abs_934e9584_compute(float in0, float& out0) {
   float t0 = tf_sigmoid_fast(in0);  // %6 = sigmoid(%0)
   float t1 = tanhf(in0);  // %7 = tanh(%0)
   float t2 = fabsf(in0);  // %8 = abs(%0)
@@ -47,7 +47,8 @@ __device__ __forceinline__ void tf_sigmoid_tanh_abs_2148e723_compute(float in0, 
   out0 = t23;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_tanh_abs_2148e723(const tf_sigmoid_tanh_abs_2148e723_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_tanh_abs_934e9584(const tf_sigmoid_tanh_abs_934e9584_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   tf_bf16* __restrict__ out0 = p.out0;
   const tf_index step = (tf_index)gridDim.x * (tf_index)blockDim.x;
@@ -60,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_tanh_abs_2148e723(c
       float r0[8];
       #pragma unroll
       for (int lane = 0; lane < 8; ++lane) {
-        tf_sigmoid_tanh_abs_2148e723_compute(tf_to_float(v0.v[lane]), r0[lane]);
+        tf_sigmoid_tanh_abs_934e9584_compute(tf_to_float(v0.v[lane]), r0[lane]);
       }
       const tf_vec<tf_bf16, 8> o0 = tf_pack<tf_bf16>(r0);
       *reinterpret_cast<tf_vec<tf_bf16, 8>*>(out0 + i) = o0;
@@ -69,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_sigmoid_tanh_abs_2148e723(c
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_sigmoid_tanh_abs_2148e723_compute(tf_to_float(in0[i]), r0);
+    tf_sigmoid_tanh_abs_934e9584_compute(tf_to_float(in0[i]), r0);
     out0[i] = tf_float_to_bf16(r0);
   }
 }

@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): var_std_rows, bf16
 // inputs: [256, 1024] strides [1024, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_var_std_de354271 (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
+// ==== sm_80: tf_var_std_ed7518da (reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (row reduction): reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> reduce_sum -> div -> sub -> reduce_sum -> mul -> reduce_sum -> div -> mul -> clamp_max -> sub -> clamp_min -> div -> add -> div -> sqrt -> add -> mul
@@ -13,7 +13,7 @@
 // out0 = %42 bf16, per element
 typedef int tf_index;
 
-struct tf_var_std_de354271_params {
+struct tf_var_std_ed7518da_params {
   long long rows;
   long long cols;
   long long outer_size[1];
@@ -25,7 +25,8 @@ struct tf_var_std_de354271_params {
   tf_bf16* out0;
 };
 
-extern "C" __global__ void __launch_bounds__(128) tf_var_std_de354271(const tf_var_std_de354271_params p) {
+extern "C" __global__ void __launch_bounds__(128) tf_var_std_ed7518da(const tf_var_std_ed7518da_params p) {
+  tf_grid_dependency();
   const int team = threadIdx.x / 128;
   const int tl = threadIdx.x % 128;
   (void)team;

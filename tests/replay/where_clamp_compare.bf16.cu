@@ -1,7 +1,7 @@
 // torchfuse replay corpus (tests/test_replay.cpp): where_clamp_compare, bf16
 // inputs: [128, 96] strides [96, 1], [128, 96] strides [96, 1]
 // regenerate with scripts/update_replay.sh
-// ==== sm_80: tf_gt_where_clamp_65f292b5 (gt -> mul -> where -> clamp_min -> clamp_max -> maximum -> le -> cast -> mul -> add)
+// ==== sm_80: tf_gt_where_clamp_91e29849 (gt -> mul -> where -> clamp_min -> clamp_max -> maximum -> le -> cast -> mul -> add)
 // <prelude.cu>
 
 // torchfuse fusion group 0 (pointwise): gt -> mul -> where -> clamp_min -> clamp_max -> maximum -> le -> cast -> mul -> add
@@ -11,7 +11,7 @@
 // out0 = %22 f32, contiguous
 typedef int tf_index;
 
-struct tf_gt_where_clamp_65f292b5_params {
+struct tf_gt_where_clamp_91e29849_params {
   long long numel;
   long long vec_ok;  // 1 when every vector access is aligned and rows hold whole vectors
   long long size[1];
@@ -21,7 +21,7 @@ struct tf_gt_where_clamp_65f292b5_params {
   float* out0;
 };
 
-__device__ __forceinline__ void tf_gt_where_clamp_65f292b5_compute(float in0, float in1, float& out0) {
+__device__ __forceinline__ void tf_gt_where_clamp_91e29849_compute(float in0, float in1, float& out0) {
   bool t0 = (in0 > in1);  // %10 = gt(%0, %1)
   float t1 = (in1 * 0.1f);  // %11 = mul(%1, 0.1)
   float t2 = (t0 ? in0 : t1);  // %12 = where(%10, %0, %11)
@@ -35,7 +35,8 @@ __device__ __forceinline__ void tf_gt_where_clamp_65f292b5_compute(float in0, fl
   out0 = t9;
 }
 
-extern "C" __global__ void __launch_bounds__(256) tf_gt_where_clamp_65f292b5(const tf_gt_where_clamp_65f292b5_params p) {
+extern "C" __global__ void __launch_bounds__(256) tf_gt_where_clamp_91e29849(const tf_gt_where_clamp_91e29849_params p) {
+  tf_grid_dependency();
   const tf_bf16* __restrict__ in0 = p.in0;
   const tf_bf16* __restrict__ in1 = p.in1;
   float* __restrict__ out0 = p.out0;
@@ -50,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_gt_where_clamp_65f292b5(con
       float r0[4];
       #pragma unroll
       for (int lane = 0; lane < 4; ++lane) {
-        tf_gt_where_clamp_65f292b5_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
+        tf_gt_where_clamp_91e29849_compute(tf_to_float(v0.v[lane]), tf_to_float(v1.v[lane]), r0[lane]);
       }
       tf_vec<float, 4> o0;
       #pragma unroll
@@ -61,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) tf_gt_where_clamp_65f292b5(con
   }
   for (tf_index i = first; i < (tf_index)p.numel; i += step) {
     float r0;
-    tf_gt_where_clamp_65f292b5_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0);
+    tf_gt_where_clamp_91e29849_compute(tf_to_float(in0[i]), tf_to_float(in1[i]), r0);
     out0[i] = r0;
   }
 }
