@@ -104,6 +104,8 @@ std::string json_latency(const LatencyResult& l) {
      << ", \"phases\": " << json_phases(l.phases) << ", \"graph_phases\": " << json_phases(l.graph_phases)
      << ", \"side_stream_us\": " << json_number(l.side_stream_us)
      << ", \"side_stream_phases\": " << json_phases(l.side_stream_phases)
+     << ", \"pdl\": " << (l.pdl ? "true" : "false") << ", \"pdl_check_passed\": " << (l.pdl_check_passed ? "true" : "false")
+     << ", \"pdl_us\": " << json_number(l.pdl_us) << ", \"pdl_phases\": " << json_phases(l.pdl_phases)
      << ", \"recorded_calls\": " << l.recorded_calls << ", \"unrecorded_us\": " << json_number(l.unrecorded_us)
      << ", \"unrecorded_phases\": " << json_phases(l.unrecorded_phases)
      << ", \"error\": " << json_string(l.error)
@@ -223,6 +225,11 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
   print_phases("direct without recorded launches", l.unrecorded_phases);
   if (!std::isnan(l.side_stream_us)) os << "  direct on a pool stream: " << cell(l.side_stream_us, 1) << " us per call\n";
   print_phases("direct on a pool stream", l.side_stream_phases);
+  if (!std::isnan(l.pdl_us)) {
+    os << "  direct with programmatic dependent launch" << (l.pdl ? "" : " (not taken by this device)") << ": "
+       << cell(l.pdl_us, 1) << " us per call, " << (l.pdl_check_passed ? "matches eager" : "DOES NOT match eager") << "\n";
+  }
+  print_phases("direct with programmatic dependent launch", l.pdl_phases);
   print_phases("graphs (static inputs, zero-copy)", l.graph_phases);
 }
 

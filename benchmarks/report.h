@@ -63,6 +63,12 @@ struct LatencyResult {
   // The direct calls again on a stream from the pool (not the legacy default stream).
   double side_stream_us = kNaN;
   Phases side_stream_phases;
+  // The direct calls again with programmatic dependent launch (runtime/programmatic_launch.h;
+  // cuLaunchKernelEx with its attribute where the device takes it), checked against eager.
+  bool pdl = false;  // the device took it
+  bool pdl_check_passed = false;
+  double pdl_us = kNaN;
+  Phases pdl_phases;
   // Calls that repeated a recorded launch (CompileOptions::record_launches) in the timed module,
   // and the same module compiled without records: every call plans, looks up and packs.
   int64_t recorded_calls = 0;

@@ -3,6 +3,7 @@
 // measured in the same run. See benchmarks/README.md.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -30,6 +31,7 @@
 #include "report.h"
 #include "runtime/compiled_module.h"
 #include "runtime/hot_path_clock.h"
+#include "runtime/programmatic_launch.h"
 #include "src/prepare_graph.h"
 #include "suite_cases.h"
 
@@ -323,6 +325,22 @@ tb::LatencyResult measure_latency() {
       l.side_stream_us = median_wall_us([&] { compiled.forward(inputs); });
       l.side_stream_phases = phases_of([&] { compiled.forward(inputs); });
     }
+    {
+      // The same module's launches (recorded ones too) with programmatic dependent launch.
+      namespace rt = torchfuse::runtime;
+      const bool before = rt::programmatic_launch_switched_on();
+      rt::set_programmatic_launch(true);
+      try {
+        l.pdl = rt::programmatic_launch(like.device().index());
+        l.pdl_check_passed = torchfuse::compare_with_eager(compiled, inputs).passed();
+        l.pdl_us = median_wall_us([&] { compiled.forward(inputs); });
+        l.pdl_phases = phases_of([&] { compiled.forward(inputs); });
+      } catch (...) {
+        rt::set_programmatic_launch(before);
+        throw;
+      }
+      rt::set_programmatic_launch(before);
+    }
     torchfuse::CompileOptions graphs;
     graphs.cuda_graphs = true;
     torchfuse::CompiledModule graphed = torchfuse::compile(module, graphs);
@@ -398,7 +416,8 @@ bool torchfuse_failed(const tb::BenchReport& report) {
   for (const auto& c : report.compile_times) {
     if (!c.error.empty()) return true;
   }
-  return report.latency.ran && !report.latency.check_passed;
+  const tb::LatencyResult& l = report.latency;
+  return l.ran && (!l.check_passed || (!std::isnan(l.pdl_us) && !l.pdl_check_passed));
 }
 
 // Writes the JSON when asked; the exit status.

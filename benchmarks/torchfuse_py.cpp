@@ -78,6 +78,15 @@ pybind11::dict explain(const torchfuse::CompiledModule& module, const pybind11::
 
 }  // namespace
 
+// runtime/programmatic_launch.h's switch, exported by libtorchfuse (its header needs the CUDA
+// toolkit's, which this binding is built without): benchmarks time a variant with and without it
+// in one process.
+namespace torchfuse {
+namespace runtime {
+void set_programmatic_launch(bool on);
+}  // namespace runtime
+}  // namespace torchfuse
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   pybind11::class_<torchfuse::CompiledModule>(m, "CompiledModule")
       .def("__call__", [](torchfuse::CompiledModule& self, const pybind11::args& args) {
@@ -140,6 +149,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names (`tune`: CompileOptions::tune, knob=value,... as "
       "TORCHFUSE_TUNE)");
+  m.def("set_programmatic_launch", &torchfuse::runtime::set_programmatic_launch, pybind11::arg("on"),
+        "programmatic dependent launch for torchfuse's kernels from now on (TORCHFUSE_PDL=1 at start)");
   m.def(
       "compile_graph",
       [](std::shared_ptr<torch::jit::Graph> graph, const std::string& tune) {

@@ -223,7 +223,8 @@ def main():
                     "no_channels_last (convolutions and their neighbours NCHW), gemm_autotune (CompileOptions::gemm_autotune: cuBLASLt's candidates timed), "
                     "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
                     "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
-                    "in_place (CompileOptions::outputs_in_place), "
+                    "in_place (CompileOptions::outputs_in_place), pdl and graphs_pdl (programmatic dependent launch, "
+                    "runtime/programmatic_launch.h, without and with CUDA graphs), "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
@@ -315,6 +316,8 @@ def main():
                                     ("torchfuse_graphs_no_attention_autotune", {"attention_autotune": False,
                                                                                 "cuda_graphs": True}),
                                     ("torchfuse_in_place", {"outputs_in_place": True}),
+                                    ("torchfuse_pdl", {"pdl": True}),
+                                    ("torchfuse_graphs_pdl", {"cuda_graphs": True, "pdl": True}),
                                     ("torchfuse_no_conv_bias", {"split_conv_bias": False}),
                                     ("torchfuse_no_channels_last", {"channels_last_convs": False}),
                                     ("torchfuse_no_rewrites", {"gemm_epilogues": False, "rewrite_attention": False,
@@ -324,13 +327,19 @@ def main():
                                                                "cublaslt_gemms": False, "concat_linears": False})):
                         if key.split("torchfuse_")[1] not in args.ablations.split(","):
                             continue
-                        ta = tfpy.compile_file(path, **kw)
-                        with torch.inference_mode():
-                            ta(*inputs)
-                        row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
-                        row[key + "_kernels"] = kernels_per_call(ta, inputs)
-                        row[key + "_stats"] = ta.stats()
-                        del ta
+                        kw = dict(kw)
+                        pdl = kw.pop("pdl", False)  # programmatic dependent launch, switched for this variant only
+                        tfpy.set_programmatic_launch(pdl)
+                        try:
+                            ta = tfpy.compile_file(path, **kw)
+                            with torch.inference_mode():
+                                ta(*inputs)
+                            row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
+                            row[key + "_kernels"] = kernels_per_call(ta, inputs)
+                            row[key + "_stats"] = ta.stats()
+                            del ta
+                        finally:
+                            tfpy.set_programmatic_launch(False)
                     if args.graphs:
                         tg = tfpy.compile_file(path, cuda_graphs=True)
                         with torch.inference_mode():
@@ -381,7 +390,8 @@ def main():
                 ("torchfuse GEMM autotune", "torchfuse_gemm_autotune"), ("torchfuse no rewrites", "torchfuse_no_rewrites"),
                 ("torchfuse graphs", "torchfuse_graphs"), ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune"),
                 ("torchfuse attention autotune", "torchfuse_attention_autotune"),
-                ("torchfuse graphs no attention autotune", "torchfuse_graphs_no_attention_autotune")]
+                ("torchfuse graphs no attention autotune", "torchfuse_graphs_no_attention_autotune"),
+                ("torchfuse PDL", "torchfuse_pdl"), ("torchfuse graphs PDL", "torchfuse_graphs_pdl")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]
     for r in rows:
