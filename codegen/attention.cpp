@@ -15,16 +15,16 @@ std::string flag(bool b) { return b ? "true" : "false"; }
 
 // Static shared memory of a block: each split's stage of keys and values, and the split's row
 // maxima and sums.
-int shared_bytes(int head_dim, int key_split) {
-  return key_split * (2 * kAttentionKeyBlock * (head_dim + 8) * 2 + 2 * kAttentionRowsPerWarp * 4);
+int shared_bytes(int head_dim, int key_block, int key_split) {
+  return key_split * (2 * key_block * (head_dim + 8) * 2 + 2 * kAttentionRowsPerWarp * 4);
 }
 
 }  // namespace
 
-int attention_max_key_split(int head_dim) {
+int attention_max_key_split(int head_dim, int key_block) {
   constexpr int kStaticSharedBytes = 48 * 1024;
   for (int split : {4, 2})
-    if (shared_bytes(head_dim, split) <= kStaticSharedBytes) return split;
+    if (shared_bytes(head_dim, key_block, split) <= kStaticSharedBytes) return split;
   return 1;
 }
 
@@ -35,10 +35,13 @@ GeneratedKernel generate_attention(const AttentionSpec& spec) {
                             "attention kernel for head dim ", spec.head_dim);
   TORCHFUSE_INTERNAL_ASSERT(spec.warps == 1 || spec.warps == 2 || spec.warps == 4, "attention kernel with ",
                             spec.warps, " warps");
-  TORCHFUSE_INTERNAL_ASSERT(spec.key_split == 1 || (spec.key_split == spec.warps &&
-                                                    spec.key_split <= attention_max_key_split(spec.head_dim)),
+  TORCHFUSE_INTERNAL_ASSERT(spec.key_block == 64 || spec.key_block == 32, "attention kernel with blocks of ",
+                            spec.key_block, " keys");
+  TORCHFUSE_INTERNAL_ASSERT(spec.key_split == 1 ||
+                                (spec.key_split == spec.warps &&
+                                 spec.key_split <= attention_max_key_split(spec.head_dim, spec.key_block)),
                             "attention kernel with keys split ", spec.key_split, " ways over ", spec.warps,
-                            " warps at head dim ", spec.head_dim);
+                            " warps at head dim ", spec.head_dim, ", blocks of ", spec.key_block);
   TORCHFUSE_INTERNAL_ASSERT(!spec.mask_pairs || spec.mask, "attention kernel with mask pairs and no mask");
   const bool half = spec.dtype == c10::ScalarType::Half;
   SourceBuilder b;
@@ -46,11 +49,13 @@ GeneratedKernel generate_attention(const AttentionSpec& spec) {
          std::to_string(spec.head_dim) + ", " + std::to_string(spec.warps) +
          (spec.key_split > 1 ? " warps splitting the keys of 16 query rows a block"
                              : " warps of 16 query rows a block") +
+         ", keys in blocks of " + std::to_string(spec.key_block) +
          (spec.mask ? (spec.mask_pairs ? ", an additive mask read in pairs" : ", an additive mask") : "") +
          (spec.causal ? ", causal" : "") + (spec.vector_loads ? ", vector loads" : ", element loads"));
   b.line("constexpr int kD = " + std::to_string(spec.head_dim) + ";");
   b.line("constexpr int kWarps = " + std::to_string(spec.warps) + ";");
   b.line("constexpr int kSplit = " + std::to_string(spec.key_split) + ";");
+  b.line("constexpr int kKeyBlock = " + std::to_string(spec.key_block) + ";");
   b.line("constexpr bool kHalf = " + flag(half) + ";");
   b.line("constexpr bool kMask = " + flag(spec.mask) + ";");
   b.line("constexpr bool kMaskPairs = " + flag(spec.mask_pairs) + ";");

@@ -28,8 +28,9 @@ struct AttentionSpec {
   // 1: the warps take 16 query rows each and share every block of keys. Equal to `warps` (2 or
   // 4): they take the same 16 rows and split the blocks of keys between them, adding their
   // partial results up at the end (more warps at work on few rows); at most
-  // attention_max_key_split(head_dim).
+  // attention_max_key_split(head_dim, key_block).
   int key_split = 1;
+  int key_block = 64;  // keys staged at a time: 64, or 32 (halves each stage: deeper splits)
   bool mask = false;                                   // an additive mask of `dtype`, read through 4 strides
   bool causal = false;                                 // key position <= query position (top left)
   // 16-byte loads of key and value rows and 4-byte loads and stores of pairs along the head dim
@@ -41,12 +42,11 @@ struct AttentionSpec {
 };
 
 constexpr int kAttentionMaxHeadDim = 128;
-constexpr int kAttentionKeyBlock = 64;
 constexpr int kAttentionRowsPerWarp = 16;
 
-// The most warps that can split one head dim's keys: 4, 2 or 1, as the stages of keys and values
-// of each warp fit the 48 KB of static shared memory a block has.
-int attention_max_key_split(int head_dim);
+// The most warps that can split one head dim's keys in blocks of `key_block`: 4, 2 or 1, as the
+// stages of keys and values of each warp fit the 48 KB of static shared memory a block has.
+int attention_max_key_split(int head_dim, int key_block);
 
 // The kernel; its parameters (all 8-byte words, in order): q, k, v, mask, out pointers; batch,
 // heads, kv_heads, query length, key length, query tiles (blocks along the query); q, k, v, mask

@@ -1,22 +1,22 @@
 // torchfuse's attention kernel: softmax(q @ k^T * scale + mask) @ v, flash attention's schedule
 // on mma.sync. Written against the primitives of attention_device.cuh (or the CPU tests'
-// emulation of them) and the spec's constants, which come first: kD, kWarps, kSplit, kHalf,
-// kMask, kMaskPairs, kCausal, kVec. Every branch on them folds at compile time.
+// emulation of them) and the spec's constants, which come first: kD, kWarps, kSplit, kKeyBlock,
+// kHalf, kMask, kMaskPairs, kCausal, kVec. Every branch on them folds at compile time.
 //
 // Each warp holds 16 query rows; their Q fragments stay in registers. Keys and values come in
-// blocks of 64 through shared memory. With kSplit == 1 the block's kWarps warps take 16 rows each
+// blocks of kKeyBlock (64 or 32) through shared memory. With kSplit == 1 the block's kWarps warps take 16 rows each
 // and share every block of keys; with kSplit == kWarps they take the same 16 rows and split the
 // key blocks between them (warp w the w-th, w + kSplit-th...), each staging its own, and add
 // their partial results up at the end: more warps at work where a call has few rows. A block of
 // scores in C layout is, two tiles at a time, the probabilities' A fragment for the product with
 // the values: scores and probabilities never leave registers.
-constexpr int kKeyBlock = 64;
 constexpr int kRowsPerWarp = 16;
 constexpr int kPad = 8;  // shared rows 16 bytes longer: a warp's fragment loads hit 32 banks
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kRowWarps = kWarps / kSplit;              // warps of a block along the rows
 constexpr int kStagers = kSplit == 1 ? 32 * kWarps : 32;  // threads staging one block of keys
 static_assert(kSplit == 1 || kSplit == kWarps, "the warps split either the rows or the keys");
+static_assert(kKeyBlock % 16 == 0 && kKeyBlock >= 32, "keys in steps of 16; a warp's 16 x kD float sums fit its stage");
 
 __device__ __forceinline__ tf_u32 tf_pair(tf_u16 lo, tf_u16 hi) {
   return static_cast<tf_u32>(lo) | (static_cast<tf_u32>(hi) << 16);
@@ -264,7 +264,7 @@ TF_ENTRY void __launch_bounds__(32 * kWarps) TF_KERNEL_NAME(const TF_KERNEL_NAME
         acc[n][2 * r + 1] *= mine;
       }
     }
-    // A warp's 16 x kD floats fit its stage of keys (16 x (kD + 8) x 4 bytes <= 64 x (kD + 8) x 2).
+    // A warp's 16 x kD floats fit its stage of keys (16 x (kD + 8) x 4 bytes <= kKeyBlock x (kD + 8) x 2).
     typedef float PartRows[kD + kPad];
 #pragma unroll
     for (int n = 0; n < kD / 8; ++n) {

@@ -129,7 +129,7 @@ struct Candidates {
   std::string why_not;  // why flash attention, able to run the call, is not a candidate ("" otherwise)
 };
 
-Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok, int key_split) {
+Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok, KeySplit key_split) {
   Candidates c;
   c.ids = {kAten};
   c.names = {std::string("aten (") + sdp_backend_name(pick) + ")"};
@@ -143,9 +143,10 @@ Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok, int key_s
     c.ids.push_back(kKernel);
     c.names.push_back("torchfuse");
   }
-  if (kernel_ok && key_split > 1) {
+  if (kernel_ok && key_split.ways > 1) {
     c.ids.push_back(kKernelKeys);
-    c.names.push_back("torchfuse (keys split " + std::to_string(key_split) + ")");
+    c.names.push_back("torchfuse (keys split " + std::to_string(key_split.ways) + ", blocks of " +
+                      std::to_string(key_split.key_block) + ")");
   }
   return c;
 }
@@ -162,7 +163,8 @@ AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, c
   const int64_t pick = aten_pick(q, k, v, mask, scale, is_causal, enable_gqa);
   const bool keys_ok =
       kernel_ok && attention_key_split_worth_timing(q, k, device_info(q.device().index()).sm_count);
-  const Candidates c = candidates_for(pick, flash_ok, kernel_ok, keys_ok ? attention_key_split(q.size(3), k.size(2)) : 1);
+  const Candidates c =
+      candidates_for(pick, flash_ok, kernel_ok, keys_ok ? attention_key_split(q.size(3), k.size(2)) : KeySplit{});
   r.backends = c.names;
   if (c.ids.size() == 1) {
     r.why_not = c.why_not;

@@ -20,9 +20,9 @@ namespace {
 // The kernel of a spec, generated once per process (the kernel cache then loads it once per device).
 const codegen::GeneratedKernel& kernel_for(const codegen::AttentionSpec& s) {
   static std::mutex mutex;
-  using Key = std::tuple<int, int, int, int, bool, bool, bool, bool>;
+  using Key = std::tuple<int, int, int, int, int, bool, bool, bool, bool>;
   static auto* kernels = new std::map<Key, codegen::GeneratedKernel>();  // used until exit
-  const Key key{static_cast<int>(s.dtype), s.head_dim, s.warps, s.key_split, s.mask, s.mask_pairs, s.causal,
+  const Key key{static_cast<int>(s.dtype), s.head_dim, s.warps, s.key_split, s.key_block, s.mask, s.mask_pairs, s.causal,
                 s.vector_loads};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = kernels->find(key);
@@ -98,15 +98,19 @@ std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, 
   return "";
 }
 
-int attention_key_split(int64_t head_dim, int64_t keys) {
-  const int64_t blocks = (keys + codegen::kAttentionKeyBlock - 1) / codegen::kAttentionKeyBlock;
-  int split = codegen::attention_max_key_split(static_cast<int>(head_dim));
-  while (split > 1 && split > blocks) split /= 2;
-  return split;
+KeySplit attention_key_split(int64_t head_dim, int64_t keys) {
+  KeySplit best;
+  for (int key_block : {64, 32}) {
+    const int64_t blocks = (keys + key_block - 1) / key_block;
+    int ways = codegen::attention_max_key_split(static_cast<int>(head_dim), key_block);
+    while (ways > 1 && ways > blocks) ways /= 2;
+    if (ways > best.ways) best = {ways, key_block};
+  }
+  return best;
 }
 
 bool attention_key_split_worth_timing(const at::Tensor& q, const at::Tensor& k, int sm_count) {
-  if (attention_key_split(q.size(3), k.size(2)) < 2) return false;
+  if (attention_key_split(q.size(3), k.size(2)).ways < 2) return false;
   const int64_t tiles = (q.size(2) + codegen::kAttentionRowsPerWarp - 1) / codegen::kAttentionRowsPerWarp;
   return tiles * q.size(0) * q.size(1) < 4 * static_cast<int64_t>(sm_count);
 }
@@ -117,9 +121,10 @@ codegen::AttentionSpec attention_kernel_spec(const at::Tensor& q, const at::Tens
   codegen::AttentionSpec spec;
   spec.dtype = q.scalar_type();
   spec.head_dim = static_cast<int>(q.size(3));
-  const int split = schedule == AttentionSchedule::kKeys ? attention_key_split(q.size(3), k.size(2)) : 1;
-  spec.key_split = split;
-  spec.warps = split > 1 ? split : warps_for(q.size(2), q.size(0) * q.size(1), sm_count);
+  const KeySplit split = schedule == AttentionSchedule::kKeys ? attention_key_split(q.size(3), k.size(2)) : KeySplit{};
+  spec.key_split = split.ways;
+  spec.key_block = split.key_block;
+  spec.warps = split.ways > 1 ? split.ways : warps_for(q.size(2), q.size(0) * q.size(1), sm_count);
   spec.mask = mask.has_value();
   spec.mask_pairs = mask.has_value() && mask_in_pairs(expanded_mask(*mask, q, k));
   spec.causal = is_causal;

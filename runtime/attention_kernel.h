@@ -14,7 +14,7 @@ namespace runtime {
 // How the kernel's warps share a call's work (codegen::AttentionSpec::key_split).
 enum class AttentionSchedule {
   kRows,  // 16 query rows a warp; warps a block: 4, fewer where the grid would not fill the device once
-  kKeys,  // the warps of a block split the keys of 16 rows (attention_key_split ways; kRows where that is 1)
+  kKeys,  // the warps of a block split the keys of 16 rows (as attention_key_split says; kRows where it is 1 way)
 };
 
 // Why the kernel cannot run this call exactly as the math would ("" when it can): CUDA tensors of
@@ -26,13 +26,18 @@ enum class AttentionSchedule {
 std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const c10::optional<at::Tensor>& mask, bool enable_gqa);
 
-// The ways the keys schedule splits a call's keys: the most warps the head dim allows
-// (codegen::attention_max_key_split), at most the blocks of 64 keys, a power of 2; 1 where
-// splitting changes nothing.
-int attention_key_split(int64_t head_dim, int64_t keys);
+// How the keys schedule splits a call's keys: the most warps that the head dim allows
+// (codegen::attention_max_key_split) and the blocks of keys can keep busy, a power of 2, with the
+// key block (64 or 32) giving the most, 64 where both give as many; 1 way where splitting changes
+// nothing.
+struct KeySplit {
+  int ways = 1;
+  int key_block = 64;
+};
+KeySplit attention_key_split(int64_t head_dim, int64_t keys);
 
 // Whether the keys schedule is worth timing beside the rows schedule for a call: it splits the
-// keys (attention_key_split > 1) and the rows schedule's warps of 16 rows come to fewer than 4 a
+// keys (attention_key_split's ways > 1) and the rows schedule's warps of 16 rows come to fewer than 4 a
 // multiprocessor, where a warp's memory latency is not hidden by other warps.
 bool attention_key_split_worth_timing(const at::Tensor& q, const at::Tensor& k, int sm_count);
 

@@ -610,7 +610,8 @@ TEST(AttentionKernel, EveryVariantCompiles) {
         s.vector_loads = bits & 4;
         // The second half splits the keys where the head dim allows (else reads the mask in pairs only).
         if (bits & 8) {
-          s.key_split = std::min(s.warps == 1 ? 2 : s.warps, cg::attention_max_key_split(d));
+          s.key_block = bits & 1 ? 32 : 64;
+          s.key_split = std::min(s.warps == 1 ? 2 : s.warps, cg::attention_max_key_split(d, s.key_block));
           if (s.key_split > 1) s.warps = s.key_split;
           s.mask_pairs = s.mask;
           if (s.key_split == 1 && !s.mask) continue;  // the first half's variant

@@ -75,8 +75,8 @@ at::Tensor emulate(void (*kernel)(Params), const cg::AttentionSpec& spec, const 
 
 // One namespace a variant: the spec's constants as codegen/attention.cpp writes them, then the
 // emulated primitives and the kernel's body.
-#define TF_VARIANT_CONSTANTS(D, W, S, H, M, P, C, V)                                           \
-  constexpr int kD = D, kWarps = W, kSplit = S;                                                 \
+#define TF_VARIANT_CONSTANTS(D, W, S, KB, H, M, P, C, V)                                       \
+  constexpr int kD = D, kWarps = W, kSplit = S, kKeyBlock = KB;                                 \
   constexpr bool kHalf = H, kMask = M, kMaskPairs = P, kCausal = C, kVec = V;                   \
   inline cg::AttentionSpec spec() {                                                             \
     cg::AttentionSpec s;                                                                        \
@@ -84,6 +84,7 @@ at::Tensor emulate(void (*kernel)(Params), const cg::AttentionSpec& spec, const 
     s.head_dim = D;                                                                             \
     s.warps = W;                                                                                \
     s.key_split = S;                                                                            \
+    s.key_block = KB;                                                                           \
     s.mask = M;                                                                                 \
     s.mask_pairs = P;                                                                           \
     s.causal = C;                                                                               \
@@ -92,45 +93,50 @@ at::Tensor emulate(void (*kernel)(Params), const cg::AttentionSpec& spec, const 
   }
 
 namespace rows_bf16_d32_w2_mask {
-TF_VARIANT_CONSTANTS(32, 2, 1, false, true, false, false, true)
+TF_VARIANT_CONSTANTS(32, 2, 1, 64, false, true, false, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace rows_bf16_d32_w2_mask
 namespace keys_f16_d16_w4_pairs_causal {
-TF_VARIANT_CONSTANTS(16, 4, 4, true, true, true, true, true)
+TF_VARIANT_CONSTANTS(16, 4, 4, 64, true, true, true, true, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace keys_f16_d16_w4_pairs_causal
-namespace keys_bf16_d64_w2_pairs {
-TF_VARIANT_CONSTANTS(64, 2, 2, false, true, true, false, true)
+namespace keys_bf16_d64_w4_kb32_pairs {
+TF_VARIANT_CONSTANTS(64, 4, 4, 32, false, true, true, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
-}  // namespace keys_bf16_d64_w2_pairs
+}  // namespace keys_bf16_d64_w4_kb32_pairs
 namespace rows_f16_d32_w1_mask_elements {
-TF_VARIANT_CONSTANTS(32, 1, 1, true, true, false, false, false)
+TF_VARIANT_CONSTANTS(32, 1, 1, 64, true, true, false, false, false)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace rows_f16_d32_w1_mask_elements
 namespace rows_bf16_d16_w4_causal {
-TF_VARIANT_CONSTANTS(16, 4, 1, false, false, false, true, true)
+TF_VARIANT_CONSTANTS(16, 4, 1, 64, false, false, false, true, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace rows_bf16_d16_w4_causal
 namespace keys_bf16_d80_w2 {
-TF_VARIANT_CONSTANTS(80, 2, 2, false, false, false, false, true)
+TF_VARIANT_CONSTANTS(80, 2, 2, 64, false, false, false, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace keys_bf16_d80_w2
 namespace keys_f16_d32_w4_elements {
-TF_VARIANT_CONSTANTS(32, 4, 4, true, true, false, false, false)
+TF_VARIANT_CONSTANTS(32, 4, 4, 64, true, true, false, false, false)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace keys_f16_d32_w4_elements
 namespace rows_bf16_d64_w1_pairs {
-TF_VARIANT_CONSTANTS(64, 1, 1, false, true, true, false, true)
+TF_VARIANT_CONSTANTS(64, 1, 1, 64, false, true, true, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace rows_bf16_d64_w1_pairs
+namespace keys_bf16_d128_w2_kb32_causal {
+TF_VARIANT_CONSTANTS(128, 2, 2, 32, false, false, false, true, true)
+#include "tests/emulated_attention_device.inc"
+#include "codegen/attention_body.cuh"
+}  // namespace keys_bf16_d128_w2_kb32_causal
 
 #undef TF_VARIANT_CONSTANTS
 #undef TF_KERNEL_NAME
@@ -247,11 +253,20 @@ TEST(AttentionKernelEmulated, KeysScheduleMatchesFloat64) {
           [](const Call& x) { return emulate(&keys_f16_d32_w4_elements::kernel, keys_f16_d32_w4_elements::spec(), x); },
           keys_f16_d32_w4_elements::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
   }
-  {  // bf16, two warps splitting 3 blocks of keys (the first warp takes two), head dim 80
-    Call c{randn({1, 1, 5, 80}, torch::kBFloat16), randn({1, 1, 129, 80}, torch::kBFloat16),
-           randn({1, 1, 129, 80}, torch::kBFloat16)};
+  {  // bf16, two warps splitting 90 keys in blocks of 64 (in blocks of 32 they would split no further), head dim 80
+    Call c{randn({1, 1, 5, 80}, torch::kBFloat16), randn({1, 1, 90, 80}, torch::kBFloat16),
+           randn({1, 1, 90, 80}, torch::kBFloat16)};
     check("bf16 d80 split 2", [](const Call& x) { return emulate(&keys_bf16_d80_w2::kernel, keys_bf16_d80_w2::spec(), x); },
           keys_bf16_d80_w2::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
+  }
+  {  // Llama's layout at batch 1: head dim 128, grouped heads, causal, q, k, v views of one
+     // projection; two warps splitting blocks of 32 keys (blocks of 64 would not fit two)
+    const at::Tensor all = randn({1, 70, 8, 128}, torch::kBFloat16);
+    Call c{all.narrow(2, 0, 4).transpose(1, 2), all.narrow(2, 4, 2).transpose(1, 2), all.narrow(2, 6, 2).transpose(1, 2),
+           c10::nullopt, 1.0 / std::sqrt(128.0), true};
+    check("bf16 d128 split 2 in blocks of 32, grouped, causal",
+          [](const Call& x) { return emulate(&keys_bf16_d128_w2_kb32_causal::kernel, keys_bf16_d128_w2_kb32_causal::spec(), x); },
+          keys_bf16_d128_w2_kb32_causal::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
   }
 }
 
@@ -265,33 +280,44 @@ TEST(AttentionKernelEmulated, KeysScheduleKeepsNaNRows) {
   mask[0][0][5][100] = std::numeric_limits<double>::quiet_NaN();
   Call c{randn({1, 3, 20, 64}, torch::kBFloat16), randn({1, 3, 130, 64}, torch::kBFloat16),
          randn({1, 3, 130, 64}, torch::kBFloat16), mask};
-  check("bf16 d64 split 2, NaN rows",
-        [](const Call& x) { return emulate(&keys_bf16_d64_w2_pairs::kernel, keys_bf16_d64_w2_pairs::spec(), x); },
-        keys_bf16_d64_w2_pairs::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132, /*nan_rows=*/2 * 3);
+  check("bf16 d64 split 4 in blocks of 32, NaN rows",
+        [](const Call& x) { return emulate(&keys_bf16_d64_w4_kb32_pairs::kernel, keys_bf16_d64_w4_kb32_pairs::spec(), x); },
+        keys_bf16_d64_w4_kb32_pairs::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132, /*nan_rows=*/2 * 3);
 }
 
 // Which schedules the runtime offers: the keys split as far as the head dim's shared memory and
 // the key blocks go, and timed beside the rows schedule only where that leaves the device short
 // of warps.
 TEST(AttentionKernelEmulated, KeySplitChoices) {
-  EXPECT_EQ(cg::attention_max_key_split(16), 4);
-  EXPECT_EQ(cg::attention_max_key_split(32), 4);
-  EXPECT_EQ(cg::attention_max_key_split(48), 2);
-  EXPECT_EQ(cg::attention_max_key_split(80), 2);
-  EXPECT_EQ(cg::attention_max_key_split(96), 1);
-  EXPECT_EQ(cg::attention_max_key_split(128), 1);
-  EXPECT_EQ(rt::attention_key_split(64, 64), 1);
-  EXPECT_EQ(rt::attention_key_split(64, 65), 2);
-  EXPECT_EQ(rt::attention_key_split(32, 129), 2);
-  EXPECT_EQ(rt::attention_key_split(32, 1000), 4);
-  EXPECT_EQ(rt::attention_key_split(128, 1000), 1);
+  EXPECT_EQ(cg::attention_max_key_split(16, 64), 4);
+  EXPECT_EQ(cg::attention_max_key_split(32, 64), 4);
+  EXPECT_EQ(cg::attention_max_key_split(48, 64), 2);
+  EXPECT_EQ(cg::attention_max_key_split(80, 64), 2);
+  EXPECT_EQ(cg::attention_max_key_split(96, 64), 1);
+  EXPECT_EQ(cg::attention_max_key_split(128, 64), 1);
+  EXPECT_EQ(cg::attention_max_key_split(80, 32), 4);
+  EXPECT_EQ(cg::attention_max_key_split(96, 32), 2);
+  EXPECT_EQ(cg::attention_max_key_split(128, 32), 2);
+  auto split = [](int64_t d, int64_t keys) {
+    const rt::KeySplit s = rt::attention_key_split(d, keys);
+    return std::to_string(s.ways) + " of " + std::to_string(s.key_block);
+  };
+  EXPECT_EQ(split(64, 32), "1 of 64");
+  EXPECT_EQ(split(64, 64), "2 of 32");
+  EXPECT_EQ(split(64, 65), "2 of 64");   // 3 blocks of 32 keep no more warps busy than 2 of 64
+  EXPECT_EQ(split(64, 128), "4 of 32");  // BERT
+  EXPECT_EQ(split(32, 1000), "4 of 64");
+  EXPECT_EQ(split(128, 128), "2 of 32");  // Llama
+  EXPECT_EQ(split(128, 1000), "2 of 32");
   const auto o = torch::dtype(torch::kBFloat16);
   const at::Tensor bert_q = torch::empty({1, 12, 128, 64}, o), bert_k = torch::empty({1, 12, 128, 64}, o);
   EXPECT_TRUE(rt::attention_key_split_worth_timing(bert_q, bert_k, 132));  // 96 warps on 132 multiprocessors
   const at::Tensor b8_q = torch::empty({8, 12, 128, 64}, o), b8_k = torch::empty({8, 12, 128, 64}, o);
   EXPECT_FALSE(rt::attention_key_split_worth_timing(b8_q, b8_k, 132));  // 768 warps
   const at::Tensor llama_q = torch::empty({1, 32, 128, 128}, o), llama_k = torch::empty({1, 8, 128, 128}, o);
-  EXPECT_FALSE(rt::attention_key_split_worth_timing(llama_q, llama_k, 132));  // head dim 128: no split
+  EXPECT_TRUE(rt::attention_key_split_worth_timing(llama_q, llama_k, 132));  // 256 warps
+  const at::Tensor one_block = torch::empty({1, 12, 32, 64}, o);
+  EXPECT_FALSE(rt::attention_key_split_worth_timing(bert_q, one_block, 132));  // 32 keys: nothing to split
   // A mask is read in pairs only where its keys are contiguous and every stride and the key count even.
   const at::Tensor q = torch::empty({1, 2, 8, 32}, o), k = torch::empty({1, 2, 10, 32}, o);
   auto pairs = [&](const at::Tensor& m) {

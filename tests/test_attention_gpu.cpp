@@ -581,16 +581,16 @@ TEST(AttentionKernelGpu, TimedMaskedCallsKeepTheFasterAndMatch) {
   for (const auto& c : torchfuse::runtime::attention_backend_choices())
     if (c.call == name) r = c;
   // 96 warps of 16 rows: fewer than 4 a multiprocessor on an A100 or H100/H200, so the keys
-  // schedule is timed too.
+  // schedule is timed too (4 warps a block, one block of 32 keys each).
   ASSERT_EQ(r.backends.size(), 3u);
   EXPECT_EQ(r.backends[1], "torchfuse");
-  EXPECT_EQ(r.backends[2], "torchfuse (keys split 2)");
+  EXPECT_EQ(r.backends[2], "torchfuse (keys split 4, blocks of 32)");
   EXPECT_TRUE(r.why_not.empty()) << r.why_not;
   ASSERT_EQ(r.us.size(), 3u);
   for (double us : r.us) EXPECT_GT(us, 0);
   EXPECT_EQ(r.chosen, torchfuse::runtime::choose_candidate(r.us));
   std::cout << "[ timed    ] " << name << ": " << r.backends[r.chosen] << " (" << r.backends[0] << " " << r.us[0]
-            << " us, torchfuse " << r.us[1] << " us, keys split 2 " << r.us[2] << " us)\n";
+            << " us, torchfuse " << r.us[1] << " us, keys split 4 " << r.us[2] << " us)\n";
 #else
   GTEST_SKIP() << "LibTorch < 2.1: no fused attention to time";
 #endif
