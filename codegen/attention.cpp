@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "codegen/cuda_types.h"
 #include "codegen/embedded_cuda.h"  // generated from codegen/*.cuh at build time (CMakeLists.txt)
 #include "codegen/kernel_name.h"
 #include "codegen/source_builder.h"
@@ -61,6 +62,7 @@ GeneratedKernel generate_attention(const AttentionSpec& spec) {
   b.line("constexpr bool kMaskPairs = " + flag(spec.mask_pairs) + ";");
   b.line("constexpr bool kCausal = " + flag(spec.causal) + ";");
   b.line("constexpr bool kVec = " + flag(spec.vector_loads) + ";");
+  b.raw(grid_dependency_definition());
   b.raw(kEmbeddedAttentionDevice);
   b.raw(kEmbeddedAttentionBody);
   std::string source = b.str();

@@ -4,20 +4,11 @@
 // emulation of these primitives instead (tests/emulated_warps.h). Fragment layouts are PTX's for
 // mma.m16n8k16 (lane = 4 * g + t): A holds rows g and g + 8, columns 2t, 2t + 1 and 2t + 8, 2t + 9;
 // B columns g, rows 2t, 2t + 1 and 2t + 8, 2t + 9; C rows g and g + 8, columns 2t, 2t + 1.
+// tf_grid_dependency() comes before this file (codegen/cuda_types.h grid_dependency_definition).
 typedef unsigned short tf_u16;
 typedef unsigned int tf_u32;
 #define TF_NEG_INF __int_as_float(0xff800000)
 #define TF_ENTRY extern "C" __global__
-
-// Programmatic dependent launch (sm_90 on; codegen/kernel.h kGridDependencyCall): wait for the
-// grids this one depends on, then let the next grid launch. Both return at once on a grid
-// launched without it.
-__device__ __forceinline__ void tf_grid_dependency() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 __device__ __forceinline__ float tf_to_float(tf_u16 x) {
   if constexpr (kHalf) {

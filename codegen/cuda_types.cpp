@@ -131,6 +131,19 @@ void emit_operand_param(SourceBuilder& b, size_t k, bool is_number, c10::ScalarT
   b.line("const " + storage_type(dtype) + "* " + input_name(k) + ";");
 }
 
+const char* grid_dependency_definition() {
+  return R"CUDA(// Programmatic dependent launch (sm_90 on; codegen/kernel.h kGridDependencyCall): wait for the
+// grids this one depends on, then let the next grid launch. Both return at once on a grid
+// launched without it.
+__device__ __forceinline__ void tf_grid_dependency() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+)CUDA";
+}
+
 const std::string& prelude() {
   static const std::string text = R"CUDA(// ---- torchfuse prelude: storage types, conversions, helpers ----
 struct alignas(2) tf_half { unsigned short bits; };
@@ -660,17 +673,7 @@ template <typename T, int N> __device__ __forceinline__ void tf_load_partials(T 
     for (int j = 0; j < N; ++j) dst[j] = __ldcg(src + j);
   }
 }
-// Programmatic dependent launch (sm_90 on; codegen/kernel.h kGridDependencyCall): wait for the
-// grids this one depends on, then let the next grid launch. Both return at once on a grid
-// launched without it.
-__device__ __forceinline__ void tf_grid_dependency() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-// ---- end of prelude ----
-)CUDA";
+)CUDA" + std::string(grid_dependency_definition()) + "// ---- end of prelude ----\n";
   return text;
 }
 

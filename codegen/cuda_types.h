@@ -54,6 +54,9 @@ const std::string& prelude();
 
 // An entry point's first statement: kGridDependencyCall (codegen/kernel.h).
 void emit_grid_dependency(class SourceBuilder& b);
+// The definition of the function it calls: in the prelude, and ahead of the attention kernel's
+// primitives (codegen/attention.cpp).
+const char* grid_dependency_definition();
 
 // The prelude's tf_fast_div argument for divisor d (1 <= d < 2^31): the multiplier m and shift s
 // with n / d == (umulhi(n, m) + n) >> s for every 0 <= n < 2^31, packed as m << 32 | s.

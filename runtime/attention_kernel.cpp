@@ -141,6 +141,25 @@ at::Tensor attention_kernel_output(const at::Tensor& q) {
   return at::empty({b, h, l, d}, q.options());
 }
 
+int64_t pack_attention_arguments(ParamPacker& p, const codegen::AttentionSpec& spec, const at::Tensor& q,
+                                 const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                                 const at::Tensor& out, double scale) {
+  const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2);
+  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps / spec.key_split;
+  const int64_t tiles = (rows + rows_a_block - 1) / rows_a_block;
+  const at::Tensor m = mask ? expanded_mask(*mask, q, k) : at::Tensor();
+  p.ptr(q.data_ptr());
+  p.ptr(k.data_ptr());
+  p.ptr(v.data_ptr());
+  p.ptr(mask ? m.data_ptr() : nullptr);
+  p.ptr(out.data_ptr());
+  for (int64_t x : {batch, heads, k.size(1), rows, k.size(2), tiles}) p.i64(x);
+  for (const at::Tensor* t : {&q, &k, &v, &m, &out})
+    for (int64_t i = 0; i < 4; ++i) p.i64(t->defined() ? t->stride(i) : 0);
+  p.f64(scale);
+  return tiles * batch * heads;
+}
+
 c10::optional<AttentionSchedule> attention_kernel_forced() {
   const char* v = std::getenv("TORCHFUSE_ATTENTION_KERNEL");
   if (!v) return c10::nullopt;
@@ -154,27 +173,14 @@ at::Tensor attention_kernel(const at::Tensor& q, const at::Tensor& k, const at::
                             AttentionSchedule schedule) {
   const std::string why = attention_kernel_unusable(q, k, v, mask, enable_gqa);
   TORCHFUSE_INTERNAL_ASSERT(why.empty(), "attention kernel called on a call it cannot run: ", why);
-  const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2);
   at::Tensor out = attention_kernel_output(q);
   const codegen::AttentionSpec spec =
       attention_kernel_spec(q, k, v, out, mask, is_causal, schedule, device_info(q.device().index()).sm_count);
   const codegen::GeneratedKernel& kernel = kernel_for(spec);
-  const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps / spec.key_split;
-  const int64_t tiles = (rows + rows_a_block - 1) / rows_a_block;
-  const at::Tensor m = mask ? expanded_mask(*mask, q, k) : at::Tensor();
-
   ParamPacker p;
-  p.ptr(q.data_ptr());
-  p.ptr(k.data_ptr());
-  p.ptr(v.data_ptr());
-  p.ptr(mask ? m.data_ptr() : nullptr);
-  p.ptr(out.data_ptr());
-  for (int64_t x : {batch, heads, k.size(1), rows, k.size(2), tiles}) p.i64(x);
-  for (const at::Tensor* t : {&q, &k, &v, static_cast<const at::Tensor*>(&m), static_cast<const at::Tensor*>(&out)})
-    for (int64_t i = 0; i < 4; ++i) p.i64(t->defined() ? t->stride(i) : 0);
-  p.f64(scale);
+  const int64_t blocks = pack_attention_arguments(p, spec, q, k, v, mask, out, scale);
   OnDevice on(q.device());
-  launch(kernel, kernel.name, q.device(), tiles * batch * heads, 1, 32 * spec.warps, p, nullptr);
+  launch(kernel, kernel.name, q.device(), blocks, 1, 32 * spec.warps, p, nullptr);
   return out;
 }
 

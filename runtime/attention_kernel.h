@@ -11,6 +11,8 @@
 namespace torchfuse {
 namespace runtime {
 
+class ParamPacker;
+
 // How the kernel's warps share a call's work (codegen::AttentionSpec::key_split).
 enum class AttentionSchedule {
   kRows,  // 16 query rows a warp; warps a block: 4, fewer where the grid would not fill the device once
@@ -47,6 +49,13 @@ bool attention_key_split_worth_timing(const at::Tensor& q, const at::Tensor& k, 
 codegen::AttentionSpec attention_kernel_spec(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                              const at::Tensor& out, const c10::optional<at::Tensor>& mask,
                                              bool is_causal, AttentionSchedule schedule, int sm_count);
+
+// The kernel's arguments for a call into `p` (in codegen/attention.h's order: the mask broadcast
+// to the scores, `out` as attention_kernel_output makes it) and the blocks of its grid: what
+// attention_kernel launches; the CPU tests' emulation runs the same.
+int64_t pack_attention_arguments(ParamPacker& p, const codegen::AttentionSpec& spec, const at::Tensor& q,
+                                 const at::Tensor& k, const at::Tensor& v, const c10::optional<at::Tensor>& mask,
+                                 const at::Tensor& out, double scale);
 
 // softmax(q @ k^T * scale + mask) @ v with the causal mask (key position <= query position) where
 // is_causal; a row whose every score is -inf or any NaN comes out NaN (eager's softmax). The

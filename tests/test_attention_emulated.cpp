@@ -2,11 +2,13 @@
 // CPU through an emulation of its device primitives (tests/emulated_warps.h), against the float64
 // math: every schedule (warps splitting rows or keys), both dtypes, masks read one key or two at
 // a time, causal, grouped heads, element and vector loads, fully masked and NaN rows. Each case
-// also checks that the runtime picks the emulated variant for the call (attention_kernel_spec).
+// also checks that the runtime picks the emulated variant for the call (attention_kernel_spec),
+// and runs it with the arguments and grid the runtime packs (pack_attention_arguments).
 // The GPU tests (test_attention_gpu.cpp) run the same body as NVRTC builds it.
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include <c10/util/BFloat16.h>
@@ -16,6 +18,7 @@
 
 #include "codegen/attention.h"
 #include "runtime/attention_kernel.h"
+#include "runtime/launch_util.h"
 #include "tests/emulated_warps.h"
 
 namespace {
@@ -30,34 +33,16 @@ struct Call {
   bool causal = false;
 };
 
-// Runs the emulated kernel on a call with the params layout of codegen/attention.h.
+// Runs the emulated kernel on a call with the arguments and grid the runtime launches it with.
 template <class Params>
 at::Tensor emulate(void (*kernel)(Params), const cg::AttentionSpec& spec, const Call& c) {
   const at::Tensor out = rt::attention_kernel_output(c.q);
-  const at::Tensor m = c.mask ? c.mask->expand({c.q.size(0), c.q.size(1), c.q.size(2), c.k.size(2)}) : at::Tensor();
-  using u16 = unsigned short;
-  Params p{};
-  p.q = static_cast<const u16*>(c.q.data_ptr());
-  p.k = static_cast<const u16*>(c.k.data_ptr());
-  p.v = static_cast<const u16*>(c.v.data_ptr());
-  p.mask = m.defined() ? static_cast<const u16*>(m.data_ptr()) : nullptr;
-  p.out = static_cast<u16*>(out.data_ptr());
-  p.batch = c.q.size(0);
-  p.heads = c.q.size(1);
-  p.kv_heads = c.k.size(1);
-  p.q_len = c.q.size(2);
-  p.k_len = c.k.size(2);
-  const int64_t rows_a_block = cg::kAttentionRowsPerWarp * spec.warps / spec.key_split;
-  p.q_tiles = (p.q_len + rows_a_block - 1) / rows_a_block;
-  for (int i = 0; i < 4; ++i) {
-    p.qs[i] = c.q.stride(i);
-    p.ks[i] = c.k.stride(i);
-    p.vs[i] = c.v.stride(i);
-    p.ms[i] = m.defined() ? m.stride(i) : 0;
-    p.os[i] = out.stride(i);
-  }
-  p.scale = c.scale;
-  tfemu::launch(kernel, p, p.q_tiles * p.batch * p.heads, 32 * spec.warps);
+  rt::ParamPacker words;
+  const int64_t blocks = rt::pack_attention_arguments(words, spec, c.q, c.k, c.v, c.mask, out, c.scale);
+  if (words.size() * sizeof(int64_t) != sizeof(Params)) throw std::logic_error("the kernel's params and the runtime's words differ in size");
+  Params p;
+  std::memcpy(&p, words.data(), sizeof p);
+  tfemu::launch(kernel, p, blocks, 32 * spec.warps);
   return out;
 }
 
