@@ -8,7 +8,7 @@
 // kernel takes. This kernel launches as any generated one does. It is one candidate of the timed
 // attention (runtime/attention_backends.h), kept only where it is faster and agrees.
 //
-// Each warp owns 16 query rows of one (batch, head); keys and values come in blocks of 64,
+// Each warp owns 16 query rows of one (batch, head); keys and values come in blocks of 64 or 32,
 // staged in shared memory. The kernel's CUDA source is codegen/attention_body.cuh, written
 // against the primitives of codegen/attention_device.cuh (both embedded in the library at build
 // time); the CPU tests run the same body on an emulation of those primitives.

@@ -31,7 +31,8 @@ struct GeneratedKernel {
 // The first statement of every generated entry point, before any memory access: waits until the
 // grids this one depends on have completed and their writes are visible, then lets the grid after
 // it launch (programmatic dependent launch, sm_90 and later; a grid launched without it waits for
-// nothing). Defined in the prelude (codegen/cuda_types.h) and the attention kernel's primitives.
+// nothing). Defined by codegen/cuda_types.h's grid_dependency_definition(): at the prelude's end,
+// and ahead of the attention kernel's primitives.
 inline constexpr const char* kGridDependencyCall = "tf_grid_dependency();";
 
 inline uint64_t next_kernel_id() {

@@ -152,8 +152,8 @@ Candidates candidates_for(int64_t pick, bool flash_ok, bool kernel_ok, KeySplit 
 }
 
 // Times ATen's pick against flash attention and torchfuse's kernel (its keys schedule too where
-// attention_key_split_worth_timing), where each can run the call, on this call's operands (the caller holds g_mu). r.chosen indexes r.backends; *chosen_id is the
-// backend kept.
+// attention_key_split_worth_timing), where each can run the call, on this call's operands (the
+// caller holds g_mu). r.chosen indexes r.backends; *chosen_id is the backend kept.
 AttentionBackendChoice time_backends(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                      const c10::optional<at::Tensor>& mask, double scale, bool is_causal,
                                      bool enable_gqa, bool flash_ok, bool kernel_ok, int* chosen_id) {

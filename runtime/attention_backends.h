@@ -54,7 +54,8 @@ at::Tensor timed_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 // One shape whose attention kernels were timed (in the order timed, for tests and reports).
 struct AttentionBackendChoice {
   std::string call;                   // "bf16 q [1, 32, 128, 64] k [1, 32, 128, 64], causal"; ", mask [..]"
-  std::vector<std::string> backends;  // "aten (cudnn)", then "flash", "torchfuse", "torchfuse (keys split 4, blocks of 32)" where each can run it
+  // "aten (cudnn)", then "flash", "torchfuse", "torchfuse (keys split 4, blocks of 32)" where each can run it
+  std::vector<std::string> backends;
   std::vector<double> us;             // per backend, GPU us per call (negative: it declined)
   int chosen = 0;                     // the index kept (0, ATen's pick, when nothing was timed)
   bool held = false;                  // timed behind a stream hold (GPU time alone)

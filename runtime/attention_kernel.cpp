@@ -22,8 +22,8 @@ const codegen::GeneratedKernel& kernel_for(const codegen::AttentionSpec& s) {
   static std::mutex mutex;
   using Key = std::tuple<int, int, int, int, int, bool, bool, bool, bool>;
   static auto* kernels = new std::map<Key, codegen::GeneratedKernel>();  // used until exit
-  const Key key{static_cast<int>(s.dtype), s.head_dim, s.warps, s.key_split, s.key_block, s.mask, s.mask_pairs, s.causal,
-                s.vector_loads};
+  const Key key{static_cast<int>(s.dtype), s.head_dim, s.warps, s.key_split, s.key_block,
+                s.mask, s.mask_pairs, s.causal, s.vector_loads};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = kernels->find(key);
   if (it == kernels->end()) it = kernels->emplace(key, codegen::generate_attention(s)).first;
