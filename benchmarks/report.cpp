@@ -106,6 +106,8 @@ std::string json_latency(const LatencyResult& l) {
      << ", \"side_stream_phases\": " << json_phases(l.side_stream_phases)
      << ", \"pdl\": " << (l.pdl ? "true" : "false") << ", \"pdl_check_passed\": " << (l.pdl_check_passed ? "true" : "false")
      << ", \"pdl_us\": " << json_number(l.pdl_us) << ", \"pdl_phases\": " << json_phases(l.pdl_phases)
+     << ", \"paired_rounds\": " << l.paired_rounds << ", \"paired_plain_us\": " << json_number(l.paired_plain_us)
+     << ", \"paired_pdl_us\": " << json_number(l.paired_pdl_us)
      << ", \"recorded_calls\": " << l.recorded_calls << ", \"unrecorded_us\": " << json_number(l.unrecorded_us)
      << ", \"unrecorded_phases\": " << json_phases(l.unrecorded_phases)
      << ", \"error\": " << json_string(l.error)
@@ -230,6 +232,10 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
        << cell(l.pdl_us, 1) << " us per call, " << (l.pdl_check_passed ? "matches eager" : "DOES NOT match eager") << "\n";
   }
   print_phases("direct with programmatic dependent launch", l.pdl_phases);
+  if (l.paired_rounds > 0) {
+    os << "  direct without / with programmatic dependent launch, " << l.paired_rounds << " alternating rounds (medians): "
+       << cell(l.paired_plain_us, 2) << " / " << cell(l.paired_pdl_us, 2) << " us per call\n";
+  }
   print_phases("graphs (static inputs, zero-copy)", l.graph_phases);
 }
 

@@ -63,6 +63,7 @@ Exit status: 0; 1 when torchfuse failed on a case or its output did not match ea
 )";
 
 constexpr int kLatencyCalls = 2000;
+constexpr int kPairedRounds = 7;  // alternating rounds without and with programmatic dependent launch
 constexpr int kWarmupCalls = 5;  // TorchScript's profiling executor fuses from its 2nd call
 
 struct Options {
@@ -335,6 +336,16 @@ tb::LatencyResult measure_latency() {
         l.pdl_check_passed = torchfuse::compare_with_eager(compiled, inputs).passed();
         l.pdl_us = median_wall_us([&] { compiled.forward(inputs); });
         l.pdl_phases = phases_of([&] { compiled.forward(inputs); });
+        std::vector<double> plain, pdl;
+        for (int round = 0; round < kPairedRounds; ++round) {
+          rt::set_programmatic_launch(false);
+          plain.push_back(tb::wall_us_per_call([&] { compiled.forward(inputs); }, kLatencyCalls));
+          rt::set_programmatic_launch(true);
+          pdl.push_back(tb::wall_us_per_call([&] { compiled.forward(inputs); }, kLatencyCalls));
+        }
+        l.paired_rounds = kPairedRounds;
+        l.paired_plain_us = tb::median(plain);
+        l.paired_pdl_us = tb::median(pdl);
       } catch (...) {
         rt::set_programmatic_launch(before);
         throw;

@@ -120,6 +120,10 @@ def kernels_per_call(fn, inputs):
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     # GPU time: the call's kernels, copies and memsets end to end, as if launched back to back.
     gpu_us = sum(e.time_range.end - e.time_range.start for e in kernels)
+    # The call's span on the device, first start to last end: GPU time plus the gaps between its
+    # kernels. Wall time near the span but above the GPU time means the gaps are the device's own
+    # (a graph's node-to-node latency), not the host's.
+    span_us = (max(e.time_range.end for e in kernels) - min(e.time_range.start for e in kernels)) if kernels else 0.0
     names = [e.name for e in kernels if not e.name.startswith(("Memcpy", "Memset", "cudaMemcpy"))]
     gemm = [n for n in names if is_gemm_kernel(n)]
     other = [n for n in names if not is_gemm_kernel(n)]
@@ -137,6 +141,7 @@ def kernels_per_call(fn, inputs):
     # or memset sits.)
     return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": ranked[:8],
             "all_non_gemm": ranked, "sequence": [e.name[:90] for e in kernels], "gpu_us": gpu_us,
+            "span_us": span_us,
             "by_time": by_time[:25]}
 
 
@@ -392,13 +397,14 @@ def main():
                 ("torchfuse attention autotune", "torchfuse_attention_autotune"),
                 ("torchfuse graphs no attention autotune", "torchfuse_graphs_no_attention_autotune"),
                 ("torchfuse PDL", "torchfuse_pdl"), ("torchfuse graphs PDL", "torchfuse_graphs_pdl")]
-    lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us)" for v, _ in variants) + " |",
+    lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us; span us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]
     for r in rows:
         cells = []
         for _, key in variants:
             us, k = r.get(key + "_us"), r.get(key + "_kernels")
-            cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f})" if k else f"{us:.0f}")
+            span = f"; {k['span_us']:.0f}" if k and "span_us" in k else ""
+            cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f}{span})" if k else f"{us:.0f}")
         lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | " + " | ".join(cells) + " |")
     lines.append("")
     for r in rows:
