@@ -7,8 +7,9 @@
 //
 // Only kernels whose every entry point waits (GeneratedKernel::grid_dependency) are launched so;
 // ATen's and cuBLAS's kernels, and torchfuse's cluster and cooperative launches, keep ordinary
-// launches and wait for everything before them. Off by default until measured: TORCHFUSE_PDL=1
-// in the environment turns it on (read once).
+// launches and wait for everything before them. Off by default (at batch 1 in CUDA graphs, where
+// every torchfuse kernel sits between cuBLAS GEMMs, it measured within a run's spread):
+// TORCHFUSE_PDL=1 in the environment turns it on (read once).
 #pragma once
 
 #include "runtime/driver_api.h"
