@@ -107,6 +107,7 @@ std::string json_latency(const LatencyResult& l) {
      << ", \"pdl\": " << (l.pdl ? "true" : "false") << ", \"pdl_check_passed\": " << (l.pdl_check_passed ? "true" : "false")
      << ", \"pdl_us\": " << json_number(l.pdl_us) << ", \"pdl_phases\": " << json_phases(l.pdl_phases)
      << ", \"paired_rounds\": " << l.paired_rounds << ", \"paired_plain_us\": " << json_number(l.paired_plain_us)
+     << ", \"paired_ex_us\": " << json_number(l.paired_ex_us)
      << ", \"paired_pdl_us\": " << json_number(l.paired_pdl_us)
      << ", \"recorded_calls\": " << l.recorded_calls << ", \"unrecorded_us\": " << json_number(l.unrecorded_us)
      << ", \"unrecorded_phases\": " << json_phases(l.unrecorded_phases)
@@ -233,8 +234,9 @@ void print_latency(const LatencyResult& l, std::ostream& os) {
   }
   print_phases("direct with programmatic dependent launch", l.pdl_phases);
   if (l.paired_rounds > 0) {
-    os << "  direct without / with programmatic dependent launch, " << l.paired_rounds << " alternating rounds (medians): "
-       << cell(l.paired_plain_us, 2) << " / " << cell(l.paired_pdl_us, 2) << " us per call\n";
+    os << "  direct, " << l.paired_rounds << " alternating rounds (medians): cuLaunchKernel " << cell(l.paired_plain_us, 2)
+       << " us, cuLaunchKernelEx without attributes " << cell(l.paired_ex_us, 2)
+       << " us, with programmatic dependent launch " << cell(l.paired_pdl_us, 2) << " us per call\n";
   }
   print_phases("graphs (static inputs, zero-copy)", l.graph_phases);
 }

@@ -69,10 +69,11 @@ struct LatencyResult {
   bool pdl_check_passed = false;
   double pdl_us = kNaN;
   Phases pdl_phases;
-  // The direct calls without and with it in alternating rounds (medians of each side): the host
-  // drifts by more than the difference over one run, so the pair is what compares them.
+  // The direct calls in alternating rounds (medians of each arm): cuLaunchKernel, cuLaunchKernelEx
+  // with no attribute, and with programmatic dependent launch. The host drifts by more than the
+  // arms differ over one run, so the rounds are what compares them.
   int paired_rounds = 0;
-  double paired_plain_us = kNaN, paired_pdl_us = kNaN;
+  double paired_plain_us = kNaN, paired_ex_us = kNaN, paired_pdl_us = kNaN;
   // Calls that repeated a recorded launch (CompileOptions::record_launches) in the timed module,
   // and the same module compiled without records: every call plans, looks up and packs.
   int64_t recorded_calls = 0;

@@ -63,7 +63,7 @@ Exit status: 0; 1 when torchfuse failed on a case or its output did not match ea
 )";
 
 constexpr int kLatencyCalls = 2000;
-constexpr int kPairedRounds = 7;  // alternating rounds without and with programmatic dependent launch
+constexpr int kPairedRounds = 7;  // alternating rounds of the launch calls (LatencyResult::paired_rounds)
 constexpr int kWarmupCalls = 5;  // TorchScript's profiling executor fuses from its 2nd call
 
 struct Options {
@@ -336,17 +336,23 @@ tb::LatencyResult measure_latency() {
         l.pdl_check_passed = torchfuse::compare_with_eager(compiled, inputs).passed();
         l.pdl_us = median_wall_us([&] { compiled.forward(inputs); });
         l.pdl_phases = phases_of([&] { compiled.forward(inputs); });
-        std::vector<double> plain, pdl;
+        std::vector<double> plain, ex, pdl;
+        const auto timed = [&] { return tb::wall_us_per_call([&] { compiled.forward(inputs); }, kLatencyCalls); };
         for (int round = 0; round < kPairedRounds; ++round) {
           rt::set_programmatic_launch(false);
-          plain.push_back(tb::wall_us_per_call([&] { compiled.forward(inputs); }, kLatencyCalls));
+          plain.push_back(timed());
+          rt::set_extended_launch(true);
+          ex.push_back(timed());
+          rt::set_extended_launch(false);
           rt::set_programmatic_launch(true);
-          pdl.push_back(tb::wall_us_per_call([&] { compiled.forward(inputs); }, kLatencyCalls));
+          pdl.push_back(timed());
         }
         l.paired_rounds = kPairedRounds;
         l.paired_plain_us = tb::median(plain);
+        l.paired_ex_us = tb::median(ex);
         l.paired_pdl_us = tb::median(pdl);
       } catch (...) {
+        rt::set_extended_launch(false);
         rt::set_programmatic_launch(before);
         throw;
       }

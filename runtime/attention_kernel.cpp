@@ -1,5 +1,6 @@
 #include "runtime/attention_kernel.h"
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -39,18 +40,37 @@ bool rows_of_16_bytes(const at::Tensor& t) {
   return true;
 }
 
-// A mask broadcast to the scores whose two neighbouring keys are one aligned 4-byte load: keys
-// contiguous, the key length and every other stride even, the data 4-byte aligned.
-bool mask_in_pairs(const at::Tensor& expanded) {
-  if (expanded.stride(3) != 1 || expanded.size(3) % 2 != 0) return false;
-  if (reinterpret_cast<uintptr_t>(expanded.data_ptr()) % 4 != 0) return false;
-  for (int64_t i = 0; i < 3; ++i)
-    if (expanded.stride(i) % 2 != 0) return false;
-  return true;
+// The strides of the mask broadcast to the scores [batch, heads, rows, keys], as ATen's expand
+// gives them (a dim broadcast from 1 strides 0; a dim the mask lacks strides as a size-1 dim over
+// the next), computed without making the view on every call.
+std::array<int64_t, 4> expanded_mask_strides(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
+  const std::array<int64_t, 4> target{q.size(0), q.size(1), q.size(2), k.size(2)};
+  std::array<int64_t, 4> sizes{}, strides{};
+  const int64_t lacking = 4 - mask.dim();
+  for (int64_t i = 3; i >= 0; --i) {
+    const int64_t dim = i - lacking;
+    int64_t size = dim >= 0 ? mask.size(dim) : 1;
+    int64_t stride = dim >= 0 ? mask.stride(dim) : (i == 3 ? 1 : sizes[i + 1] * strides[i + 1]);
+    if (size != target[i]) {
+      TORCHFUSE_INTERNAL_ASSERT(size == 1, "attention mask dim ", dim, " of size ", size, " does not broadcast to ",
+                                target[i]);
+      size = target[i];
+      stride = 0;
+    }
+    sizes[i] = size;
+    strides[i] = stride;
+  }
+  return strides;
 }
 
-at::Tensor expanded_mask(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
-  return mask.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
+// A mask broadcast to the scores whose two neighbouring keys are one aligned 4-byte load: keys
+// contiguous, the key length and every other stride even, the data 4-byte aligned.
+bool mask_in_pairs(const at::Tensor& mask, const std::array<int64_t, 4>& strides, int64_t keys) {
+  if (strides[3] != 1 || keys % 2 != 0) return false;
+  if (reinterpret_cast<uintptr_t>(mask.data_ptr()) % 4 != 0) return false;
+  for (int64_t i = 0; i < 3; ++i)
+    if (strides[static_cast<size_t>(i)] % 2 != 0) return false;
+  return true;
 }
 
 // Warps a block: 4, fewer where the grid would not fill the device's multiprocessors once.
@@ -126,7 +146,7 @@ codegen::AttentionSpec attention_kernel_spec(const at::Tensor& q, const at::Tens
   spec.key_block = split.key_block;
   spec.warps = split.ways > 1 ? split.ways : warps_for(q.size(2), q.size(0) * q.size(1), sm_count);
   spec.mask = mask.has_value();
-  spec.mask_pairs = mask.has_value() && mask_in_pairs(expanded_mask(*mask, q, k));
+  spec.mask_pairs = mask.has_value() && mask_in_pairs(*mask, expanded_mask_strides(*mask, q, k), k.size(2));
   spec.causal = is_causal;
   spec.vector_loads = rows_of_16_bytes(q) && rows_of_16_bytes(k) && rows_of_16_bytes(v) && rows_of_16_bytes(out);
   return spec;
@@ -147,15 +167,18 @@ int64_t pack_attention_arguments(ParamPacker& p, const codegen::AttentionSpec& s
   const int64_t batch = q.size(0), heads = q.size(1), rows = q.size(2);
   const int64_t rows_a_block = codegen::kAttentionRowsPerWarp * spec.warps / spec.key_split;
   const int64_t tiles = (rows + rows_a_block - 1) / rows_a_block;
-  const at::Tensor m = mask ? expanded_mask(*mask, q, k) : at::Tensor();
+  const std::array<int64_t, 4> mask_strides = mask ? expanded_mask_strides(*mask, q, k) : std::array<int64_t, 4>{};
   p.ptr(q.data_ptr());
   p.ptr(k.data_ptr());
   p.ptr(v.data_ptr());
-  p.ptr(mask ? m.data_ptr() : nullptr);
+  p.ptr(mask ? mask->data_ptr() : nullptr);
   p.ptr(out.data_ptr());
   for (int64_t x : {batch, heads, k.size(1), rows, k.size(2), tiles}) p.i64(x);
-  for (const at::Tensor* t : {&q, &k, &v, &m, &out})
-    for (int64_t i = 0; i < 4; ++i) p.i64(t->defined() ? t->stride(i) : 0);
+  const auto strides_of = [](const at::Tensor& t) {
+    return std::array<int64_t, 4>{t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
+  };
+  for (const std::array<int64_t, 4>& strides : {strides_of(q), strides_of(k), strides_of(v), mask_strides, strides_of(out)})
+    for (int64_t x : strides) p.i64(x);
   p.f64(scale);
   return tiles * batch * heads;
 }

@@ -148,7 +148,8 @@ void launch(const codegen::GeneratedKernel& kernel, const std::string& entry, co
   // earlier kernel and has poisoned the context.
   const char* what = injected       ? "cuLaunchKernel (injected by debug_fail_kernels)"
                      : programmatic ? "cuLaunchKernelEx (programmatic dependent launch)"
-                                    : "cuLaunchKernel";
+                     : extended_launch_switched_on() ? "cuLaunchKernelEx"
+                                                     : "cuLaunchKernel";
   if (capture_error(r)) throw Error(cu_error_message(r, what) + " (" + entry + ", while capturing a CUDA graph)");
   if (!poisons_context(r)) throw KernelFailure(cu_error_message(r, what) + " (" + entry + ")", kernel.source);
   check_cu(r, what);

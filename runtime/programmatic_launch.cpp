@@ -16,7 +16,13 @@ std::atomic<bool>& switch_state() {
   return on;
 }
 
+std::atomic<bool> extended{false};
+
 }  // namespace
+
+void set_extended_launch(bool on) { extended.store(on, std::memory_order_relaxed); }
+
+bool extended_launch_switched_on() { return extended.load(std::memory_order_relaxed); }
 
 void set_programmatic_launch(bool on) { switch_state().store(on, std::memory_order_relaxed); }
 
@@ -31,7 +37,8 @@ bool programmatic_launch(int device) {
 CUresult launch_function(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes,
                          CUstream stream, void** args, bool programmatic) {
   const DriverApi* api = driver_api();
-  if (!programmatic) return api->cuLaunchKernel(fn, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream, args, nullptr);
+  const bool ex = programmatic || (extended_launch_switched_on() && api->cuLaunchKernelEx != nullptr);
+  if (!ex) return api->cuLaunchKernel(fn, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream, args, nullptr);
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   attr.value.programmaticStreamSerializationAllowed = 1;
@@ -44,8 +51,8 @@ CUresult launch_function(CUfunction fn, unsigned grid_x, unsigned grid_y, unsign
   config.blockDimZ = 1;
   config.sharedMemBytes = shared_bytes;
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.attrs = programmatic ? &attr : nullptr;
+  config.numAttrs = programmatic ? 1 : 0;
   return api->cuLaunchKernelEx(&config, fn, args, nullptr);
 }
 

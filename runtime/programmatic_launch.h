@@ -25,6 +25,12 @@ bool programmatic_launch(int device);
 void set_programmatic_launch(bool on);
 bool programmatic_launch_switched_on();
 
+// For benchmarks: ordinary launches go through cuLaunchKernelEx with no attribute (where the
+// driver has it) instead of cuLaunchKernel, so that the driver's cost of each call can be told
+// apart from the attribute's. Off unless set.
+void set_extended_launch(bool on);
+bool extended_launch_switched_on();
+
 // One launch of `fn` on `stream`, with the programmatic attribute where `programmatic`.
 CUresult launch_function(CUfunction fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes,
                          CUstream stream, void** args, bool programmatic);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -315,6 +316,31 @@ TEST(AttentionKernelEmulated, KeySplitChoices) {
   EXPECT_FALSE(pairs(torch::zeros({1, 1, 1, 1}, o)));
   EXPECT_FALSE(pairs(torch::zeros({1, 1, 8, 11}, o).narrow(3, 0, 10)));  // rows 11 apart
   EXPECT_FALSE(pairs(torch::zeros({1, 1, 1, 11}, o).narrow(3, 1, 10)));  // data 2 bytes off
+}
+
+// The mask's strides packed for the kernel are those of the mask broadcast to the scores by
+// ATen's expand, whatever the mask's rank and whichever dims it broadcasts.
+TEST(AttentionKernelEmulated, PackedMaskStridesAreThoseOfTheBroadcastMask) {
+  const auto o = torch::TensorOptions().dtype(torch::kBFloat16);
+  const at::Tensor q = torch::empty({2, 3, 8, 32}, o), k = torch::empty({2, 3, 10, 32}, o);
+  const at::Tensor out = rt::attention_kernel_output(q);
+  const std::vector<at::Tensor> masks = {
+      torch::empty({10}, o),           torch::empty({8, 10}, o),         torch::empty({1, 10}, o),
+      torch::empty({3, 1, 10}, o),     torch::empty({2, 1, 1, 10}, o),   torch::empty({2, 3, 8, 10}, o),
+      torch::empty({1, 1, 10, 8}, o).transpose(2, 3), torch::empty({2, 3, 8, 20}, o).narrow(3, 5, 10),
+      torch::empty({1, 1, 1, 1}, o)};
+  for (const at::Tensor& m : masks) {
+    const cg::AttentionSpec spec = rt::attention_kernel_spec(q, k, k, out, m, false, rt::AttentionSchedule::kRows, 132);
+    rt::ParamPacker words;
+    rt::pack_attention_arguments(words, spec, q, k, k, m, out, 0.125);
+    // Five pointers, six sizes, then the strides of q, k, v, the mask and the output, four each.
+    const auto* w = static_cast<const int64_t*>(words.data());
+    const at::Tensor want = m.expand({2, 3, 8, 10});
+    EXPECT_EQ(w[3], static_cast<int64_t>(reinterpret_cast<intptr_t>(m.data_ptr()))) << m.sizes();
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(w[5 + 6 + 3 * 4 + i], want.stride(i)) << "mask " << m.sizes() << " strides " << m.strides() << " dim " << i;
+    }
+  }
 }
 
 }  // namespace

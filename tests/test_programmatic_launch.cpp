@@ -88,4 +88,18 @@ TEST(ProgrammaticLaunch, SwitchedOnlyWhereADeviceCanLaunchSo) {
   rt::set_programmatic_launch(before);
 }
 
+TEST(ProgrammaticLaunch, ExtendedLaunchIsABenchmarkSwitchOffByDefault) {
+  namespace rt = torchfuse::runtime;
+  EXPECT_FALSE(rt::extended_launch_switched_on());
+  rt::set_extended_launch(true);
+  EXPECT_TRUE(rt::extended_launch_switched_on());
+  // It changes the driver call, never whether a launch is programmatic.
+  const bool before = rt::programmatic_launch_switched_on();
+  rt::set_programmatic_launch(false);
+  EXPECT_FALSE(rt::programmatic_launch(0));
+  rt::set_programmatic_launch(before);
+  rt::set_extended_launch(false);
+  EXPECT_FALSE(rt::extended_launch_switched_on());
+}
+
 }  // namespace

@@ -83,6 +83,23 @@ TEST(ProgrammaticLaunchGpu, ChainsQueuedBackToBackMatchEager) {
   }
 }
 
+// The benchmarks' control: ordinary launches through cuLaunchKernelEx with no attribute.
+TEST(ProgrammaticLaunchGpu, ExtendedLaunchesWithoutTheAttributeMatchEager) {
+  REQUIRE_GPU();
+  torch::manual_seed(43);
+  const bool pdl_before = rt::programmatic_launch_switched_on();
+  rt::set_programmatic_launch(false);
+  rt::set_extended_launch(true);
+  auto m = chain();
+  for (auto dtype : {c10::kFloat, c10::kBFloat16}) {
+    torchfuse::CompiledModule c = torchfuse::compile(m, tftest::quiet_options());
+    check_back_to_back(c, m, dtype, 40, "extended launches");
+    EXPECT_GE(c.stats().recorded_calls, 1) << "no call went through a recorded launch";
+  }
+  rt::set_extended_launch(false);
+  rt::set_programmatic_launch(pdl_before);
+}
+
 TEST(ProgrammaticLaunchGpu, GraphReplaysMatchEager) {
   REQUIRE_GPU();
   torch::manual_seed(42);
