@@ -407,6 +407,25 @@ def main():
             cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f}{span})" if k else f"{us:.0f}")
         lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | " + " | ".join(cells) + " |")
     lines.append("")
+    # Issue 25's measures, where a row has torchfuse with graphs and reduce-overhead: the wall-time
+    # ratio (torchfuse C++ through the binding, torch.compile Python) and wall over GPU time and
+    # over the device span, for each graph variant.
+    graphed = [r for r in rows if "torch_compile_reduce_overhead_us" in r and "torchfuse_graphs_us" in r]
+    if graphed:
+        lines += ["| model | dtype | batch x seq | variant | vs reduce-overhead | wall / GPU | wall / span |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in graphed:
+            ro = r["torch_compile_reduce_overhead_us"]
+            for name, key in (("reduce-overhead", "torch_compile_reduce_overhead"), ("torchfuse graphs", "torchfuse_graphs"),
+                              ("torchfuse graphs PDL", "torchfuse_graphs_pdl"),
+                              ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune")):
+                us, k = r.get(key + "_us"), r.get(key + "_kernels")
+                if us is None:
+                    continue
+                gpu = f"{us / k['gpu_us']:.2f}" if k and k.get("gpu_us") else ""
+                span = f"{us / k['span_us']:.2f}" if k and k.get("span_us") else ""
+                lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | {name} | {ro / us:.2f}x | {gpu} | {span} |")
+        lines.append("")
     for r in rows:
         left = r.get("torchfuse_cli", {}).get("ops_left")
         if left:
