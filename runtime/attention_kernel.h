@@ -30,8 +30,8 @@ std::string attention_kernel_unusable(const at::Tensor& q, const at::Tensor& k, 
 
 // How the keys schedule splits a call's keys: the most warps that the head dim allows
 // (codegen::attention_max_key_split) and the blocks of keys can keep busy, a power of 2, with the
-// key block (64 or 32) giving the most, 64 where both give as many; 1 way where splitting changes
-// nothing.
+// key block (64 or 32) giving the most; where both give as many, 32 above head dim 32 (fewer
+// registers, no spills) and 64 otherwise; 1 way where splitting changes nothing.
 struct KeySplit {
   int ways = 1;
   int key_block = 64;

@@ -109,7 +109,54 @@ def time_calls(fn, inputs, warmup, iters, repeats):
     return statistics.median(times), min(times)
 
 
-def kernels_per_call(fn, inputs):
+_SLEEP_CYCLES_PER_US = None
+
+
+def sleep_cycles_per_us():
+    """torch.cuda._sleep's spin cycles per microsecond on this device, timed once by CUDA events."""
+    global _SLEEP_CYCLES_PER_US
+    if _SLEEP_CYCLES_PER_US is None:
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # warm
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        _SLEEP_CYCLES_PER_US = cycles / (start.elapsed_time(end) * 1000.0)
+    return _SLEEP_CYCLES_PER_US
+
+
+def device_span_us(fn, inputs, wall_us, repeats=5):
+    """The call's span on the device with the host out of the way: a spinning kernel holds the
+    stream for twice the call's wall time while the host queues the whole call behind it, so the
+    CUDA events around the call time its kernels back to back, with only the device's own gaps
+    between them (a graph's node-to-node latency, a kernel's launch into an idle stream). Wall
+    time over this span is the host's share. Not under the profiler, which stretches the gaps it
+    traces. A call that synchronizes with the host inside measures its own wait as well."""
+    hold_us = 2.0 * wall_us + 100.0
+    spans = []
+    with torch.inference_mode():
+        while len(spans) < repeats:
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(int(hold_us * sleep_cycles_per_us()))
+            start.record()
+            fn(*inputs)
+            end.record()
+            # The spin ended before the host had queued the call: the span would hold host time.
+            held = not start.query()
+            torch.cuda.synchronize()
+            if not held:
+                if hold_us > 1e6:
+                    return None
+                hold_us *= 2.0
+                continue
+            spans.append(start.elapsed_time(end) * 1000.0)
+    return statistics.median(spans)
+
+
+def kernels_per_call(fn, inputs, wall_us):
     from torch.profiler import ProfilerActivity, profile
     with torch.inference_mode():
         fn(*inputs)
@@ -120,10 +167,6 @@ def kernels_per_call(fn, inputs):
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     # GPU time: the call's kernels, copies and memsets end to end, as if launched back to back.
     gpu_us = sum(e.time_range.end - e.time_range.start for e in kernels)
-    # The call's span on the device, first start to last end: GPU time plus the gaps between its
-    # kernels. Wall time near the span but above the GPU time means the gaps are the device's own
-    # (a graph's node-to-node latency), not the host's.
-    span_us = (max(e.time_range.end for e in kernels) - min(e.time_range.start for e in kernels)) if kernels else 0.0
     names = [e.name for e in kernels if not e.name.startswith(("Memcpy", "Memset", "cudaMemcpy"))]
     gemm = [n for n in names if is_gemm_kernel(n)]
     other = [n for n in names if not is_gemm_kernel(n)]
@@ -141,7 +184,7 @@ def kernels_per_call(fn, inputs):
     # or memset sits.)
     return {"total": len(names), "gemm": len(gemm), "non_gemm": len(other), "top_non_gemm": ranked[:8],
             "all_non_gemm": ranked, "sequence": [e.name[:90] for e in kernels], "gpu_us": gpu_us,
-            "span_us": span_us,
+            "span_us": device_span_us(fn, inputs, wall_us),
             "by_time": by_time[:25]}
 
 
@@ -279,10 +322,10 @@ def main():
                 row["trace_s"] = round(time.time() - t0, 1)
                 row["specs"] = specs
                 row["eager_us"], _ = time_calls(model, inputs, args.warmup, args.iters, args.repeats)
-                row["eager_kernels"] = kernels_per_call(model, inputs)
+                row["eager_kernels"] = kernels_per_call(model, inputs, row["eager_us"])
                 loaded = torch.jit.load(path)
                 row["torchscript_us"], _ = time_calls(loaded, inputs, args.warmup, args.iters, args.repeats)
-                row["torchscript_kernels"] = kernels_per_call(loaded, inputs)
+                row["torchscript_kernels"] = kernels_per_call(loaded, inputs, row["torchscript_us"])
                 for mode in ([] if args.no_compile else args.compile_modes.split(",")):
                     # "torch_compile" for the default mode (the earlier tables' key), else per mode.
                     key = "torch_compile" if mode == "default" else "torch_compile_" + mode.replace("-", "_")
@@ -294,7 +337,7 @@ def main():
                                 compiled(*inputs)
                         row[key + "_s"] = round(time.time() - t1, 1)
                         row[key + "_us"], _ = time_calls(compiled, inputs, args.warmup, args.iters, args.repeats)
-                        row[key + "_kernels"] = kernels_per_call(compiled, inputs)
+                        row[key + "_kernels"] = kernels_per_call(compiled, inputs, row[key + "_us"])
                     except Exception as e:  # one mode failing leaves the others
                         row[key + "_error"] = repr(e)[:500]
                     torch._dynamo.reset()
@@ -305,7 +348,7 @@ def main():
                         tf(*inputs)
                     row["torchfuse_first_call_s"] = round(time.time() - t1, 1)
                     row["torchfuse_us"], _ = time_calls(tf, inputs, args.warmup, args.iters, args.repeats)
-                    row["torchfuse_kernels"] = kernels_per_call(tf, inputs)
+                    row["torchfuse_kernels"] = kernels_per_call(tf, inputs, row["torchfuse_us"])
                     row["torchfuse_stats"] = tf.stats()
                     explained = tf.explain(*inputs)
                     row["torchfuse_refused"] = explained["refused"]
@@ -340,7 +383,7 @@ def main():
                             with torch.inference_mode():
                                 ta(*inputs)
                             row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
-                            row[key + "_kernels"] = kernels_per_call(ta, inputs)
+                            row[key + "_kernels"] = kernels_per_call(ta, inputs, row[key + "_us"])
                             row[key + "_stats"] = ta.stats()
                             del ta
                         finally:
@@ -351,7 +394,7 @@ def main():
                             for _ in range(4):  # warm-up calls, then the capture
                                 tg(*inputs)
                         row["torchfuse_graphs_us"], _ = time_calls(tg, inputs, args.warmup, args.iters, args.repeats)
-                        row["torchfuse_graphs_kernels"] = kernels_per_call(tg, inputs)
+                        row["torchfuse_graphs_kernels"] = kernels_per_call(tg, inputs, row["torchfuse_graphs_us"])
                         row["torchfuse_graphs_stats"] = tg.stats()
                         del tg  # checked against eager by `torchfuse bench --cuda-graphs` (--torchfuse)
                 if args.torchfuse:
@@ -403,7 +446,7 @@ def main():
         cells = []
         for _, key in variants:
             us, k = r.get(key + "_us"), r.get(key + "_kernels")
-            span = f"; {k['span_us']:.0f}" if k and "span_us" in k else ""
+            span = f"; {k['span_us']:.0f}" if k and k.get("span_us") else ""
             cells.append("" if us is None else f"{us:.0f} ({k['gpu_us']:.0f}{span})" if k else f"{us:.0f}")
         lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} x {r.get('seq', '')} | " + " | ".join(cells) + " |")
     lines.append("")

@@ -290,7 +290,11 @@ TEST(AttentionKernelEmulated, KeySplitChoices) {
   };
   EXPECT_EQ(split(64, 32), "1 of 64");
   EXPECT_EQ(split(64, 64), "2 of 32");
-  EXPECT_EQ(split(64, 65), "2 of 64");   // 3 blocks of 32 keep no more warps busy than 2 of 64
+  EXPECT_EQ(split(64, 65), "2 of 32");  // 3 blocks of 32 keep as many warps busy as 2 of 64, in fewer registers
+  EXPECT_EQ(split(80, 90), "2 of 32");  // blocks of 64 split 2 ways spill at head dim 80
+  EXPECT_EQ(split(80, 200), "4 of 32");
+  EXPECT_EQ(split(48, 96), "2 of 32");
+  EXPECT_EQ(split(48, 129), "4 of 32");
   EXPECT_EQ(split(64, 128), "4 of 32");  // BERT
   EXPECT_EQ(split(32, 1000), "4 of 64");
   EXPECT_EQ(split(128, 128), "2 of 32");  // Llama

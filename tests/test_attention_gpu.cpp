@@ -485,6 +485,8 @@ TEST(AttentionKernelGpu, MatchesFloat64AcrossShapesMasksAndLayouts) {
       {torch::kHalf, 3, 2, 2, 33, 70, 32, Mask::Rank1, false, Layout::KeyTransposed},
       {torch::kBFloat16, 1, 2, 2, 1, 129, 16, Mask::None, false, Layout::Contiguous},  // one query row
       {torch::kHalf, 1, 4, 4, 300, 300, 128, Mask::Padding, true, Layout::KeyTransposed},
+      {torch::kBFloat16, 1, 6, 6, 90, 90, 80, Mask::Padding, false, Layout::Contiguous},  // keys split 2 of 32
+      {torch::kHalf, 2, 3, 3, 50, 129, 48, Mask::Full, true, Layout::Contiguous},
   };
   for (const Shape& sh : shapes) {
     const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(sh.dt);
