@@ -103,11 +103,11 @@ TF_VARIANT_CONSTANTS(16, 4, 1, 64, false, false, false, true, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
 }  // namespace rows_bf16_d16_w4_causal
-namespace keys_bf16_d80_w2 {
-TF_VARIANT_CONSTANTS(80, 2, 2, 64, false, false, false, false, true)
+namespace keys_bf16_d80_w2_kb32_mask {
+TF_VARIANT_CONSTANTS(80, 2, 2, 32, false, true, false, false, true)
 #include "tests/emulated_attention_device.inc"
 #include "codegen/attention_body.cuh"
-}  // namespace keys_bf16_d80_w2
+}  // namespace keys_bf16_d80_w2_kb32_mask
 namespace keys_f16_d32_w4_elements {
 TF_VARIANT_CONSTANTS(32, 4, 4, 64, true, true, false, false, false)
 #include "tests/emulated_attention_device.inc"
@@ -151,7 +151,8 @@ at::Tensor reference(const Call& c) {
 
 std::string describe(const cg::AttentionSpec& s) {
   return std::string(s.dtype == c10::ScalarType::Half ? "f16" : "bf16") + " d" + std::to_string(s.head_dim) + " w" +
-         std::to_string(s.warps) + " split " + std::to_string(s.key_split) + (s.mask ? " mask" : "") +
+         std::to_string(s.warps) + " split " + std::to_string(s.key_split) + " of " + std::to_string(s.key_block) +
+         (s.mask ? " mask" : "") +
          (s.mask_pairs ? " pairs" : "") + (s.causal ? " causal" : "") + (s.vector_loads ? " vec" : " elements");
 }
 
@@ -239,11 +240,13 @@ TEST(AttentionKernelEmulated, KeysScheduleMatchesFloat64) {
           [](const Call& x) { return emulate(&keys_f16_d32_w4_elements::kernel, keys_f16_d32_w4_elements::spec(), x); },
           keys_f16_d32_w4_elements::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
   }
-  {  // bf16, two warps splitting 90 keys in blocks of 64 (in blocks of 32 they would split no further), head dim 80
+  {  // bf16, two warps splitting 90 keys in blocks of 32 (blocks of 64 split as far, in more registers), head dim 80,
+     // a full mask of odd row stride (one entry a load)
     Call c{randn({1, 1, 5, 80}, torch::kBFloat16), randn({1, 1, 90, 80}, torch::kBFloat16),
-           randn({1, 1, 90, 80}, torch::kBFloat16)};
-    check("bf16 d80 split 2", [](const Call& x) { return emulate(&keys_bf16_d80_w2::kernel, keys_bf16_d80_w2::spec(), x); },
-          keys_bf16_d80_w2::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
+           randn({1, 1, 90, 80}, torch::kBFloat16), randn({1, 1, 5, 91}, torch::kBFloat16).narrow(3, 0, 90)};
+    check("bf16 d80 split 2 in blocks of 32, masked",
+          [](const Call& x) { return emulate(&keys_bf16_d80_w2_kb32_mask::kernel, keys_bf16_d80_w2_kb32_mask::spec(), x); },
+          keys_bf16_d80_w2_kb32_mask::spec(), c, rt::AttentionSchedule::kKeys, /*sm_count=*/132);
   }
   {  // Llama's layout at batch 1: head dim 128, grouped heads, causal, q, k, v views of one
      // projection; two warps splitting blocks of 32 keys (blocks of 64 would not fit two)
