@@ -126,7 +126,7 @@ KeySplit attention_key_split(int64_t head_dim, int64_t keys) {
     while (ways > 1 && ways > blocks) ways /= 2;
     // Above head dim 32 a tie goes to blocks of 32, as many warps busy in fewer registers: split 2
     // ways, blocks of 64 take 229 registers or more there and spill with a mask at head dims 48 to
-    // 80 (ptxas, sm_90); blocks of 32 do not spill.
+    // 80 (ptxas, sm_90), where blocks of 32 do not (docs/performance.md).
     const bool fewer_registers = ways == best.ways && ways > 1 && head_dim > 32;
     if (ways > best.ways || fewer_registers) best = {ways, key_block};
   }
