@@ -121,8 +121,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
          bool split_linear_bias, bool cache_shape_tensors, bool cublaslt_gemms,
          bool concat_linears, bool gemm_autotune, std::optional<bool> attention_autotune,
          bool split_conv_bias, bool channels_last_convs, const std::string& tune,
-         bool outputs_in_place, bool concat_linears_autotune) -> torchfuse::CompiledModule {
+         bool outputs_in_place, bool concat_linears_autotune, bool fuse_siblings) -> torchfuse::CompiledModule {
         torchfuse::CompileOptions options;
+        options.fuse_siblings = fuse_siblings;
         options.tune = tune;
         options.outputs_in_place = outputs_in_place;
         options.cuda_graphs = cuda_graphs;
@@ -145,7 +146,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       pybind11::arg("concat_linears") = true, pybind11::arg("gemm_autotune") = false,
       pybind11::arg("attention_autotune") = pybind11::none(), pybind11::arg("split_conv_bias") = true,
       pybind11::arg("channels_last_convs") = true, pybind11::arg("tune") = "", pybind11::arg("outputs_in_place") = false,
-      pybind11::arg("concat_linears_autotune") = false,
+      pybind11::arg("concat_linears_autotune") = false, pybind11::arg("fuse_siblings") = false,
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names (`tune`: CompileOptions::tune, knob=value,... as "
       "TORCHFUSE_TUNE)");

@@ -1,15 +1,62 @@
 #include "passes/fuse_pointwise.h"
 
 #include "passes/cluster_io.h"
+#include "passes/fuse_siblings.h"
 #include "passes/legality.h"
 
 #include <map>
 #include <set>
+#include <utility>
 
 namespace torchfuse {
 namespace {
 
 bool elementwise(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is_view(n->kind); }
+
+// A refusal and the nodes it names, kept until the round that decides it is the last.
+using Refusals = std::vector<std::pair<std::string, std::vector<int>>>;
+
+std::vector<int> members_of_both(const ClusterSet& set, int a, int b) {
+  std::vector<int> both = set.members[a];
+  both.insert(both.end(), set.members[b].begin(), set.members[b].end());
+  return both;
+}
+
+// Consumers last to first: each group grows towards its producers.
+Refusals grow_towards_producers(ClusterSet& set) {
+  Refusals refused;
+  const auto& nodes = set.graph.nodes();
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const ir::Node* consumer = nodes[i];
+    if (!elementwise(consumer) && !ir::along_dims(consumer->kind)) continue;
+    for (const ir::Value* v : consumer->inputs) {
+      const ir::Node* producer = v->producer;
+      if (!producer || !(elementwise(producer) || ir::along_dims(producer->kind))) continue;
+      const int c = set.group_of[consumer->id];
+      const int p = set.group_of[producer->id];
+      if (p == c || p < 0 || c < 0) continue;
+      if (set.has_reduction(p) || set.has_reduction(c)) {
+        // fuse_reductions decides those; it takes no views.
+        auto is_cat = [](ir::OpKind k) { return k == ir::OpKind::Cat || k == ir::OpKind::CatPiece; };
+        const bool cat = is_cat(producer->kind) || is_cat(consumer->kind);
+        if (cat || ir::is_view(producer->kind) || ir::is_view(consumer->kind)) {
+          refused.emplace_back("cannot fuse " + set.name(p) + " into the group of " + set.name(c) +
+                                   (cat ? ": cat inside reduction groups is not fused yet"
+                                        : ": views inside reduction groups are not fused yet"),
+                               members_of_both(set, p, c));
+        }
+        continue;
+      }
+      if (auto why = why_not_fuse(set, p, c)) {
+        refused.emplace_back("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why,
+                             members_of_both(set, p, c));
+        continue;
+      }
+      set.merge(c, p);
+    }
+  }
+  return refused;
+}
 
 }  // namespace
 
@@ -28,39 +75,11 @@ void fuse_pointwise(PassContext& ctx) {
   for (auto& [origin, ids] : by_origin) {
     if (!unfused_reduction_origins.count(origin)) set.make_cluster(std::move(ids));
   }
-  // Consumers last to first: each group grows towards its producers.
-  for (size_t i = nodes.size(); i-- > 0;) {
-    const ir::Node* consumer = nodes[i];
-    if (!elementwise(consumer) && !ir::along_dims(consumer->kind)) continue;
-    for (const ir::Value* v : consumer->inputs) {
-      const ir::Node* producer = v->producer;
-      if (!producer || !(elementwise(producer) || ir::along_dims(producer->kind))) continue;
-      const int c = set.group_of[consumer->id];
-      const int p = set.group_of[producer->id];
-      if (p == c || p < 0 || c < 0) continue;
-      if (set.has_reduction(p) || set.has_reduction(c)) {
-        // fuse_reductions decides those; it takes no views.
-        auto is_cat = [](ir::OpKind k) { return k == ir::OpKind::Cat || k == ir::OpKind::CatPiece; };
-        const bool cat = is_cat(producer->kind) || is_cat(consumer->kind);
-        if (cat || ir::is_view(producer->kind) || ir::is_view(consumer->kind)) {
-          std::vector<int> both = set.members[p];
-          both.insert(both.end(), set.members[c].begin(), set.members[c].end());
-          ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) +
-                         (cat ? ": cat inside reduction groups is not fused yet"
-                              : ": views inside reduction groups are not fused yet"),
-                     both);
-        }
-        continue;
-      }
-      if (auto why = why_not_fuse(set, p, c)) {
-        std::vector<int> both = set.members[p];
-        both.insert(both.end(), set.members[c].begin(), set.members[c].end());
-        ctx.refuse("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why, both);
-        continue;
-      }
-      set.merge(c, p);
-    }
-  }
+  Refusals refused = grow_towards_producers(set);
+  // Sibling groups merged, a second round takes in the producers they now read alone (a view both
+  // siblings read); its refusals replace the first round's, which it decides again.
+  if (ctx.fuse_siblings && merge_siblings(set, ctx) > 0) refused = grow_towards_producers(set);
+  for (const auto& [why, ids] : refused) ctx.refuse(why, ids);
   clusters_to_plan(set, ctx);
 }
 

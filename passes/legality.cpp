@@ -213,6 +213,16 @@ std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int
   return side_effect_between(set, producer, consumer);
 }
 
+std::optional<std::string> why_not_fuse_siblings(const ClusterSet& set, int a, int b) {
+  if (set.has_reduction(a) || set.has_reduction(b)) return "a group with a reduction does not take siblings";
+  const auto da = set.domain(a);
+  const auto db = set.domain(b);
+  if (da != db) {
+    return "their shapes " + ir::shape_str(da) + " and " + ir::shape_str(db) + " differ (one kernel runs one shape)";
+  }
+  return why_not_fuse(set, a, b);
+}
+
 bool connected_outside(const ClusterSet& set, int a, int b) {
   return path_through_outside(set, a, b) || path_through_outside(set, b, a);
 }

@@ -49,6 +49,12 @@ struct ClusterSet {
 //    output domain, no pre-view value needed outside, merges possible) instead of the shape rules.
 std::optional<std::string> why_not_fuse(const ClusterSet& set, int producer, int consumer);
 
+// Why two sibling clusters (neither reads the other; fuse_siblings) cannot become one kernel, or
+// nullopt when they can: neither holds a reduction (a sibling joins a pointwise kernel), both have
+// one iteration shape (the merged kernel runs one), and why_not_fuse's rules (device, views, no
+// path between them through an unfused node, no side effects between them) hold.
+std::optional<std::string> why_not_fuse_siblings(const ClusterSet& set, int a, int b);
+
 // True when some value of `cluster` is used outside `cluster` and `other`, or is a graph output.
 bool escapes(const ClusterSet& set, int cluster, int other);
 // A path from one cluster to the other, or back, through a node outside both.

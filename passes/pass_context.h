@@ -18,6 +18,8 @@ struct PassContext {
   // Column groups reading more element-input bytes than this are cut at their reductions
   // (passes/cut_column_epilogues.h); 0: never.
   int64_t cut_column_bytes = 0;
+  // Whether fuse_siblings merges sibling groups (CompileOptions::fuse_siblings).
+  bool fuse_siblings = false;
   LogSwitches logs;
 
   PassContext(const ir::Graph& g, int min_size, LogSwitches l) : graph(g), min_group_size(min_size), logs(l) {}

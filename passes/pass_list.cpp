@@ -24,7 +24,8 @@ struct Pass {
 // Order matters:
 //  1. fuse_reductions seeds groups around each reduction (prologue, epilogue), so that
 //  2. fuse_pointwise only grows groups over the remaining pointwise chains and never pulls a
-//     reduction's prologue away from it.
+//     reduction's prologue away from it. Under CompileOptions::fuse_siblings it merges sibling
+//     groups between two rounds of growth (passes/fuse_siblings.h).
 //  3. prune_groups drops groups too small to gain anything (their ops run through ATen).
 //  4. cut_column_epilogues parts large column groups at their reductions after pruning: the
 //     epilogue it cuts off (often one subtract) runs faster as a group than in ATen.

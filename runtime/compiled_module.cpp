@@ -381,6 +381,7 @@ std::unique_ptr<Specialization> CompiledModuleImpl::analyze(const std::vector<c1
   // Strict fuses lone ops too: a fusible op left to ATen would be an error.
   PassContext ctx(ir_graph, options_.strict ? 1 : options_.min_group_size, logs_);
   ctx.cut_column_bytes = tuning_.column_cut_kb < 0 ? 2 * target.l2_bytes : int64_t{tuning_.column_cut_kb} << 10;
+  ctx.fuse_siblings = options_.fuse_siblings;
   // Ops a converter declined never reached the passes: their reasons come first, in
   // explain().refused and the fusion log alike.
   for (const std::string& why : rewrites.refused) ctx.refuse(why, {});

@@ -5,6 +5,7 @@
 # Every second process runs its attention through torchfuse's own kernel wherever the kernel can
 # run it, alternately with its rows schedule (TORCHFUSE_ATTENTION_KERNEL=1) and its keys schedule
 # (TORCHFUSE_ATTENTION_KERNEL=keys); ATTENTION_KERNEL=0 leaves every process to ATen's pick.
+# SIBLINGS=1 compiles every program with CompileOptions::fuse_siblings (--fuse-siblings).
 #   BUILD_DIR=build-gpu SEED=1 COUNT=10000 JOBS=12 TIME_LIMIT=400 bash scripts/fuzz_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ for ((j = 0; j < JOBS; ++j)); do
   fi
   echo "$kernel" >"$logs/kernel.$j"
   TORCHFUSE_ATTENTION_KERNEL=$kernel TORCHFUSE_FUZZ_TRACE="$logs/trace.$j" "$BUILD_DIR"/tests/torchfuse_fuzz --mode gpu --seed "$SEED" --start "$s" \
-    --count "$n" --time-limit "$TIME_LIMIT" --report "$logs/report.$j.md" >"$logs/log.$j" 2>&1 &
+    --count "$n" --time-limit "$TIME_LIMIT" --report "$logs/report.$j.md" $([ "${SIBLINGS:-0}" = 1 ] && echo --fuse-siblings) >"$logs/log.$j" 2>&1 &
 done
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done

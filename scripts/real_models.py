@@ -272,7 +272,8 @@ def main():
                     "graphs_gemm_autotune (the same with CUDA graphs), attention_autotune (ATen's attention pick "
                     "timed against flash attention, on by default with graphs), graphs_no_attention_autotune, "
                     "in_place (CompileOptions::outputs_in_place), pdl and graphs_pdl (programmatic dependent launch, "
-                    "runtime/programmatic_launch.h, without and with CUDA graphs), "
+                    "runtime/programmatic_launch.h, without and with CUDA graphs), fuse_siblings and graphs_fuse_siblings "
+                    "(CompileOptions::fuse_siblings), "
                     "no_rewrites (none of the graph rewrites: attention, GEMM epilogues, linear bias, shape tensors)")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting new rows after this many seconds")
     ap.add_argument("--torchfuse", default="", help="the torchfuse CLI binary (bench and verify, beside)")
@@ -365,6 +366,8 @@ def main():
                                                                                 "cuda_graphs": True}),
                                     ("torchfuse_in_place", {"outputs_in_place": True}),
                                     ("torchfuse_pdl", {"pdl": True}),
+                                    ("torchfuse_fuse_siblings", {"fuse_siblings": True}),
+                                    ("torchfuse_graphs_fuse_siblings", {"fuse_siblings": True, "cuda_graphs": True}),
                                     ("torchfuse_graphs_pdl", {"cuda_graphs": True, "pdl": True}),
                                     ("torchfuse_no_conv_bias", {"split_conv_bias": False}),
                                     ("torchfuse_no_channels_last", {"channels_last_convs": False}),
@@ -439,7 +442,9 @@ def main():
                 ("torchfuse graphs", "torchfuse_graphs"), ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune"),
                 ("torchfuse attention autotune", "torchfuse_attention_autotune"),
                 ("torchfuse graphs no attention autotune", "torchfuse_graphs_no_attention_autotune"),
-                ("torchfuse PDL", "torchfuse_pdl"), ("torchfuse graphs PDL", "torchfuse_graphs_pdl")]
+                ("torchfuse PDL", "torchfuse_pdl"), ("torchfuse graphs PDL", "torchfuse_graphs_pdl"),
+                ("torchfuse siblings", "torchfuse_fuse_siblings"),
+                ("torchfuse graphs siblings", "torchfuse_graphs_fuse_siblings")]
     lines += ["| model | dtype | batch x seq | " + " | ".join(f"{v} us (GPU us; span us)" for v, _ in variants) + " |",
               "|---|---|---|" + "---|" * len(variants)]
     for r in rows:

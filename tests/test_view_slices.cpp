@@ -240,15 +240,9 @@ def forward(self, q, cos, sin):
                                              "input %0 read through slice[3, 32, 9223372036854775807, 1]"}))
       << e.ir_after;
   // Both halves returned: two chains side by side are two kernels (no sibling fusion), and the
-  // slices each reads stay views in ATen, read by both.
-  auto both = module_from(R"JIT(
-def forward(self, q, cos, sin):
-    q1 = q[..., :32]
-    q2 = q[..., 32:]
-    c = cos[..., :32]
-    s = sin[..., :32]
-    return q1 * c - q2 * s, q2 * c + q1 * s
-)JIT");
+  // slices each reads stay views in ATen, read by both (one kernel under
+  // CompileOptions::fuse_siblings: tests/test_fuse_siblings.cpp).
+  auto both = module_from(tftest::kRotationHalves);
   const auto e2 = explain(both, {torch::randn({2, 4, 8, 64}), torch::randn({8, 64}), torch::randn({8, 64})});
   EXPECT_EQ(e2.kernels.size(), 2u) << refusals(e2);
   EXPECT_TRUE(any_refusal_contains(e2, "of a group input is also used outside the group (fusing would copy it)")) << refusals(e2);

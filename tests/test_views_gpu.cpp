@@ -415,10 +415,12 @@ struct GpuModuleCase {
   int kernels;
 };
 
-void expect_module_matches(const GpuModuleCase& mc, c10::ScalarType dtype) {
-  const std::string label = std::string(mc.name) + " " + c10::toString(dtype);
+void expect_module_matches(const GpuModuleCase& mc, c10::ScalarType dtype, bool fuse_siblings = false) {
+  const std::string label = std::string(mc.name) + " " + c10::toString(dtype) + (fuse_siblings ? " siblings" : "");
   SCOPED_TRACE(label);
-  auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + mc.args + "):\n" + mc.source), tftest::poisoned_options());
+  auto options = tftest::poisoned_options();
+  options.fuse_siblings = fuse_siblings;
+  auto c = torchfuse::compile(tftest::module_from(std::string("def forward(self, ") + mc.args + "):\n" + mc.source), options);
   c.forward(random_inputs(mc.shapes(8), dtype));
   for (int64_t b : {8, 5}) {
     const auto in = random_inputs(mc.shapes(b), dtype);
@@ -472,6 +474,27 @@ TEST(ViewsGpu, UnpackedSplitsAndRealModelPatternsMatchEager) {
   };
   for (const auto& mc : cases)
     for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) expect_module_matches(mc, dtype);
+}
+
+// CompileOptions::fuse_siblings: sibling chains of one shape as one kernel (outputs poisoned first,
+// so every element of both must be written), against eager in each dtype at two batch sizes;
+// siblings it refuses stay as many kernels as without it.
+TEST(ViewsGpu, SiblingsFuseIntoOneKernelAndMatchEager) {
+  REQUIRE_GPU();
+  const std::vector<GpuModuleCase> cases = {
+      {"rope_halves",
+       "    q1 = q[..., :32]\n    q2 = q[..., 32:]\n    c = cos[..., :32]\n    s = sin[..., :32]\n"
+       "    return q1 * c - q2 * s, q2 * c + q1 * s\n",
+       "q, cos, sin", [](int64_t b) { return Shapes{{b, 4, 8, 64}, {8, 64}, {8, 64}}; }, 1},
+      {"two_chains_one_input", "    return torch.sigmoid(x) * 2.0, torch.tanh(x) + y\n", "x, y",
+       [](int64_t b) { return Shapes{{b, 40}, {b, 40}}; }, 1},
+      {"three_chains_transposed", "    t = x.transpose(0, 1)\n    return torch.relu(t) * y, t * 2.0 - y, torch.exp(t) + 1.0\n",
+       "x, y", [](int64_t b) { return Shapes{{24, b}, {b, 24}}; }, 1},
+      {"shapes_differ", "    return torch.sigmoid(x) * 2.0, torch.tanh(x + y)\n", "x, y",
+       [](int64_t b) { return Shapes{{b, 24}, {3, b, 24}}; }, 2},
+  };
+  for (const auto& mc : cases)
+    for (auto dtype : {c10::kFloat, c10::kHalf, c10::kBFloat16}) expect_module_matches(mc, dtype, /*fuse_siblings=*/true);
 }
 
 TEST(ViewsGpu, CallsOutsideTheProfilesRangesFallBackOrRaiseAsEager) {

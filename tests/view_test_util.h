@@ -84,4 +84,16 @@ inline void expect_strides_agree_with_torch_views(const StridesCase& c) {
   EXPECT_TRUE(torch::equal(read.expand(expected.sizes()), expected)) << read << expected;
 }
 
+// Both halves of a rotation returned together: two chains reading the same slices of q, cos and
+// sin, neither reading the other (sibling chains; tests/test_fuse_siblings.cpp). q [.., 64], cos
+// and sin [.., 64].
+constexpr const char* kRotationHalves = R"JIT(
+def forward(self, q, cos, sin):
+    q1 = q[..., :32]
+    q2 = q[..., 32:]
+    c = cos[..., :32]
+    s = sin[..., :32]
+    return q1 * c - q2 * s, q2 * c + q1 * s
+)JIT";
+
 }  // namespace tftest

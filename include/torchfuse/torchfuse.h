@@ -42,6 +42,11 @@ struct CompileOptions {
   std::string logs;
   // Groups with fewer ops than this are left to ATen (a single op gains nothing from fusion).
   int min_group_size = 2;
+  // Sibling fusion: pointwise groups of one output shape that read a common value and neither of
+  // which reads the other (the two halves of a rotation returned together) become one kernel,
+  // which reads the common values once and saves a launch (passes/fuse_siblings.h). Off by
+  // default: built and tested on the CPU (plans, NVRTC), not yet run on a GPU.
+  bool fuse_siblings = false;
   // Specializations kept per compiled module (those being built count too). A call with a new
   // input signature past the limit runs eager: logged once per module, counted in
   // Stats::over_limit_calls (and eager_calls); signatures already compiled stay fused.

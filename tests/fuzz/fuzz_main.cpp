@@ -37,6 +37,7 @@ struct Args {
   int64_t max_elements = int64_t{1} << 22;
   bool shrink = true;
   double time_limit = 0;  // seconds; 0: none (stops between programs, reporting what ran)
+  bool fuse_siblings = false;  // CompileOptions::fuse_siblings for every compile
 };
 
 struct Outcome {
@@ -74,11 +75,12 @@ Args parse(int argc, char** argv) {
     else if (k == "--report") a.report = value();
     else if (k == "--max-elements") a.max_elements = std::stoll(value());
     else if (k == "--no-shrink") a.shrink = false;
+    else if (k == "--fuse-siblings") a.fuse_siblings = true;
     else if (k == "--time-limit") a.time_limit = std::stod(value());
     else {
       std::cerr << "torchfuse_fuzz: unknown argument " << k
                 << " (--mode cpu|gpu --seed S --start I --count N --archs sm_80,sm_90 --report FILE "
-                   "--max-elements E --no-shrink --time-limit SECONDS)\n";
+                   "--max-elements E --no-shrink --time-limit SECONDS --fuse-siblings)\n";
       std::exit(2);
     }
   }
@@ -140,6 +142,7 @@ class Checker {
     for (const auto& arch : args_.archs) {
       torchfuse::CompileOptions options;
       options.offline_arch = arch;
+      options.fuse_siblings = args_.fuse_siblings;
       try {
         const auto e = torchfuse::compile(m, options).explain(in, /*compile_kernels=*/true);
         if (o.schedules.empty()) o.schedules = schedules_of(e.kernels);
@@ -155,6 +158,7 @@ class Checker {
     const c10::Device cuda(c10::kCUDA, 0);
     torchfuse::CompileOptions options;
     options.debug_poison_outputs = true;
+    options.fuse_siblings = args_.fuse_siblings;
     auto c = torchfuse::compile(m, options);
     try {
       c.forward_eager(p.make_inputs(cuda, p.dtype));
@@ -212,6 +216,7 @@ class Checker {
     // The fuzz options but for the poisoning (check_gpu's).
     torchfuse::CompileOptions options;
     options.debug_poison_outputs = false;
+    options.fuse_siblings = args_.fuse_siblings;
     auto r = torchfuse::compile(m, options);
     for (int i = 0; i < 2; ++i) r.forward(p.make_inputs(cuda, p.dtype));
     const auto in = p.make_inputs(cuda, p.dtype);
