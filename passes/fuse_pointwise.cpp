@@ -16,12 +16,6 @@ bool elementwise(const ir::Node* n) { return ir::is_pointwise(n->kind) || ir::is
 // A refusal and the nodes it names, kept until the round that decides it is the last.
 using Refusals = std::vector<std::pair<std::string, std::vector<int>>>;
 
-std::vector<int> members_of_both(const ClusterSet& set, int a, int b) {
-  std::vector<int> both = set.members[a];
-  both.insert(both.end(), set.members[b].begin(), set.members[b].end());
-  return both;
-}
-
 // Consumers last to first: each group grows towards its producers.
 Refusals grow_towards_producers(ClusterSet& set) {
   Refusals refused;
@@ -43,13 +37,13 @@ Refusals grow_towards_producers(ClusterSet& set) {
           refused.emplace_back("cannot fuse " + set.name(p) + " into the group of " + set.name(c) +
                                    (cat ? ": cat inside reduction groups is not fused yet"
                                         : ": views inside reduction groups are not fused yet"),
-                               members_of_both(set, p, c));
+                               set.ids_of(p, c));
         }
         continue;
       }
       if (auto why = why_not_fuse(set, p, c)) {
         refused.emplace_back("cannot fuse " + set.name(p) + " into the group of " + set.name(c) + ": " + *why,
-                             members_of_both(set, p, c));
+                             set.ids_of(p, c));
         continue;
       }
       set.merge(c, p);

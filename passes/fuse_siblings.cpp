@@ -54,11 +54,9 @@ int merge_siblings(ClusterSet& set, PassContext& ctx) {
       const int from = current(readers[i]);
       if (into == from || !tried.insert({into, from}).second) continue;
       if (auto why = why_not_fuse_siblings(set, into, from)) {
-        std::vector<int> both = set.members[into];
-        both.insert(both.end(), set.members[from].begin(), set.members[from].end());
         ctx.refuse("cannot fuse siblings " + set.name(into) + " and " + set.name(from) + " (both read %" +
                        std::to_string(value) + "): " + *why,
-                   both);
+                   set.ids_of(into, from));
         continue;
       }
       if (ctx.logs.fusion) {

@@ -44,6 +44,12 @@ std::vector<const ir::Node*> ClusterSet::nodes_of(const std::vector<int>& cluste
   return out;
 }
 
+std::vector<int> ClusterSet::ids_of(int a, int b) const {
+  std::vector<int> ids = members[a];
+  ids.insert(ids.end(), members[b].begin(), members[b].end());
+  return ids;
+}
+
 ViewPaths ClusterSet::view_paths_of(const std::vector<int>& clusters) const {
   const auto& outs = graph.outputs();
   auto escapes = [&](const ir::Value* v) {

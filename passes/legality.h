@@ -30,6 +30,8 @@ struct ClusterSet {
   std::vector<int64_t> domain(int cluster) const;
   // The nodes of the clusters, in node order.
   std::vector<const ir::Node*> nodes_of(const std::vector<int>& clusters) const;
+  // The node ids of two clusters (a refusal names both).
+  std::vector<int> ids_of(int a, int b) const;
   // view_paths of the clusters taken as one group.
   ViewPaths view_paths_of(const std::vector<int>& clusters) const;
   bool has_reduction(int cluster) const;
