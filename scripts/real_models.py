@@ -464,9 +464,7 @@ def main():
                   "|---|---|---|---|---|---|---|"]
         for r in graphed:
             ro = r["torch_compile_reduce_overhead_us"]
-            for name, key in (("reduce-overhead", "torch_compile_reduce_overhead"), ("torchfuse graphs", "torchfuse_graphs"),
-                              ("torchfuse graphs PDL", "torchfuse_graphs_pdl"),
-                              ("torchfuse graphs GEMM autotune", "torchfuse_graphs_gemm_autotune")):
+            for name, key in [v for v in variants if v[1] == "torch_compile_reduce_overhead" or v[1].startswith("torchfuse_graphs")]:
                 us, k = r.get(key + "_us"), r.get(key + "_kernels")
                 if us is None:
                     continue

@@ -131,6 +131,13 @@ class Checker {
   }
 
  private:
+  // The options every compile of a run starts from.
+  torchfuse::CompileOptions run_options() const {
+    torchfuse::CompileOptions options;
+    options.fuse_siblings = args_.fuse_siblings;
+    return options;
+  }
+
   Outcome check_cpu(const torch::jit::Module& m, const tffuzz::Program& p) const {
     const auto in = p.make_inputs(c10::kCPU, p.dtype);
     try {
@@ -140,9 +147,8 @@ class Checker {
     }
     Outcome o;
     for (const auto& arch : args_.archs) {
-      torchfuse::CompileOptions options;
+      torchfuse::CompileOptions options = run_options();
       options.offline_arch = arch;
-      options.fuse_siblings = args_.fuse_siblings;
       try {
         const auto e = torchfuse::compile(m, options).explain(in, /*compile_kernels=*/true);
         if (o.schedules.empty()) o.schedules = schedules_of(e.kernels);
@@ -156,9 +162,8 @@ class Checker {
 
   Outcome check_gpu(const torch::jit::Module& m, const tffuzz::Program& p) const {
     const c10::Device cuda(c10::kCUDA, 0);
-    torchfuse::CompileOptions options;
+    torchfuse::CompileOptions options = run_options();
     options.debug_poison_outputs = true;
-    options.fuse_siblings = args_.fuse_siblings;
     auto c = torchfuse::compile(m, options);
     try {
       c.forward_eager(p.make_inputs(cuda, p.dtype));
@@ -214,9 +219,8 @@ class Checker {
   std::string recorded_differs(const torch::jit::Module& m, const tffuzz::Program& p, torchfuse::CompiledModule& planned,
                                const c10::Device& cuda) const {
     // The fuzz options but for the poisoning (check_gpu's).
-    torchfuse::CompileOptions options;
+    torchfuse::CompileOptions options = run_options();
     options.debug_poison_outputs = false;
-    options.fuse_siblings = args_.fuse_siblings;
     auto r = torchfuse::compile(m, options);
     for (int i = 0; i < 2; ++i) r.forward(p.make_inputs(cuda, p.dtype));
     const auto in = p.make_inputs(cuda, p.dtype);
