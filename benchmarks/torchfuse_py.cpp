@@ -9,11 +9,14 @@
 //   tf.stats()                  # fused and eager calls, launches, groups that fell back
 //   tf.explain(x, w)            # kernels planned for these inputs (no GPU needed)
 //   tf.compare_with_eager(x, w) # (passed, report): torchfuse::compare_with_eager, float64 reference
+//   torchfuse_py.gemm_algorithm_choices()  # GEMM candidates timed so far (gemm_autotune)
 
 #include <torch/extension.h>
 #include <torch/script.h>
 
 #include <torchfuse/torchfuse.h>
+
+#include "runtime/gemm_epilogue_op.h"  // gemm_algorithm_choices (ATen's headers only)
 
 namespace {
 
@@ -150,6 +153,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "torchfuse::compile on a saved TorchScript module (torch.jit.save), e.g. a traced model; the "
       "keywords set the CompileOptions of those names (`tune`: CompileOptions::tune, knob=value,... as "
       "TORCHFUSE_TUNE)");
+  m.def(
+      "gemm_algorithm_choices",
+      [] {
+        pybind11::list out;
+        for (const auto& c : torchfuse::runtime::gemm_algorithm_choices()) {
+          pybind11::dict d;
+          d["call"] = c.call;
+          d["labels"] = c.labels;
+          d["us"] = c.us;
+          d["chosen"] = c.chosen;
+          d["held"] = c.held;
+          d["why_not"] = c.why_not;
+          out.append(d);
+        }
+        return out;
+      },
+      "the GEMM shapes whose candidates were timed in this process (gemm_autotune), in order: each "
+      "call's candidate labels, median GPU us per candidate and the index kept");
   m.def("set_programmatic_launch", &torchfuse::runtime::set_programmatic_launch, pybind11::arg("on"),
         "programmatic dependent launch for torchfuse's kernels from now on (TORCHFUSE_PDL=1 at start)");
   m.def(

@@ -705,7 +705,7 @@ GeneratedKernel generate_row_reduction(const FusionGroup& g, const ReductionAnal
   }
   std::set<const ir::Value*> cached;
   if (l.cached && !l.cache_inputs) cached = l.cache_first_pass ? a.cached_first : a.cached;
-  RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}, {}};
+  RowKernel rk{b, g, l, a, cached, {}, {}, {}, {}, {}, {}};
   for (int pass = 0; pass < a.passes; ++pass) rk.values_of_pass.push_back(a.pass_values(g, pass, rk.reuse()));
   rk.first_pass = a.first_passes(g, rk.reuse());
   rk.choose_early_inputs();

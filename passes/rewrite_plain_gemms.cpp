@@ -60,11 +60,15 @@ void rewrite_plain_gemms(RewriteContext& ctx) {
   for (torch::jit::Node* g : gemms) {
     const std::optional<GemmOperands> ops = gemm_operands(ctx, g);
     if (!ops) continue;  // batched and vector products stay ATen's, as they are not this call's form
-    // Float32 (and float64) GEMMs are left to ATen without a word: measured, cuBLASLt's heuristic
-    // picked float32 kernels that made Llama's float32 call 1.18x slower on the GPU than ATen's
-    // GEMMs (H200, 8 x 128 tokens: 18597 against 15701 us).
+    // Untimed, float32 (and float64) GEMMs are left to ATen without a word: measured, cuBLASLt's
+    // heuristic picked float32 kernels that made Llama's float32 call 1.18x slower on the GPU than
+    // ATen's GEMMs (H200, 8 x 128 tokens: 18597 against 15701 us). Timed (gemm_autotune), a
+    // float32 call times ATen's GEMM as its candidate 0 beside cuBLASLt's, and keeps ATen's
+    // unless one of cuBLASLt's beats it (runtime/gemm_epilogue_op.h).
     const ir::Type* result = ctx.type_of(g->output());
-    if (!result || !result->is_tensor() || !ir::is_16bit_float(result->dtype)) continue;
+    if (!result || !result->is_tensor()) continue;
+    const bool timed_f32 = result->dtype == c10::ScalarType::Float && ctx.gemm_candidates > 1;
+    if (!ir::is_16bit_float(result->dtype) && !timed_f32) continue;
     const std::string why = gemm_call_differs(ctx, *ops, nullptr, g, g);
     if (!why.empty()) {
       ctx.refused("GEMM " + node_name(g) + " left to ATen: " + why);
@@ -79,6 +83,7 @@ void rewrite_plain_gemms(RewriteContext& ctx) {
     std::string what = node_name(g) + " -> torchfuse::gemm_epilogue (" + (ops->bias ? "bias" : "no bias") +
                        ", no epilogue";
     if (!parts.empty()) what += ", parts " + c10::str(c10::IntArrayRef(parts)) + " timed against the whole";
+    if (timed_f32) what += ", float32: timed against ATen's GEMM";
     what += ")";
     TORCHFUSE_INTERNAL_ASSERT(!g->hasUses(), "a replaced GEMM's result still has a use");
     g->destroy();

@@ -50,7 +50,11 @@ Loaded load() {
          bind(lib, "cublasLtMatmulPreferenceCreate", a.cublasLtMatmulPreferenceCreate, l.why) &&
          bind(lib, "cublasLtMatmulPreferenceDestroy", a.cublasLtMatmulPreferenceDestroy, l.why) &&
          bind(lib, "cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute, l.why) &&
-         bind(lib, "cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic, l.why);
+         bind(lib, "cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic, l.why) &&
+         bind(lib, "cublasLtMatmulAlgoCapGetAttribute", a.cublasLtMatmulAlgoCapGetAttribute, l.why) &&
+         bind(lib, "cublasLtMatmulAlgoConfigGetAttribute", a.cublasLtMatmulAlgoConfigGetAttribute, l.why) &&
+         bind(lib, "cublasLtMatmulAlgoConfigSetAttribute", a.cublasLtMatmulAlgoConfigSetAttribute, l.why) &&
+         bind(lib, "cublasLtMatmulAlgoCheck", a.cublasLtMatmulAlgoCheck, l.why);
   return l;
 }
 

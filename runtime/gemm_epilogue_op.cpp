@@ -19,6 +19,7 @@
 
 #include "runtime/cublaslt_api.h"
 #include "runtime/gemm_autotune.h"
+#include "runtime/gemm_split_variants.h"
 #include "runtime/graph_capture.h"
 #include "runtime/launch_util.h"
 #include "src/error.h"
@@ -149,25 +150,36 @@ cublasComputeType_t compute_type(c10::ScalarType t) {
   return CUBLAS_COMPUTE_32F;
 }
 
-// torch's answer to "are reduced-precision reductions allowed": a bool before LibTorch 2.9, an
-// at::CuBLASReductionOption since, whose 0 is AllowReducedPrecisionWithSplitK.
-bool reduced_precision_allowed(bool allowed) { return allowed; }
+// The split-K reduction schemes eager's cuBLASLt GEMMs allow (ATen's CUDABlas.cpp), by torch's
+// answer to "are reduced-precision reductions allowed": every scheme when they are; partials in
+// the compute type (or no split) when they are not; no split when split-K is disallowed too.
+// That answer is a bool before LibTorch 2.9, an at::CuBLASReductionOption since (0:
+// AllowReducedPrecisionWithSplitK, 1: DisallowReducedPrecisionAllowSplitK, 2: ...DisallowSplitK).
+constexpr uint32_t kComputeTypeOrNone = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_NONE;
+uint32_t mask_for(bool reduced_allowed) { return reduced_allowed ? CUBLASLT_REDUCTION_SCHEME_MASK : kComputeTypeOrNone; }
 template <typename Option, typename = std::enable_if_t<std::is_enum<Option>::value>>
-bool reduced_precision_allowed(Option option) {
-  return static_cast<int>(option) == 0;
+uint32_t mask_for(Option option) {
+  switch (static_cast<int>(option)) {
+    case 0:
+      return CUBLASLT_REDUCTION_SCHEME_MASK;
+    case 1:
+      return kComputeTypeOrNone;
+    default:
+      return CUBLASLT_REDUCTION_SCHEME_NONE;
+  }
 }
 
-// The split-K reduction schemes the heuristic may pick. Eager's cuBLASLt GEMMs leave out
-// reductions in the output's 16-bit type unless torch allows reduced-precision reductions.
-uint32_t reduction_mask(c10::ScalarType t) {
-  bool reduced_ok = true;
-  if (t == c10::ScalarType::Half) reduced_ok = reduced_precision_allowed(at::globalContext().allowFP16ReductionCuBLAS());
+}  // namespace
+
+uint32_t cublaslt_reduction_mask(c10::ScalarType t) {
+  if (t == c10::ScalarType::Half) return mask_for(at::globalContext().allowFP16ReductionCuBLAS());
 #if TORCH_VERSION_MAJOR >= 2
-  if (t == c10::ScalarType::BFloat16)
-    reduced_ok = reduced_precision_allowed(at::globalContext().allowBF16ReductionCuBLAS());
+  if (t == c10::ScalarType::BFloat16) return mask_for(at::globalContext().allowBF16ReductionCuBLAS());
 #endif
-  return reduced_ok ? CUBLASLT_REDUCTION_SCHEME_MASK : (CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+  return CUBLASLT_REDUCTION_SCHEME_MASK;  // float32: eager sets no mask
 }
+
+namespace {
 
 // The largest power of two up to 16 that divides the address: the alignment the heuristic may
 // count on (its default preference, 256, would exclude nothing but also promise too much).
@@ -213,6 +225,13 @@ struct LtCall {
   uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_MASK;
   int device = 0;
   int candidates = 1;  // the heuristic's algorithms timed before one is kept (1: its first, untimed)
+
+  // The inner dim: op(a) is [N, K].
+  int64_t k() const { return static_cast<int64_t>(a.op == CUBLAS_OP_N ? a.cols : a.rows); }
+  // Whether ATen's own GEMM is timed too, as candidate 0: float32 calls that time candidates.
+  // Untimed float32 GEMMs without an epilogue stay ATen's (passes/rewrite_plain_gemms.cpp), so
+  // ATen's is the one a timed call must beat.
+  bool aten_candidate() const { return type == CUDA_R_32F && candidates > 1; }
 
   AlgoKey key() const {
     AlgoKey k{device, type, compute, epilogue, residual, reduction, alignment_of(bias), candidates};
@@ -281,13 +300,19 @@ cublasLtHandle_t handle_for(const CublasLtApi& lt, int device, std::string* why)
   return h;
 }
 
-// The heuristic's first call.candidates algorithms for calls with this key, in its order, asked
-// once per key; empty when it has none (the answer is cached too: such shapes go to ATen without
-// asking again).
-std::vector<cublasLtMatmulAlgo_t> candidates_for(const LtCall& call, const Descriptors& ds, cublasLtHandle_t h,
-                                                 std::string* why) {
+// One algorithm a call may run, and how timing records name it.
+struct LtCandidate {
+  cublasLtMatmulAlgo_t algo{};
+  std::string label;  // "heuristic 0", "heuristic 1, split-K 4"
+};
+
+// The heuristic's first call.candidates algorithms for calls with this key, in its order, then
+// (when there are several) their split-K variants; asked once per key; empty when the heuristic
+// has none (the answer is cached too: such shapes go to ATen without asking again).
+std::vector<LtCandidate> candidates_for(const LtCall& call, const Descriptors& ds, cublasLtHandle_t h,
+                                        std::string* why) {
   static std::mutex mu;
-  static auto* cache = new std::map<AlgoKey, std::vector<cublasLtMatmulAlgo_t>>();
+  static auto* cache = new std::map<AlgoKey, std::vector<LtCandidate>>();
   const AlgoKey key = call.key();
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
@@ -298,9 +323,17 @@ std::vector<cublasLtMatmulAlgo_t> candidates_for(const LtCall& call, const Descr
                                                                      static_cast<int>(results.size()), results.data(),
                                                                      &found);
     std::vector<cublasLtMatmulAlgo_t> algos;
-    for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < found; ++i)
-      if (results[i].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[i].algo);
-    it = cache->emplace(key, std::move(algos)).first;
+    std::vector<LtCandidate> list;
+    for (int i = 0; s == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      algos.push_back(results[i].algo);
+      list.push_back({results[i].algo, "heuristic " + std::to_string(i)});
+    }
+    if (call.candidates > 1 && !algos.empty()) {
+      const LtProblem problem{h, ds.matmul, ds.a, ds.b, ds.c, ds.d, call.k(), call.reduction, kWorkspaceBytes};
+      for (const SplitVariant& v : split_k_variants(*ds.api, problem, algos)) list.push_back({v.algo, v.label()});
+    }
+    it = cache->emplace(key, std::move(list)).first;
   }
   if (it->second.empty()) *why = "cublasLtMatmulAlgoGetHeuristic found no algorithm for these shapes, dtypes and alignments";
   return it->second;
@@ -335,9 +368,13 @@ namespace {
 // attribute of the matmul descriptor, set on each call.
 struct LtPlan {
   std::unique_ptr<Descriptors> ds;
-  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, in its order
-  cublasLtMatmulAlgo_t algo{};                   // the one calls run
-  bool settled = false;                          // false until the candidates were timed (or one alone)
+  std::vector<LtCandidate> candidates;  // the heuristic's in its order, then split-K variants
+  bool aten_first = false;              // ATen's GEMM is timed as candidate 0 (LtCall::aten_candidate)
+  cublasLtMatmulAlgo_t algo{};          // the one calls run...
+  bool use_aten = false;                // ...unless ATen's GEMM runs them (nothing here runs then)
+  bool settled = false;                 // false until the candidates were timed (or one alone)
+  // The candidates as timed: ATen's GEMM first where it takes part.
+  int timed_count() const { return static_cast<int>(candidates.size()) + (aten_first ? 1 : 0); }
 };
 
 // This thread's plan for `call`; null (reason in *why) where cuBLASLt declines the key. Declined
@@ -351,12 +388,14 @@ LtPlan* plan_for(const LtCall& call, const CublasLtApi& lt, cublasLtHandle_t h, 
   if (it != plans->end()) return &it->second;
   auto ds = std::make_unique<Descriptors>(&lt);
   if (!make_descriptors(call, *ds, why)) return nullptr;
-  std::vector<cublasLtMatmulAlgo_t> candidates = candidates_for(call, *ds, h, why);
+  std::vector<LtCandidate> candidates = candidates_for(call, *ds, h, why);
   if (candidates.empty()) return nullptr;
   LtPlan& plan = (*plans)[std::move(key)];
   plan.ds = std::move(ds);
-  plan.algo = candidates.front();
-  plan.settled = candidates.size() == 1;
+  plan.aten_first = call.aten_candidate();
+  plan.algo = candidates.front().algo;
+  plan.use_aten = plan.aten_first;  // until timed, candidate 0 runs
+  plan.settled = plan.timed_count() == 1;
   plan.candidates = std::move(candidates);
   return &plan;
 }
@@ -382,10 +421,11 @@ std::vector<GemmAlgorithmChoice>* g_choice_log = new std::vector<GemmAlgorithmCh
 
 // Settles which of plan's candidates the call runs: the index another thread's timing kept, else
 // the fastest of them timed now, on this call's own operands. While the stream captures a CUDA
-// graph nothing can be timed (timing waits for the GPU): the heuristic's first runs, unsettled.
-// run(algo) queues one matmul with `algo`, returning its status.
+// graph nothing can be timed (timing waits for the GPU): candidate 0 runs, unsettled.
+// run(algo) queues one matmul with `algo`, returning its status; aten() queues ATen's GEMM for
+// the same call (its result dropped).
 void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run,
-            const c10::Device& device, CUstream stream) {
+            const std::function<void()>& aten, const c10::Device& device, CUstream stream) {
   const AlgoKey key = call.key();
   std::lock_guard<std::mutex> lock(g_choices_mu);
   auto it = g_chosen->find(key);
@@ -393,12 +433,20 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
     if (current_stream_capturing(device)) return;
     GemmAlgorithmChoice record;
     record.call = describe_call(call);
-    record.candidates = static_cast<int>(plan.candidates.size());
+    record.candidates = plan.timed_count();
+    if (plan.aten_first) record.labels.push_back("ATen");
+    for (const LtCandidate& c : plan.candidates) record.labels.push_back(c.label);
+    const int first_lt = plan.aten_first ? 1 : 0;
+    auto queue = [&](int i) {
+      if (i < first_lt) {
+        aten();
+        return true;
+      }
+      return run(plan.candidates[static_cast<size_t>(i - first_lt)].algo) == CUBLAS_STATUS_SUCCESS;
+    };
     CandidateTimes t;
     try {
-      t = time_candidates(
-          record.candidates, [&](int i) { return run(plan.candidates[i]) == CUBLAS_STATUS_SUCCESS; }, call.device,
-          stream);
+      t = time_candidates(record.candidates, queue, call.device, stream);
     } catch (const Error& e) {
       t.why_not = e.what();
     }
@@ -409,22 +457,50 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
     record.chosen = std::max(t.chosen, 0);
     if (LogSwitches::from_env_and("").fusion) {
       std::ostringstream os;
-      os << "cuBLASLt " << record.call << ": candidate " << record.chosen << " of " << record.candidates;
-      if (t.chosen >= 0) os << " (" << t.us[t.chosen] << " us; the heuristic's first " << t.us[0] << " us)";
+      os << "cuBLASLt " << record.call << ": candidate " << record.chosen << " of " << record.candidates << " ("
+         << record.labels[static_cast<size_t>(record.chosen)] << ")";
+      if (t.chosen >= 0)
+        os << ", " << t.us[t.chosen] << " us; candidate 0 (" << record.labels[0] << ") " << t.us[0] << " us";
       if (!t.why_not.empty()) os << " (not timed: " << t.why_not << ")";
       log_info(os.str());
     }
     it = g_chosen->emplace(key, record.chosen).first;
     g_choice_log->push_back(std::move(record));
   }
-  plan.algo = plan.candidates[static_cast<size_t>(it->second)];
+  const int first_lt = plan.aten_first ? 1 : 0;
+  plan.use_aten = it->second < first_lt;
+  if (!plan.use_aten) plan.algo = plan.candidates[static_cast<size_t>(it->second - first_lt)].algo;
   plan.settled = true;
+}
+
+// ATen's ops for act(x @ weight^T + bias + residual), written into `out` (a [M, N] matrix with
+// packed rows, maybe a column range of a wider one): eager's linear (addmm or mm), add and
+// activation, each rounding to the dtype as eager does. Where a float32 call keeps ATen's GEMM,
+// this is what runs, and what its timing measured.
+void aten_into(const at::Tensor& x, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
+               GemmActivation activation, const at::Tensor& out) {
+  at::Tensor o = out;
+  if (bias) at::addmm_out(o, *bias, x, weight.t());
+  else at::mm_out(o, x, weight.t());
+  if (residual) o.add_(*residual);
+  switch (activation) {
+    case GemmActivation::relu:
+      o.relu_();
+      break;
+    case GemmActivation::gelu_tanh:
+      at::gelu_(o, "tanh");
+      break;
+    case GemmActivation::none:
+      break;
+  }
 }
 
 }  // namespace
 
 bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
-                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why) {
+                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why,
+                    bool* aten_ran) {
+  if (aten_ran) *aten_ran = false;
   TORCHFUSE_INTERNAL_ASSERT(x.dim() == 2 && out.dim() == 2 && out.stride(1) == 1 && out.size(0) == x.size(0) &&
                                 out.size(1) == weight.size(0),
                             "lt_matmul_into takes a 2-D input and a [M, N] output with packed rows");
@@ -436,7 +512,7 @@ bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Ten
   call.device = x.device().index();
   call.type = data_type(x.scalar_type());
   call.compute = compute_type(x.scalar_type());
-  call.reduction = reduction_mask(x.scalar_type());
+  call.reduction = cublaslt_reduction_mask(x.scalar_type());
   call.epilogue = epilogue_of(bias != nullptr, activation);
   call.candidates = candidates;
   call.a = operand(weight, keep);
@@ -481,7 +557,15 @@ bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Ten
     return lt.cublasLtMatmul(h, ds.matmul, &alpha, call.a.ptr, ds.a, call.b.ptr, ds.b, &beta, call.c.ptr, ds.c,
                              out.data_ptr(), ds.d, &algo, workspace.data_ptr(), kWorkspaceBytes, stream);
   };
-  if (!plan->settled) settle(call, *plan, run, x.device(), stream);
+  auto aten = [&] { aten_into(x, weight, bias, residual, activation, out); };
+  if (!plan->settled) settle(call, *plan, run, aten, x.device(), stream);
+  if (plan->use_aten) {
+    aten();
+    *why = plan->settled ? "ATen's float32 GEMM, timed faster than cuBLASLt's candidates"
+                         : "ATen's float32 GEMM, until cuBLASLt's candidates are timed outside a CUDA graph capture";
+    if (aten_ran) *aten_ran = true;
+    return true;
+  }
   const cublasStatus_t s = run(plan->algo);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) {
     *why = lt_failure("cublasLtMatmul", s);  // nothing ran: ATen computes it instead
@@ -495,7 +579,7 @@ namespace {
 
 // Runs the call as one cublasLtMatmul into a fresh `out`; false (reason in *why) where cuBLASLt declines.
 bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
-                  GemmActivation activation, int candidates, at::Tensor& out, std::string* why) {
+                  GemmActivation activation, int candidates, at::Tensor& out, std::string* why, bool* aten_ran) {
   *why = lt_unusable(input, weight, bias, residual);
   if (!why->empty()) return false;
   const int64_t n = weight.size(0), k = weight.size(1);
@@ -503,7 +587,7 @@ bool run_cublaslt(const at::Tensor& input, const at::Tensor& weight, const at::T
   out = at::empty({x.size(0), n}, input.options());
   at::Tensor r;
   if (residual) r = residual->reshape({-1, n});
-  if (!lt_matmul_into(x, weight, bias, residual ? &r : nullptr, activation, candidates, out, why)) return false;
+  if (!lt_matmul_into(x, weight, bias, residual ? &r : nullptr, activation, candidates, out, why, aten_ran)) return false;
   out = out.view(gemm_output_sizes(input, weight));
   return true;
 }
@@ -576,9 +660,10 @@ at::Tensor gemm_epilogue(const at::Tensor& input, const at::Tensor& weight, cons
   const GemmActivation act = check_gemm_call(input, weight, bias, residual, activation, candidates);
   at::Tensor out;
   std::string why;
+  bool aten_ran = false;  // ATen's float32 GEMM, kept by the timing, wrote `out`
   const bool ran =
-      run_cublaslt(input, weight, present(bias), present(residual), act, static_cast<int>(candidates), out, &why);
-  count_gemm_call(ran, why);
+      run_cublaslt(input, weight, present(bias), present(residual), act, static_cast<int>(candidates), out, &why, &aten_ran);
+  count_gemm_call(ran && !aten_ran, why);
   if (ran) return out;
   return gemm_epilogue_aten(input, weight, bias, residual, act);
 }

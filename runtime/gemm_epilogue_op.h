@@ -11,8 +11,10 @@
 // ops through ATen: linear, add, activation.
 //
 // `candidates` > 1 (CompileOptions::gemm_autotune): the first call of a shape times up to that many
-// of cuBLASLt's heuristic's algorithms on its own operands (runtime/gemm_autotune.h) and the
-// process keeps the fastest for the shape; 1 runs the heuristic's first. A shape first seen while
+// of cuBLASLt's heuristic's algorithms on its own operands (runtime/gemm_autotune.h), with split-K
+// variants of its first ones (runtime/gemm_split_variants.h) and, for float32 calls, ATen's own
+// GEMM as candidate 0; the process keeps the fastest for the shape (ATen's path where that won);
+// 1 runs the heuristic's first. A shape first seen while
 // its stream captures a CUDA graph runs the heuristic's first until a call outside a capture.
 // An overload with a seventh argument, `int[] parts`, times the GEMM whole against one per part
 // (runtime/gemm_parts.h).
@@ -69,9 +71,18 @@ std::string lt_unusable(const at::Tensor& input, const at::Tensor& weight, const
 // lt_unusable accepted: x [M, K] and residual [M, N] 2-D, out [M, N] with packed rows and any row
 // stride (a column range of a wider output). The algorithm is settled as for the op (timed
 // among `candidates` on a shape's first call outside a capture). False (reason in *why) where
-// cuBLASLt declines; nothing ran then.
+// cuBLASLt declines; nothing ran then. Where a float32 call keeps ATen's GEMM (its timed
+// candidate 0), ATen's linear, add and activation write `out` instead: true, *aten_ran set, the
+// reason in *why.
 bool lt_matmul_into(const at::Tensor& x, const at::Tensor& weight, const at::Tensor* bias, const at::Tensor* residual,
-                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why);
+                    GemmActivation activation, int candidates, const at::Tensor& out, std::string* why,
+                    bool* aten_ran = nullptr);
+
+// The split-K reduction schemes (a cublasLtReductionScheme_t mask) a call in dtype t may use,
+// as eager's cuBLASLt GEMMs derive them from torch's reduced-precision reduction settings:
+// all (0x7) where reduced precision is allowed (the default), partials in the compute type or
+// no split (0x2) where it is not, no split (0x0) where split-K is disallowed as well.
+uint32_t cublaslt_reduction_mask(c10::ScalarType t);
 
 // Counts a call in gemm_epilogue_counts() (cuBLASLt's or ATen's, with the reason ATen ran it).
 void count_gemm_call(bool cublaslt, const std::string& why);
@@ -88,7 +99,9 @@ std::vector<int64_t> gemm_output_sizes(const at::Tensor& input, const at::Tensor
 // One shape whose candidate algorithms were timed (in the order timed, for tests and reports).
 struct GemmAlgorithmChoice {
   std::string call;        // "bf16 M=128 N=2304 K=768, bias"
-  int candidates = 0;      // the heuristic's algorithms timed
+  int candidates = 0;      // the candidates timed
+  std::vector<std::string> labels;  // per candidate: "ATen" (float32 calls' candidate 0),
+                                    // "heuristic 2", "heuristic 0, split-K 4"
   std::vector<double> us;  // per candidate, GPU us per call (negative: it declined to run)
   int chosen = 0;          // the index kept (0 when timing was unavailable)
   bool held = false;       // timed behind a stream hold (GPU time alone)

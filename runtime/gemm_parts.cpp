@@ -37,21 +37,28 @@ struct PartsCall {
   GemmActivation activation = GemmActivation::none;
   int candidates = 1;
   const std::vector<int64_t>* parts = nullptr;
+  // Whether the latest form run had ATen's GEMM write some of `out` (float32 calls whose timing
+  // kept it: runtime/gemm_epilogue_op.h).
+  mutable bool aten_ran = false;
 
   bool merged(std::string* why) const {
-    return lt_matmul_into(x, *weight, bias, residual.defined() ? &residual : nullptr, activation, candidates, out, why);
+    return lt_matmul_into(x, *weight, bias, residual.defined() ? &residual : nullptr, activation, candidates, out, why,
+                          &aten_ran);
   }
   // Each part into its columns of `out`; false (why) at the first part cuBLASLt declines.
   bool apart(std::string* why) const {
+    aten_ran = false;
     int64_t start = 0;
     for (int64_t width : *parts) {
       const at::Tensor w = weight->narrow(0, start, width);
       at::Tensor b, r;
       if (bias) b = bias->narrow(0, start, width);
       if (residual.defined()) r = residual.narrow(1, start, width);
+      bool part_aten = false;
       if (!lt_matmul_into(x, w, bias ? &b : nullptr, residual.defined() ? &r : nullptr, activation, candidates,
-                          out.narrow(1, start, width), why))
+                          out.narrow(1, start, width), why, &part_aten))
         return false;
+      aten_ran = aten_ran || part_aten;
       start += width;
     }
     return true;
@@ -154,7 +161,7 @@ at::Tensor run(const at::Tensor& input, const at::Tensor& weight, const c10::opt
   // then ATen, write the whole output again.
   bool ran = apart ? c.apart(&why) : c.merged(&why);
   if (!ran && apart) ran = c.merged(&why);
-  count_gemm_call(ran, why);
+  count_gemm_call(ran && !c.aten_ran, why);
   if (!ran) return gemm_epilogue_aten(input, weight, bias, residual, act);
   return c.out.view(gemm_output_sizes(input, weight));
 }

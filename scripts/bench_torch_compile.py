@@ -206,7 +206,7 @@ def load_torchfuse(build_dir):
     if compiler:
         os.environ["CXX"] = compiler
     return load(name="torchfuse_py", sources=[os.path.join(repo, "benchmarks", "torchfuse_py.cpp")],
-                extra_include_paths=[os.path.join(repo, "include")], extra_cflags=["-O2", "-std=c++17"],
+                extra_include_paths=[os.path.join(repo, "include"), repo], extra_cflags=["-O2", "-std=c++17"],
                 extra_ldflags=[f"-L{build_dir}", "-ltorchfuse", f"-Wl,-rpath,{build_dir}"],
                 build_directory=ext_dir, verbose=False)
 

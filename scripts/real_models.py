@@ -109,6 +109,20 @@ def time_calls(fn, inputs, warmup, iters, repeats):
     return statistics.median(times), min(times)
 
 
+def gemm_choice_summary(choices):
+    """One line per timed GEMM shape: the candidate kept and candidate 0's time beside it."""
+    lines = []
+    for c in choices:
+        if c["why_not"]:
+            lines.append(f"{c['call']}: not timed ({c['why_not']})")
+            continue
+        k = c["chosen"]
+        splits = sum(1 for lab in c["labels"] if "split-K" in lab)
+        lines.append(f"{c['call']}: kept {c['labels'][k]} {c['us'][k]:.2f} us; {c['labels'][0]} {c['us'][0]:.2f} us; "
+                     f"{len(c['labels'])} candidates ({splits} split-K variants)")
+    return lines
+
+
 _SLEEP_CYCLES_PER_US = None
 
 
@@ -382,12 +396,15 @@ def main():
                         pdl = kw.pop("pdl", False)  # programmatic dependent launch, switched for this variant only
                         tfpy.set_programmatic_launch(pdl)
                         try:
+                            timed_before = len(tfpy.gemm_algorithm_choices())
                             ta = tfpy.compile_file(path, **kw)
                             with torch.inference_mode():
                                 ta(*inputs)
                             row[key + "_us"], _ = time_calls(ta, inputs, args.warmup, args.iters, args.repeats)
                             row[key + "_kernels"] = kernels_per_call(ta, inputs, row[key + "_us"])
                             row[key + "_stats"] = ta.stats()
+                            # GEMM shapes first timed by this variant (a shape is timed once a process)
+                            row[key + "_gemm_choices"] = gemm_choice_summary(tfpy.gemm_algorithm_choices()[timed_before:])
                             del ta
                         finally:
                             tfpy.set_programmatic_launch(False)

@@ -15,13 +15,16 @@ namespace {
 
 using torch::jit::Node;
 
-// A linear whose weight (and bias, if any) can share a buffer: a contiguous 16-bit 2-D weight and
-// a contiguous 1-D bias of its dtype and device, each read by this linear alone.
+// A linear whose weight (and bias, if any) can share a buffer: a contiguous floating 2-D weight
+// (16-bit or float32) and a contiguous 1-D bias of its dtype and device, each read by this linear
+// alone.
 bool shareable(const FrozenLinear& l) {
   const at::Tensor& w = l.weight;
   if (!w.is_contiguous() || w.requires_grad()) return false;
-  // Only 16-bit linears merge (passes/concat_linears.cpp says why).
-  if (w.scalar_type() != at::kHalf && w.scalar_type() != at::kBFloat16) return false;
+  // 16-bit linears merge; float32 ones where GEMMs are timed (passes/concat_linears.cpp says
+  // why). Which options a graph is compiled with is not known here, and storing float32 siblings
+  // together changes no value and keeps no second copy.
+  if (w.scalar_type() != at::kHalf && w.scalar_type() != at::kBFloat16 && w.scalar_type() != at::kFloat) return false;
   // A constant used elsewhere too (a tied weight) keeps its own storage.
   if (l.node->input(1)->uses().size() != 1) return false;
   if (!l.bias) return true;

@@ -91,6 +91,26 @@ TEST(ConcatLinears, Float32LinearsStayApart) {
   expect_matches_module(m, at::kFloat, options());
 }
 
+// Under gemm_autotune float32 linears merge too, each merged GEMM carrying its column parts (its
+// call times merged against apart, ATen's GEMM among each form's candidates); timed forms alone
+// (concat_linears_autotune) leave them apart. Results against the original module (ATen's path
+// on the CPU).
+TEST(ConcatLinears, Float32LinearsMergeOnlyWhereGemmsAreTimed) {
+  torch::jit::Module m = projections(at::kFloat, false);
+  torchfuse::CompileOptions timed = options(), parts_only = options();
+  timed.gemm_autotune = true;
+  parts_only.concat_linears_autotune = true;
+  const auto e = torchfuse::compile(m, timed).explain(inputs(at::kFloat));
+  EXPECT_TRUE(any_line_has(e.rewrites, "parts [24, 8, 8] timed against the whole")) << joined(e.rewrites);
+  EXPECT_TRUE(any_line_has(e.rewrites, "parts [40, 40] timed against the whole")) << joined(e.rewrites);
+  EXPECT_FALSE(any_line_has(e.refused, "a f32 linear")) << joined(e.refused);
+  EXPECT_EQ(gemms(e.rewritten_graph), 3) << e.rewritten_graph;
+  expect_matches_module(m, at::kFloat, timed);
+  const auto apart = torchfuse::compile(m, parts_only).explain(inputs(at::kFloat));
+  EXPECT_TRUE(any_line_has(apart.refused, "a f32 linear (merged float32 GEMMs ran slower")) << joined(apart.refused);
+  EXPECT_EQ(gemms(apart.rewritten_graph), 6) << apart.rewritten_graph;
+}
+
 // The weights live once: every linear of a group reads a row range of one buffer.
 TEST(ConcatLinears, SiblingWeightsShareOneBuffer) {
   torch::jit::Module m = projections(at::kBFloat16, true);

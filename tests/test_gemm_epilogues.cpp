@@ -2,12 +2,15 @@
 // which patterns become one torchfuse::gemm_epilogue node and which are refused and why
 // (explain()), results against eager through the op's ATen path, and the op's own checks.
 // tests/test_gemm_epilogues_gpu.cpp runs the cuBLASLt path.
+#include <ATen/Context.h>
 #include <torch/csrc/jit/ir/irparser.h>
+#include <torch/version.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
 #include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
 #include "runtime/gemm_parts.h"
+#include "runtime/gemm_split_variants.h"
 #include "tests/cpu_fallbacks.h"
 #include "tests/test_util.h"
 
@@ -358,6 +361,89 @@ TEST(GemmAutotune, RewrittenCallsCarryTheCandidateCount) {
     ASSERT_FALSE(arg.empty()) << e.rewritten_graph;
     EXPECT_EQ(tftest::constant_value(e.rewritten_graph, arg, "int"), autotune ? "8" : "1") << e.rewritten_graph;
   }
+}
+
+// Untimed, a float32 linear without an epilogue stays ATen's; timed, it becomes the op (which
+// times ATen's GEMM as its candidate 0 on the GPU), and the rewrite says so. On the CPU both run
+// ATen's linear and match eager.
+TEST(GemmAutotune, Float32PlainGemmsBecomeTheOpOnlyWhenTimed) {
+  for (bool autotune : {false, true}) {
+    torchfuse::CompileOptions o = options();
+    o.cublaslt_gemms = true;
+    o.gemm_autotune = autotune;
+    const auto in = first_of(linear_inputs(at::kFloat), "x, w");
+    auto fused = torchfuse::compile(tftest::module_returning("x, w", "torch.linear(x, w) * 2.0"), o);
+    const auto e = fused.explain(in);
+    EXPECT_EQ(count_occurrences(e.rewritten_graph, kOp), autotune ? 1 : 0) << e.rewritten_graph;
+    EXPECT_EQ(count_occurrences(e.rewritten_graph, "aten::linear("), autotune ? 0 : 1) << e.rewritten_graph;
+    bool said = false;
+    for (const std::string& r : e.rewrites) said = said || r.find("float32: timed against ATen's GEMM") != std::string::npos;
+    EXPECT_EQ(said, autotune) << joined(e.rewrites);
+    if (autotune) {
+      const std::string arg = tftest::last_call_argument(e.rewritten_graph, kOp);
+      EXPECT_EQ(tftest::constant_value(e.rewritten_graph, arg, "int"), "8") << e.rewritten_graph;
+    }
+    const std::vector<c10::IValue> fresh = first_of(linear_inputs(at::kFloat), "x, w");
+    const at::Tensor got = fused.forward(fresh).toTensor();
+    const at::Tensor want = at::linear(fresh[0].toTensor(), fresh[1].toTensor()) * 2.0;
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << "autotune " << autotune;
+  }
+}
+
+TEST(GemmAutotune, SplitCountsLeaveEachSliceAtLeastTheMinimumDepth) {
+  using torchfuse::runtime::split_k_counts;
+  EXPECT_EQ(split_k_counts(3072), (std::vector<int>{2, 3, 4, 6, 8, 12, 16}));
+  EXPECT_EQ(split_k_counts(768), (std::vector<int>{2, 3, 4, 6, 8, 12}));
+  EXPECT_EQ(split_k_counts(200), (std::vector<int>{2, 3}));
+  EXPECT_EQ(split_k_counts(128), (std::vector<int>{2}));
+  EXPECT_TRUE(split_k_counts(127).empty());
+  EXPECT_TRUE(split_k_counts(0).empty());
+  for (int64_t k : {129, 500, 777, 1000, 5632})
+    for (int s : split_k_counts(k)) EXPECT_GE(k / s, torchfuse::runtime::kMinSplitDepth) << "k " << k << ", " << s << " splits";
+}
+
+TEST(GemmAutotune, AlgorithmsCompareByEveryWord) {
+  cublasLtMatmulAlgo_t a{}, b{};
+  for (int i = 0; i < 8; ++i) a.data[i] = b.data[i] = 100 + i;
+  EXPECT_TRUE(torchfuse::runtime::same_algorithm(a, b));
+  b.data[7] ^= 1;  // e.g. the split count's word
+  EXPECT_FALSE(torchfuse::runtime::same_algorithm(a, b));
+  torchfuse::runtime::SplitVariant v;
+  v.source = 1;
+  v.splits = 4;
+  EXPECT_EQ(v.label(), "heuristic 1, split-K 4");
+}
+
+// The split-K schemes a cuBLASLt call may use follow torch's reduced-precision settings as
+// eager's cuBLASLt GEMMs do: every scheme by default; partials in the compute type (or no split)
+// where reduced precision is disallowed, so never "in place" in the 16-bit output; no split where
+// split-K is disallowed too (LibTorch 2.9 and later).
+TEST(GemmEpilogues, ReductionSchemesFollowTorchsReducedPrecisionSettings) {
+  using torchfuse::runtime::cublaslt_reduction_mask;
+  at::Context& ctx = at::globalContext();
+  constexpr uint32_t kAll = 0x7, kComputeTypeOrNone = 0x2, kNone = 0x0;
+  EXPECT_EQ(cublaslt_reduction_mask(at::kFloat), kAll);
+  ctx.setAllowFP16ReductionCuBLAS(false);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kHalf), kComputeTypeOrNone);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kFloat), kAll) << "float32 takes no mask";
+  ctx.setAllowFP16ReductionCuBLAS(true);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kHalf), kAll);
+#if TORCH_VERSION_MAJOR >= 2
+  ctx.setAllowBF16ReductionCuBLAS(false);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kBFloat16), kComputeTypeOrNone);
+  ctx.setAllowBF16ReductionCuBLAS(true);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kBFloat16), kAll);
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
+  ctx.setAllowFP16ReductionCuBLAS(false, false);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kHalf), kNone);
+  ctx.setAllowBF16ReductionCuBLAS(false, false);
+  EXPECT_EQ(cublaslt_reduction_mask(at::kBFloat16), kNone);
+  ctx.setAllowFP16ReductionCuBLAS(true);
+  ctx.setAllowBF16ReductionCuBLAS(true);
+#else
+  (void)kNone;
+#endif
 }
 
 TEST(GemmAutotune, CpuCallsTimeNothing) {

@@ -4,13 +4,19 @@
 // cuBLASLt path asserted to have run (gemm_epilogue_counts); operands cuBLASLt reads through
 // strides or copies; f32 in full precision unless TF32 is allowed; and compiled modules whose
 // rewritten GEMMs run there; calls that time cuBLASLt's candidate algorithms (gemm_autotune),
-// also a shape first seen while a CUDA graph captures. Skipped without CUDA.
+// also a shape first seen while a CUDA graph captures, and float32 calls timed against ATen's GEMM
+// with split-K variants. Skipped without CUDA.
+#include <iostream>
+#include <tuple>
+
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "runtime/gemm_autotune.h"
 #include "runtime/gemm_epilogue_op.h"
+#include "runtime/gemm_parts.h"
+#include "runtime/gemm_split_variants.h"
 #include "runtime/graph_capture.h"
 #include "tests/gemm_gpu_util.h"
 #include "tests/test_util.h"
@@ -196,14 +202,14 @@ def forward(self, x):
 // and an MLP's gate and up projections, all reading x here, become one 16-bit GEMM, their results
 // slices of it, each GEMM one cuBLASLt call; float32 linears stay apart. Against the original
 // module on fresh inputs of two lengths.
-TEST_F(GpuGemmEpilogues, SiblingLinearsRunAsOneGemm) {
-  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
-    torch::jit::Module m("Block");
-    const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
-    for (const auto& [name, rows, cols] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
-             {"wq", 128, 96}, {"wk", 32, 96}, {"wv", 32, 96}, {"wg", 256, 96}, {"wu", 256, 96}, {"wd", 96, 256}})
-      m.register_parameter(name, (torch::randn({rows, cols}) / std::sqrt(double(cols))).to(o), false);
-    m.define(R"JIT(
+// q, k and v projections written apart and a SwiGLU MLP's gate and up, all reading x [B, T, 96].
+torch::jit::Module sibling_linears_block(c10::ScalarType dtype) {
+  torch::jit::Module m("Block");
+  const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+  for (const auto& [name, rows, cols] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"wq", 128, 96}, {"wk", 32, 96}, {"wv", 32, 96}, {"wg", 256, 96}, {"wu", 256, 96}, {"wd", 96, 256}})
+    m.register_parameter(name, (torch::randn({rows, cols}) / std::sqrt(double(cols))).to(o), false);
+  m.define(R"JIT(
 def forward(self, x):
     B = x.size(0)
     T = x.size(1)
@@ -213,6 +219,13 @@ def forward(self, x):
     h = (q * torch.sigmoid(k) + v).transpose(1, 2).reshape(B, T, 128)
     return torch.linear(torch.silu(torch.linear(x, self.wg)) * torch.linear(x, self.wu), self.wd) + h.sum(-1, keepdim=True)
 )JIT");
+  return m;
+}
+
+TEST_F(GpuGemmEpilogues, SiblingLinearsRunAsOneGemm) {
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    torch::jit::Module m = sibling_linears_block(dtype);
+    const auto o = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
     torchfuse::CompiledModule fused = torchfuse::compile(m, tftest::quiet_options());
     const auto e = fused.explain({torch::randn({3, 37, 96}, o)});
     const bool lt = dtype != torch::kFloat;  // float32 linears stay apart, and ATen's
@@ -234,6 +247,37 @@ def forward(self, x):
     }
     const auto after = gemm_epilogue_counts();
     if (lt) EXPECT_GE(after.cublaslt_calls - before.cublaslt_calls, 6) << dtype_name(dtype) << ": " << gemm_epilogue_last_fallback();
+  }
+}
+
+// Under gemm_autotune the float32 linears merge as the 16-bit ones do; each merged call times
+// merged against apart, ATen's GEMM among each form's candidates, and whatever it keeps matches
+// eager on fresh inputs of three lengths.
+TEST_F(GpuGemmEpilogues, Float32SiblingLinearsMergeUnderAutotuneAndMatchEager) {
+  torch::jit::Module m = sibling_linears_block(torch::kFloat);
+  const auto o = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+  torchfuse::CompileOptions options = tftest::quiet_options();
+  options.gemm_autotune = true;
+  torchfuse::CompiledModule fused = torchfuse::compile(m, options);
+  const auto e = fused.explain({torch::randn({3, 41, 96}, o)});
+  EXPECT_EQ(tftest::count_occurrences(tftest::joined(e.rewrites), "with 704 output features, each result a slice"), 1)
+      << tftest::joined(e.rewrites) << tftest::joined(e.refused);
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::linear("), 0) << e.rewritten_graph;
+  const size_t parts_before = torchfuse::runtime::gemm_parts_choices().size();
+  for (int call = 0; call < 3; ++call) {
+    const std::vector<c10::IValue> fresh{torch::randn({3, 41 + call, 96}, o)};
+    const at::Tensor got = fused.forward(fresh).toTensor().to(torch::kDouble);
+    const at::Tensor want = m.forward(fresh).toTensor().to(torch::kDouble);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "call " << call << ": max error " << (got - want).abs().max().item<double>();
+  }
+  const auto choices = torchfuse::runtime::gemm_parts_choices();
+  ASSERT_GT(choices.size(), parts_before) << "the merged GEMM did not time its forms";
+  for (size_t i = parts_before; i < choices.size(); ++i) {
+    EXPECT_EQ(choices[i].call.rfind("Float M=", 0), 0u) << choices[i].call;
+    EXPECT_TRUE(choices[i].why_not.empty()) << choices[i].call << ": " << choices[i].why_not;
+    std::cout << choices[i].call << ": " << (choices[i].apart ? "apart" : "merged") << " (merged " << choices[i].merged_us
+              << " us, apart " << choices[i].apart_us << " us)\n";
   }
 }
 
@@ -279,7 +323,12 @@ TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
       const at::Tensor b = c.e.bias ? o.b : at::Tensor(), r = c.e.residual ? o.r : at::Tensor();
       const auto before = gemm_epilogue_counts();
       const at::Tensor got = gemm_epilogue(o.x, o.w, b, r, c.e.activation, 8);
-      EXPECT_EQ(gemm_epilogue_counts().cublaslt_calls, before.cublaslt_calls + 1) << name << ": " << gemm_epilogue_last_fallback();
+      const auto after = gemm_epilogue_counts();
+      // A float32 call may keep ATen's GEMM, its candidate 0: one call either way.
+      if (c.dtype == torch::kFloat)
+        EXPECT_EQ(after.cublaslt_calls + after.aten_calls, before.cublaslt_calls + before.aten_calls + 1) << name;
+      else
+        EXPECT_EQ(after.cublaslt_calls, before.cublaslt_calls + 1) << name << ": " << gemm_epilogue_last_fallback();
       const at::Tensor want = gemm_eager(o.x, o.w, b, r, c.e.activation);
       const Tolerance tol = tolerance(c.dtype);
       ASSERT_EQ(got.sizes(), want.sizes()) << name;
@@ -294,8 +343,10 @@ TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
     EXPECT_TRUE(choice.held) << name << ": timed without holding the stream";
     EXPECT_TRUE(choice.l2_flushed) << name << ": timed with a warm L2";
     ASSERT_GE(choice.candidates, 1) << name;
-    ASSERT_LE(choice.candidates, 8) << name;
+    ASSERT_LE(choice.candidates, 8 + torchfuse::runtime::kMaxSplitVariants + 1) << name;
     ASSERT_EQ(choice.us.size(), static_cast<size_t>(choice.candidates)) << name;
+    ASSERT_EQ(choice.labels.size(), static_cast<size_t>(choice.candidates)) << name;
+    EXPECT_EQ(choice.labels[0], c.dtype == torch::kFloat ? "ATen" : "heuristic 0") << name;
     ASSERT_GE(choice.chosen, 0) << name;
     ASSERT_LT(choice.chosen, choice.candidates) << name;
     EXPECT_GT(choice.us[choice.chosen], 0.0) << name;
@@ -304,6 +355,74 @@ TEST_F(GpuGemmEpilogues, AutotunedCallsMatchEagerAndTimeEachShapeOnce) {
     for (double us : choice.us) EXPECT_TRUE(us < 0 || us >= bound) << name << ": a faster one was not kept";
     if (choice.chosen != 0)
       EXPECT_LE(choice.us[choice.chosen], choice.us[0] * (1.0 - torchfuse::runtime::kKeepFirstMargin)) << name;
+  }
+}
+
+// A float32 call that times its candidates (gemm_autotune) times ATen's GEMM first and split-K
+// variants of the heuristic's algorithms beside them, at a batch-1 layer's shape (Llama's q
+// projection at 128 tokens: 16 output tiles of 128 x 128 for 132 SMs), and whichever it keeps
+// computes eager's result.
+TEST_F(GpuGemmEpilogues, Float32TimedCallsTryAtenAndSplitKVariants) {
+  const Epilogue plain{"plain", false, false, "none"};
+  const std::string name = call_name(torch::kFloat, 128, 2048, 2048, plain);
+  ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
+  for (int call = 0; call < 3; ++call) {
+    const auto o = tftest::gemm_operands({1, 128}, 2048, 2048, torch::kFloat);  // fresh values every call
+    const at::Tensor got = gemm_epilogue(o.x, o.w, {}, {}, "none", 8);
+    const at::Tensor want = gemm_eager(o.x, o.w, {}, {}, "none");
+    const Tolerance tol = tolerance(torch::kFloat);
+    EXPECT_TRUE(torch::allclose(got, want, tol.rtol, tol.atol))
+        << name << " call " << call << ": max error " << (got - want).abs().max().item<double>();
+  }
+  ASSERT_EQ(choices_for(name), 1) << name;
+  torchfuse::runtime::GemmAlgorithmChoice choice;
+  for (const auto& ch : torchfuse::runtime::gemm_algorithm_choices())
+    if (ch.call == name) choice = ch;
+  ASSERT_TRUE(choice.why_not.empty()) << choice.why_not;
+  ASSERT_EQ(choice.labels.size(), choice.us.size());
+  ASSERT_FALSE(choice.labels.empty());
+  EXPECT_EQ(choice.labels[0], "ATen");
+  EXPECT_GT(choice.us[0], 0.0) << "ATen's GEMM was not timed";
+  int splits_timed = 0;
+  std::string table;
+  for (size_t i = 0; i < choice.labels.size(); ++i) {
+    splits_timed += choice.labels[i].find("split-K") != std::string::npos && choice.us[i] > 0;
+    table += "  " + choice.labels[i] + ": " + std::to_string(choice.us[i]) + " us\n";
+  }
+  EXPECT_GE(splits_timed, 1) << "no split-K variant was timed:\n" << table;
+  std::cout << name << ": kept " << choice.labels[static_cast<size_t>(choice.chosen)] << "\n" << table;
+  // The kept candidate runs the next call: ATen's path where ATen's GEMM won.
+  const auto before = gemm_epilogue_counts();
+  const auto o = tftest::gemm_operands({128}, 2048, 2048, torch::kFloat);
+  (void)gemm_epilogue(o.x, o.w, {}, {}, "none", 8);
+  const auto after = gemm_epilogue_counts();
+  EXPECT_EQ(after.aten_calls - before.aten_calls, choice.chosen == 0 ? 1 : 0) << "kept " << choice.labels[static_cast<size_t>(choice.chosen)];
+}
+
+// A float32 module compiled with gemm_autotune: its linears without an epilogue become the op
+// too (timed against ATen's GEMM), and the module matches eager on fresh inputs of two lengths.
+TEST_F(GpuGemmEpilogues, Float32ModuleWithTimedGemmsMatchesEager) {
+  torch::jit::Module m("Mlp");
+  const auto o = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+  for (const auto& [name, rows, cols] :
+       std::vector<std::tuple<std::string, int64_t, int64_t>>{{"wg", 352, 160}, {"wu", 352, 160}, {"wd", 160, 352}})
+    m.register_parameter(name, (torch::randn({rows, cols}) / std::sqrt(double(cols))).to(o), false);
+  m.define(R"JIT(
+def forward(self, x):
+    return torch.linear(torch.silu(torch.linear(x, self.wg)) * torch.linear(x, self.wu), self.wd) + x
+)JIT");
+  torchfuse::CompileOptions options = tftest::quiet_options();
+  options.gemm_autotune = true;
+  torchfuse::CompiledModule fused = torchfuse::compile(m, options);
+  const auto e = fused.explain({torch::randn({2, 67, 160}, o)});
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::gemm_epilogue("), 3) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::linear("), 0) << e.rewritten_graph;
+  for (int64_t t : {67, 131}) {
+    const std::vector<c10::IValue> in{torch::randn({2, t, 160}, o)};
+    const at::Tensor got = fused.forward(in).toTensor().to(torch::kDouble);
+    const at::Tensor want = m.forward(in).toTensor().to(torch::kDouble);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(torch::allclose(got, want, 1e-4, 1e-4)) << "T " << t << ": max error " << (got - want).abs().max().item<double>();
   }
 }
 

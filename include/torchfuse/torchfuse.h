@@ -171,10 +171,13 @@ struct CompileOptions {
   // < 2.3) the call runs ATen's linear.
   bool cublaslt_gemms = true;
   // The cuBLASLt calls above (epilogues, merged and plain GEMMs) time the first 8 algorithms
-  // cuBLASLt's heuristic offers for a shape on its first call outside a CUDA graph capture (about
-  // a millisecond, once per shape and process, L2 written over before each timed call) and run the
-  // fastest, kept when it beats the heuristic's own first by 3% or more. Off (the default): the
-  // heuristic's first, untimed. Off by default because it measured no gain in the models
+  // cuBLASLt's heuristic offers for a shape, with up to 21 split-K variants of its first three
+  // unsplit ones (K split 2 to 16 ways, partial sums in float32), on its first call outside a CUDA
+  // graph capture (a few milliseconds, once per shape and process, L2 written over before each
+  // timed call) and run the fastest, kept when it beats candidate 0 by 3% or more. Candidate 0 is
+  // the heuristic's first, and for float32 calls ATen's own GEMM: timed, float32 GEMMs without an
+  // epilogue take part too (untimed they stay ATen's, above), and run ATen's unless a cuBLASLt
+  // algorithm beats it. Off (the default): the heuristic's first, untimed. Off by default because it measured no gain in the models
   // (docs/performance.md: Llama, BERT, ViT at batch 1 with CUDA graphs within 1%). Which algorithm
   // runs can change a result's rounding (split-K sums in another order), within the GEMM's
   // tolerance. A merged GEMM (concat_linears) also times itself whole against apart, as under
