@@ -395,8 +395,8 @@ LtPlan* plan_for(const LtCall& call, const CublasLtApi& lt, cublasLtHandle_t h, 
   plan.aten_first = call.aten_candidate();
   plan.algo = candidates.front().algo;
   plan.use_aten = plan.aten_first;  // until timed, candidate 0 runs
-  plan.settled = plan.timed_count() == 1;
   plan.candidates = std::move(candidates);
+  plan.settled = plan.timed_count() == 1;  // one candidate: nothing to time
   return &plan;
 }
 

@@ -400,7 +400,8 @@ TEST_F(GpuGemmEpilogues, Float32TimedCallsTryAtenAndSplitKVariants) {
 }
 
 // A float32 module compiled with gemm_autotune: its linears without an epilogue become the op
-// too (timed against ATen's GEMM), and the module matches eager on fresh inputs of two lengths.
+// too (timed against ATen's GEMM; gate and up merged into one), and the module matches eager on
+// fresh inputs of two lengths.
 TEST_F(GpuGemmEpilogues, Float32ModuleWithTimedGemmsMatchesEager) {
   torch::jit::Module m("Mlp");
   const auto o = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
@@ -415,7 +416,8 @@ def forward(self, x):
   options.gemm_autotune = true;
   torchfuse::CompiledModule fused = torchfuse::compile(m, options);
   const auto e = fused.explain({torch::randn({2, 67, 160}, o)});
-  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::gemm_epilogue("), 3) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "torchfuse::gemm_epilogue("), 2) << e.rewritten_graph;
+  EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "value=[352, 352]"), 1) << "gate and up merged, timed by parts";
   EXPECT_EQ(tftest::count_occurrences(e.rewritten_graph, "aten::linear("), 0) << e.rewritten_graph;
   for (int64_t t : {67, 131}) {
     const std::vector<c10::IValue> in{torch::randn({2, t, 160}, o)};
