@@ -428,6 +428,26 @@ def forward(self, x):
   }
 }
 
+// Untimed calls (one candidate, gemm_autotune off: the default) run the heuristic's first through
+// cuBLASLt and time nothing, in every dtype (a float32 call has no ATen candidate then).
+TEST_F(GpuGemmEpilogues, UntimedCallsRunTheHeuristicsFirstAndTimeNothing) {
+  for (c10::ScalarType dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    const Epilogue& e = kEpilogues[4];  // residual + bias
+    const std::string name = call_name(dtype, 61, 136, 232, e);
+    ASSERT_EQ(choices_for(name), 0) << name << " was timed before this test";
+    for (int call = 0; call < 3; ++call) {
+      const auto o = tftest::gemm_operands({61}, 232, 136, dtype);
+      const auto before = gemm_epilogue_counts();
+      const at::Tensor got = gemm_epilogue(o.x, o.w, o.b, o.r, e.activation, 1);
+      EXPECT_EQ(gemm_epilogue_counts().cublaslt_calls, before.cublaslt_calls + 1) << name << ": " << gemm_epilogue_last_fallback();
+      const at::Tensor want = gemm_eager(o.x, o.w, o.b, o.r, e.activation);
+      const Tolerance tol = tolerance(dtype);
+      EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol.rtol, tol.atol)) << name;
+    }
+    EXPECT_EQ(choices_for(name), 0) << name << ": an untimed call was timed";
+  }
+}
+
 TEST_F(GpuGemmEpilogues, AShapeFirstSeenWhileCapturingIsTimedOnItsFirstCallOutside) {
   const c10::Device device(torch::kCUDA, 0);
   const Operands o = gemm_operands({53}, 144, 88, torch::kBFloat16);
