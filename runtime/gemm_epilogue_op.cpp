@@ -373,8 +373,9 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};          // the one calls run...
   bool use_aten = false;                // ...unless ATen's GEMM runs them (nothing here runs then)
   bool settled = false;                 // false until the candidates were timed (or one alone)
-  // The candidates as timed: ATen's GEMM first where it takes part.
-  int timed_count() const { return static_cast<int>(candidates.size()) + (aten_first ? 1 : 0); }
+  // The candidates as timed: ATen's GEMM first where it takes part, then `candidates` from this index.
+  int first_lt() const { return aten_first ? 1 : 0; }
+  int timed_count() const { return static_cast<int>(candidates.size()) + first_lt(); }
 };
 
 // This thread's plan for `call`; null (reason in *why) where cuBLASLt declines the key. Declined
@@ -422,8 +423,8 @@ std::vector<GemmAlgorithmChoice>* g_choice_log = new std::vector<GemmAlgorithmCh
 // Settles which of plan's candidates the call runs: the index another thread's timing kept, else
 // the fastest of them timed now, on this call's own operands. While the stream captures a CUDA
 // graph nothing can be timed (timing waits for the GPU): candidate 0 runs, unsettled.
-// run(algo) queues one matmul with `algo`, returning its status; aten() queues ATen's GEMM for
-// the same call (its result dropped).
+// run(algo) queues one matmul with `algo`, returning its status; aten() queues ATen's ops for the
+// same call, writing its output as run() does.
 void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&)>& run,
             const std::function<void()>& aten, const c10::Device& device, CUstream stream) {
   const AlgoKey key = call.key();
@@ -436,13 +437,12 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
     record.candidates = plan.timed_count();
     if (plan.aten_first) record.labels.push_back("ATen");
     for (const LtCandidate& c : plan.candidates) record.labels.push_back(c.label);
-    const int first_lt = plan.aten_first ? 1 : 0;
     auto queue = [&](int i) {
-      if (i < first_lt) {
+      if (i < plan.first_lt()) {
         aten();
         return true;
       }
-      return run(plan.candidates[static_cast<size_t>(i - first_lt)].algo) == CUBLAS_STATUS_SUCCESS;
+      return run(plan.candidates[static_cast<size_t>(i - plan.first_lt())].algo) == CUBLAS_STATUS_SUCCESS;
     };
     CandidateTimes t;
     try {
@@ -467,9 +467,8 @@ void settle(const LtCall& call, LtPlan& plan, const std::function<cublasStatus_t
     it = g_chosen->emplace(key, record.chosen).first;
     g_choice_log->push_back(std::move(record));
   }
-  const int first_lt = plan.aten_first ? 1 : 0;
-  plan.use_aten = it->second < first_lt;
-  if (!plan.use_aten) plan.algo = plan.candidates[static_cast<size_t>(it->second - first_lt)].algo;
+  plan.use_aten = it->second < plan.first_lt();
+  if (!plan.use_aten) plan.algo = plan.candidates[static_cast<size_t>(it->second - plan.first_lt())].algo;
   plan.settled = true;
 }
 

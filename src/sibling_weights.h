@@ -1,9 +1,9 @@
 // Sibling linears' weights in one buffer: 16-bit and float32 linears reading the same input with
 // frozen weights (the q, k and v projections of a layer written apart, an MLP's gate and up
 // projections) get their weights (and biases) copied into one tensor each, every linear reading a
-// contiguous row range of it. Values and the graph's ops do not change, only where the weights are stored:
-// passes/concat_linears.cpp can then run such linears as one GEMM over the whole buffer without
-// holding a second copy of the weights.
+// contiguous row range of it. Values and the graph's ops do not change, only where the weights
+// are stored: passes/concat_linears.cpp can then run such linears as one GEMM over the whole
+// buffer without holding a second copy of the weights.
 #pragma once
 
 namespace torch {
