@@ -82,7 +82,7 @@ class Concatenator {
     // Where GEMMs time their candidates and merged GEMMs time themselves against apart
     // (gemm_autotune), a float32 merge is tried too: the timing keeps apart (and ATen's GEMM)
     // wherever those are faster.
-    const bool timed_f32 = t->dtype == c10::ScalarType::Float && ctx_.gemm_candidates > 1 && ctx_.time_column_parts;
+    const bool timed_f32 = t->dtype == c10::ScalarType::Float && ctx_.times_float32_gemms() && ctx_.time_column_parts;
     if (!ir::is_16bit_float(t->dtype) && !timed_f32)
       return std::string("a ") + ir::dtype_short_name(t->dtype) +
              " linear (merged float32 GEMMs ran slower than apart; 16-bit ones faster; under gemm_autotune the "

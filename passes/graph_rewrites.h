@@ -99,6 +99,10 @@ struct RewriteContext {
   DerivedConstants* derived = nullptr;  // RewriteOptions::derived
   RewriteReport report;
 
+  // Whether a float32 GEMM may become torchfuse::gemm_epilogue: only where its call times ATen's
+  // GEMM among its candidates (untimed, cuBLASLt's float32 picks ran slower than ATen's).
+  bool times_float32_gemms() const { return gemm_candidates > 1; }
+
   // Takes the profile's types while the graph is as profiled.
   RewriteContext(torch::jit::Graph& g, const Profile& p, LogSwitches l);
   // Record (and log under "fusion") a rewrite done or refused.

@@ -67,7 +67,7 @@ void rewrite_plain_gemms(RewriteContext& ctx) {
     // unless one of cuBLASLt's beats it (runtime/gemm_epilogue_op.h).
     const ir::Type* result = ctx.type_of(g->output());
     if (!result || !result->is_tensor()) continue;
-    const bool timed_f32 = result->dtype == c10::ScalarType::Float && ctx.gemm_candidates > 1;
+    const bool timed_f32 = result->dtype == c10::ScalarType::Float && ctx.times_float32_gemms();
     if (!ir::is_16bit_float(result->dtype) && !timed_f32) continue;
     const std::string why = gemm_call_differs(ctx, *ops, nullptr, g, g);
     if (!why.empty()) {
